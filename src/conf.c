@@ -1,0 +1,1151 @@
+/* conf.c - the settings table, and the parsing, printing and documentation it drives.
+ *
+ * `settings[]` below has one row per setting: its Kafka-style dotted name, its type, where its
+ * value lives in kc_conf_t (offsetof), its default written as a user would write it, its bounds
+ * and a one-line doc. Nothing else in this file names a setting:
+ *   - kc_conf_init feeds every row's default through kc_conf_set, so defaults obey the same
+ *     validation as user input (a default that does not validate aborts at startup);
+ *   - kc_conf_load_file and kc_conf_load_env turn lines and variables into (key, value) pairs
+ *     and hand them to kc_conf_set;
+ *   - kc_conf_set finds the row, checks the text against the row's type and bounds, and stores
+ *     it, or leaves the struct alone and writes "key: "value" problem (expected ...)";
+ *   - kc_conf_print and kc_conf_write_doc walk the table.
+ *
+ * Bounds by type: numbers use min..max for the value; listener lists use min..max for each
+ * port; topic lists use min..max for each partition count; enums list their values. Flags add
+ * the rest (whether "" is allowed, whether 0.0.0.0 may be advertised, whether the generated
+ * conf/kcoord.conf sets the value or shows it commented out).
+ *
+ * To add a setting: add a typed member to kc_conf_t in conf.h, bump KC_CONF_N_SETTINGS, add a
+ * row here, regenerate conf/kcoord.conf from the repository root with
+ *     build/tests/unit/test_conf --write-doc > conf/kcoord.conf
+ * and add tests for its bounds. A new type is a new vtype_t case in
+ * parse_value, free_value, write_value and write_bounds.
+ */
+#include "conf.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum vtype_e {
+    T_INT,       /* int32_t member; value in min..max */
+    T_LONG,      /* int64_t member; value in min..max */
+    T_STRING,    /* char * member, owned */
+    T_BOOL,      /* bool member; "true" or "false", any case */
+    T_ENUM,      /* int member: index into values[]; any case */
+    T_LISTENERS, /* char * member, owned; a kc_conf_parse_listeners list, each port in min..max */
+    T_TOPICS,    /* kc_conf_topic_t * at off and size_t count at off_n; partitions in min..max */
+} vtype_t;
+
+#define F_EMPTY_OK 0x1u /* "" (or, for lists, only blanks) is a valid value */
+#define F_ROUTABLE 0x2u /* listener lists: 0.0.0.0 and :: are rejected (nobody can connect) */
+#define F_SHOWN 0x4u    /* kc_conf_write_doc writes `key=default` rather than `#key=default` */
+
+typedef struct setting_s {
+    const char *name;          /* Kafka's dotted name; the key in files and after --set */
+    vtype_t type;
+    size_t off;                /* offset of the member in kc_conf_t */
+    size_t off_n;              /* T_TOPICS: offset of the size_t entry count */
+    const char *def;           /* default, as text; must pass kc_conf_set */
+    int64_t min, max;          /* see "Bounds by type" above */
+    const char *const *values; /* T_ENUM: allowed values, NULL-terminated */
+    const char *unit;          /* shown after the type in the doc, or NULL */
+    unsigned flags;            /* F_* */
+    const char *doc;           /* one sentence or two, for conf/kcoord.conf */
+} setting_t;
+
+#define OFF(member) offsetof(kc_conf_t, member)
+
+/* In KC_CONF_LOG_* order. */
+static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+
+static const setting_t settings[] = {
+    {.name = "listeners",
+     .type = T_LISTENERS,
+     .off = OFF(listeners),
+     .def = "127.0.0.1:9092",
+     .min = 0,
+     .max = 65535,
+     .flags = F_SHOWN,
+     .doc = "Comma-separated host:port addresses to accept Kafka clients on. An IPv6 host goes "
+            "in brackets ([::1]:9092), port 0 picks a free port, and a PLAINTEXT:// prefix is "
+            "accepted."},
+    {.name = "advertised.listeners",
+     .type = T_LISTENERS,
+     .off = OFF(advertised_listeners),
+     .def = "",
+     .min = 1,
+     .max = 65535,
+     .flags = F_EMPTY_OK | F_ROUTABLE,
+     .doc = "Comma-separated host:port addresses that clients are told to connect to. Empty "
+            "means the address each listener is bound to."},
+    {.name = "node.id",
+     .type = T_INT,
+     .off = OFF(node_id),
+     .def = "0",
+     .min = 0,
+     .max = INT32_MAX,
+     .doc = "The broker id kcoord gives clients for itself."},
+    {.name = "data.dir",
+     .type = T_STRING,
+     .off = OFF(data_dir),
+     .def = "./data",
+     .flags = F_SHOWN,
+     .doc = "Directory that holds kcoord's persistent state."},
+    {.name = "socket.request.max.bytes",
+     .type = T_INT,
+     .off = OFF(socket_request_max_bytes),
+     .def = "104857600",
+     .min = 16,
+     .max = INT32_MAX,
+     .unit = "bytes",
+     .doc = "The largest request kcoord accepts; a connection that announces a larger one is "
+            "closed."},
+    {.name = "connections.max.idle.ms",
+     .type = T_LONG,
+     .off = OFF(connections_max_idle_ms),
+     .def = "600000",
+     .min = 1,
+     .max = INT64_MAX,
+     .unit = "milliseconds",
+     .doc = "Connections idle for longer than this are closed."},
+    {.name = "queued.max.requests",
+     .type = T_INT,
+     .off = OFF(queued_max_requests),
+     .def = "500",
+     .min = 1,
+     .max = 1000000,
+     .doc = "Per connection, how many requests may be read but not yet answered before kcoord "
+            "stops reading from that connection."},
+    {.name = "log.level",
+     .type = T_ENUM,
+     .off = OFF(log_level),
+     .def = "info",
+     .values = log_levels,
+     .doc = "The least severe messages that are logged."},
+    {.name = "topics",
+     .type = T_TOPICS,
+     .off = OFF(topics),
+     .off_n = OFF(n_topics),
+     .def = "",
+     .min = 1,
+     .max = 1000000,
+     .flags = F_EMPTY_OK,
+     .doc = "The topics kcoord knows, as comma-separated name:partitions pairs, e.g. "
+            "orders:3,payments:12. Names are 1 to 249 of a-z A-Z 0-9 . _ - (not . or ..)."},
+};
+
+#define N_SETTINGS (sizeof settings / sizeof settings[0])
+_Static_assert(N_SETTINGS == KC_CONF_N_SETTINGS, "KC_CONF_N_SETTINGS must count settings[]");
+_Static_assert(KC_CONF_LOG_ERROR == 3, "log_levels[] follows KC_CONF_LOG_*");
+
+#define TOPIC_NAME_MAX 249
+#define QUOTE_MAX 80 /* size of a buffer for quote() */
+
+/* ---- small helpers ---- */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Copy `len` bytes of `s` into `buf` (QUOTE_MAX bytes) for an error message: bytes outside
+ * printable ASCII become '.', '"' becomes '\'', and more than 64 bytes are cut with "...".
+ * Returns buf. */
+static const char *quote_n(char *buf, const char *s, size_t len)
+{
+    size_t i, n = len > 64 ? 64 : len;
+
+    for (i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        buf[i] = ch == '"' ? '\'' : (ch < 0x20 || ch > 0x7e) ? '.' : (char)ch;
+    }
+    if (n < len) {
+        memcpy(buf + n, "...", 3);
+        n += 3;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+static const char *quote(char *buf, const char *s)
+{
+    return quote_n(buf, s, strlen(s));
+}
+
+static bool is_blank(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\f' || ch == '\r' || ch == '\n' || ch == '\v';
+}
+
+static bool is_digit(char ch)
+{
+    return ch >= '0' && ch <= '9';
+}
+
+static bool is_alnum(char ch)
+{
+    return is_digit(ch) || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+}
+
+static char lower(char ch)
+{
+    return ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+}
+
+/* ASCII case-insensitive comparison of the `n` bytes at `a` with the C string `b`. */
+static bool ieq_n(const char *a, size_t n, const char *b)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (b[i] == '\0' || lower(a[i]) != lower(b[i]))
+            return false;
+    return b[n] == '\0';
+}
+
+/* Trim blanks from both ends of the span [*b, *e). */
+static void trim(const char **b, const char **e)
+{
+    while (*b < *e && is_blank(**b))
+        (*b)++;
+    while (*e > *b && is_blank((*e)[-1]))
+        (*e)--;
+}
+
+/* Parse the whole of `s` as a decimal integer: an optional '-', then digits, nothing else.
+ * Returns 0 and sets *out, 1 when `s` is not an integer, 2 when it does not fit in 64 bits. */
+static int parse_i64(const char *s, int64_t *out)
+{
+    const char *p = s[0] == '-' ? s + 1 : s;
+    long long v;
+
+    if (*p == '\0')
+        return 1;
+    for (; *p != '\0'; p++)
+        if (!is_digit(*p))
+            return 1;
+    errno = 0;
+    v = strtoll(s, NULL, 10);
+    if (errno == ERANGE)
+        return 2;
+    *out = (int64_t)v;
+    return 0;
+}
+
+static const setting_t *find(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < N_SETTINGS; i++)
+        if (strcmp(settings[i].name, name) == 0)
+            return &settings[i];
+    return NULL;
+}
+
+static void *member(kc_conf_t *c, const setting_t *s)
+{
+    return (char *)c + s->off;
+}
+
+static const void *cmember(const kc_conf_t *c, const setting_t *s)
+{
+    return (const char *)c + s->off;
+}
+
+/* ---- listeners ---- */
+
+static bool is_host_char(char ch)
+{
+    return is_alnum(ch) || ch == '.' || ch == '-' || ch == '_';
+}
+
+/* Parse one listener, the span [b, e) (already trimmed, non-empty), into *l. */
+static int parse_listener(const char *b, const char *e, kc_listener_t *l, char *err,
+                          size_t errlen)
+{
+    char q[QUOTE_MAX];
+    const char *p, *hb, *he, *colon = NULL;
+    size_t i;
+    long port = 0;
+
+    quote_n(q, b, (size_t)(e - b));
+    for (p = b; p + 3 <= e; p++) {
+        if (memcmp(p, "://", 3) == 0) {
+            if (!ieq_n(b, (size_t)(p - b), "PLAINTEXT")) {
+                seterr(err, errlen, "listener \"%s\": only the PLAINTEXT:// protocol is supported",
+                       q);
+                return -1;
+            }
+            b = p + 3;
+            break;
+        }
+    }
+    if (b < e && *b == '[') {
+        hb = b + 1;
+        he = memchr(hb, ']', (size_t)(e - hb));
+        if (he == NULL) {
+            seterr(err, errlen, "listener \"%s\": no ']' after the IPv6 address", q);
+            return -1;
+        }
+        if (memchr(hb, ':', (size_t)(he - hb)) == NULL) {
+            seterr(err, errlen, "listener \"%s\": brackets hold an IPv6 address, as [::1]:9092",
+                   q);
+            return -1;
+        }
+        for (p = hb; p < he && *p != '%'; p++) {
+            if (!(is_digit(*p) || (lower(*p) >= 'a' && lower(*p) <= 'f') || *p == ':' ||
+                  *p == '.')) {
+                seterr(err, errlen, "listener \"%s\": invalid IPv6 address", q);
+                return -1;
+            }
+        }
+        if (p < he) { /* %zone */
+            for (p++; p < he && is_host_char(*p); p++)
+                ;
+            if (p < he || he[-1] == '%') {
+                seterr(err, errlen, "listener \"%s\": invalid IPv6 zone", q);
+                return -1;
+            }
+        }
+        colon = he + 1 < e && he[1] == ':' ? he + 1 : NULL;
+        if (colon == NULL && he + 1 < e) {
+            seterr(err, errlen, "listener \"%s\": expected ':' after ']'", q);
+            return -1;
+        }
+    } else {
+        for (p = b; p < e; p++)
+            if (*p == ':')
+                colon = p;
+        hb = b;
+        he = colon != NULL ? colon : e;
+        for (p = hb; p < he; p++) {
+            if (*p == ':') {
+                seterr(err, errlen,
+                       "listener \"%s\": an IPv6 address must be in brackets, as [::1]:9092", q);
+                return -1;
+            }
+            if (!is_host_char(*p)) {
+                seterr(err, errlen, "listener \"%s\": invalid character in host", q);
+                return -1;
+            }
+        }
+    }
+    if (colon == NULL) {
+        seterr(err, errlen, "listener \"%s\" has no port", q);
+        return -1;
+    }
+    if (he == hb) {
+        seterr(err, errlen, "listener \"%s\" has no host", q);
+        return -1;
+    }
+    if ((size_t)(he - hb) >= sizeof l->host) {
+        seterr(err, errlen, "listener \"%s\": host is longer than %zu bytes", q,
+               sizeof l->host - 1);
+        return -1;
+    }
+    for (p = colon + 1; p < e && is_digit(*p) && port <= 65535; p++)
+        port = port * 10 + (*p - '0');
+    if (p == colon + 1 || p < e || port > 65535) {
+        seterr(err, errlen, "listener \"%s\": port is not a number in 0..65535", q);
+        return -1;
+    }
+    if (l != NULL) {
+        for (i = 0; hb + i < he; i++)
+            l->host[i] = hb[i];
+        l->host[i] = '\0';
+        l->port = (int)port;
+    }
+    return 0;
+}
+
+int kc_conf_parse_listeners(const char *s, kc_listener_t *out, size_t max, size_t *n, char *err,
+                            size_t errlen)
+{
+    const char *b = s, *e = s + strlen(s), *end = e, *comma;
+    size_t count = 0;
+
+    trim(&b, &e);
+    if (b == e) {
+        if (n != NULL)
+            *n = 0;
+        return 0;
+    }
+    for (b = s;; b = comma + 1) {
+        const char *eb = b;
+
+        comma = memchr(b, ',', (size_t)(end - b));
+        e = comma != NULL ? comma : end;
+        trim(&eb, &e);
+        if (eb == e) {
+            seterr(err, errlen, "empty entry in listener list");
+            return -1;
+        }
+        if (out != NULL && count == max) {
+            seterr(err, errlen, "more than %zu listeners", max);
+            return -1;
+        }
+        if (parse_listener(eb, e, out != NULL ? &out[count] : NULL, err, errlen) != 0)
+            return -1;
+        count++;
+        if (comma == NULL)
+            break;
+    }
+    if (n != NULL)
+        *n = count;
+    return 0;
+}
+
+/* Check a listener list for setting `s`: kc_conf_parse_listeners, then each port within s's
+ * bounds and, with F_ROUTABLE, no wildcard address. Writes the problem to prob. */
+static int check_listeners(const setting_t *s, const char *v, char *prob, size_t problen)
+{
+    char why[256];
+    kc_listener_t *ls;
+    size_t n, i;
+    int rc = 0;
+
+    if (kc_conf_parse_listeners(v, NULL, 0, &n, why, sizeof why) != 0) {
+        seterr(prob, problen, "is not a valid listener list: %s", why);
+        return -1;
+    }
+    if (n == 0) {
+        if (s->flags & F_EMPTY_OK)
+            return 0;
+        seterr(prob, problen, "is empty");
+        return -1;
+    }
+    ls = calloc(n, sizeof *ls);
+    if (ls == NULL) {
+        seterr(prob, problen, "could not be checked: out of memory");
+        return -1;
+    }
+    if (kc_conf_parse_listeners(v, ls, n, &n, why, sizeof why) != 0) {
+        seterr(prob, problen, "is not a valid listener list: %s", why);
+        rc = -1;
+    }
+    for (i = 0; rc == 0 && i < n; i++) {
+        const char *l = strchr(ls[i].host, ':') != NULL ? "[" : "";
+        const char *r = *l != '\0' ? "]" : "";
+
+        if (ls[i].port < s->min || ls[i].port > s->max) {
+            seterr(prob, problen, "is not a valid listener list: port %d of %s%s%s is out of range",
+                   ls[i].port, l, ls[i].host, r);
+            rc = -1;
+        } else if ((s->flags & F_ROUTABLE) &&
+                   (strcmp(ls[i].host, "0.0.0.0") == 0 || strcmp(ls[i].host, "::") == 0)) {
+            seterr(prob, problen,
+                   "is not a valid listener list: %s%s%s is not an address clients can reach", l,
+                   ls[i].host, r);
+            rc = -1;
+        }
+    }
+    free(ls);
+    return rc;
+}
+
+/* ---- topics ---- */
+
+static void free_topics(kc_conf_topic_t *t, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        free(t[i].name);
+    free(t);
+}
+
+/* Kafka refuses a topic whose name equals another's once '.' and '_' are treated alike. */
+static bool collide(const char *a, const char *b)
+{
+    for (; *a != '\0' && *b != '\0'; a++, b++)
+        if (*a != *b && !((*a == '.' || *a == '_') && (*b == '.' || *b == '_')))
+            return false;
+    return *a == *b;
+}
+
+/* Parse a topic list for setting `s` into a new array (*out, *n); *out is NULL for an empty
+ * list. On failure nothing is allocated and the problem is in prob. */
+static int parse_topics(const setting_t *s, const char *v, kc_conf_topic_t **out, size_t *n,
+                        char *prob, size_t problen)
+{
+    const char *b = v, *e = v + strlen(v), *end = e, *comma, *p;
+    char q[QUOTE_MAX], q2[QUOTE_MAX], qn[QUOTE_MAX];
+    kc_conf_topic_t *t;
+    size_t cap = 1, count = 0, i;
+
+    *out = NULL;
+    *n = 0;
+    trim(&b, &e);
+    if (b == e) {
+        if (s->flags & F_EMPTY_OK)
+            return 0;
+        seterr(prob, problen, "is empty");
+        return -1;
+    }
+    for (p = v; *p != '\0'; p++)
+        cap += *p == ',';
+    t = calloc(cap, sizeof *t);
+    if (t == NULL)
+        goto nomem;
+    for (b = v;; b = comma + 1) {
+        const char *colon, *ne, *pb;
+        char num[24];
+        int64_t parts = 0;
+        int rc;
+
+        comma = strchr(b, ',');
+        e = comma != NULL ? comma : end;
+        trim(&b, &e);
+        if (b == e) {
+            seterr(prob, problen, "is not a valid topic list: empty entry");
+            goto fail;
+        }
+        quote_n(q, b, (size_t)(e - b));
+        colon = memchr(b, ':', (size_t)(e - b));
+        if (colon == NULL) {
+            seterr(prob, problen, "is not a valid topic list: \"%s\" has no \":partitions\"", q);
+            goto fail;
+        }
+        for (ne = colon; ne > b && is_blank(ne[-1]); ne--)
+            ;
+        quote_n(q, b, (size_t)(ne - b));
+        if (ne == b) {
+            seterr(prob, problen, "is not a valid topic list: an entry has no topic name");
+            goto fail;
+        }
+        if (ne - b > TOPIC_NAME_MAX) {
+            seterr(prob, problen,
+                   "is not a valid topic list: topic name \"%s\" is longer than %d characters", q,
+                   TOPIC_NAME_MAX);
+            goto fail;
+        }
+        for (p = b; p < ne; p++) {
+            if (!is_host_char(*p)) {
+                seterr(prob, problen,
+                       "is not a valid topic list: topic name \"%s\" has a character other than "
+                       "a-z A-Z 0-9 . _ -",
+                       q);
+                goto fail;
+            }
+        }
+        if ((ne - b == 1 && b[0] == '.') || (ne - b == 2 && b[0] == '.' && b[1] == '.')) {
+            seterr(prob, problen, "is not a valid topic list: \"%s\" is not a valid topic name",
+                   q);
+            goto fail;
+        }
+        pb = colon + 1;
+        while (pb < e && is_blank(*pb))
+            pb++;
+        quote_n(qn, pb, (size_t)(e - pb));
+        if ((size_t)(e - pb) >= sizeof num) {
+            for (p = pb + (*pb == '-'); p < e && is_digit(*p); p++)
+                ;
+            rc = p == e ? 2 : 1; /* all digits: too big for any bound */
+        } else {
+            memcpy(num, pb, (size_t)(e - pb));
+            num[e - pb] = '\0';
+            rc = parse_i64(num, &parts);
+        }
+        if (rc != 0 || parts < s->min || parts > s->max) {
+            seterr(prob, problen,
+                   "is not a valid topic list: partition count \"%s\" of topic \"%s\" is %s", qn,
+                   q, rc == 1 ? "not an integer" : "out of range");
+            goto fail;
+        }
+        t[count].name = strndup(b, (size_t)(ne - b));
+        if (t[count].name == NULL)
+            goto nomem;
+        t[count].partitions = (int32_t)parts;
+        for (i = 0; i < count; i++) {
+            if (strcmp(t[i].name, t[count].name) == 0) {
+                seterr(prob, problen, "is not a valid topic list: topic \"%s\" is listed twice",
+                       quote(q, t[i].name));
+                count++;
+                goto fail;
+            }
+            if (collide(t[i].name, t[count].name)) {
+                seterr(prob, problen,
+                       "is not a valid topic list: topics \"%s\" and \"%s\" collide ('.' and '_' "
+                       "are the same to Kafka)",
+                       quote(q, t[i].name), quote(q2, t[count].name));
+                count++;
+                goto fail;
+            }
+        }
+        count++;
+        if (comma == NULL)
+            break;
+    }
+    *out = t;
+    *n = count;
+    return 0;
+
+nomem:
+    seterr(prob, problen, "could not be stored: out of memory");
+fail:
+    if (t != NULL)
+        free_topics(t, count);
+    return -1;
+}
+
+/* ---- the table-driven core ---- */
+
+/* Write what setting `s` accepts: "16..2147483647", "one of debug, info, warn, error", ... */
+static void write_bounds(const setting_t *s, char *buf, size_t len)
+{
+    size_t i, used;
+
+    switch (s->type) {
+    case T_INT:
+    case T_LONG:
+        seterr(buf, len, "%" PRId64 "..%" PRId64, s->min, s->max);
+        break;
+    case T_STRING:
+        seterr(buf, len, "%s", s->flags & F_EMPTY_OK ? "any text" : "a non-empty string");
+        break;
+    case T_BOOL:
+        seterr(buf, len, "true or false");
+        break;
+    case T_ENUM:
+        seterr(buf, len, "one of ");
+        for (i = 0; s->values[i] != NULL; i++) {
+            used = strlen(buf);
+            seterr(buf + used, len - used, "%s%s", i > 0 ? ", " : "", s->values[i]);
+        }
+        break;
+    case T_LISTENERS:
+        seterr(buf, len, "%shost:port or [ipv6]:port, comma-separated, port %" PRId64 "..%" PRId64
+                         "%s",
+               s->flags & F_EMPTY_OK ? "empty or " : "", s->min, s->max,
+               s->flags & F_ROUTABLE ? ", not 0.0.0.0 or [::]" : "");
+        break;
+    case T_TOPICS:
+        seterr(buf, len, "%sname:partitions, comma-separated, partitions %" PRId64 "..%" PRId64,
+               s->flags & F_EMPTY_OK ? "empty or " : "", s->min, s->max);
+        break;
+    }
+}
+
+static void free_value(kc_conf_t *c, const setting_t *s)
+{
+    switch (s->type) {
+    case T_STRING:
+    case T_LISTENERS:
+        free(*(char **)member(c, s));
+        *(char **)member(c, s) = NULL;
+        break;
+    case T_TOPICS:
+        free_topics(*(kc_conf_topic_t **)member(c, s), *(size_t *)((char *)c + s->off_n));
+        *(kc_conf_topic_t **)member(c, s) = NULL;
+        *(size_t *)((char *)c + s->off_n) = 0;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Validate `v` for `s` and store it in c; on failure c is unchanged and prob says why. */
+static int parse_value(kc_conf_t *c, const setting_t *s, const char *v, char *prob,
+                       size_t problen)
+{
+    int64_t num = 0;
+    size_t i, n;
+    char *str;
+    kc_conf_topic_t *topics;
+    int rc;
+
+    switch (s->type) {
+    case T_INT:
+    case T_LONG:
+        rc = parse_i64(v, &num);
+        if (rc == 1) {
+            seterr(prob, problen, "is not an integer");
+            return -1;
+        }
+        if (rc == 2 || num < s->min || num > s->max) {
+            seterr(prob, problen, "is out of range");
+            return -1;
+        }
+        if (s->type == T_INT)
+            *(int32_t *)member(c, s) = (int32_t)num;
+        else
+            *(int64_t *)member(c, s) = num;
+        return 0;
+    case T_BOOL:
+        if (ieq_n(v, strlen(v), "true") || ieq_n(v, strlen(v), "false")) {
+            *(bool *)member(c, s) = lower(v[0]) == 't';
+            return 0;
+        }
+        seterr(prob, problen, "is not a boolean");
+        return -1;
+    case T_ENUM:
+        for (i = 0; s->values[i] != NULL; i++) {
+            if (ieq_n(v, strlen(v), s->values[i])) {
+                *(int *)member(c, s) = (int)i;
+                return 0;
+            }
+        }
+        seterr(prob, problen, "is not a valid value");
+        return -1;
+    case T_STRING:
+    case T_LISTENERS:
+        if (s->type == T_LISTENERS) {
+            if (check_listeners(s, v, prob, problen) != 0)
+                return -1;
+        } else if (*v == '\0' && !(s->flags & F_EMPTY_OK)) {
+            seterr(prob, problen, "is empty");
+            return -1;
+        }
+        str = strdup(v);
+        if (str == NULL) {
+            seterr(prob, problen, "could not be stored: out of memory");
+            return -1;
+        }
+        free_value(c, s);
+        *(char **)member(c, s) = str;
+        return 0;
+    case T_TOPICS:
+        if (parse_topics(s, v, &topics, &n, prob, problen) != 0)
+            return -1;
+        free_value(c, s);
+        *(kc_conf_topic_t **)member(c, s) = topics;
+        *(size_t *)((char *)c + s->off_n) = n;
+        return 0;
+    }
+    seterr(prob, problen, "has an unknown type");
+    return -1;
+}
+
+int kc_conf_set(kc_conf_t *c, const char *key, const char *value, int source, char *err,
+                size_t errlen)
+{
+    const setting_t *s = find(key);
+    char qv[QUOTE_MAX], prob[512], bounds[192];
+    const char *p;
+
+    if (s == NULL) {
+        seterr(err, errlen, "unknown setting \"%s\"", quote(qv, key));
+        return -1;
+    }
+    if (source < KC_CONF_SRC_DEFAULT || source > KC_CONF_SRC_SET) {
+        seterr(err, errlen, "%s: invalid source %d", s->name, source);
+        return -1;
+    }
+    for (p = value; *p != '\0' && (unsigned char)*p >= 0x20 && *p != 0x7f; p++)
+        ;
+    if (*p != '\0')
+        seterr(prob, sizeof prob, "contains a control character");
+    else if (parse_value(c, s, value, prob, sizeof prob) == 0) {
+        c->source[s - settings] = (kc_conf_source_t)source;
+        return 0;
+    }
+    write_bounds(s, bounds, sizeof bounds);
+    seterr(err, errlen, "%s: \"%s\" %s (expected %s)", s->name, quote(qv, value), prob, bounds);
+    return -1;
+}
+
+void kc_conf_init(kc_conf_t *c)
+{
+    char err[512];
+    size_t i;
+
+    memset(c, 0, sizeof *c);
+    for (i = 0; i < N_SETTINGS; i++) {
+        if (kc_conf_set(c, settings[i].name, settings[i].def, KC_CONF_SRC_DEFAULT, err,
+                        sizeof err) != 0) {
+            fprintf(stderr, "kcoord: cannot apply the default of %s: %s\n", settings[i].name,
+                    err);
+            abort();
+        }
+    }
+}
+
+void kc_conf_free(kc_conf_t *c)
+{
+    size_t i;
+
+    for (i = 0; i < N_SETTINGS; i++)
+        free_value(c, &settings[i]);
+    memset(c, 0, sizeof *c);
+}
+
+int kc_conf_get_source(const kc_conf_t *c, const char *key)
+{
+    const setting_t *s = find(key);
+
+    return s != NULL ? (int)c->source[s - settings] : -1;
+}
+
+const char *kc_conf_source_name(int source)
+{
+    switch (source) {
+    case KC_CONF_SRC_DEFAULT:
+        return "default";
+    case KC_CONF_SRC_FILE:
+        return "file";
+    case KC_CONF_SRC_ENV:
+        return "env";
+    case KC_CONF_SRC_SET:
+        return "--set";
+    }
+    return "?";
+}
+
+/* ---- the config file ---- */
+
+typedef struct buf_s {
+    char *p;
+    size_t len, cap;
+} buf_t;
+
+static int buf_add(buf_t *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap != 0 ? b->cap : 128;
+        char *p;
+
+        while (b->len + n + 1 > cap)
+            cap *= 2;
+        p = realloc(b->p, cap);
+        if (p == NULL)
+            return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+static int hexval(char ch)
+{
+    if (is_digit(ch))
+        return ch - '0';
+    ch = lower(ch);
+    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* Undo Java-properties escapes in [b, e), writing into `out` (at least e - b + 1 bytes) and
+ * NUL-terminating it. With `trim_end`, blanks at the end that were not escaped are dropped.
+ * Returns -1 on a malformed \uXXXX (or one naming a UTF-16 surrogate). */
+static int unescape(const char *b, const char *e, char *out, bool trim_end)
+{
+    size_t n = 0, keep = 0;
+    int i, h;
+    unsigned cp;
+
+    while (b < e) {
+        if (*b != '\\' || b + 1 == e) {
+            if (!is_blank(*b))
+                keep = n + 1;
+            out[n++] = *b++;
+            continue;
+        }
+        b++;
+        switch (*b) {
+        case 't': out[n++] = '\t'; break;
+        case 'n': out[n++] = '\n'; break;
+        case 'r': out[n++] = '\r'; break;
+        case 'f': out[n++] = '\f'; break;
+        case 'u':
+            cp = 0;
+            for (i = 1; i <= 4; i++) {
+                h = b + i < e ? hexval(b[i]) : -1;
+                if (h < 0)
+                    return -1;
+                cp = cp * 16 + (unsigned)h;
+            }
+            if (cp >= 0xd800 && cp <= 0xdfff)
+                return -1;
+            if (cp < 0x80) {
+                out[n++] = (char)cp;
+            } else if (cp < 0x800) { /* \uXXXX is at least 6 bytes; UTF-8 needs at most 3 */
+                out[n++] = (char)(0xc0 | (cp >> 6));
+                out[n++] = (char)(0x80 | (cp & 0x3f));
+            } else {
+                out[n++] = (char)(0xe0 | (cp >> 12));
+                out[n++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                out[n++] = (char)(0x80 | (cp & 0x3f));
+            }
+            b += 4;
+            break;
+        default: out[n++] = *b; break;
+        }
+        b++;
+        keep = n;
+    }
+    out[trim_end ? keep : n] = '\0';
+    return 0;
+}
+
+/* Apply one logical line (leading blanks already removed, not a comment, not empty). */
+static int apply_line(kc_conf_t *c, const char *line, size_t len, const char *path,
+                      unsigned long lineno, char *err, size_t errlen)
+{
+    const char *p = line, *e = line + len, *kend;
+    char *key = NULL, *value = NULL, msg[768], q[QUOTE_MAX];
+    int rc = -1;
+
+    while (p < e && *p != '=' && *p != ':' && !is_blank(*p))
+        p += *p == '\\' && p + 1 < e ? 2 : 1;
+    kend = p;
+    while (p < e && is_blank(*p))
+        p++;
+    if (p == e || (*p != '=' && *p != ':')) {
+        seterr(err, errlen, "%s:%lu: expected key=value or key: value, got \"%s\"", path, lineno,
+               quote_n(q, line, len));
+        return -1;
+    }
+    if (kend == line) {
+        seterr(err, errlen, "%s:%lu: no key before '%c'", path, lineno, *p);
+        return -1;
+    }
+    p++;
+    while (p < e && is_blank(*p))
+        p++;
+    key = malloc((size_t)(kend - line) + 1);
+    value = malloc((size_t)(e - p) + 1);
+    if (key == NULL || value == NULL) {
+        seterr(err, errlen, "%s:%lu: out of memory", path, lineno);
+        goto out;
+    }
+    if (unescape(line, kend, key, false) != 0 || unescape(p, e, value, true) != 0) {
+        seterr(err, errlen, "%s:%lu: malformed \\uXXXX escape", path, lineno);
+        goto out;
+    }
+    if (kc_conf_set(c, key, value, KC_CONF_SRC_FILE, msg, sizeof msg) != 0) {
+        seterr(err, errlen, "%s:%lu: %s", path, lineno, msg);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(key);
+    free(value);
+    return rc;
+}
+
+int kc_conf_load_file(kc_conf_t *c, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    buf_t logical = {0};
+    unsigned long lineno = 0, start = 0;
+    bool more = false; /* the logical line continues on the next physical line */
+    int rc = 0;
+
+    if (f == NULL) {
+        seterr(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        const char *b, *e;
+        size_t slashes = 0;
+
+        errno = 0;
+        got = getline(&line, &cap, f);
+        if (got < 0) {
+            if (ferror(f)) {
+                seterr(err, errlen, "%s:%lu: cannot read: %s", path, lineno + 1, strerror(errno));
+                rc = -1;
+            } else if (more) {
+                rc = apply_line(c, logical.p, logical.len, path, start, err, errlen);
+            }
+            break;
+        }
+        lineno++;
+        b = line;
+        e = line + got;
+        if (memchr(b, '\0', (size_t)got) != NULL) {
+            seterr(err, errlen, "%s:%lu: line contains a NUL byte", path, lineno);
+            rc = -1;
+            break;
+        }
+        if (lineno == 1 && got >= 3 && memcmp(b, "\xEF\xBB\xBF", 3) == 0)
+            b += 3;
+        while (e > b && (e[-1] == '\n' || e[-1] == '\r'))
+            e--;
+        while (b < e && is_blank(*b))
+            b++;
+        if (!more) {
+            if (b == e || *b == '#' || *b == '!')
+                continue;
+            logical.len = 0;
+            start = lineno;
+        }
+        while (e - slashes > b && e[-1 - (ptrdiff_t)slashes] == '\\')
+            slashes++;
+        more = slashes % 2 == 1;
+        if (buf_add(&logical, b, (size_t)(e - b) - (more ? 1 : 0)) != 0) {
+            seterr(err, errlen, "%s:%lu: out of memory", path, lineno);
+            rc = -1;
+            break;
+        }
+        if (!more && (rc = apply_line(c, logical.p, logical.len, path, start, err, errlen)) != 0)
+            break;
+    }
+    free(line);
+    free(logical.p);
+    fclose(f);
+    return rc;
+}
+
+/* ---- the environment ---- */
+
+int kc_conf_load_env(kc_conf_t *c, char *const *envp, char *err, size_t errlen)
+{
+    static const char prefix[] = "KCOORD_";
+    const size_t plen = sizeof prefix - 1;
+    char key[128], msg[768], q[QUOTE_MAX];
+
+    for (; envp != NULL && *envp != NULL; envp++) {
+        const char *var = *envp, *eq = strchr(var, '=');
+        size_t klen, i;
+
+        if (strncmp(var, prefix, plen) != 0 || eq == NULL)
+            continue;
+        klen = (size_t)(eq - var) - plen;
+        quote_n(q, var, (size_t)(eq - var));
+        for (i = 0; i < klen && i < sizeof key - 1; i++)
+            key[i] = var[plen + i] == '_' ? '.' : lower(var[plen + i]);
+        key[i] = '\0';
+        if (klen >= sizeof key || find(key) == NULL) {
+            seterr(err, errlen, "unknown environment variable %s (no setting is called \"%s\")",
+                   q, quote(msg, key));
+            return -1;
+        }
+        if (kc_conf_set(c, key, eq + 1, KC_CONF_SRC_ENV, msg, sizeof msg) != 0) {
+            seterr(err, errlen, "environment variable %s: %s", q, msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- printing ---- */
+
+static void write_value(FILE *out, const kc_conf_t *c, const setting_t *s)
+{
+    const kc_conf_topic_t *t;
+    size_t i, n;
+
+    switch (s->type) {
+    case T_INT:
+        fprintf(out, "%" PRId32, *(const int32_t *)cmember(c, s));
+        break;
+    case T_LONG:
+        fprintf(out, "%" PRId64, *(const int64_t *)cmember(c, s));
+        break;
+    case T_STRING:
+    case T_LISTENERS:
+        fputs(*(char *const *)cmember(c, s), out);
+        break;
+    case T_BOOL:
+        fputs(*(const bool *)cmember(c, s) ? "true" : "false", out);
+        break;
+    case T_ENUM:
+        fputs(s->values[*(const int *)cmember(c, s)], out);
+        break;
+    case T_TOPICS:
+        t = *(kc_conf_topic_t *const *)cmember(c, s);
+        n = *(const size_t *)((const char *)c + s->off_n);
+        for (i = 0; i < n; i++)
+            fprintf(out, "%s%s:%" PRId32, i > 0 ? "," : "", t[i].name, t[i].partitions);
+        break;
+    }
+}
+
+void kc_conf_print(const kc_conf_t *c, FILE *out)
+{
+    size_t i;
+
+    for (i = 0; i < N_SETTINGS; i++) {
+        fprintf(out, "%s=", settings[i].name);
+        write_value(out, c, &settings[i]);
+        fprintf(out, "  # %s\n", kc_conf_source_name((int)c->source[i]));
+    }
+}
+
+/* Write `text` as `# ` comment lines of at most 80 columns, breaking at spaces. */
+static void write_wrapped(FILE *out, const char *text)
+{
+    const size_t width = 80 - 2;
+    const char *p = text;
+
+    while (*p != '\0') {
+        size_t n = strlen(p), cut = n;
+
+        if (n > width) {
+            for (cut = width; cut > 0 && p[cut] != ' '; cut--)
+                ;
+            if (cut == 0) /* one word longer than the line */
+                for (cut = width; p[cut] != '\0' && p[cut] != ' '; cut++)
+                    ;
+        }
+        fprintf(out, "# %.*s\n", (int)cut, p);
+        p += cut;
+        while (*p == ' ')
+            p++;
+    }
+}
+
+static const char *type_name(vtype_t t)
+{
+    switch (t) {
+    case T_INT: return "int";
+    case T_LONG: return "long";
+    case T_STRING: return "string";
+    case T_BOOL: return "bool";
+    case T_ENUM: return "enum";
+    case T_LISTENERS: return "listeners";
+    case T_TOPICS: return "topics";
+    }
+    return "?";
+}
+
+void kc_conf_write_doc(FILE *out)
+{
+    char bounds[192], line[512];
+    size_t i;
+
+    write_wrapped(out, "kcoord configuration.");
+    fputs("#\n", out);
+    write_wrapped(out,
+                  "Java-properties syntax: key=value or key: value, one per line; lines starting "
+                  "with # or ! are comments; a line ending in \\ continues on the next. Any "
+                  "setting can also come from the environment as KCOORD_<KEY>, dots written as "
+                  "underscores (KCOORD_LOG_LEVEL=debug), or from the command line as --set "
+                  "key=value. Later sources win: defaults < this file < environment < --set.");
+    fputs("#\n", out);
+    write_wrapped(out, "Generated by kc_conf_write_doc() from the settings table in src/conf.c; "
+                       "a unit test fails when this file is stale.");
+    for (i = 0; i < N_SETTINGS; i++) {
+        const setting_t *s = &settings[i];
+
+        fputs("\n", out);
+        write_wrapped(out, s->doc);
+        write_bounds(s, bounds, sizeof bounds);
+        snprintf(line, sizeof line, "%s%s%s%s, default %s, %s%s", type_name(s->type),
+                 s->unit != NULL ? " (" : "", s->unit != NULL ? s->unit : "",
+                 s->unit != NULL ? ")" : "", *s->def != '\0' ? s->def : "empty",
+                 s->type == T_INT || s->type == T_LONG ? "range " : "", bounds);
+        write_wrapped(out, line);
+        fprintf(out, "%s%s=%s\n", s->flags & F_SHOWN ? "" : "#", s->name, s->def);
+    }
+}

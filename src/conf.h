@@ -1,0 +1,146 @@
+/* conf.h - kcoord's settings: defaults, the config file, the environment and --set, in one table.
+ *
+ * Every setting is one row of the table in conf.c (Kafka's dotted name, type, default, bounds,
+ * one-line doc) and one typed member of kc_conf_t below. Values arrive as text from four
+ * sources, and main applies them in this order, each overriding the one before:
+ *
+ *     defaults (kc_conf_init) < file (kc_conf_load_file) < environment (kc_conf_load_env)
+ *         < command line (kc_conf_set with KC_CONF_SRC_SET)
+ *
+ * Every value goes through kc_conf_set, which validates it against the table and either stores
+ * it or leaves the configuration untouched and explains the problem in `err`. Error messages
+ * name the setting, the offending value and what was expected, so main can print them as they
+ * are and exit.
+ *
+ * conf/kcoord.conf is the output of kc_conf_write_doc; a unit test fails when it is stale.
+ */
+#ifndef KC_CONF_H
+#define KC_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
+#define KC_CONF_N_SETTINGS 9
+
+/* Where a setting's current value came from. */
+typedef enum kc_conf_source_e {
+    KC_CONF_SRC_DEFAULT = 0, /* kc_conf_init */
+    KC_CONF_SRC_FILE = 1,    /* kc_conf_load_file */
+    KC_CONF_SRC_ENV = 2,     /* kc_conf_load_env */
+    KC_CONF_SRC_SET = 3,     /* --set key=value on the command line */
+} kc_conf_source_t;
+
+/* Values of kc_conf_t.log_level. They are the log module's kc_log_level_t values; conf does not
+ * include the log module so that it can be used (and tested) before logging is set up. */
+enum {
+    KC_CONF_LOG_DEBUG = 0,
+    KC_CONF_LOG_INFO = 1,
+    KC_CONF_LOG_WARN = 2,
+    KC_CONF_LOG_ERROR = 3,
+};
+
+/* One entry of the `topics` setting. */
+typedef struct kc_conf_topic_s {
+    char *name;         /* a valid Kafka topic name, NUL-terminated; owned by the kc_conf_t */
+    int32_t partitions; /* 1..1000000 */
+} kc_conf_topic_t;
+
+/* The effective configuration. Read the members directly; change them only through kc_conf_set
+ * (or the loaders), which keeps `source` right and the strings owned. Every string member is
+ * non-NULL after kc_conf_init (an empty setting is ""), owned by the struct and freed by
+ * kc_conf_free; a pointer read from it stays valid until that setting is set again or the
+ * struct is freed. */
+typedef struct kc_conf_s {
+    char *listeners;                 /* listeners: validated, parse with kc_conf_parse_listeners */
+    char *advertised_listeners;      /* advertised.listeners: "" = what listeners is bound to */
+    int32_t node_id;                 /* node.id */
+    char *data_dir;                  /* data.dir: never empty */
+    int32_t socket_request_max_bytes; /* socket.request.max.bytes */
+    int64_t connections_max_idle_ms; /* connections.max.idle.ms */
+    int32_t queued_max_requests;     /* queued.max.requests: per connection */
+    int log_level;                   /* log.level: KC_CONF_LOG_DEBUG..KC_CONF_LOG_ERROR */
+    kc_conf_topic_t *topics;         /* topics: n_topics entries in the order given, or NULL */
+    size_t n_topics;
+    /* Where each setting's value came from, indexed in table order; use kc_conf_get_source. */
+    kc_conf_source_t source[KC_CONF_N_SETTINGS];
+} kc_conf_t;
+
+/* One address of `listeners` or `advertised.listeners`. */
+typedef struct kc_listener_s {
+    char host[256]; /* NUL-terminated: a host name, an IPv4 address, or an IPv6 address without
+                     * its brackets (ready for uv_ip6_addr) */
+    int port;       /* 0..65535; 0 asks the OS for a free port */
+} kc_listener_t;
+
+/* Fill `c` with every setting's default, all with source KC_CONF_SRC_DEFAULT. `c` need not be
+ * initialised before; anything it held is overwritten, not freed. Aborts the process if memory
+ * for the default strings cannot be allocated (this runs once, at startup). */
+void kc_conf_init(kc_conf_t *c);
+
+/* Free every string and array `c` owns and leave it zeroed. `c` itself is not freed; it may be
+ * passed to kc_conf_init again. Safe on a zeroed struct. */
+void kc_conf_free(kc_conf_t *c);
+
+/* Validate `value` for the setting named `key` and store it with the given source (a
+ * kc_conf_source_t). The value is taken exactly as given: callers trim it if they want to.
+ * Returns 0 on success. On an unknown key, a value that does not validate, an invalid source or
+ * out of memory, returns -1, leaves `c` unchanged and writes a NUL-terminated message of at most
+ * `errlen` bytes to `err` that names the key and the value and says what was expected, e.g.
+ *     socket.request.max.bytes: "abc" is not an integer (expected 16..2147483647)
+ *     unknown setting "foo.bar"
+ * `err` may be NULL when `errlen` is 0. */
+int kc_conf_set(kc_conf_t *c, const char *key, const char *value, int source, char *err,
+                size_t errlen);
+
+/* Apply the settings in the Java-properties style file at `path`, with source KC_CONF_SRC_FILE.
+ * Syntax: one `key=value` or `key: value` per line; whitespace around the key and the value is
+ * trimmed; blank lines and lines whose first non-blank character is `#` or `!` are ignored; a
+ * line ending in an odd number of backslashes continues on the next line (whose leading
+ * whitespace is dropped); backslash escapes as in Java (\\ \= \: \# \! \t \n \r \f \uXXXX,
+ * any other \c is c). A key repeated later in the file overrides the earlier one.
+ * Returns 0 on success. Returns -1 on the first error (cannot open or read the file, a line
+ * without a separator, an unknown key, an invalid value) with a message in `err` that starts
+ * with `path:line: ` (or `path: ` when the file cannot be read). Settings on the lines before
+ * the failing one have been applied by then; callers are expected to exit on failure. */
+int kc_conf_load_file(kc_conf_t *c, const char *path, char *err, size_t errlen);
+
+/* Apply every environment variable `KCOORD_<KEY>=value` in the NULL-terminated `envp` (as
+ * main's envp or `environ`), with source KC_CONF_SRC_ENV. <KEY> is the setting's name with dots
+ * written as underscores, in any case: KCOORD_LOG_LEVEL and KCOORD_log_level both set log.level.
+ * The prefix itself must be upper-case `KCOORD_`.
+ * Variables without the prefix are ignored; a NULL envp applies nothing.
+ * Returns 0 on success, -1 on the first error: a KCOORD_ variable that names no setting (the
+ * message names the variable) or an invalid value (the message names the variable and the
+ * setting). As with the file, variables processed before the failing one stay applied. */
+int kc_conf_load_env(kc_conf_t *c, char *const *envp, char *err, size_t errlen);
+
+/* Where the value of setting `key` came from: a kc_conf_source_t, or -1 for an unknown key. */
+int kc_conf_get_source(const kc_conf_t *c, const char *key);
+
+/* "default", "file", "env" or "--set"; "?" for anything else. The string is static. */
+const char *kc_conf_source_name(int source);
+
+/* Write the effective settings to `out` in table order, one per line as `key=value  # source`,
+ * e.g. `log.level=debug  # env`. */
+void kc_conf_print(const kc_conf_t *c, FILE *out);
+
+/* Write the documented default configuration file: a header, then for every setting its doc,
+ * a line with its type, default and bounds, and `key=default` (commented out with `#` unless
+ * the setting is one conf/kcoord.conf sets for `make run`). conf/kcoord.conf is this output. */
+void kc_conf_write_doc(FILE *out);
+
+/* Parse a comma-separated listener list such as
+ *     127.0.0.1:9092,PLAINTEXT://[::1]:0,broker.example:9093
+ * Each entry is `host:port` with an optional case-insensitive `PLAINTEXT://` prefix; an IPv6 host
+ * is written in brackets; the host is non-empty and at most 255 bytes; the port is 0..65535.
+ * Whitespace around entries is ignored. An empty (or all-blank) string is zero entries.
+ * Entries are stored in out[0..max); when `out` is NULL they are only validated and counted.
+ * On success returns 0 and sets *n (if `n` is not NULL) to the number of entries. Returns -1
+ * with a message in `err` naming the offending entry when an entry is malformed or, with a
+ * non-NULL `out`, when there are more than `max` entries; `out` may then be partly written. */
+int kc_conf_parse_listeners(const char *s, kc_listener_t *out, size_t max, size_t *n, char *err,
+                            size_t errlen);
+
+#endif

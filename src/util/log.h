@@ -1,0 +1,53 @@
+/* log.h - the daemon's diagnostic log: one line per call on stderr.
+ *
+ * Each line reads
+ *     2026-12-02T16:42:57.123Z INFO  net: message
+ * that is the UTC time with milliseconds, the level padded to five characters, the module and
+ * the message. Messages are formatted like printf; a line never contains a newline of its own
+ * (newlines and carriage returns in the message become spaces, a trailing one is dropped).
+ *
+ * The level is process-wide and safe to read from any thread; lines are written with a single
+ * stdio call, so lines from different threads do not interleave. Use the KC_DEBUG..KC_ERROR
+ * macros: they skip evaluating and formatting the arguments when the level is filtered out.
+ *
+ * This is not the __consumer_offsets log (src/log/); it is only for humans.
+ */
+#ifndef KC_UTIL_LOG_H
+#define KC_UTIL_LOG_H
+
+#include <stddef.h>
+
+typedef enum { KC_LOG_DEBUG, KC_LOG_INFO, KC_LOG_WARN, KC_LOG_ERROR } kc_log_level_t;
+
+/* Lines below `lvl` are dropped. The default is KC_LOG_INFO. */
+void kc_log_set_level(kc_log_level_t lvl);
+kc_log_level_t kc_log_get_level(void);
+
+/* Parse "debug", "info", "warn" or "error" (any case) into *out. Returns 0 on success, or -1
+ * (leaving *out untouched) when `s` is NULL or not one of those names. */
+int kc_log_parse_level(const char *s, kc_log_level_t *out);
+
+/* Write one line at `lvl` for `module` (a short name such as "net"; NULL prints "-"), unless
+ * `lvl` is below the current level. A message too long for the stack buffer is formatted into
+ * a heap buffer; if that allocation fails the line is truncated, never lost. */
+void kc_log_write(kc_log_level_t lvl, const char *module, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Write into `dst` (capacity `dstlen`, including the NUL) a printable sample of the `n` bytes at
+ * `src`: bytes 0x20..0x7e are copied, every other byte becomes '.'. The result is always
+ * NUL-terminated (when dstlen > 0) and truncated to dstlen - 1 bytes. For logging malformed
+ * input without writing raw bytes to the terminal. */
+void kc_log_sanitize(char *dst, size_t dstlen, const void *src, size_t n);
+
+#define KC_LOG_AT_(lvl, mod, ...)                                                              \
+    do {                                                                                       \
+        if ((lvl) >= kc_log_get_level())                                                       \
+            kc_log_write((lvl), (mod), __VA_ARGS__);                                           \
+    } while (0)
+
+#define KC_DEBUG(mod, ...) KC_LOG_AT_(KC_LOG_DEBUG, mod, __VA_ARGS__)
+#define KC_INFO(mod, ...) KC_LOG_AT_(KC_LOG_INFO, mod, __VA_ARGS__)
+#define KC_WARN(mod, ...) KC_LOG_AT_(KC_LOG_WARN, mod, __VA_ARGS__)
+#define KC_ERROR(mod, ...) KC_LOG_AT_(KC_LOG_ERROR, mod, __VA_ARGS__)
+
+#endif
