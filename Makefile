@@ -1,0 +1,117 @@
+# kcoord: one Makefile for the daemon, its tests, fuzz targets and tools.
+#
+#   make                 build build/kcoord
+#   make run             install missing dependencies, build, start on 127.0.0.1:9092
+#   make test            install missing dependencies, build, run unit, fuzz-corpus and
+#                        integration tests
+#   make test SANITIZE=1 the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz            build the libFuzzer targets (clang)
+#   make gen             regenerate src/proto/gen_* from proto/*.kdef
+#   make format-check    clang-format check of hand-written sources
+#
+# Quiet unless V=1. Objects go to build/ (build/san/ with SANITIZE=1).
+
+CC ?= cc
+PKGS := libuv libzstd
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -luv -lzstd)
+
+ifeq ($(SANITIZE),1)
+BUILD := build/san
+OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+else
+BUILD := build
+OPT := -O2
+endif
+
+CFLAGS_ALL := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -g $(OPT) -Isrc $(PKG_CFLAGS) $(CFLAGS)
+LDFLAGS_ALL := $(OPT) $(LDFLAGS)
+LIBS := $(PKG_LIBS) -lpthread -lm
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+SRCS := $(shell find src -name '*.c' | sort)
+LIB_SRCS := $(filter-out src/main.c,$(SRCS))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
+UNIT_SUPPORT_OBJS := $(BUILD)/tests/unit/gen_fill.o
+
+INTEG_SRCS := $(sort $(wildcard tests/integration/test_*.c))
+INTEG_BINS := $(INTEG_SRCS:tests/integration/%.c=$(BUILD)/tests/integration/%)
+INTEG_SUPPORT_OBJS := $(BUILD)/tests/integration/harness.o
+
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_REPLAY_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%_replay)
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
+
+.PHONY: all run test unit integration fuzz-replay fuzz gen gen-check deps clean format-check
+
+all: $(BUILD)/kcoord
+
+$(BUILD)/kcoord: $(BUILD)/src/main.o $(BUILD)/libkcoord.a
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+$(BUILD)/libkcoord.a: $(LIB_OBJS)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(UNIT_SUPPORT_OBJS) $(BUILD)/libkcoord.a
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ -lcmocka $(LIBS)
+
+$(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(INTEG_SUPPORT_OBJS) $(BUILD)/libkcoord.a
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ -lrdkafka -lcmocka $(LIBS)
+
+$(BUILD)/tests/fuzz/%_replay: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/replay.o $(BUILD)/libkcoord.a
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+# libFuzzer builds always use clang, with their own objects.
+FUZZ_CFLAGS := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -g -O1 -Isrc $(PKG_CFLAGS) \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+build/fuzz/%: tests/fuzz/%.c $(LIB_SRCS)
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIBS)
+
+run: deps $(BUILD)/kcoord
+	$(BUILD)/kcoord -c conf/kcoord.conf
+
+test: deps gen-check
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/kcoord $(UNIT_BINS) $(INTEG_BINS) $(FUZZ_REPLAY_BINS)
+	$(Q)scripts/run-tests $(BUILD)
+
+unit: $(UNIT_BINS)
+	$(Q)for t in $(UNIT_BINS); do $$t || exit 1; done
+
+fuzz: $(FUZZ_BINS)
+
+gen:
+	$(Q)python3 scripts/gen-proto
+
+gen-check:
+	$(Q)python3 scripts/gen-proto --check
+
+deps:
+	$(Q)scripts/deps
+
+format-check:
+	$(Q)clang-format --dry-run --Werror $(filter-out src/proto/gen_%,$(SRCS)) $(shell find src tests -name '*.h' -not -name 'gen_*')
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

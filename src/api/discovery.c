@@ -1,0 +1,232 @@
+/* discovery.c - ApiVersions, Metadata, FindCoordinator and DescribeCluster.
+ *
+ * kcoord is the only broker of its cluster: every answer names this node, its advertised
+ * address, the cluster id from meta.properties, and the topics of the catalog, each partition
+ * led by this node with itself as the only replica.
+ */
+#include <string.h>
+
+#include "api/api.h"
+#include "util/log.h"
+
+/* Authorized-operation bit sets with no authorizer: every operation Kafka defines for the
+ * resource type (READ..ALTER_CONFIGS for topics; CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
+ * DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE for the cluster). */
+#define TOPIC_OPS ((1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11))
+#define CLUSTER_OPS ((1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12))
+
+/* Kafka's check on client software names and versions (KIP-511). */
+static int valid_software_field(kc_str_t s)
+{
+    if (s.len <= 0)
+        return 0;
+    for (int32_t i = 0; i < s.len; i++) {
+        char c = s.p[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && !((c == '-' || c == '.') && i > 0 && i < s.len - 1))
+            return 0;
+    }
+    return 1;
+}
+
+int kc_api_api_versions(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, void *out)
+{
+    (void)ctx;
+    const kc_api_versions_request_t *q = req->body;
+    kc_api_versions_response_t *resp = out;
+    kc_api_fill_versions(resp, a);
+    if (req->api_version >= 3) {
+        KC_DEBUG("api", "client %.*s %.*s (%.*s)", q->client_software_name.len > 0 ? q->client_software_name.len : 0,
+                 q->client_software_name.p, q->client_software_version.len > 0 ? q->client_software_version.len : 0,
+                 q->client_software_version.p, req->client_id.len > 0 ? req->client_id.len : 0, req->client_id.p);
+        if (!valid_software_field(q->client_software_name) ||
+            !valid_software_field(q->client_software_version))
+            resp->error_code = KC_ERR_INVALID_REQUEST;
+    }
+    return 0;
+}
+
+/* Kafka's legal topic names: 1..249 characters of [a-zA-Z0-9._-], not "." or "..". */
+static int valid_topic_name(kc_str_t s)
+{
+    if (s.len <= 0 || s.len > 249)
+        return 0;
+    if ((s.len == 1 && s.p[0] == '.') || (s.len == 2 && s.p[0] == '.' && s.p[1] == '.'))
+        return 0;
+    for (int32_t i = 0; i < s.len; i++) {
+        char c = s.p[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static int fill_topic(kc_api_ctx_t *ctx, kc_metadata_response_topic_t *rt, const kc_topic_t *t,
+                      int with_ops, kc_arena_t *a)
+{
+    rt->error_code = KC_ERR_NONE;
+    rt->name = kc_str_c(t->name);
+    rt->topic_id = t->id;
+    rt->topic_authorized_operations = with_ops ? TOPIC_OPS : INT32_MIN;
+    kc_metadata_response_partition_t *ps = kc_arena_alloc(a, (size_t)t->partitions * sizeof(*ps));
+    int32_t *self = kc_arena_alloc(a, sizeof(*self));
+    if (ps == NULL || self == NULL)
+        return -1;
+    *self = ctx->node_id;
+    for (int32_t p = 0; p < t->partitions; p++) {
+        ps[p].error_code = KC_ERR_NONE;
+        ps[p].partition_index = p;
+        ps[p].leader_id = ctx->node_id;
+        ps[p].leader_epoch = 0;
+        ps[p].replica_nodes.v = self;
+        ps[p].replica_nodes.n = 1;
+        ps[p].isr_nodes.v = self;
+        ps[p].isr_nodes.n = 1;
+    }
+    rt->partitions.v = ps;
+    rt->partitions.n = t->partitions;
+    return 0;
+}
+
+int kc_api_metadata(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, void *out)
+{
+    const kc_metadata_request_t *q = req->body;
+    kc_metadata_response_t *resp = out;
+    const kc_catalog_t *cat = ctx->catalog;
+
+    kc_metadata_response_broker_t *b = kc_arena_alloc(a, sizeof(*b));
+    if (b == NULL)
+        return -1;
+    b->node_id = ctx->node_id;
+    b->host = kc_str_c(ctx->host);
+    b->port = ctx->port;
+    b->rack = KC_STR_NULL;
+    resp->brokers.v = b;
+    resp->brokers.n = 1;
+    resp->cluster_id = kc_str_c(cat->cluster_id);
+    resp->controller_id = ctx->node_id;
+    resp->cluster_authorized_operations = q->include_cluster_authorized_operations ? CLUSTER_OPS : INT32_MIN;
+    int with_ops = q->include_topic_authorized_operations;
+
+    /* A null list (v1+), or an empty one in v0, asks for every topic. */
+    int all = q->topics.n < 0 || (req->api_version == 0 && q->topics.n == 0);
+    int32_t n = all ? (int32_t)cat->n : q->topics.n;
+    kc_metadata_response_topic_t *ts = n ? kc_arena_alloc(a, (size_t)n * sizeof(*ts)) : NULL;
+    if (n && ts == NULL)
+        return -1;
+    for (int32_t i = 0; i < n; i++) {
+        kc_metadata_response_topic_t *rt = &ts[i];
+        rt->topic_authorized_operations = INT32_MIN;
+        rt->name = KC_STR_NULL;
+        if (all) {
+            if (fill_topic(ctx, rt, &cat->topics[i], with_ops, a) != 0)
+                return -1;
+            continue;
+        }
+        const kc_metadata_request_topic_t *qt = &q->topics.v[i];
+        const kc_topic_t *t;
+        if (qt->name.len < 0) { /* by id (v10+) */
+            rt->topic_id = qt->topic_id;
+            t = kc_catalog_find_id(cat, qt->topic_id);
+            if (t == NULL) {
+                rt->error_code = KC_ERR_UNKNOWN_TOPIC_ID;
+                continue;
+            }
+        } else {
+            rt->name = qt->name;
+            if (!valid_topic_name(qt->name)) {
+                rt->error_code = KC_ERR_INVALID_TOPIC_EXCEPTION;
+                continue;
+            }
+            t = kc_catalog_find(cat, qt->name);
+            if (t == NULL) {
+                rt->error_code = KC_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                continue;
+            }
+        }
+        if (fill_topic(ctx, rt, t, with_ops, a) != 0)
+            return -1;
+    }
+    resp->topics.v = ts;
+    resp->topics.n = n;
+    return 0;
+}
+
+/* Kafka's key types: 0 group, 1 transaction, 2 share. */
+static void coordinator_for(kc_api_ctx_t *ctx, int8_t key_type, int16_t *err, kc_str_t *msg,
+                            int32_t *node, kc_str_t *host, int32_t *port)
+{
+    *node = -1;
+    *host = KC_STR_EMPTY;
+    *port = -1;
+    if (key_type == 0) {
+        *err = KC_ERR_NONE;
+        *msg = KC_STR_LIT("NONE");
+        *node = ctx->node_id;
+        *host = kc_str_c(ctx->host);
+        *port = ctx->port;
+    } else if (key_type == 1 || key_type == 2) {
+        *err = KC_ERR_COORDINATOR_NOT_AVAILABLE;
+        *msg = KC_STR_LIT("The coordinator is not available.");
+    } else {
+        *err = KC_ERR_INVALID_REQUEST;
+        *msg = KC_STR_LIT("Unknown coordinator key type.");
+    }
+}
+
+int kc_api_find_coordinator(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, void *out)
+{
+    const kc_find_coordinator_request_t *q = req->body;
+    kc_find_coordinator_response_t *resp = out;
+    if (req->api_version < 4) {
+        coordinator_for(ctx, q->key_type, &resp->error_code, &resp->error_message, &resp->node_id,
+                        &resp->host, &resp->port);
+        if (req->api_version == 0)
+            resp->error_message = KC_STR_NULL;
+        return 0;
+    }
+    int32_t n = q->coordinator_keys.n > 0 ? q->coordinator_keys.n : 0;
+    kc_coordinator_t *cs = n ? kc_arena_alloc(a, (size_t)n * sizeof(*cs)) : NULL;
+    if (n && cs == NULL)
+        return -1;
+    for (int32_t i = 0; i < n; i++) {
+        cs[i].key = q->coordinator_keys.v[i];
+        coordinator_for(ctx, q->key_type, &cs[i].error_code, &cs[i].error_message, &cs[i].node_id,
+                        &cs[i].host, &cs[i].port);
+    }
+    resp->coordinators.v = cs;
+    resp->coordinators.n = n;
+    return 0;
+}
+
+int kc_api_describe_cluster(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, void *out)
+{
+    const kc_describe_cluster_request_t *q = req->body;
+    kc_describe_cluster_response_t *resp = out;
+    resp->endpoint_type = q->endpoint_type;
+    resp->cluster_id = kc_str_c(ctx->catalog->cluster_id);
+    resp->controller_id = ctx->node_id;
+    resp->cluster_authorized_operations = q->include_cluster_authorized_operations ? CLUSTER_OPS : INT32_MIN;
+    if (req->api_version >= 1 && q->endpoint_type != 1) {
+        /* 2 asks for controllers, which a broker's listener does not serve. */
+        resp->error_code = q->endpoint_type == 2 ? KC_ERR_MISMATCHED_ENDPOINT_TYPE
+                                                 : KC_ERR_UNSUPPORTED_ENDPOINT_TYPE;
+        resp->error_message = q->endpoint_type == 2
+                                  ? KC_STR_LIT("The request was sent to an endpoint of type BROKER, "
+                                               "but we wanted an endpoint of type CONTROLLER")
+                                  : KC_STR_LIT("Unsupported endpoint type");
+        return 0;
+    }
+    kc_describe_cluster_broker_t *b = kc_arena_alloc(a, sizeof(*b));
+    if (b == NULL)
+        return -1;
+    b->broker_id = ctx->node_id;
+    b->host = kc_str_c(ctx->host);
+    b->port = ctx->port;
+    b->rack = KC_STR_NULL;
+    b->is_fenced = false;
+    resp->brokers.v = b;
+    resp->brokers.n = 1;
+    return 0;
+}

@@ -1,0 +1,141 @@
+/* dispatch.c - from frame to handler to response frame; the table of served APIs.
+ *
+ * To serve a new API: write its handler (one file per API family) and add a row to
+ * `handlers`. Its versions come from proto/ through the generated kc_api_table, and
+ * ApiVersions advertises it from the same rows, so the two cannot disagree.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "util/log.h"
+
+typedef struct handler_s {
+    int16_t key;
+    kc_api_handler_fn fn;
+} handler_t;
+
+static const handler_t handlers[] = {
+    {KC_API_METADATA, kc_api_metadata},
+    {KC_API_FIND_COORDINATOR, kc_api_find_coordinator},
+    {KC_API_API_VERSIONS, kc_api_api_versions},
+    {KC_API_DESCRIBE_CLUSTER, kc_api_describe_cluster},
+};
+
+static kc_api_handler_fn handler_for(int16_t key)
+{
+    for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+        if (handlers[i].key == key)
+            return handlers[i].fn;
+    return NULL;
+}
+
+int kc_api_served(int16_t key, int16_t version)
+{
+    const kc_api_info_t *api = kc_api_find(key);
+    return api != NULL && handler_for(key) != NULL && version >= api->min_version &&
+           version <= api->max_version;
+}
+
+void kc_api_fill_versions(kc_api_versions_response_t *resp, kc_arena_t *a)
+{
+    kc_api_version_t *v = kc_arena_alloc(a, kc_api_count * sizeof(*v));
+    int32_t n = 0;
+    for (size_t i = 0; v != NULL && i < kc_api_count; i++) {
+        const kc_api_info_t *api = &kc_api_table[i];
+        if (handler_for(api->key) == NULL)
+            continue;
+        v[n].api_key = api->key;
+        v[n].min_version = api->min_version;
+        v[n].max_version = api->max_version;
+        n++;
+    }
+    resp->api_keys.v = v;
+    resp->api_keys.n = v ? n : 0;
+}
+
+/* Encode a response frame: size, header (v1 with its tag byte when flexible, except for
+ * ApiVersions, whose response header is always v0), body. Returns NULL when out of memory. */
+static uint8_t *encode_response(const kc_codec_t *codec, int16_t key, int16_t version, int flexible,
+                                int32_t correlation_id, const void *body, size_t *len)
+{
+    kc_writer_t w;
+    kc_wr_init(&w);
+    kc_wr_i32(&w, 0);
+    kc_wr_i32(&w, correlation_id);
+    if (flexible && key != KC_API_API_VERSIONS)
+        kc_wr_uvarint(&w, 0);
+    codec->encode(&w, version, body);
+    if (w.err) {
+        kc_wr_free(&w);
+        return NULL;
+    }
+    kc_wr_patch_i32(&w, 0, (int32_t)(w.len - 4));
+    return kc_wr_steal(&w, len);
+}
+
+static void reply(kc_slot_t *slot, uint8_t *buf, size_t len)
+{
+    if (buf == NULL)
+        kc_slot_close(slot, "out of memory encoding a response");
+    else
+        kc_slot_reply(slot, buf, len);
+}
+
+/* KIP-511: a client that asks for an ApiVersions version we do not serve gets error 35 and
+ * the supported ranges in a v0 body, so it can retry with a version we have. */
+static void unsupported_api_versions(kc_slot_t *slot, const kc_request_t *req, kc_arena_t *a)
+{
+    const kc_api_info_t *api = kc_api_find(KC_API_API_VERSIONS);
+    kc_api_versions_response_t resp;
+    kc_api_versions_response_init(&resp);
+    resp.error_code = KC_ERR_UNSUPPORTED_VERSION;
+    kc_api_fill_versions(&resp, a);
+    size_t len;
+    uint8_t *buf = encode_response(&api->response, KC_API_API_VERSIONS, 0, 0, req->correlation_id,
+                                   &resp, &len);
+    reply(slot, buf, len);
+}
+
+void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_t *frame,
+                       size_t len)
+{
+    kc_api_ctx_t *ctx = app;
+    kc_arena_t *a = kc_slot_arena(slot);
+    kc_request_t req;
+    kc_req_status_t st = kc_request_parse(frame, len, a, kc_api_served, &req);
+    if (st == KC_REQ_UNSUPPORTED) {
+        if (req.api_key == KC_API_API_VERSIONS) {
+            KC_DEBUG("api", "%s: ApiVersions v%d not served, answering with v0", kc_conn_peer(conn),
+                     req.api_version);
+            unsupported_api_versions(slot, &req, a);
+            return;
+        }
+        char why[128];
+        snprintf(why, sizeof(why), "unsupported API key %d version %d", req.api_key, req.api_version);
+        kc_slot_close(slot, why);
+        return;
+    }
+    if (st != KC_REQ_OK) {
+        char sample[72], why[160];
+        kc_log_sanitize(sample, sizeof(sample), frame, len < 64 ? len : 64);
+        snprintf(why, sizeof(why), "malformed request (%zu bytes: \"%s\")", len, sample);
+        kc_slot_close(slot, why);
+        return;
+    }
+    const kc_codec_t *codec = &req.api->response;
+    void *resp = kc_arena_alloc(a, codec->struct_size);
+    if (resp == NULL) {
+        kc_slot_close(slot, "out of memory");
+        return;
+    }
+    codec->init(resp);
+    if (handler_for(req.api_key)(ctx, &req, a, resp) != 0) {
+        kc_slot_close(slot, "request refused by its handler");
+        return;
+    }
+    size_t out_len;
+    uint8_t *buf = encode_response(codec, req.api_key, req.api_version, req.flexible,
+                                   req.correlation_id, resp, &out_len);
+    reply(slot, buf, out_len);
+}

@@ -1,0 +1,189 @@
+/* meta.c - read or create <data.dir>/meta.properties.
+ *
+ * The file is written once, crash-safely: to meta.properties.tmp, fsync, rename, fsync of the
+ * directory. Reading accepts any Java-properties file that has cluster.id; a node.id in it
+ * must match the configured one, as Kafka requires.
+ */
+#include "log/meta.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int mkdir_p(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof(buf))
+        return -1;
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+                return -1;
+            buf[i] = c;
+        }
+    }
+    return 0;
+}
+
+static int random_bytes(uint8_t *p, size_t n)
+{
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, p + got, n - got);
+        if (r <= 0) {
+            close(fd);
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    return 0;
+}
+
+/* A new cluster id: a random version-4 UUID in URL-safe base64 without padding. */
+static int new_cluster_id(char out[23])
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    uint8_t u[18] = {0};
+    if (random_bytes(u, 16) != 0)
+        return -1;
+    u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
+    u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+    size_t o = 0;
+    for (size_t i = 0; i < 18; i += 3) {
+        uint32_t v = (uint32_t)u[i] << 16 | (uint32_t)u[i + 1] << 8 | u[i + 2];
+        for (int k = 3; k >= 0; k--)
+            if (o < 22 && !(i == 15 && k < 1))
+                out[o++] = b64[(v >> (6 * k)) & 63];
+    }
+    out[22] = '\0';
+    return 0;
+}
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+        s[--n] = '\0';
+    return s;
+}
+
+static int read_meta(const char *path, int32_t node_id, char *cluster_id, size_t len, char *err,
+                     size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[1024];
+    int have_cluster = 0;
+    while (fgets(line, sizeof(line), f)) {
+        char *s = trim(line);
+        if (*s == '#' || *s == '!' || *s == '\0')
+            continue;
+        char *eq = strchr(s, '=');
+        if (eq == NULL)
+            continue;
+        *eq = '\0';
+        char *key = trim(s), *val = trim(eq + 1);
+        if (strcmp(key, "cluster.id") == 0) {
+            if (strlen(val) == 0 || strlen(val) >= len) {
+                snprintf(err, errlen, "%s: invalid cluster.id \"%s\"", path, val);
+                fclose(f);
+                return -1;
+            }
+            strcpy(cluster_id, val);
+            have_cluster = 1;
+        } else if (strcmp(key, "node.id") == 0 || strcmp(key, "broker.id") == 0) {
+            char *end;
+            long id = strtol(val, &end, 10);
+            if (*end != '\0' || id != node_id) {
+                snprintf(err, errlen,
+                         "%s: node.id %s does not match the configured node.id %d (this data "
+                         "directory belongs to another node)",
+                         path, val, node_id);
+                fclose(f);
+                return -1;
+            }
+        }
+    }
+    fclose(f);
+    if (!have_cluster) {
+        snprintf(err, errlen, "%s: no cluster.id", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int write_meta(const char *dir, const char *path, int32_t node_id, const char *cluster_id,
+                      char *err, size_t errlen)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    char text[512];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char when[64];
+    strftime(when, sizeof(when), "%a %b %d %H:%M:%S UTC %Y", &tm);
+    int n = snprintf(text, sizeof(text), "#\n#%s\nnode.id=%d\nversion=1\ncluster.id=%s\n", when,
+                     node_id, cluster_id);
+    int ok = write(fd, text, (size_t)n) == n && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return 0;
+}
+
+int kc_meta_load(const char *data_dir, int32_t node_id, char *cluster_id, size_t cluster_id_len,
+                 char *err, size_t errlen)
+{
+    if (mkdir_p(data_dir) != 0) {
+        snprintf(err, errlen, "data.dir %s: cannot create: %s", data_dir, strerror(errno));
+        return -1;
+    }
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof(path), "%s/meta.properties", data_dir) >= sizeof(path)) {
+        snprintf(err, errlen, "data.dir: path too long");
+        return -1;
+    }
+    if (access(path, F_OK) == 0)
+        return read_meta(path, node_id, cluster_id, cluster_id_len, err, errlen);
+    char id[23];
+    if (cluster_id_len < sizeof(id) || new_cluster_id(id) != 0) {
+        snprintf(err, errlen, "cannot generate a cluster id");
+        return -1;
+    }
+    if (write_meta(data_dir, path, node_id, id, err, errlen) != 0)
+        return -1;
+    strcpy(cluster_id, id);
+    return 0;
+}

@@ -1,0 +1,20 @@
+/* meta.h - the data directory's meta.properties: the cluster id and node id, kept for good.
+ *
+ * Kafka writes meta.properties in every log directory; kcoord writes the same file (version,
+ * cluster.id, node.id) so the cluster id survives restarts and a data directory cannot be
+ * served by a node it does not belong to.
+ */
+#ifndef KC_LOG_META_H
+#define KC_LOG_META_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Create `data_dir` if needed, then read its meta.properties, or create one with a new random
+ * cluster id (22 characters of URL-safe base64, as Kafka's) when there is none. On success
+ * copies the cluster id (NUL-terminated) into `cluster_id` and returns 0. On failure (I/O
+ * error, unreadable file, node.id mismatch) returns -1 with a message in `err`. */
+int kc_meta_load(const char *data_dir, int32_t node_id, char *cluster_id, size_t cluster_id_len,
+                 char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,236 @@
+/* main.c - kcoord's start-up and shutdown, and nothing else.
+ *
+ * Order: settings (defaults < file < KCOORD_* environment < --set), logging, the data
+ * directory's meta.properties, the topic catalog, the listeners; then the loop runs until
+ * SIGTERM or SIGINT, which stops accepting, lets connections finish writing, and exits 0.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "api/api.h"
+#include "conf.h"
+#include "coord/coord.h"
+#include "log/meta.h"
+#include "net/net.h"
+#include "util/log.h"
+
+#ifndef KCOORD_VERSION
+#define KCOORD_VERSION "0.1.0"
+#endif
+
+extern char **environ;
+
+enum { MAX_LISTENERS = 16 };
+
+typedef struct daemon_s {
+    uv_loop_t loop;
+    uv_signal_t sigterm, sigint;
+    kc_server_t *server;
+    int stopping;
+} daemon_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: kcoord [-c FILE] [--set key=value]... [--version] [--help]\n"
+            "\n"
+            "A standalone Kafka consumer-group coordinator.\n"
+            "\n"
+            "  -c, --config FILE   read settings from FILE (Java properties, key=value)\n"
+            "  --set key=value     override one setting (repeatable)\n"
+            "  --version           print the version and exit\n"
+            "  --help              print this help and exit\n"
+            "\n"
+            "Settings are applied in this order: defaults, FILE, KCOORD_<KEY> environment\n"
+            "variables (dots as underscores), --set. conf/kcoord.conf documents them all.\n");
+}
+
+static void on_server_stopped(void *arg)
+{
+    daemon_t *d = arg;
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    daemon_t *d = h->data;
+    if (d->stopping)
+        return;
+    d->stopping = 1;
+    KC_INFO("main", "%s: shutting down", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    kc_server_shutdown(d->server, on_server_stopped, d);
+}
+
+/* Apply the settings sources in order. Returns 0, or 2 after printing the error. */
+static int load_settings(kc_conf_t *conf, int argc, char **argv)
+{
+    char err[512];
+    const char *file = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("kcoord %s\n", KCOORD_VERSION);
+            exit(0);
+        } else if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
+            if (++i == argc) {
+                fprintf(stderr, "kcoord: %s needs a file name\n", argv[i - 1]);
+                return 2;
+            }
+            file = argv[i];
+        } else if (strcmp(argv[i], "--set") == 0) {
+            if (++i == argc) {
+                fprintf(stderr, "kcoord: --set needs key=value\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "kcoord: unknown argument \"%s\" (try --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (file && kc_conf_load_file(conf, file, err, sizeof(err)) != 0) {
+        fprintf(stderr, "kcoord: %s\n", err);
+        return 2;
+    }
+    if (kc_conf_load_env(conf, environ, err, sizeof(err)) != 0) {
+        fprintf(stderr, "kcoord: %s\n", err);
+        return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
+            i++;
+        } else if (strcmp(argv[i], "--set") == 0) {
+            char *kv = argv[++i];
+            char *eq = strchr(kv, '=');
+            if (eq == NULL) {
+                fprintf(stderr, "kcoord: --set %s: expected key=value\n", kv);
+                return 2;
+            }
+            *eq = '\0';
+            int rc = kc_conf_set(conf, kv, eq + 1, KC_CONF_SRC_SET, err, sizeof(err));
+            *eq = '=';
+            if (rc != 0) {
+                fprintf(stderr, "kcoord: %s\n", err);
+                return 2;
+            }
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    int rc = load_settings(&conf, argc, argv);
+    if (rc != 0) {
+        kc_conf_free(&conf);
+        return rc;
+    }
+    kc_log_set_level((kc_log_level_t)conf.log_level);
+    signal(SIGPIPE, SIG_IGN);
+
+    char err[512];
+    kc_listener_t listeners[MAX_LISTENERS], advertised[MAX_LISTENERS];
+    size_t n_listeners = 0, n_advertised = 0;
+    if (kc_conf_parse_listeners(conf.listeners, listeners, MAX_LISTENERS, &n_listeners, err,
+                                sizeof(err)) != 0 ||
+        kc_conf_parse_listeners(conf.advertised_listeners, advertised, MAX_LISTENERS, &n_advertised,
+                                err, sizeof(err)) != 0) {
+        fprintf(stderr, "kcoord: %s\n", err);
+        kc_conf_free(&conf);
+        return 2;
+    }
+
+    char cluster_id[64];
+    if (kc_meta_load(conf.data_dir, conf.node_id, cluster_id, sizeof(cluster_id), err,
+                     sizeof(err)) != 0) {
+        KC_ERROR("main", "%s", err);
+        kc_conf_free(&conf);
+        return 1;
+    }
+    kc_catalog_t catalog;
+    if (kc_catalog_init(&catalog, cluster_id, conf.topics, conf.n_topics) != 0) {
+        KC_ERROR("main", "out of memory loading the topic catalog");
+        kc_conf_free(&conf);
+        return 1;
+    }
+
+    daemon_t d;
+    memset(&d, 0, sizeof(d));
+    uv_loop_init(&d.loop);
+    kc_api_ctx_t ctx = {.node_id = conf.node_id, .catalog = &catalog};
+    kc_server_opts_t opts = {
+        .max_request_bytes = conf.socket_request_max_bytes,
+        .idle_ms = conf.connections_max_idle_ms,
+        .max_queued = conf.queued_max_requests,
+        .on_request = kc_api_on_request,
+        .app = &ctx,
+    };
+    d.server = kc_server_new(&d.loop, &opts);
+    if (d.server == NULL) {
+        KC_ERROR("main", "out of memory");
+        return 1;
+    }
+    int first_port = 0;
+    for (size_t i = 0; i < n_listeners; i++) {
+        int port = 0;
+        rc = kc_server_listen(d.server, listeners[i].host, listeners[i].port, &port);
+        if (rc != 0) {
+            KC_ERROR("main", "listeners: cannot listen on %s:%d: %s", listeners[i].host,
+                     listeners[i].port, uv_strerror(rc));
+            break;
+        }
+        if (i == 0)
+            first_port = port;
+    }
+
+    /* What clients are told to connect to: advertised.listeners, else the first listener
+     * (the machine's host name when that listener is a wildcard address). */
+    char hostname[256];
+    if (n_advertised > 0) {
+        ctx.host = advertised[0].host;
+        ctx.port = advertised[0].port;
+    } else {
+        ctx.host = listeners[0].host;
+        ctx.port = first_port;
+        if (strcmp(ctx.host, "0.0.0.0") == 0 || strcmp(ctx.host, "::") == 0) {
+            if (gethostname(hostname, sizeof(hostname)) != 0)
+                snprintf(hostname, sizeof(hostname), "localhost");
+            hostname[sizeof(hostname) - 1] = '\0';
+            ctx.host = hostname;
+        }
+    }
+
+    uv_signal_init(&d.loop, &d.sigterm);
+    uv_signal_init(&d.loop, &d.sigint);
+    d.sigterm.data = &d;
+    d.sigint.data = &d;
+    if (rc == 0) {
+        uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+        uv_signal_start(&d.sigint, on_signal, SIGINT);
+        KC_INFO("main", "kcoord %s serving cluster %s as node %d, advertised as %s:%d, %zu topics",
+                KCOORD_VERSION, cluster_id, conf.node_id, ctx.host, ctx.port, catalog.n);
+    } else {
+        d.stopping = 1;
+        kc_server_shutdown(d.server, on_server_stopped, &d);
+    }
+    uv_run(&d.loop, UV_RUN_DEFAULT);
+    kc_server_free(d.server);
+    int close_rc = uv_loop_close(&d.loop);
+    if (close_rc != 0)
+        KC_WARN("main", "event loop closed with handles still open");
+    kc_catalog_free(&catalog);
+    kc_conf_free(&conf);
+    if (rc != 0)
+        return 1;
+    KC_INFO("main", "stopped");
+    return 0;
+}

@@ -1,0 +1,80 @@
+/* net.h - the network room: TCP listeners, Kafka framing and per-connection ordered replies.
+ *
+ * The server accepts connections on a libuv loop, cuts each byte stream into frames (a 4-byte
+ * big-endian size, then the request), and hands every frame to the application callback
+ * together with a *slot*: the place in that connection's reply queue where the answer to this
+ * request goes. Replies leave the connection strictly in request order: a slot that is filled
+ * early waits for the slots before it. Ready replies at the head of the queue are written
+ * together, one uv_write with many buffers, one write in flight per connection.
+ *
+ * Backpressure: when a connection has `max_queued` requests not yet written back, the server
+ * stops reading from it, and resumes when the queue drains below that.
+ *
+ * A frame whose size is above `max_request_bytes` or below the smallest request header closes
+ * that connection, with a log line; so does kc_slot_close. Nothing here knows the Kafka APIs.
+ */
+#ifndef KC_NET_NET_H
+#define KC_NET_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "util/arena.h"
+
+typedef struct kc_server_s kc_server_t;
+typedef struct kc_conn_s kc_conn_t;
+typedef struct kc_slot_s kc_slot_t;
+
+/* Smallest request the framing accepts: api key, version, correlation id, client id length. */
+#define KC_NET_MIN_FRAME 10
+
+/* Called once per frame. `frame` (len bytes, the size prefix excluded) is a copy owned by the
+ * slot and stays valid until the slot is answered. The callee must eventually call exactly one
+ * of kc_slot_reply or kc_slot_close for the slot, now or later from the loop thread. */
+typedef void (*kc_request_cb)(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_t *frame,
+                              size_t len);
+
+typedef struct kc_server_opts_s {
+    int32_t max_request_bytes; /* socket.request.max.bytes */
+    int64_t idle_ms;           /* connections.max.idle.ms */
+    int32_t max_queued;        /* queued.max.requests, per connection */
+    kc_request_cb on_request;
+    void *app;
+} kc_server_opts_t;
+
+/* Create a server on `loop`. Returns NULL when out of memory. */
+kc_server_t *kc_server_new(uv_loop_t *loop, const kc_server_opts_t *opts);
+
+/* Bind and listen on host:port (IPv4 or IPv6 literal, or a name resolved synchronously);
+ * port 0 lets the OS choose. On success writes the bound port to *bound_port, logs
+ * "listening on HOST:PORT" and returns 0; otherwise returns a libuv error code. */
+int kc_server_listen(kc_server_t *s, const char *host, int port, int *bound_port);
+
+/* Stop accepting, stop reading, let every connection finish writing the replies it owes (up
+ * to a few seconds), close everything, then call done(arg) from the loop. */
+void kc_server_shutdown(kc_server_t *s, void (*done)(void *arg), void *arg);
+
+/* Free the server after kc_server_shutdown's callback has run. */
+void kc_server_free(kc_server_t *s);
+
+/* Number of open connections. */
+size_t kc_server_conn_count(const kc_server_t *s);
+
+/* Answer a slot with `len` bytes at `buf` (a whole response frame, size prefix included),
+ * taking ownership of `buf` (freed with free()). The slot, its frame and its arena are gone
+ * after this call. If the connection has closed meanwhile the reply is dropped. */
+void kc_slot_reply(kc_slot_t *slot, uint8_t *buf, size_t len);
+
+/* Answer a slot by closing its connection once the replies before it are written. `why` is
+ * logged. The slot is gone after this call. */
+void kc_slot_close(kc_slot_t *slot, const char *why);
+
+/* The slot's arena: memory that lives until the slot is answered. */
+kc_arena_t *kc_slot_arena(kc_slot_t *slot);
+
+/* "host:port" of the peer, for logs. Valid while the connection is. */
+const char *kc_conn_peer(const kc_conn_t *c);
+
+#endif
