@@ -92,18 +92,43 @@ static void restart_reading(kc_conn_t *c)
     process_frames(c);
 }
 
+/* A bad frame: read nothing more, but first write the replies owed to the requests before
+ * it, then close. A marker slot at the tail of the queue does the closing. */
+static void close_after_replies(kc_conn_t *c)
+{
+    kc_slot_t *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        kc_conn_close(c, NULL);
+        return;
+    }
+    kc_arena_init(&s->arena);
+    s->conn = c;
+    s->answered = true;
+    s->close_after = true;
+    if (c->tail)
+        c->tail->next = s;
+    else
+        c->head = s;
+    c->tail = s;
+    c->queued++;
+    c->draining = true;
+    c->rlen = 0;
+    stop_reading(c);
+    flush(c);
+}
+
 static void process_frames(kc_conn_t *c)
 {
     const kc_server_opts_t *o = &c->server->opts;
     size_t off = 0;
-    while (!c->closing && (int64_t)c->queued < o->max_queued && c->rlen - off >= 4) {
+    while (!c->closing && !c->draining && (int64_t)c->queued < o->max_queued && c->rlen - off >= 4) {
         uint32_t size = be32(c->rbuf + off);
         if (size < KC_NET_MIN_FRAME || size > (uint32_t)o->max_request_bytes) {
             char sample[40];
             kc_log_sanitize(sample, sizeof(sample), c->rbuf + off, c->rlen - off < 32 ? c->rlen - off : 32);
             KC_WARN("net", "closing %s: frame size %u outside %d..%d (bytes: \"%s\")", c->peer, size,
                     KC_NET_MIN_FRAME, o->max_request_bytes, sample);
-            kc_conn_close(c, NULL);
+            close_after_replies(c);
             return;
         }
         if (c->rlen - off - 4 < size)
@@ -132,7 +157,7 @@ static void process_frames(kc_conn_t *c)
         off += 4 + (size_t)size;
         o->on_request(o->app, c, s, frame, size);
     }
-    if (off > 0 && !c->closing) {
+    if (off > 0 && !c->closing && !c->draining) {
         memmove(c->rbuf, c->rbuf + off, c->rlen - off);
         c->rlen -= off;
     }
