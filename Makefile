@@ -50,6 +50,8 @@ FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_REPLAY_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%_replay)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
 
+.SECONDARY:
+
 .PHONY: all run test unit integration fuzz-replay fuzz gen gen-check deps clean format-check
 
 all: $(BUILD)/kcoord
