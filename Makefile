@@ -111,7 +111,7 @@ deps:
 	$(Q)scripts/deps
 
 format-check:
-	$(Q)clang-format --dry-run --Werror $(filter-out src/proto/gen_%,$(SRCS)) $(shell find src tests -name '*.h' -not -name 'gen_*')
+	$(Q)clang-format --dry-run --Werror $(shell find src tests -name '*.[ch]' -not -name 'gen_*' | sort)
 
 clean:
 	rm -rf build

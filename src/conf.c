@@ -43,10 +43,10 @@ typedef enum vtype_e {
 
 #define F_EMPTY_OK 0x1u /* "" (or, for lists, only blanks) is a valid value */
 #define F_ROUTABLE 0x2u /* listener lists: 0.0.0.0 and :: are rejected (nobody can connect) */
-#define F_SHOWN 0x4u    /* kc_conf_write_doc writes `key=default` rather than `#key=default` */
+#define F_SHOWN    0x4u /* kc_conf_write_doc writes `key=default` rather than `#key=default` */
 
 typedef struct setting_s {
-    const char *name;          /* Kafka's dotted name; the key in files and after --set */
+    const char *name; /* Kafka's dotted name; the key in files and after --set */
     vtype_t type;
     size_t off;                /* offset of the member in kc_conf_t */
     size_t off_n;              /* T_TOPICS: offset of the size_t entry count */
@@ -144,14 +144,15 @@ _Static_assert(N_SETTINGS == KC_CONF_N_SETTINGS, "KC_CONF_N_SETTINGS must count 
 _Static_assert(KC_CONF_LOG_ERROR == 3, "log_levels[] follows KC_CONF_LOG_*");
 
 #define TOPIC_NAME_MAX 249
-#define QUOTE_MAX 80 /* size of a buffer for quote() */
+#define QUOTE_MAX      80 /* size of a buffer for quote() */
 
 /* ---- small helpers ---- */
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
+static void
+seterr(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
 
@@ -274,8 +275,7 @@ static bool is_host_char(char ch)
 }
 
 /* Parse one listener, the span [b, e) (already trimmed, non-empty), into *l. */
-static int parse_listener(const char *b, const char *e, kc_listener_t *l, char *err,
-                          size_t errlen)
+static int parse_listener(const char *b, const char *e, kc_listener_t *l, char *err, size_t errlen)
 {
     char q[QUOTE_MAX];
     const char *p, *hb, *he, *colon = NULL;
@@ -302,8 +302,7 @@ static int parse_listener(const char *b, const char *e, kc_listener_t *l, char *
             return -1;
         }
         if (memchr(hb, ':', (size_t)(he - hb)) == NULL) {
-            seterr(err, errlen, "listener \"%s\": brackets hold an IPv6 address, as [::1]:9092",
-                   q);
+            seterr(err, errlen, "listener \"%s\": brackets hold an IPv6 address, as [::1]:9092", q);
             return -1;
         }
         for (p = hb; p < he && *p != '%'; p++) {
@@ -543,8 +542,7 @@ static int parse_topics(const setting_t *s, const char *v, kc_conf_topic_t **out
             }
         }
         if ((ne - b == 1 && b[0] == '.') || (ne - b == 2 && b[0] == '.' && b[1] == '.')) {
-            seterr(prob, problen, "is not a valid topic list: \"%s\" is not a valid topic name",
-                   q);
+            seterr(prob, problen, "is not a valid topic list: \"%s\" is not a valid topic name", q);
             goto fail;
         }
         pb = colon + 1;
@@ -562,8 +560,8 @@ static int parse_topics(const setting_t *s, const char *v, kc_conf_topic_t **out
         }
         if (rc != 0 || parts < s->min || parts > s->max) {
             seterr(prob, problen,
-                   "is not a valid topic list: partition count \"%s\" of topic \"%s\" is %s", qn,
-                   q, rc == 1 ? "not an integer" : "out of range");
+                   "is not a valid topic list: partition count \"%s\" of topic \"%s\" is %s", qn, q,
+                   rc == 1 ? "not an integer" : "out of range");
             goto fail;
         }
         t[count].name = strndup(b, (size_t)(ne - b));
@@ -628,8 +626,8 @@ static void write_bounds(const setting_t *s, char *buf, size_t len)
         }
         break;
     case T_LISTENERS:
-        seterr(buf, len, "%shost:port or [ipv6]:port, comma-separated, port %" PRId64 "..%" PRId64
-                         "%s",
+        seterr(buf, len,
+               "%shost:port or [ipv6]:port, comma-separated, port %" PRId64 "..%" PRId64 "%s",
                s->flags & F_EMPTY_OK ? "empty or " : "", s->min, s->max,
                s->flags & F_ROUTABLE ? ", not 0.0.0.0 or [::]" : "");
         break;
@@ -659,8 +657,7 @@ static void free_value(kc_conf_t *c, const setting_t *s)
 }
 
 /* Validate `v` for `s` and store it in c; on failure c is unchanged and prob says why. */
-static int parse_value(kc_conf_t *c, const setting_t *s, const char *v, char *prob,
-                       size_t problen)
+static int parse_value(kc_conf_t *c, const setting_t *s, const char *v, char *prob, size_t problen)
 {
     int64_t num = 0;
     size_t i, n;
@@ -767,8 +764,7 @@ void kc_conf_init(kc_conf_t *c)
     for (i = 0; i < N_SETTINGS; i++) {
         if (kc_conf_set(c, settings[i].name, settings[i].def, KC_CONF_SRC_DEFAULT, err,
                         sizeof err) != 0) {
-            fprintf(stderr, "kcoord: cannot apply the default of %s: %s\n", settings[i].name,
-                    err);
+            fprintf(stderr, "kcoord: cannot apply the default of %s: %s\n", settings[i].name, err);
             abort();
         }
     }
@@ -858,10 +854,18 @@ static int unescape(const char *b, const char *e, char *out, bool trim_end)
         }
         b++;
         switch (*b) {
-        case 't': out[n++] = '\t'; break;
-        case 'n': out[n++] = '\n'; break;
-        case 'r': out[n++] = '\r'; break;
-        case 'f': out[n++] = '\f'; break;
+        case 't':
+            out[n++] = '\t';
+            break;
+        case 'n':
+            out[n++] = '\n';
+            break;
+        case 'r':
+            out[n++] = '\r';
+            break;
+        case 'f':
+            out[n++] = '\f';
+            break;
         case 'u':
             cp = 0;
             for (i = 1; i <= 4; i++) {
@@ -884,7 +888,9 @@ static int unescape(const char *b, const char *e, char *out, bool trim_end)
             }
             b += 4;
             break;
-        default: out[n++] = *b; break;
+        default:
+            out[n++] = *b;
+            break;
         }
         b++;
         keep = n;
@@ -1026,8 +1032,8 @@ int kc_conf_load_env(kc_conf_t *c, char *const *envp, char *err, size_t errlen)
             key[i] = var[plen + i] == '_' ? '.' : lower(var[plen + i]);
         key[i] = '\0';
         if (klen >= sizeof key || find(key) == NULL) {
-            seterr(err, errlen, "unknown environment variable %s (no setting is called \"%s\")",
-                   q, quote(msg, key));
+            seterr(err, errlen, "unknown environment variable %s (no setting is called \"%s\")", q,
+                   quote(msg, key));
             return -1;
         }
         if (kc_conf_set(c, key, eq + 1, KC_CONF_SRC_ENV, msg, sizeof msg) != 0) {
@@ -1108,13 +1114,20 @@ static void write_wrapped(FILE *out, const char *text)
 static const char *type_name(vtype_t t)
 {
     switch (t) {
-    case T_INT: return "int";
-    case T_LONG: return "long";
-    case T_STRING: return "string";
-    case T_BOOL: return "bool";
-    case T_ENUM: return "enum";
-    case T_LISTENERS: return "listeners";
-    case T_TOPICS: return "topics";
+    case T_INT:
+        return "int";
+    case T_LONG:
+        return "long";
+    case T_STRING:
+        return "string";
+    case T_BOOL:
+        return "bool";
+    case T_ENUM:
+        return "enum";
+    case T_LISTENERS:
+        return "listeners";
+    case T_TOPICS:
+        return "topics";
     }
     return "?";
 }

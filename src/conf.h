@@ -53,15 +53,15 @@ typedef struct kc_conf_topic_s {
  * kc_conf_free; a pointer read from it stays valid until that setting is set again or the
  * struct is freed. */
 typedef struct kc_conf_s {
-    char *listeners;                 /* listeners: validated, parse with kc_conf_parse_listeners */
-    char *advertised_listeners;      /* advertised.listeners: "" = what listeners is bound to */
-    int32_t node_id;                 /* node.id */
-    char *data_dir;                  /* data.dir: never empty */
+    char *listeners;                  /* listeners: validated, parse with kc_conf_parse_listeners */
+    char *advertised_listeners;       /* advertised.listeners: "" = what listeners is bound to */
+    int32_t node_id;                  /* node.id */
+    char *data_dir;                   /* data.dir: never empty */
     int32_t socket_request_max_bytes; /* socket.request.max.bytes */
-    int64_t connections_max_idle_ms; /* connections.max.idle.ms */
-    int32_t queued_max_requests;     /* queued.max.requests: per connection */
-    int log_level;                   /* log.level: KC_CONF_LOG_DEBUG..KC_CONF_LOG_ERROR */
-    kc_conf_topic_t *topics;         /* topics: n_topics entries in the order given, or NULL */
+    int64_t connections_max_idle_ms;  /* connections.max.idle.ms */
+    int32_t queued_max_requests;      /* queued.max.requests: per connection */
+    int log_level;                    /* log.level: KC_CONF_LOG_DEBUG..KC_CONF_LOG_ERROR */
+    kc_conf_topic_t *topics;          /* topics: n_topics entries in the order given, or NULL */
     size_t n_topics;
     /* Where each setting's value came from, indexed in table order; use kc_conf_get_source. */
     kc_conf_source_t source[KC_CONF_N_SETTINGS];

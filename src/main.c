@@ -36,18 +36,17 @@ typedef struct daemon_s {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: kcoord [-c FILE] [--set key=value]... [--version] [--help]\n"
-            "\n"
-            "A standalone Kafka consumer-group coordinator.\n"
-            "\n"
-            "  -c, --config FILE   read settings from FILE (Java properties, key=value)\n"
-            "  --set key=value     override one setting (repeatable)\n"
-            "  --version           print the version and exit\n"
-            "  --help              print this help and exit\n"
-            "\n"
-            "Settings are applied in this order: defaults, FILE, KCOORD_<KEY> environment\n"
-            "variables (dots as underscores), --set. conf/kcoord.conf documents them all.\n");
+    fprintf(out, "usage: kcoord [-c FILE] [--set key=value]... [--version] [--help]\n"
+                 "\n"
+                 "A standalone Kafka consumer-group coordinator.\n"
+                 "\n"
+                 "  -c, --config FILE   read settings from FILE (Java properties, key=value)\n"
+                 "  --set key=value     override one setting (repeatable)\n"
+                 "  --version           print the version and exit\n"
+                 "  --help              print this help and exit\n"
+                 "\n"
+                 "Settings are applied in this order: defaults, FILE, KCOORD_<KEY> environment\n"
+                 "variables (dots as underscores), --set. conf/kcoord.conf documents them all.\n");
 }
 
 static void on_server_stopped(void *arg)

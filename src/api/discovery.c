@@ -12,7 +12,8 @@
 /* Authorized-operation bit sets with no authorizer: every operation Kafka defines for the
  * resource type (READ..ALTER_CONFIGS for topics; CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
  * DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE for the cluster). */
-#define TOPIC_OPS ((1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11))
+#define TOPIC_OPS                                                                                  \
+    ((1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11))
 #define CLUSTER_OPS ((1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12))
 
 /* Kafka's check on client software names and versions (KIP-511). */
@@ -36,9 +37,12 @@ int kc_api_api_versions(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *
     kc_api_versions_response_t *resp = out;
     kc_api_fill_versions(resp, a);
     if (req->api_version >= 3) {
-        KC_DEBUG("api", "client %.*s %.*s (%.*s)", q->client_software_name.len > 0 ? q->client_software_name.len : 0,
-                 q->client_software_name.p, q->client_software_version.len > 0 ? q->client_software_version.len : 0,
-                 q->client_software_version.p, req->client_id.len > 0 ? req->client_id.len : 0, req->client_id.p);
+        KC_DEBUG("api", "client %.*s %.*s (%.*s)",
+                 q->client_software_name.len > 0 ? q->client_software_name.len : 0,
+                 q->client_software_name.p,
+                 q->client_software_version.len > 0 ? q->client_software_version.len : 0,
+                 q->client_software_version.p, req->client_id.len > 0 ? req->client_id.len : 0,
+                 req->client_id.p);
         if (!valid_software_field(q->client_software_name) ||
             !valid_software_field(q->client_software_version))
             resp->error_code = KC_ERR_INVALID_REQUEST;
@@ -55,8 +59,8 @@ static int valid_topic_name(kc_str_t s)
         return 0;
     for (int32_t i = 0; i < s.len; i++) {
         char c = s.p[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '_' || c == '-'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
             return 0;
     }
     return 1;
@@ -106,7 +110,8 @@ int kc_api_metadata(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, v
     resp->brokers.n = 1;
     resp->cluster_id = kc_str_c(cat->cluster_id);
     resp->controller_id = ctx->node_id;
-    resp->cluster_authorized_operations = q->include_cluster_authorized_operations ? CLUSTER_OPS : INT32_MIN;
+    resp->cluster_authorized_operations =
+        q->include_cluster_authorized_operations ? CLUSTER_OPS : INT32_MIN;
     int with_ops = q->include_topic_authorized_operations;
 
     /* A null list (v1+), or an empty one in v0, asks for every topic. */
@@ -207,15 +212,17 @@ int kc_api_describe_cluster(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena
     resp->endpoint_type = q->endpoint_type;
     resp->cluster_id = kc_str_c(ctx->catalog->cluster_id);
     resp->controller_id = ctx->node_id;
-    resp->cluster_authorized_operations = q->include_cluster_authorized_operations ? CLUSTER_OPS : INT32_MIN;
+    resp->cluster_authorized_operations =
+        q->include_cluster_authorized_operations ? CLUSTER_OPS : INT32_MIN;
     if (req->api_version >= 1 && q->endpoint_type != 1) {
         /* 2 asks for controllers, which a broker's listener does not serve. */
         resp->error_code = q->endpoint_type == 2 ? KC_ERR_MISMATCHED_ENDPOINT_TYPE
                                                  : KC_ERR_UNSUPPORTED_ENDPOINT_TYPE;
-        resp->error_message = q->endpoint_type == 2
-                                  ? KC_STR_LIT("The request was sent to an endpoint of type BROKER, "
-                                               "but we wanted an endpoint of type CONTROLLER")
-                                  : KC_STR_LIT("Unsupported endpoint type");
+        resp->error_message =
+            q->endpoint_type == 2
+                ? KC_STR_LIT("The request was sent to an endpoint of type BROKER, "
+                             "but we wanted an endpoint of type CONTROLLER")
+                : KC_STR_LIT("Unsupported endpoint type");
         return 0;
     }
     kc_describe_cluster_broker_t *b = kc_arena_alloc(a, sizeof(*b));

@@ -112,7 +112,8 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
             return;
         }
         char why[128];
-        snprintf(why, sizeof(why), "unsupported API key %d version %d", req.api_key, req.api_version);
+        snprintf(why, sizeof(why), "unsupported API key %d version %d", req.api_key,
+                 req.api_version);
         kc_slot_close(slot, why);
         return;
     }

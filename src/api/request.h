@@ -17,19 +17,19 @@
 /* Results of kc_request_parse. */
 typedef enum {
     KC_REQ_OK = 0,
-    KC_REQ_MALFORMED = -1,      /* header or body does not decode: close the connection */
-    KC_REQ_UNSUPPORTED = -2,    /* unknown API key, or a version outside the served range */
+    KC_REQ_MALFORMED = -1,   /* header or body does not decode: close the connection */
+    KC_REQ_UNSUPPORTED = -2, /* unknown API key, or a version outside the served range */
 } kc_req_status_t;
 
 typedef struct kc_request_s {
     int16_t api_key;
     int16_t api_version;
     int32_t correlation_id;
-    kc_str_t client_id;             /* null when the client sent none */
-    const kc_api_info_t *api;       /* NULL when the key is unknown */
-    int flexible;                   /* request header v2 / response header v1 */
-    void *body;                     /* the decoded request struct, in the arena; NULL unless OK */
-    size_t body_offset;             /* where the body starts within the frame */
+    kc_str_t client_id;       /* null when the client sent none */
+    const kc_api_info_t *api; /* NULL when the key is unknown */
+    int flexible;             /* request header v2 / response header v1 */
+    void *body;               /* the decoded request struct, in the arena; NULL unless OK */
+    size_t body_offset;       /* where the body starts within the frame */
 } kc_request_t;
 
 /* Decode one frame. `served` decides which API keys and versions are accepted: it returns

@@ -121,13 +121,15 @@ static void process_frames(kc_conn_t *c)
 {
     const kc_server_opts_t *o = &c->server->opts;
     size_t off = 0;
-    while (!c->closing && !c->draining && (int64_t)c->queued < o->max_queued && c->rlen - off >= 4) {
+    while (!c->closing && !c->draining && (int64_t)c->queued < o->max_queued &&
+           c->rlen - off >= 4) {
         uint32_t size = be32(c->rbuf + off);
         if (size < KC_NET_MIN_FRAME || size > (uint32_t)o->max_request_bytes) {
             char sample[40];
-            kc_log_sanitize(sample, sizeof(sample), c->rbuf + off, c->rlen - off < 32 ? c->rlen - off : 32);
-            KC_WARN("net", "closing %s: frame size %u outside %d..%d (bytes: \"%s\")", c->peer, size,
-                    KC_NET_MIN_FRAME, o->max_request_bytes, sample);
+            kc_log_sanitize(sample, sizeof(sample), c->rbuf + off,
+                            c->rlen - off < 32 ? c->rlen - off : 32);
+            KC_WARN("net", "closing %s: frame size %u outside %d..%d (bytes: \"%s\")", c->peer,
+                    size, KC_NET_MIN_FRAME, o->max_request_bytes, sample);
             close_after_replies(c);
             return;
         }

@@ -7,7 +7,7 @@
 
 #include "net/net.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 typedef struct kc_listener_h_s {
     uv_tcp_t tcp;
@@ -32,12 +32,12 @@ struct kc_server_s {
 /* A slot: one request's place in its connection's reply queue. */
 struct kc_slot_s {
     kc_slot_t *next;
-    kc_conn_t *conn;   /* NULL once the connection is gone (the reply will be dropped) */
-    uint8_t *reply;    /* owned; NULL until answered */
+    kc_conn_t *conn; /* NULL once the connection is gone (the reply will be dropped) */
+    uint8_t *reply;  /* owned; NULL until answered */
     size_t reply_len;
     bool answered;
-    bool close_after;  /* close the connection when this slot reaches the head */
-    kc_arena_t arena;  /* the frame copy and the handler's memory */
+    bool close_after; /* close the connection when this slot reaches the head */
+    kc_arena_t arena; /* the frame copy and the handler's memory */
 };
 
 struct kc_conn_s {
@@ -48,7 +48,7 @@ struct kc_conn_s {
     kc_conn_t *prev, *next;
     char peer[64];
 
-    uint8_t *rbuf;     /* bytes read but not yet cut into frames */
+    uint8_t *rbuf; /* bytes read but not yet cut into frames */
     size_t rlen, rcap;
 
     kc_slot_t *head, *tail; /* reply queue, request order */
@@ -57,10 +57,10 @@ struct kc_conn_s {
     kc_slot_t *writing;     /* first slot of the write in flight, or NULL */
     size_t writing_n;       /* how many slots that write covers */
 
-    int open_handles;  /* tcp + idle timer not yet closed */
+    int open_handles; /* tcp + idle timer not yet closed */
     bool reading;
     bool closing;
-    bool draining;     /* shutdown: close once the queue is empty */
+    bool draining; /* shutdown: close once the queue is empty */
 };
 
 /* conn.c */

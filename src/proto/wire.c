@@ -51,14 +51,20 @@ static int64_t u64_to_i64(uint64_t u)
     return -(int64_t)(~u) - 1;
 }
 
-static uint16_t load16(const uint8_t *p) { return (uint16_t)((unsigned)p[0] << 8 | p[1]); }
+static uint16_t load16(const uint8_t *p)
+{
+    return (uint16_t)((unsigned)p[0] << 8 | p[1]);
+}
 
 static uint32_t load32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
-static uint64_t load64(const uint8_t *p) { return (uint64_t)load32(p) << 32 | load32(p + 4); }
+static uint64_t load64(const uint8_t *p)
+{
+    return (uint64_t)load32(p) << 32 | load32(p + 4);
+}
 
 static void store32(uint8_t *p, uint32_t v)
 {
@@ -83,16 +89,28 @@ static uint64_t zigzag64(int64_t v)
     return (u >> 63) ? ~shifted : shifted;
 }
 
-static int32_t unzigzag32(uint32_t u) { return u32_to_i32((u & 1) ? ~(u >> 1) : u >> 1); }
+static int32_t unzigzag32(uint32_t u)
+{
+    return u32_to_i32((u & 1) ? ~(u >> 1) : u >> 1);
+}
 
-static int64_t unzigzag64(uint64_t u) { return u64_to_i64((u & 1) ? ~(u >> 1) : u >> 1); }
+static int64_t unzigzag64(uint64_t u)
+{
+    return u64_to_i64((u & 1) ? ~(u >> 1) : u >> 1);
+}
 
 /* The zero values returned by failed string and bytes reads: empty, not null. */
 static const uint8_t empty_buf[1];
 
-static kc_str_t str_zero(void) { return KC_STR_EMPTY; }
+static kc_str_t str_zero(void)
+{
+    return KC_STR_EMPTY;
+}
 
-static kc_bytes_t bytes_zero(void) { return (kc_bytes_t){empty_buf, 0}; }
+static kc_bytes_t bytes_zero(void)
+{
+    return (kc_bytes_t){empty_buf, 0};
+}
 
 /* ---- string views ----------------------------------------------------------------------- */
 
@@ -190,7 +208,10 @@ uint32_t kc_rd_u32(kc_reader_t *r)
     return v;
 }
 
-int32_t kc_rd_i32(kc_reader_t *r) { return u32_to_i32(kc_rd_u32(r)); }
+int32_t kc_rd_i32(kc_reader_t *r)
+{
+    return u32_to_i32(kc_rd_u32(r));
+}
 
 static uint64_t rd_u64(kc_reader_t *r)
 {
@@ -201,7 +222,10 @@ static uint64_t rd_u64(kc_reader_t *r)
     return v;
 }
 
-int64_t kc_rd_i64(kc_reader_t *r) { return u64_to_i64(rd_u64(r)); }
+int64_t kc_rd_i64(kc_reader_t *r)
+{
+    return u64_to_i64(rd_u64(r));
+}
 
 double kc_rd_f64(kc_reader_t *r)
 {
@@ -267,9 +291,15 @@ uint64_t kc_rd_uvarlong(kc_reader_t *r)
     return v;
 }
 
-int32_t kc_rd_varint(kc_reader_t *r) { return unzigzag32(kc_rd_uvarint(r)); }
+int32_t kc_rd_varint(kc_reader_t *r)
+{
+    return unzigzag32(kc_rd_uvarint(r));
+}
 
-int64_t kc_rd_varlong(kc_reader_t *r) { return unzigzag64(kc_rd_uvarlong(r)); }
+int64_t kc_rd_varlong(kc_reader_t *r)
+{
+    return unzigzag64(kc_rd_uvarlong(r));
+}
 
 void kc_rd_skip(kc_reader_t *r, size_t n)
 {
@@ -499,13 +529,34 @@ static void wr_be(kc_writer_t *w, uint64_t v, unsigned n)
     w->len += n;
 }
 
-void kc_wr_bool(kc_writer_t *w, bool v) { wr_be(w, v ? 1 : 0, 1); }
-void kc_wr_i8(kc_writer_t *w, int8_t v) { wr_be(w, (uint8_t)v, 1); }
-void kc_wr_i16(kc_writer_t *w, int16_t v) { wr_be(w, (uint16_t)v, 2); }
-void kc_wr_u16(kc_writer_t *w, uint16_t v) { wr_be(w, v, 2); }
-void kc_wr_i32(kc_writer_t *w, int32_t v) { wr_be(w, (uint32_t)v, 4); }
-void kc_wr_u32(kc_writer_t *w, uint32_t v) { wr_be(w, v, 4); }
-void kc_wr_i64(kc_writer_t *w, int64_t v) { wr_be(w, (uint64_t)v, 8); }
+void kc_wr_bool(kc_writer_t *w, bool v)
+{
+    wr_be(w, v ? 1 : 0, 1);
+}
+void kc_wr_i8(kc_writer_t *w, int8_t v)
+{
+    wr_be(w, (uint8_t)v, 1);
+}
+void kc_wr_i16(kc_writer_t *w, int16_t v)
+{
+    wr_be(w, (uint16_t)v, 2);
+}
+void kc_wr_u16(kc_writer_t *w, uint16_t v)
+{
+    wr_be(w, v, 2);
+}
+void kc_wr_i32(kc_writer_t *w, int32_t v)
+{
+    wr_be(w, (uint32_t)v, 4);
+}
+void kc_wr_u32(kc_writer_t *w, uint32_t v)
+{
+    wr_be(w, v, 4);
+}
+void kc_wr_i64(kc_writer_t *w, int64_t v)
+{
+    wr_be(w, (uint64_t)v, 8);
+}
 
 void kc_wr_f64(kc_writer_t *w, double v)
 {
@@ -514,7 +565,10 @@ void kc_wr_f64(kc_writer_t *w, double v)
     wr_be(w, u, 8);
 }
 
-void kc_wr_uuid(kc_writer_t *w, kc_uuid_t v) { kc_wr_raw(w, v.b, sizeof v.b); }
+void kc_wr_uuid(kc_writer_t *w, kc_uuid_t v)
+{
+    kc_wr_raw(w, v.b, sizeof v.b);
+}
 
 void kc_wr_uvarlong(kc_writer_t *w, uint64_t v)
 {
@@ -528,9 +582,18 @@ void kc_wr_uvarlong(kc_writer_t *w, uint64_t v)
     kc_wr_raw(w, tmp, n);
 }
 
-void kc_wr_uvarint(kc_writer_t *w, uint32_t v) { kc_wr_uvarlong(w, v); }
-void kc_wr_varint(kc_writer_t *w, int32_t v) { kc_wr_uvarlong(w, zigzag32(v)); }
-void kc_wr_varlong(kc_writer_t *w, int64_t v) { kc_wr_uvarlong(w, zigzag64(v)); }
+void kc_wr_uvarint(kc_writer_t *w, uint32_t v)
+{
+    kc_wr_uvarlong(w, v);
+}
+void kc_wr_varint(kc_writer_t *w, int32_t v)
+{
+    kc_wr_uvarlong(w, zigzag32(v));
+}
+void kc_wr_varlong(kc_writer_t *w, int64_t v)
+{
+    kc_wr_uvarlong(w, zigzag64(v));
+}
 
 void kc_wr_str(kc_writer_t *w, kc_str_t s)
 {
@@ -576,7 +639,10 @@ void kc_wr_cbytes(kc_writer_t *w, kc_bytes_t b)
     kc_wr_raw(w, b.p, (size_t)b.len);
 }
 
-void kc_wr_array_len(kc_writer_t *w, int32_t n) { kc_wr_i32(w, n < 0 ? -1 : n); }
+void kc_wr_array_len(kc_writer_t *w, int32_t n)
+{
+    kc_wr_i32(w, n < 0 ? -1 : n);
+}
 
 void kc_wr_carray_len(kc_writer_t *w, int32_t n)
 {
@@ -606,6 +672,15 @@ size_t kc_uvarlong_size(uint64_t v)
     return n;
 }
 
-size_t kc_uvarint_size(uint32_t v) { return kc_uvarlong_size(v); }
-size_t kc_varint_size(int32_t v) { return kc_uvarlong_size(zigzag32(v)); }
-size_t kc_varlong_size(int64_t v) { return kc_uvarlong_size(zigzag64(v)); }
+size_t kc_uvarint_size(uint32_t v)
+{
+    return kc_uvarlong_size(v);
+}
+size_t kc_varint_size(int32_t v)
+{
+    return kc_uvarlong_size(zigzag32(v));
+}
+size_t kc_varlong_size(int64_t v)
+{
+    return kc_uvarlong_size(zigzag64(v));
+}

@@ -37,8 +37,8 @@ typedef struct kc_uuid_s {
     uint8_t b[16];
 } kc_uuid_t;
 
-#define KC_STR_NULL ((kc_str_t){NULL, -1})
-#define KC_STR_EMPTY ((kc_str_t){"", 0})
+#define KC_STR_NULL   ((kc_str_t){NULL, -1})
+#define KC_STR_EMPTY  ((kc_str_t){"", 0})
 #define KC_STR_LIT(s) ((kc_str_t){(s), (int32_t)(sizeof(s) - 1)})
 #define KC_BYTES_NULL ((kc_bytes_t){NULL, -1})
 
@@ -64,7 +64,10 @@ typedef struct kc_reader_s {
 } kc_reader_t;
 
 void kc_rd_init(kc_reader_t *r, const void *buf, size_t len);
-static inline size_t kc_rd_remaining(const kc_reader_t *r) { return (size_t)(r->end - r->p); }
+static inline size_t kc_rd_remaining(const kc_reader_t *r)
+{
+    return (size_t)(r->end - r->p);
+}
 /* Mark the reader failed with `err` unless it already failed. */
 void kc_rd_fail(kc_reader_t *r, int err);
 
@@ -139,10 +142,10 @@ void kc_wr_uvarint(kc_writer_t *w, uint32_t v);
 void kc_wr_uvarlong(kc_writer_t *w, uint64_t v);
 void kc_wr_varint(kc_writer_t *w, int32_t v);
 void kc_wr_varlong(kc_writer_t *w, int64_t v);
-void kc_wr_str(kc_writer_t *w, kc_str_t s);   /* int16 length, -1 = null */
-void kc_wr_cstr(kc_writer_t *w, kc_str_t s);  /* uvarint length+1, 0 = null */
-void kc_wr_bytes(kc_writer_t *w, kc_bytes_t b);  /* int32 length, -1 = null */
-void kc_wr_cbytes(kc_writer_t *w, kc_bytes_t b); /* uvarint length+1, 0 = null */
+void kc_wr_str(kc_writer_t *w, kc_str_t s);       /* int16 length, -1 = null */
+void kc_wr_cstr(kc_writer_t *w, kc_str_t s);      /* uvarint length+1, 0 = null */
+void kc_wr_bytes(kc_writer_t *w, kc_bytes_t b);   /* int32 length, -1 = null */
+void kc_wr_cbytes(kc_writer_t *w, kc_bytes_t b);  /* uvarint length+1, 0 = null */
 void kc_wr_array_len(kc_writer_t *w, int32_t n);  /* int32, -1 = null */
 void kc_wr_carray_len(kc_writer_t *w, int32_t n); /* uvarint n+1, 0 = null */
 /* Overwrite 4 bytes at `pos` (a length prefix reserved earlier) with a big-endian int32. */

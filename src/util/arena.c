@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGN ((size_t)16)
-#define BLOCK_MIN ((size_t)4096)     /* usable size of the first block */
+#define ALIGN     ((size_t)16)
+#define BLOCK_MIN ((size_t)4096)    /* usable size of the first block */
 #define BLOCK_MAX ((size_t)1 << 20) /* doubling stops here; larger requests get their own */
 
 struct kc_arena_block_s {

@@ -12,10 +12,10 @@
 typedef struct kc_arena_block_s kc_arena_block_t;
 
 typedef struct kc_arena_s {
-    kc_arena_block_t *head;   /* newest block; owns the chain */
-    size_t used;              /* bytes used in head */
-    size_t total;             /* bytes handed out over the arena's life */
-    size_t limit;             /* 0 = unlimited; otherwise kc_arena_alloc fails past it */
+    kc_arena_block_t *head; /* newest block; owns the chain */
+    size_t used;            /* bytes used in head */
+    size_t total;           /* bytes handed out over the arena's life */
+    size_t limit;           /* 0 = unlimited; otherwise kc_arena_alloc fails past it */
 } kc_arena_t;
 
 /* Initialise an empty arena. No memory is allocated until the first kc_arena_alloc. */

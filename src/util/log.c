@@ -72,9 +72,8 @@ static int format_prefix(char *buf, size_t cap, kc_log_level_t lvl, const char *
     }
     if (strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
         when[0] = '\0';
-    const char *name = (unsigned)lvl < sizeof level_names / sizeof level_names[0]
-                           ? level_names[lvl]
-                           : "?????";
+    const char *name =
+        (unsigned)lvl < sizeof level_names / sizeof level_names[0] ? level_names[lvl] : "?????";
     return snprintf(buf, cap, "%s.%03ldZ %s %s: ", when, (long)(ts.tv_nsec / 1000000), name,
                     module != NULL ? module : "-");
 }

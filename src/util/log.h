@@ -39,15 +39,15 @@ void kc_log_write(kc_log_level_t lvl, const char *module, const char *fmt, ...)
  * input without writing raw bytes to the terminal. */
 void kc_log_sanitize(char *dst, size_t dstlen, const void *src, size_t n);
 
-#define KC_LOG_AT_(lvl, mod, ...)                                                              \
-    do {                                                                                       \
-        if ((lvl) >= kc_log_get_level())                                                       \
-            kc_log_write((lvl), (mod), __VA_ARGS__);                                           \
+#define KC_LOG_AT_(lvl, mod, ...)                                                                  \
+    do {                                                                                           \
+        if ((lvl) >= kc_log_get_level())                                                           \
+            kc_log_write((lvl), (mod), __VA_ARGS__);                                               \
     } while (0)
 
 #define KC_DEBUG(mod, ...) KC_LOG_AT_(KC_LOG_DEBUG, mod, __VA_ARGS__)
-#define KC_INFO(mod, ...) KC_LOG_AT_(KC_LOG_INFO, mod, __VA_ARGS__)
-#define KC_WARN(mod, ...) KC_LOG_AT_(KC_LOG_WARN, mod, __VA_ARGS__)
+#define KC_INFO(mod, ...)  KC_LOG_AT_(KC_LOG_INFO, mod, __VA_ARGS__)
+#define KC_WARN(mod, ...)  KC_LOG_AT_(KC_LOG_WARN, mod, __VA_ARGS__)
 #define KC_ERROR(mod, ...) KC_LOG_AT_(KC_LOG_ERROR, mod, __VA_ARGS__)
 
 #endif

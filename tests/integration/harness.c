@@ -305,8 +305,9 @@ int kc_proc_start(kc_proc_t *p, const char *const *extra_sets)
         bin = "build/kcoord";
     char why[512];
     if (access(bin, X_OK) != 0) {
-        snprintf(why, sizeof(why), "cannot execute %s: %s (set KC_TEST_BIN or run in the repo root)",
-                 bin, strerror(errno));
+        snprintf(why, sizeof(why),
+                 "cannot execute %s: %s (set KC_TEST_BIN or run in the repo root)", bin,
+                 strerror(errno));
         abandon(p, why);
         return -1;
     }

@@ -61,7 +61,8 @@ static void test_meta_created_then_kept(void **state)
     assert_int_equal(kc_meta_load(sub, 7, id1, sizeof(id1), err, sizeof(err)), 0);
     assert_int_equal(strlen(id1), 22);
     for (const char *p = id1; *p; p++)
-        assert_non_null(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", *p));
+        assert_non_null(
+            strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", *p));
     assert_int_equal(kc_meta_load(sub, 7, id2, sizeof(id2), err, sizeof(err)), 0);
     assert_string_equal(id1, id2);
     /* Another node id is refused, naming both. */
@@ -72,7 +73,9 @@ static void test_meta_created_then_kept(void **state)
     char path[300];
     snprintf(path, sizeof(path), "%s/meta.properties", dir);
     FILE *f = fopen(path, "w");
-    fputs("#\n#Tue Jan 01 00:00:00 UTC 2026\nnode.id=1\ndirectory.id=abc\nversion=1\ncluster.id=MkU3OEVBNTcwNTJENDM2Qk\n", f);
+    fputs("#\n#Tue Jan 01 00:00:00 UTC "
+          "2026\nnode.id=1\ndirectory.id=abc\nversion=1\ncluster.id=MkU3OEVBNTcwNTJENDM2Qk\n",
+          f);
     fclose(f);
     assert_int_equal(kc_meta_load(dir, 1, id2, sizeof(id2), err, sizeof(err)), 0);
     assert_string_equal(id2, "MkU3OEVBNTcwNTJENDM2Qk");

@@ -336,8 +336,7 @@ static void test_string(void **state)
     memset(long_value, 'x', sizeof long_value - 2);
     long_value[sizeof long_value - 2] = '\n';
     long_value[sizeof long_value - 1] = '\0';
-    assert_int_equal(kc_conf_set(&c, "data.dir", long_value, KC_CONF_SRC_SET, err, sizeof err),
-                     -1);
+    assert_int_equal(kc_conf_set(&c, "data.dir", long_value, KC_CONF_SRC_SET, err, sizeof err), -1);
     assert_non_null(strstr(err, "xxx...\" contains a control character"));
     kc_conf_free(&c);
 }

@@ -210,10 +210,8 @@ static void test_long_line(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_level),
-        cmocka_unit_test(test_set_get_level),
-        cmocka_unit_test(test_sanitize),
-        cmocka_unit_test(test_line_format),
+        cmocka_unit_test(test_parse_level), cmocka_unit_test(test_set_get_level),
+        cmocka_unit_test(test_sanitize),    cmocka_unit_test(test_line_format),
         cmocka_unit_test(test_long_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,7 +24,6 @@ enum { SEEDS = 24 };
 /* Bytes encoded by round trips, to prove the samples are not trivially empty. */
 static size_t encoded_total;
 
-
 /* Encode a sample of `c` at `v` with `seed`, then check size, decode and re-encode. */
 static void round_trip_one(const kc_codec_t *c, int16_t v, uint32_t seed, int check_prefixes)
 {
@@ -42,7 +41,8 @@ static void round_trip_one(const kc_codec_t *c, int16_t v, uint32_t seed, int ch
     c->encode(&w1, v, m);
     assert_int_equal(w1.err, 0);
     if (c->size(v, m) != w1.len)
-        fail_msg("%s v%d seed %u: size %zu but encoded %zu", c->name, v, seed, c->size(v, m), w1.len);
+        fail_msg("%s v%d seed %u: size %zu but encoded %zu", c->name, v, seed, c->size(v, m),
+                 w1.len);
 
     kc_reader_t r;
     kc_rd_init(&r, w1.buf, w1.len);
@@ -171,7 +171,8 @@ static void test_golden_api_versions_response_v0(void **state)
     kc_writer_t w;
     kc_wr_init(&w);
     kc_api_versions_response_encode(&w, 0, &m);
-    static const uint8_t want[] = {0x00, 0x23, 0x00, 0x00, 0x00, 0x01, 0x00, 0x12, 0x00, 0x00, 0x00, 0x04};
+    static const uint8_t want[] = {0x00, 0x23, 0x00, 0x00, 0x00, 0x01,
+                                   0x00, 0x12, 0x00, 0x00, 0x00, 0x04};
     expect_bytes(&w, want, sizeof(want));
     kc_wr_free(&w);
 
@@ -180,8 +181,9 @@ static void test_golden_api_versions_response_v0(void **state)
     m.finalized_features_epoch = 5;
     kc_wr_init(&w);
     kc_api_versions_response_encode(&w, 3, &m);
-    static const uint8_t want3[] = {0x00, 0x23, 0x02, 0x00, 0x12, 0x00, 0x00, 0x00, 0x04, 0x00,
-                                    0x00, 0x00, 0x00, 0x07, 0x01, 0x01, 0x08, 0, 0, 0, 0, 0, 0, 0, 5};
+    static const uint8_t want3[] = {0x00, 0x23, 0x02, 0x00, 0x12, 0x00, 0x00, 0x00, 0x04,
+                                    0x00, 0x00, 0x00, 0x00, 0x07, 0x01, 0x01, 0x08, 0,
+                                    0,    0,    0,    0,    0,    0,    5};
     expect_bytes(&w, want3, sizeof(want3));
     kc_wr_free(&w);
 }
@@ -229,7 +231,8 @@ static void test_golden_request_header(void **state)
     kc_writer_t w;
     kc_wr_init(&w);
     kc_request_header_encode(&w, 2, &h);
-    static const uint8_t want[] = {0x00, 0x03, 0x00, 0x0c, 0x01, 0x02, 0x03, 0x04, 0xff, 0xff, 0x00};
+    static const uint8_t want[] = {0x00, 0x03, 0x00, 0x0c, 0x01, 0x02,
+                                   0x03, 0x04, 0xff, 0xff, 0x00};
     expect_bytes(&w, want, sizeof(want));
     kc_wr_free(&w);
 
@@ -275,7 +278,7 @@ static void test_unknown_tags_skipped(void **state)
     /* ApiVersions response v3: error 0, empty array, throttle 0, two tags: 9 (unknown, 2 bytes)
      * and 1 (finalized_features_epoch = 42). */
     static const uint8_t in[] = {0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x02, 0x09, 0x02, 0xaa,
-                                 0xbb, 0x01, 0x08, 0, 0, 0, 0, 0, 0, 0, 42};
+                                 0xbb, 0x01, 0x08, 0,    0,    0,    0,    0,    0,    0,    42};
     kc_arena_t a;
     kc_arena_init(&a);
     kc_reader_t r;

@@ -29,13 +29,16 @@ static void expect_bytes(kc_writer_t *w, const void *want, size_t n)
     w->len = 0;
 }
 
-#define EXPECT_WIRE(w, ...)                                                                    \
-    do {                                                                                       \
-        const uint8_t want_[] = {__VA_ARGS__};                                                 \
-        expect_bytes((w), want_, sizeof want_);                                                \
+#define EXPECT_WIRE(w, ...)                                                                        \
+    do {                                                                                           \
+        const uint8_t want_[] = {__VA_ARGS__};                                                     \
+        expect_bytes((w), want_, sizeof want_);                                                    \
     } while (0)
 
-static void rd_from(kc_reader_t *r, const kc_writer_t *w) { kc_rd_init(r, w->buf, w->len); }
+static void rd_from(kc_reader_t *r, const kc_writer_t *w)
+{
+    kc_rd_init(r, w->buf, w->len);
+}
 
 /* ---- fixed-width integers --------------------------------------------------------------- */
 
@@ -272,7 +275,8 @@ static void test_uvarlong_encodings(void **state)
         {300, {0xac, 0x02}, 2},
         {UINT64_C(0x100000000), {0x80, 0x80, 0x80, 0x80, 0x10}, 5},
         {UINT64_C(0x7fffffffffffffff), {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, 9},
-        {UINT64_C(0x8000000000000000), {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
+        {UINT64_C(0x8000000000000000),
+         {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
          10},
         {UINT64_MAX, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 10},
     };
@@ -336,8 +340,8 @@ static void test_varint_zigzag(void **state)
 static void test_varlong_zigzag(void **state)
 {
     (void)state;
-    static const int64_t vals[] = {0,         -1,        1,         INT32_MIN, INT32_MAX,
-                                   INT64_MIN, INT64_MAX, -1234567890123LL};
+    static const int64_t vals[] = {0,         -1,        1,         INT32_MIN,
+                                   INT32_MAX, INT64_MIN, INT64_MAX, -1234567890123LL};
     kc_writer_t w;
     kc_wr_init(&w);
 
@@ -983,7 +987,7 @@ static void test_skip_tags(void **state)
 
 /* ---- a composite buffer truncated at every byte ----------------------------------------- */
 
-static const uint8_t uuid_bytes[16] = {0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4,
+static const uint8_t uuid_bytes[16] = {0xde, 0xad, 0xbe, 0xef, 1, 2,  3,  4,
                                        5,    6,    7,    8,    9, 10, 11, 12};
 
 static void write_composite(kc_writer_t *w)
@@ -1026,27 +1030,27 @@ static void write_composite(kc_writer_t *w)
 
 /* Check one read: when the reader was already failed before the call, or the call failed, the
  * value must be zero and the pointer must not have moved; otherwise it must equal `want`. */
-#define CHECK(r, type, call, want, eq, zero)                                                   \
-    do {                                                                                       \
-        int was_ = (r)->err;                                                                   \
-        const uint8_t *before_ = (r)->p;                                                       \
-        type got_ = (call);                                                                    \
-        if (was_ != KC_RD_OK || (r)->err != KC_RD_OK) {                                        \
-            assert_ptr_equal((r)->p, before_);                                                 \
-            assert_true(zero(got_));                                                           \
-        } else {                                                                               \
-            assert_true(eq(got_, (want)));                                                     \
-        }                                                                                      \
+#define CHECK(r, type, call, want, eq, zero)                                                       \
+    do {                                                                                           \
+        int was_ = (r)->err;                                                                       \
+        const uint8_t *before_ = (r)->p;                                                           \
+        type got_ = (call);                                                                        \
+        if (was_ != KC_RD_OK || (r)->err != KC_RD_OK) {                                            \
+            assert_ptr_equal((r)->p, before_);                                                     \
+            assert_true(zero(got_));                                                               \
+        } else {                                                                                   \
+            assert_true(eq(got_, (want)));                                                         \
+        }                                                                                          \
     } while (0)
 
-#define EQ(a, b) ((a) == (b))
-#define IS0(a) ((a) == 0)
+#define EQ(a, b)     ((a) == (b))
+#define IS0(a)       ((a) == 0)
 #define STR_EQ(a, b) kc_str_eq((a), (b))
-#define STR0(a) ((a).len == 0)
-#define BYTES_EQ(a, b)                                                                         \
+#define STR0(a)      ((a).len == 0)
+#define BYTES_EQ(a, b)                                                                             \
     ((a).len == (b).len && ((a).len <= 0 || memcmp((a).p, (b).p, (size_t)(a).len) == 0))
 #define UUID_EQ(u, want) (memcmp((u).b, (want), 16) == 0)
-#define UUID0(u) (memcmp((u).b, zero16, 16) == 0)
+#define UUID0(u)         (memcmp((u).b, zero16, 16) == 0)
 
 static const uint8_t zero16[16];
 
