@@ -17,12 +17,13 @@
 #ifndef KC_CONF_H
 #define KC_CONF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 9
+#define KC_CONF_N_SETTINGS 19
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -63,6 +64,16 @@ typedef struct kc_conf_s {
     int log_level;                    /* log.level: KC_CONF_LOG_DEBUG..KC_CONF_LOG_ERROR */
     kc_conf_topic_t *topics;          /* topics: n_topics entries in the order given, or NULL */
     size_t n_topics;
+    bool auto_create_topics_enable;              /* auto.create.topics.enable */
+    int32_t num_partitions;                      /* num.partitions */
+    int32_t offsets_topic_num_partitions;        /* offsets.topic.num.partitions */
+    int32_t group_min_session_timeout_ms;        /* group.min.session.timeout.ms */
+    int32_t group_max_session_timeout_ms;        /* group.max.session.timeout.ms */
+    int32_t group_initial_rebalance_delay_ms;    /* group.initial.rebalance.delay.ms */
+    int32_t group_max_size;                      /* group.max.size */
+    int32_t offset_metadata_max_bytes;           /* offset.metadata.max.bytes */
+    int32_t offsets_retention_minutes;           /* offsets.retention.minutes */
+    int64_t offsets_retention_check_interval_ms; /* offsets.retention.check.interval.ms */
     /* Where each setting's value came from, indexed in table order; use kc_conf_get_source. */
     kc_conf_source_t source[KC_CONF_N_SETTINGS];
 } kc_conf_t;

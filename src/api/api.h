@@ -33,14 +33,39 @@ typedef struct kc_api_ctx_s {
     int32_t node_id;
     const char *host; /* advertised host */
     int32_t port;     /* advertised port */
-    const kc_catalog_t *catalog;
+    kc_catalog_t *catalog;
+    const kc_conf_t *conf;
+    uv_loop_t *loop;   /* for handlers that park a request on a timer (Fetch) */
+    kc_coord_t *coord; /* the partitions with their groups and offsets */
 } kc_api_ctx_t;
 
+/* A request being answered: where the answer goes and how to encode it. Lives in the
+ * request's arena, so it stays valid until it is answered. */
+typedef struct kc_api_call_s {
+    kc_slot_t *slot;
+    const kc_api_info_t *api;
+    int16_t version;
+    int flexible;
+    int32_t correlation_id;
+} kc_api_call_t;
+
+/* Handler results. */
+enum {
+    KC_API_DONE = 0,   /* `resp` is filled: encode and send it now */
+    KC_API_CLOSE = -1, /* close the connection instead of answering */
+    KC_API_PARKED = 1, /* the handler kept `call` and answers later with kc_api_call_reply */
+};
+
 /* A handler fills `resp` (already initialised to the response's defaults) for `req`. Memory
- * for arrays and strings comes from `a`, which lives until the response is written. Returns 0,
- * or -1 to close the connection instead of answering. */
-typedef int (*kc_api_handler_fn)(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a,
-                                 void *resp);
+ * for arrays and strings comes from `a`, which lives until the response is written; so do
+ * `req` and `call`. Returns KC_API_DONE, KC_API_CLOSE or KC_API_PARKED. A parked request
+ * must be answered exactly once, from the loop thread. */
+typedef int (*kc_api_handler_fn)(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                                 kc_arena_t *a, void *resp);
+
+/* Encode `resp` (a response struct of the call's API) and send it. `call` is gone after this:
+ * its arena, the request and everything the handler allocated in the arena are freed. */
+void kc_api_call_reply(kc_api_call_t *call, const void *resp);
 
 /* The kc_request_cb for kc_server_opts_t; `app` is a kc_api_ctx_t. */
 void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_t *frame,
@@ -53,9 +78,13 @@ int kc_api_served(int16_t key, int16_t version);
 void kc_api_fill_versions(kc_api_versions_response_t *resp, kc_arena_t *a);
 
 /* Discovery handlers (discovery.c). */
-int kc_api_api_versions(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, void *resp);
-int kc_api_metadata(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, void *resp);
-int kc_api_find_coordinator(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, void *resp);
-int kc_api_describe_cluster(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, void *resp);
+int kc_api_api_versions(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                        kc_arena_t *a, void *resp);
+int kc_api_metadata(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
+                    void *resp);
+int kc_api_find_coordinator(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                            kc_arena_t *a, void *resp);
+int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                            kc_arena_t *a, void *resp);
 
 #endif

@@ -30,9 +30,11 @@ static int valid_software_field(kc_str_t s)
     return 1;
 }
 
-int kc_api_api_versions(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, void *out)
+int kc_api_api_versions(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                        kc_arena_t *a, void *out)
 {
     (void)ctx;
+    (void)call;
     const kc_api_versions_request_t *q = req->body;
     kc_api_versions_response_t *resp = out;
     kc_api_fill_versions(resp, a);
@@ -93,8 +95,10 @@ static int fill_topic(kc_api_ctx_t *ctx, kc_metadata_response_topic_t *rt, const
     return 0;
 }
 
-int kc_api_metadata(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, void *out)
+int kc_api_metadata(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
+                    void *out)
 {
+    (void)call;
     const kc_metadata_request_t *q = req->body;
     kc_metadata_response_t *resp = out;
     const kc_catalog_t *cat = ctx->catalog;
@@ -180,8 +184,10 @@ static void coordinator_for(kc_api_ctx_t *ctx, int8_t key_type, int16_t *err, kc
     }
 }
 
-int kc_api_find_coordinator(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, void *out)
+int kc_api_find_coordinator(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                            kc_arena_t *a, void *out)
 {
+    (void)call;
     const kc_find_coordinator_request_t *q = req->body;
     kc_find_coordinator_response_t *resp = out;
     if (req->api_version < 4) {
@@ -205,8 +211,10 @@ int kc_api_find_coordinator(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena
     return 0;
 }
 
-int kc_api_describe_cluster(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a, void *out)
+int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                            kc_arena_t *a, void *out)
 {
+    (void)call;
     const kc_describe_cluster_request_t *q = req->body;
     kc_describe_cluster_response_t *resp = out;
     resp->endpoint_type = q->endpoint_type;

@@ -124,19 +124,29 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
         kc_slot_close(slot, why);
         return;
     }
-    const kc_codec_t *codec = &req.api->response;
-    void *resp = kc_arena_alloc(a, codec->struct_size);
-    if (resp == NULL) {
+    kc_api_call_t *call = kc_arena_alloc(a, sizeof(*call));
+    void *resp = kc_arena_alloc(a, req.api->response.struct_size);
+    if (call == NULL || resp == NULL) {
         kc_slot_close(slot, "out of memory");
         return;
     }
-    codec->init(resp);
-    if (handler_for(req.api_key)(ctx, &req, a, resp) != 0) {
+    call->slot = slot;
+    call->api = req.api;
+    call->version = req.api_version;
+    call->flexible = req.flexible;
+    call->correlation_id = req.correlation_id;
+    req.api->response.init(resp);
+    int rc = handler_for(req.api_key)(ctx, call, &req, a, resp);
+    if (rc == KC_API_DONE)
+        kc_api_call_reply(call, resp);
+    else if (rc == KC_API_CLOSE)
         kc_slot_close(slot, "request refused by its handler");
-        return;
-    }
-    size_t out_len;
-    uint8_t *buf = encode_response(codec, req.api_key, req.api_version, req.flexible,
-                                   req.correlation_id, resp, &out_len);
-    reply(slot, buf, out_len);
+}
+
+void kc_api_call_reply(kc_api_call_t *call, const void *resp)
+{
+    size_t len;
+    uint8_t *buf = encode_response(&call->api->response, call->api->key, call->version,
+                                   call->flexible, call->correlation_id, resp, &len);
+    reply(call->slot, buf, len);
 }

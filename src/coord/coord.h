@@ -1,4 +1,5 @@
-/* coord.h - the coordinator room's door: the topic catalog (and, later, partitions and groups).
+/* coord.h - the coordinator room's door: the topic catalog, and the partitions that own the
+ * groups and offsets.
  *
  * The catalog is the set of topics consumers can subscribe to: name, topic id and partition
  * count. Their partitions hold no records. A topic's id is derived from the cluster id and the
@@ -11,7 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <uv.h>
+
 #include "conf.h"
+#include "group/group.h"
+#include "offsets/offsets.h"
 #include "proto/wire.h"
 
 typedef struct kc_topic_s {
@@ -40,5 +45,51 @@ const kc_topic_t *kc_catalog_find_id(const kc_catalog_t *cat, kc_uuid_t id);
 /* The topic id kcoord gives `name` in the cluster `cluster_id`: 128 bits of a hash of both,
  * with the RFC 4122 version (4) and variant bits set, never zero. */
 kc_uuid_t kc_topic_id_for(const char *cluster_id, const char *name, size_t name_len);
+
+/* ---- Partitions -------------------------------------------------------------------------- */
+
+/* Kafka's group placement: abs(Java String.hashCode(group_id)) % n, the hash taken over the
+ * id's UTF-16 code units (invalid UTF-8 counts as U+FFFD, as Java decodes it), with
+ * abs(INT32_MIN) = 0 as Kafka's Utils.abs. */
+int32_t kc_partition_for(kc_str_t group_id, int32_t n);
+
+/* One __consumer_offsets partition: the groups and offsets it owns, and its timers. */
+typedef struct kc_partition_s {
+    int32_t index;
+    kc_gm_t *groups;
+    kc_offsets_t *offsets;
+} kc_partition_t;
+
+typedef struct kc_coord_s kc_coord_t;
+
+/* Completion of parked JoinGroup / SyncGroup requests: `waiter` is what the API handler gave
+ * kc_gm_join / kc_gm_sync. */
+typedef struct kc_coord_replies_s {
+    void (*join_done)(void *waiter, const kc_join_group_response_t *resp);
+    void (*sync_done)(void *waiter, const kc_sync_group_response_t *resp);
+} kc_coord_replies_t;
+
+/* Create the offsets.topic.num.partitions partitions on `loop`. `conf` and `cat` must outlive
+ * the coordinator. NULL when out of memory. */
+kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *cat,
+                         const kc_coord_replies_t *replies);
+
+/* Close the timers and free everything; parked requests are answered with an error first.
+ * `done` runs from the loop once every handle is closed. */
+void kc_coord_close(kc_coord_t *c, void (*done)(void *arg), void *arg);
+
+/* The partition that owns `group_id`. Whatever the caller then does to its groups or offsets,
+ * the partition's timer is re-armed before the loop next sleeps. */
+kc_partition_t *kc_coord_partition(kc_coord_t *c, kc_str_t group_id);
+
+/* Partition by index, 0 <= i < kc_coord_partitions(c); also marks it for re-arming. */
+kc_partition_t *kc_coord_partition_at(kc_coord_t *c, int32_t i);
+int32_t kc_coord_partitions(const kc_coord_t *c);
+
+/* The time the group and offsets state machines are given: wall-clock milliseconds. */
+int64_t kc_coord_now(const kc_coord_t *c);
+
+/* A topic was deleted: remove its committed offsets in every group. */
+void kc_coord_topic_deleted(kc_coord_t *c, kc_str_t topic);
 
 #endif

@@ -173,7 +173,17 @@ static void test_defaults(void **state)
                              "connections.max.idle.ms=600000  # default\n"
                              "queued.max.requests=500  # default\n"
                              "log.level=info  # default\n"
-                             "topics=  # default\n");
+                             "topics=  # default\n"
+                             "auto.create.topics.enable=false  # default\n"
+                             "num.partitions=1  # default\n"
+                             "offsets.topic.num.partitions=50  # default\n"
+                             "group.min.session.timeout.ms=6000  # default\n"
+                             "group.max.session.timeout.ms=1800000  # default\n"
+                             "group.initial.rebalance.delay.ms=3000  # default\n"
+                             "group.max.size=2147483647  # default\n"
+                             "offset.metadata.max.bytes=4096  # default\n"
+                             "offsets.retention.minutes=10080  # default\n"
+                             "offsets.retention.check.interval.ms=600000  # default\n");
     free(out);
     kc_conf_free(&c);
     kc_conf_free(&c); /* a freed struct is zeroed; freeing again is harmless */
@@ -777,7 +787,17 @@ static void test_precedence(void **state)
                              "connections.max.idle.ms=9223372036854775807  # --set\n"
                              "queued.max.requests=500  # default\n"
                              "log.level=warn  # env\n"
-                             "topics=b:2,a:1  # --set\n");
+                             "topics=b:2,a:1  # --set\n"
+                             "auto.create.topics.enable=false  # default\n"
+                             "num.partitions=1  # default\n"
+                             "offsets.topic.num.partitions=50  # default\n"
+                             "group.min.session.timeout.ms=6000  # default\n"
+                             "group.max.session.timeout.ms=1800000  # default\n"
+                             "group.initial.rebalance.delay.ms=3000  # default\n"
+                             "group.max.size=2147483647  # default\n"
+                             "offset.metadata.max.bytes=4096  # default\n"
+                             "offsets.retention.minutes=10080  # default\n"
+                             "offsets.retention.check.interval.ms=600000  # default\n");
     free(out);
     kc_conf_free(&c);
 }
@@ -851,7 +871,17 @@ static void test_doc_content(void **state)
                                  "connections.max.idle.ms=600000  # default\n"
                                  "queued.max.requests=500  # default\n"
                                  "log.level=info  # default\n"
-                                 "topics=  # default\n");
+                                 "topics=  # default\n"
+                                 "auto.create.topics.enable=false  # default\n"
+                                 "num.partitions=1  # default\n"
+                                 "offsets.topic.num.partitions=50  # default\n"
+                                 "group.min.session.timeout.ms=6000  # default\n"
+                                 "group.max.session.timeout.ms=1800000  # default\n"
+                                 "group.initial.rebalance.delay.ms=3000  # default\n"
+                                 "group.max.size=2147483647  # default\n"
+                                 "offset.metadata.max.bytes=4096  # default\n"
+                                 "offsets.retention.minutes=10080  # default\n"
+                                 "offsets.retention.check.interval.ms=600000  # default\n");
     free(printed);
     kc_conf_free(&c);
     free(doc);

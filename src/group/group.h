@@ -1,0 +1,167 @@
+/* group.h - the group room's door: classic consumer groups of one __consumer_offsets partition.
+ *
+ * A kc_gm_t ("group manager") owns the groups that hash to one partition: their members,
+ * generations, protocols, assignments and timers. It is a pure state machine: it takes decoded
+ * requests and the current time (wall-clock milliseconds, as Kafka uses, given by the caller;
+ * it never reads a
+ * clock), fills responses, and calls back through kc_gm_ops_t to complete parked JoinGroup and
+ * SyncGroup requests and to emit the __consumer_offsets records Kafka would write. It knows
+ * nothing of sockets or files, so unit tests drive it with a fake clock and fake callbacks.
+ *
+ * Timers: kc_gm_next_deadline says when something may expire (session timeouts, the initial
+ * rebalance delay, rebalance and sync timeouts, pending-member and new-member join timeouts);
+ * the host calls kc_gm_tick with the time at or after that. The deadline may be early (a tick
+ * then finds nothing to do) but never late.
+ *
+ * Offsets are not kept here (src/offsets/); this module only validates commits against the
+ * group and tells the offsets module what retention applies to a group.
+ */
+#ifndef KC_GROUP_GROUP_H
+#define KC_GROUP_GROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/gen_admin.h"
+#include "proto/gen_group.h"
+#include "util/arena.h"
+
+typedef struct kc_gm_s kc_gm_t;
+
+typedef enum {
+    KC_GROUP_EMPTY = 0,
+    KC_GROUP_PREPARING_REBALANCE,
+    KC_GROUP_COMPLETING_REBALANCE,
+    KC_GROUP_STABLE,
+    KC_GROUP_DEAD,
+} kc_group_state_t;
+
+/* Kafka's names: "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead". */
+const char *kc_group_state_name(kc_group_state_t s);
+
+typedef struct kc_gm_config_s {
+    int32_t partition;                  /* the __consumer_offsets partition, for logs */
+    int32_t min_session_timeout_ms;     /* group.min.session.timeout.ms, 6000 */
+    int32_t max_session_timeout_ms;     /* group.max.session.timeout.ms, 1800000 */
+    int32_t initial_rebalance_delay_ms; /* group.initial.rebalance.delay.ms, 3000 */
+    int32_t max_size;                   /* group.max.size, Kafka's default 2147483647 */
+    int32_t new_member_join_timeout_ms; /* Kafka's constant: 300000 */
+} kc_gm_config_t;
+
+/* Callbacks to the host. Everything passed is valid only during the call. */
+typedef struct kc_gm_ops_s {
+    void *ctx;
+    /* A parked JoinGroup completes (`waiter` is what kc_gm_join was given). */
+    void (*join_done)(void *ctx, void *waiter, const kc_join_group_response_t *resp);
+    /* A parked SyncGroup completes. */
+    void (*sync_done)(void *ctx, void *waiter, const kc_sync_group_response_t *resp);
+    /* A record for __consumer_offsets, key and value encoded exactly as Kafka encodes them
+     * (version prefix included); value NULL is a tombstone. GroupMetadataKey v2 with
+     * GroupMetadataValue v3 for a group's metadata. */
+    void (*record)(void *ctx, const uint8_t *key, size_t key_len, const uint8_t *value,
+                   size_t value_len);
+} kc_gm_ops_t;
+
+/* A new, empty manager. The config and ops are copied. NULL when out of memory. */
+kc_gm_t *kc_gm_new(const kc_gm_config_t *cfg, const kc_gm_ops_t *ops);
+
+/* Free every group. Parked requests are completed first with COORDINATOR_NOT_AVAILABLE
+ * through the ops (so their connections get an answer). */
+void kc_gm_free(kc_gm_t *gm);
+
+/* Result of the request functions below. */
+enum {
+    KC_GM_ANSWERED = 0, /* *resp is filled now */
+    KC_GM_PARKED = 1,   /* the answer will come through join_done / sync_done with `waiter` */
+};
+
+/* JoinGroup (v0-9), after the host's own checks (the group belongs to this partition and it
+ * is loaded). `client_id` and `client_host` are recorded for DescribeGroups. Response memory
+ * (for an immediate answer) comes from `a`. Returns KC_GM_ANSWERED or KC_GM_PARKED. */
+int kc_gm_join(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_join_group_request_t *req,
+               kc_str_t client_id, kc_str_t client_host, void *waiter, kc_arena_t *a,
+               kc_join_group_response_t *resp);
+
+/* SyncGroup (v0-5). Same contract as kc_gm_join. */
+int kc_gm_sync(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_sync_group_request_t *req,
+               void *waiter, kc_arena_t *a, kc_sync_group_response_t *resp);
+
+/* Heartbeat (v0-4): always answered at once. */
+void kc_gm_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
+                     const kc_heartbeat_request_t *req, kc_heartbeat_response_t *resp);
+
+/* LeaveGroup (v0-5), including batch leave by member id or instance id (v3+). */
+void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_group_request_t *req,
+                 kc_arena_t *a, kc_leave_group_response_t *resp);
+
+/* The earliest time at which kc_gm_tick may have work, or INT64_MAX. */
+int64_t kc_gm_next_deadline(const kc_gm_t *gm);
+
+/* Run every timer due at `now_ms`. */
+void kc_gm_tick(kc_gm_t *gm, int64_t now_ms);
+
+/* ---- For offsets and the admin APIs ------------------------------------------------------ */
+
+/* A group's summary. Strings are views valid until the manager next changes. */
+typedef struct kc_group_info_s {
+    kc_str_t group_id;
+    kc_group_state_t state;
+    kc_str_t protocol_type; /* "" when none (a simple group holding only offsets) */
+    kc_str_t protocol;      /* the selected protocol, "" when none */
+    int32_t generation;
+    int32_t n_members;
+    int64_t state_timestamp_ms; /* when the group last changed state */
+} kc_group_info_t;
+
+/* Look up a group. Returns 0 and fills *out, or -1 when there is no such group. */
+int kc_gm_info(const kc_gm_t *gm, kc_str_t group_id, kc_group_info_t *out);
+
+/* Call fn for every group (Dead ones excluded). fn must not change the manager. */
+void kc_gm_each(const kc_gm_t *gm, void (*fn)(void *arg, const kc_group_info_t *g), void *arg);
+
+/* Validate an OffsetCommit (version `version`) against the group, as Kafka does: generation
+ * and member checks (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
+ * REBALANCE_IN_PROGRESS), simple and admin commits with generation -1 into an Empty or unknown
+ * group (which creates an Empty group, as Kafka does), GROUP_ID_NOT_FOUND for an unknown group
+ * on v9+ with a generation >= 0. A valid commit from a member also counts as its heartbeat.
+ * Returns a Kafka error code, 0 when the commit may proceed. */
+int16_t kc_gm_validate_commit(kc_gm_t *gm, int64_t now_ms, int16_t version, kc_str_t group_id,
+                              int32_t generation, kc_str_t member_id, kc_str_t instance_id);
+
+/* Validate OffsetFetch v9+ member fields for a classic group (member id / epoch given). Returns
+ * a Kafka error code, 0 when the fetch may proceed (also when no member is named). */
+int16_t kc_gm_validate_fetch(kc_gm_t *gm, kc_str_t group_id, kc_str_t member_id,
+                             int32_t member_epoch);
+
+/* Whether offsets of `topic` in `group_id` are protected from expiry because the group is a
+ * non-empty consumer group one of whose members subscribes to the topic (KIP-211). */
+bool kc_gm_subscribed(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic);
+
+/* Whether offsets of this group may expire at all now (KIP-211): Empty groups and simple
+ * groups yes; non-empty consumer-protocol groups only for unsubscribed topics (see
+ * kc_gm_subscribed); non-empty groups of other protocol types no. Sets *base_ms to the time
+ * expiry counts from when it is the time the group became Empty, else to -1 (count from each
+ * offset's commit time). Unknown groups: true, -1. */
+bool kc_gm_offsets_expirable(const kc_gm_t *gm, kc_str_t group_id, int64_t *base_ms);
+
+/* OffsetDelete's check: 0, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP (a non-empty group that is not
+ * a consumer group) or, for a topic one of the members subscribes to, GROUP_SUBSCRIBED_TO_TOPIC
+ * (call per topic with `topic`; with a null topic only the group-level check is made). */
+int16_t kc_gm_validate_offset_delete(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic);
+
+/* Fill one DescribeGroups entry (v0-6) from `a`. An unknown group is described as Dead with
+ * no members (error NONE for v0-5, GROUP_ID_NOT_FOUND for v6), as Kafka does. */
+void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
+                    bool include_authorized_operations, kc_arena_t *a,
+                    kc_describe_groups_described_group_t *out);
+
+/* DeleteGroups for one group: 0 (the group is gone, a tombstone was emitted; the caller
+ * deletes its offsets), GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP. */
+int16_t kc_gm_delete(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id);
+
+/* Remove an Empty group that has no offsets left (after retention), emitting its tombstone.
+ * Does nothing to a group that is not Empty. */
+void kc_gm_remove_if_empty(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id);
+
+#endif
