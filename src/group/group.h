@@ -49,7 +49,9 @@ typedef struct kc_gm_config_s {
     int32_t new_member_join_timeout_ms; /* Kafka's constant: 300000 */
 } kc_gm_config_t;
 
-/* Callbacks to the host. Everything passed is valid only during the call. */
+/* Callbacks to the host. Everything passed is valid only during the call. A callback must
+ * not call back into the manager (it runs in the middle of a state change); the host may
+ * queue work and do it after the kc_gm_* call that triggered the callback returns. */
 typedef struct kc_gm_ops_s {
     void *ctx;
     /* A parked JoinGroup completes (`waiter` is what kc_gm_join was given). */
@@ -63,8 +65,12 @@ typedef struct kc_gm_ops_s {
                    size_t value_len);
 } kc_gm_ops_t;
 
-/* A new, empty manager. The config and ops are copied. NULL when out of memory. */
+/* A new, empty manager. The config and ops are copied. NULL when out of memory. Generated
+ * member ids ("<client id>-<uuid>") use a generator seeded from getrandom(). */
 kc_gm_t *kc_gm_new(const kc_gm_config_t *cfg, const kc_gm_ops_t *ops);
+
+/* Reseed the member-id generator (tests use it for reproducible ids). */
+void kc_gm_set_seed(kc_gm_t *gm, uint64_t seed);
 
 /* Free every group. Parked requests are completed first with COORDINATOR_NOT_AVAILABLE
  * through the ops (so their connections get an answer). */
@@ -77,13 +83,21 @@ enum {
 };
 
 /* JoinGroup (v0-9), after the host's own checks (the group belongs to this partition and it
- * is loaded). `client_id` and `client_host` are recorded for DescribeGroups. Response memory
- * (for an immediate answer) comes from `a`. Returns KC_GM_ANSWERED or KC_GM_PARKED. */
+ * is loaded). `client_id` and `client_host` are recorded for DescribeGroups and the
+ * GroupMetadata record (Kafka records the host as InetAddress.toString(), e.g. "/10.0.0.7").
+ * Response memory (for an immediate answer) comes from `a`. Returns KC_GM_ANSWERED or
+ * KC_GM_PARKED. A parked request is answered exactly once through join_done: when its join
+ * phase completes, when the member is removed or fenced, when the same member sends another
+ * JoinGroup first (the old one gets NOT_COORDINATOR, as Kafka since KAFKA-20938), or by
+ * kc_gm_free. The checks Kafka makes before its state machine are made here too: an empty
+ * group id (INVALID_GROUP_ID) and a session timeout outside the configured bounds
+ * (INVALID_SESSION_TIMEOUT). */
 int kc_gm_join(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_join_group_request_t *req,
                kc_str_t client_id, kc_str_t client_host, void *waiter, kc_arena_t *a,
                kc_join_group_response_t *resp);
 
-/* SyncGroup (v0-5). Same contract as kc_gm_join. */
+/* SyncGroup (v0-5). Same contract as kc_gm_join (answered through sync_done when parked).
+ * Includes KafkaApis' v5 check that protocol type and name are present. */
 int kc_gm_sync(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_sync_group_request_t *req,
                void *waiter, kc_arena_t *a, kc_sync_group_response_t *resp);
 
@@ -123,26 +137,38 @@ void kc_gm_each(const kc_gm_t *gm, void (*fn)(void *arg, const kc_group_info_t *
 /* Validate an OffsetCommit (version `version`) against the group, as Kafka does: generation
  * and member checks (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
  * REBALANCE_IN_PROGRESS), simple and admin commits with generation -1 into an Empty or unknown
- * group (which creates an Empty group, as Kafka does), GROUP_ID_NOT_FOUND for an unknown group
- * on v9+ with a generation >= 0. A valid commit from a member also counts as its heartbeat.
+ * group (which creates an Empty group, as Kafka does; no record is written for it),
+ * GROUP_ID_NOT_FOUND for an unknown group on v9+ with a generation >= 0 (ILLEGAL_GENERATION
+ * below v9), INVALID_GROUP_ID for a null group id ("" is a valid id for commits). A valid
+ * commit from a member of a Stable or PreparingRebalance group also counts as its heartbeat.
  * Returns a Kafka error code, 0 when the commit may proceed. */
 int16_t kc_gm_validate_commit(kc_gm_t *gm, int64_t now_ms, int16_t version, kc_str_t group_id,
                               int32_t generation, kc_str_t member_id, kc_str_t instance_id);
 
 /* Validate OffsetFetch v9+ member fields for a classic group (member id / epoch given). Returns
- * a Kafka error code, 0 when the fetch may proceed (also when no member is named). */
+ * a Kafka error code, 0 when the fetch may proceed (also when no member is named). Kafka's
+ * classic groups ignore the member fields (they are checked for KIP-848 groups only), so this
+ * returns 0 for every classic group and for unknown groups (whose partitions are answered
+ * with offset -1 and no error). */
 int16_t kc_gm_validate_fetch(kc_gm_t *gm, kc_str_t group_id, kc_str_t member_id,
                              int32_t member_epoch);
 
 /* Whether offsets of `topic` in `group_id` are protected from expiry because the group is a
- * non-empty consumer group one of whose members subscribes to the topic (KIP-211). */
+ * non-empty consumer group one of whose members subscribes to the topic (KIP-211). This is
+ * Kafka's ClassicGroup.isSubscribedToTopic: the subscribed topics are read from each member's
+ * ConsumerProtocolSubscription when a generation starts; when they are unknown (not yet
+ * computed, or a subscription could not be parsed) every topic counts as subscribed for a
+ * "consumer" group and none for other groups. An Empty group subscribes to nothing; an unknown
+ * group: false. */
 bool kc_gm_subscribed(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic);
 
 /* Whether offsets of this group may expire at all now (KIP-211): Empty groups and simple
  * groups yes; non-empty consumer-protocol groups only for unsubscribed topics (see
- * kc_gm_subscribed); non-empty groups of other protocol types no. Sets *base_ms to the time
- * expiry counts from when it is the time the group became Empty, else to -1 (count from each
- * offset's commit time). Unknown groups: true, -1. */
+ * kc_gm_subscribed) and only while Stable with known subscriptions (a rebalancing group
+ * expires nothing, KAFKA-13636); non-empty groups of other protocol types no. Sets *base_ms to
+ * the time expiry counts from when it is the time the group became Empty, else to -1 (count
+ * from each offset's commit time). Unknown groups: true, -1. This is Kafka's
+ * ClassicGroup.offsetExpirationCondition. */
 bool kc_gm_offsets_expirable(const kc_gm_t *gm, kc_str_t group_id, int64_t *base_ms);
 
 /* OffsetDelete's check: 0, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP (a non-empty group that is not

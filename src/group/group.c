@@ -1,0 +1,2651 @@
+/* group.c - Kafka's classic group protocol for the groups of one __consumer_offsets partition.
+ *
+ * This is the state machine of Kafka 4.x's classic groups (GroupMetadataManager.classicGroup*,
+ * ClassicGroup, ClassicGroupMember), written for an event loop: every entry point takes the
+ * time, nothing reads a clock, and everything a request waits for (a parked JoinGroup until
+ * the join phase completes, a parked SyncGroup until the leader's assignment arrives) is
+ * answered later through the host's callbacks.
+ *
+ * States: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead. Every transition goes
+ * through set_state(), which checks Kafka's table of valid previous states and logs
+ * "group G: Old -> New: reason". A group is Dead only on its way out of the map.
+ *
+ * Waiters: a member parked in JoinGroup or SyncGroup holds a waiter_t (the host's pointer and
+ * the number of the request that parked it). finish_join()/finish_sync() complete it: when
+ * the waiter belongs to the request being handled right now, the answer is copied into that
+ * request's response (from its arena) and the entry point returns KC_GM_ANSWERED; otherwise
+ * the host's join_done/sync_done is called. A waiter is answered exactly once: a member that
+ * is removed, fenced, or re-sends its request while parked gets its old waiter answered
+ * first (Kafka's KAFKA-20938: NOT_COORDINATOR for a superseded request).
+ *
+ * Timers: each group keeps its own deadlines (the join-phase timer with Kafka's initial
+ * rebalance delay, the sync-phase timer, each member's session or new-member join timeout,
+ * each KIP-394 pending member's session timeout). The manager keeps a binary min-heap of
+ * groups keyed by a deadline that may be earlier than the group's real earliest one: a
+ * heartbeat that pushes a member's deadline later does not touch the heap. kc_gm_tick pops
+ * the due groups, fires their due timers in deadline order, and puts each back with its exact
+ * next deadline.
+ *
+ * Records: the GroupMetadata records Kafka writes, at Kafka's moments: the "empty" record of
+ * a group created by JoinGroup, the record of a leader's SyncGroup (with every assignment),
+ * the record of a static member replaced in a Stable group without a rebalance, the record of
+ * a group whose join phase ends with no members (it becomes Empty), and a tombstone when a
+ * group is deleted.
+ *
+ * Memory: a group owns copies of everything it keeps. Request paths allocate everything they
+ * need before changing any state, so running out of memory answers the request with
+ * COORDINATOR_NOT_AVAILABLE and leaves the group as it was.
+ *
+ * Extending: new request handling belongs in a do_*() function that validates first, then
+ * mutates through the helpers below (group_add, group_remove, update_member, prepare_rebalance,
+ * complete_join_phase) so that counters, timers and waiters stay consistent.
+ */
+#include "group/group.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "group/errors.h"
+#include "group/strmap.h"
+#include "proto/gen_consumer.h"
+#include "proto/gen_records.h"
+#include "util/log.h"
+
+#define NEVER       INT64_MAX
+#define NOT_IN_HEAP SIZE_MAX
+
+/* __consumer_offsets record versions Kafka writes for a classic group. */
+#define GROUP_METADATA_KEY_VERSION   2
+#define GROUP_METADATA_VALUE_VERSION 3
+
+/* For "%.*s" with a kc_str_t. */
+#define SV(s) (int)((s).len > 0 ? (s).len : 0), ((s).p ? (s).p : "")
+
+/* ---- Data ------------------------------------------------------------------------------ */
+
+/* A member's protocols, in its order of preference; names and metadata live in the same
+ * allocation right after the array. */
+typedef struct protoset_s {
+    int32_t n;
+    kc_join_group_request_protocol_t v[];
+} protoset_t;
+
+/* A parked request. */
+typedef struct waiter_s {
+    void *ptr;    /* what the host gave kc_gm_join / kc_gm_sync */
+    uint64_t seq; /* the request that parked it */
+    bool active;
+} waiter_t;
+
+typedef struct member_s {
+    struct member_s *prev, *next; /* the group's members in the order they were added */
+    /* Views into this member's own allocation. instance_id is null for a dynamic member. */
+    kc_str_t id, instance_id, client_id, client_host;
+    int32_t rebalance_timeout_ms;
+    int32_t session_timeout_ms;
+    protoset_t *protos;  /* owned */
+    uint8_t *assignment; /* owned; NULL when empty */
+    int32_t assignment_len;
+    waiter_t join, sync;
+    bool is_new;       /* joined and has not yet completed a join phase */
+    bool pending_sync; /* expected to send SyncGroup in this generation */
+    int64_t hb_deadline;
+} member_t;
+
+/* A KIP-394 member id handed out with MEMBER_ID_REQUIRED, waiting for its second JoinGroup. */
+typedef struct pending_s {
+    kc_str_t id; /* view into this allocation */
+    int64_t deadline;
+} pending_t;
+
+/* How many members support a protocol (Kafka's supportedProtocols). */
+typedef struct pcount_s {
+    char *name;
+    int32_t len;
+    int32_t count;
+} pcount_t;
+
+enum { JOIN_TIMER_NONE, JOIN_TIMER_INITIAL, JOIN_TIMER_COMPLETE };
+
+typedef struct group_s {
+    kc_gm_t *gm;
+    kc_str_t id; /* view into this allocation */
+    kc_group_state_t state, prev_state;
+    int64_t state_ts;
+    char *ptype; /* protocol type; NULL = none */
+    int32_t ptype_len;
+    char *pname; /* selected protocol; pname_len -1 = none */
+    int32_t pname_len;
+    size_t pname_cap;
+    int32_t generation;
+    member_t *leader;
+    member_t *head, *tail;
+    int32_t n_members, n_awaiting_join, n_pending_sync;
+    kc_strmap_t by_id;       /* member id -> member_t */
+    kc_strmap_t by_instance; /* group instance id -> member_t */
+    kc_strmap_t pending;     /* member id -> pending_t */
+    pcount_t *pc;
+    int32_t n_pc, cap_pc;
+    bool new_member_added;
+    /* Subscribed topics (consumer protocol); subs_known false = unknown. One allocation. */
+    bool subs_known;
+    int32_t n_subs;
+    kc_str_t *subs;
+    /* Timers. */
+    int64_t join_deadline;
+    int join_kind;
+    int32_t init_delay_ms, init_remaining_ms;
+    int64_t sync_deadline;
+    int32_t sync_generation;
+    size_t heap_idx;
+    int64_t heap_key;
+    struct group_s *defer_next;
+} group_t;
+
+struct kc_gm_s {
+    kc_gm_config_t cfg;
+    kc_gm_ops_t ops;
+    kc_strmap_t groups;
+    group_t **heap;
+    size_t heap_n, heap_cap;
+    int64_t now;
+    uint64_t rng;
+    uint64_t next_seq;
+    /* The JoinGroup or SyncGroup being handled. */
+    struct {
+        uint64_t seq; /* 0 when none */
+        void *waiter;
+        int16_t version;
+        kc_arena_t *a;
+        kc_join_group_response_t *join;
+        kc_sync_group_response_t *sync;
+        bool answered, parked, oom;
+    } cur;
+};
+
+static const char *const state_names[] = {"Empty", "PreparingRebalance", "CompletingRebalance",
+                                          "Stable", "Dead"};
+
+const char *kc_group_state_name(kc_group_state_t s)
+{
+    if ((unsigned)s > KC_GROUP_DEAD)
+        return "Unknown";
+    return state_names[s];
+}
+
+/* ---- Small helpers ---------------------------------------------------------------------- */
+
+static bool str_present(kc_str_t s)
+{
+    return s.len >= 0;
+}
+
+static bool str_nonempty(kc_str_t s)
+{
+    return s.len > 0;
+}
+
+static kc_str_t ptype_view(const group_t *g)
+{
+    return g->ptype ? (kc_str_t){g->ptype, g->ptype_len} : KC_STR_NULL;
+}
+
+static kc_str_t pname_view(const group_t *g)
+{
+    return g->pname_len >= 0 ? (kc_str_t){g->pname, g->pname_len} : KC_STR_NULL;
+}
+
+static bool uses_consumer_protocol(const group_t *g)
+{
+    return g->ptype && kc_str_eq(ptype_view(g), KC_STR_LIT("consumer"));
+}
+
+/* A copy of `s` in the arena (null stays null). Sets *oom on failure. */
+static kc_str_t arena_str(kc_arena_t *a, kc_str_t s, bool *oom)
+{
+    if (s.len < 0)
+        return KC_STR_NULL;
+    char *p = kc_arena_alloc(a, (size_t)s.len + 1);
+    if (!p) {
+        *oom = true;
+        return KC_STR_EMPTY;
+    }
+    if (s.len)
+        memcpy(p, s.p, (size_t)s.len);
+    return (kc_str_t){p, s.len};
+}
+
+static kc_bytes_t arena_bytes(kc_arena_t *a, kc_bytes_t b, bool *oom)
+{
+    if (b.len < 0)
+        return KC_BYTES_NULL;
+    uint8_t *p = kc_arena_alloc(a, (size_t)b.len + 1);
+    if (!p) {
+        *oom = true;
+        return (kc_bytes_t){(const uint8_t *)"", 0};
+    }
+    if (b.len)
+        memcpy(p, b.p, (size_t)b.len);
+    return (kc_bytes_t){p, b.len};
+}
+
+/* Copy `s` (with a NUL) to *cursor and advance it; null stays null. */
+static kc_str_t put_str(char **cursor, kc_str_t s)
+{
+    if (s.len < 0)
+        return KC_STR_NULL;
+    char *p = *cursor;
+    if (s.len)
+        memcpy(p, s.p, (size_t)s.len);
+    p[s.len] = '\0';
+    *cursor = p + s.len + 1;
+    return (kc_str_t){p, s.len};
+}
+
+static size_t str_space(kc_str_t s)
+{
+    return s.len >= 0 ? (size_t)s.len + 1 : 0;
+}
+
+static uint64_t rng_next(kc_gm_t *gm)
+{
+    uint64_t z = (gm->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ---- Protocols -------------------------------------------------------------------------- */
+
+static protoset_t *protoset_new(const kc_join_group_request_t *req)
+{
+    int32_t n = req->protocols.n > 0 ? req->protocols.n : 0;
+    size_t total = sizeof(protoset_t) + (size_t)n * sizeof(kc_join_group_request_protocol_t);
+    for (int32_t i = 0; i < n; i++) {
+        const kc_join_group_request_protocol_t *p = &req->protocols.v[i];
+        total += (p->name.len > 0 ? (size_t)p->name.len : 0) + 1;
+        total += p->metadata.len > 0 ? (size_t)p->metadata.len : 0;
+    }
+    protoset_t *ps = malloc(total);
+    if (!ps)
+        return NULL;
+    ps->n = n;
+    char *cur = (char *)&ps->v[n];
+    for (int32_t i = 0; i < n; i++) {
+        const kc_join_group_request_protocol_t *p = &req->protocols.v[i];
+        kc_str_t name = p->name.len > 0 ? p->name : KC_STR_EMPTY;
+        ps->v[i].name = put_str(&cur, name);
+        int32_t ml = p->metadata.len > 0 ? p->metadata.len : 0;
+        if (ml)
+            memcpy(cur, p->metadata.p, (size_t)ml);
+        ps->v[i].metadata = (kc_bytes_t){(const uint8_t *)cur, ml};
+        cur += ml;
+    }
+    return ps;
+}
+
+static int32_t protoset_find(const protoset_t *ps, kc_str_t name)
+{
+    for (int32_t i = 0; ps && i < ps->n; i++)
+        if (kc_str_eq(ps->v[i].name, name))
+            return i;
+    return -1;
+}
+
+static bool bytes_eq(kc_bytes_t a, kc_bytes_t b)
+{
+    int32_t la = a.len > 0 ? a.len : 0, lb = b.len > 0 ? b.len : 0;
+    return la == lb && (la == 0 || memcmp(a.p, b.p, (size_t)la) == 0);
+}
+
+/* Kafka's ClassicGroupMember.matches: the same protocols, names and metadata, in order. */
+static bool protoset_matches(const protoset_t *ps, const kc_join_group_request_t *req)
+{
+    int32_t n = req->protocols.n > 0 ? req->protocols.n : 0;
+    if (ps->n != n)
+        return false;
+    for (int32_t i = 0; i < n; i++) {
+        kc_str_t name = req->protocols.v[i].name.len > 0 ? req->protocols.v[i].name : KC_STR_EMPTY;
+        if (!kc_str_eq(ps->v[i].name, name) ||
+            !bytes_eq(ps->v[i].metadata, req->protocols.v[i].metadata))
+            return false;
+    }
+    return true;
+}
+
+/* The metadata a member gave for `name` (empty when it gave none). */
+static kc_bytes_t member_metadata(const member_t *m, kc_str_t name)
+{
+    int32_t i = protoset_find(m->protos, name);
+    return i >= 0 ? m->protos->v[i].metadata : (kc_bytes_t){(const uint8_t *)"", 0};
+}
+
+static pcount_t *pc_find(group_t *g, kc_str_t name)
+{
+    for (int32_t i = 0; i < g->n_pc; i++)
+        if (g->pc[i].len == name.len && memcmp(g->pc[i].name, name.p, (size_t)name.len) == 0)
+            return &g->pc[i];
+    return NULL;
+}
+
+static int32_t pc_count(group_t *g, kc_str_t name)
+{
+    pcount_t *p = pc_find(g, name);
+    return p ? p->count : 0;
+}
+
+/* Make sure every protocol of `ps` has a counter, so that pc_add(+1) cannot fail. */
+static int pc_reserve(group_t *g, const protoset_t *ps)
+{
+    for (int32_t i = 0; i < ps->n; i++) {
+        if (pc_find(g, ps->v[i].name))
+            continue;
+        if (g->n_pc == g->cap_pc) {
+            int32_t cap = g->cap_pc ? g->cap_pc * 2 : 4;
+            pcount_t *pc = realloc(g->pc, (size_t)cap * sizeof(*pc));
+            if (!pc)
+                return -1;
+            g->pc = pc;
+            g->cap_pc = cap;
+        }
+        char *name = malloc((size_t)ps->v[i].name.len + 1);
+        if (!name)
+            return -1;
+        memcpy(name, ps->v[i].name.p, (size_t)ps->v[i].name.len + 1);
+        g->pc[g->n_pc++] = (pcount_t){name, ps->v[i].name.len, 0};
+    }
+    return 0;
+}
+
+/* Count a member's protocols in or out (each distinct name once). Never allocates when the
+ * counters were reserved. */
+static void pc_add(group_t *g, const protoset_t *ps, int delta)
+{
+    for (int32_t i = 0; ps && i < ps->n; i++) {
+        if (protoset_find(ps, ps->v[i].name) != i)
+            continue; /* a duplicate name counts once */
+        pcount_t *p = pc_find(g, ps->v[i].name);
+        if (!p)
+            continue;
+        p->count += delta;
+        if (p->count <= 0 && delta < 0) {
+            free(p->name);
+            *p = g->pc[--g->n_pc];
+        }
+    }
+}
+
+/* Make room for the selected protocol name so that init_next_generation cannot fail. */
+static int pname_reserve(group_t *g, const protoset_t *ps)
+{
+    size_t need = 1;
+    for (int32_t i = 0; i < ps->n; i++)
+        if ((size_t)ps->v[i].name.len + 1 > need)
+            need = (size_t)ps->v[i].name.len + 1;
+    if (need <= g->pname_cap)
+        return 0;
+    char *p = realloc(g->pname, need);
+    if (!p)
+        return -1;
+    g->pname = p;
+    g->pname_cap = need;
+    return 0;
+}
+
+/* Kafka's ClassicGroup.supportsProtocols. */
+static bool supports_protocols(group_t *g, kc_str_t ptype, const kc_join_group_request_t *req)
+{
+    int32_t n = req->protocols.n > 0 ? req->protocols.n : 0;
+    if (g->state == KC_GROUP_EMPTY)
+        return str_nonempty(ptype) && n > 0;
+    if (!g->ptype || !kc_str_eq(ptype_view(g), ptype.len < 0 ? KC_STR_EMPTY : ptype))
+        return false;
+    for (int32_t i = 0; i < n; i++) {
+        kc_str_t name = req->protocols.v[i].name.len > 0 ? req->protocols.v[i].name : KC_STR_EMPTY;
+        if (pc_count(g, name) == g->n_members)
+            return true;
+    }
+    return false;
+}
+
+/* Kafka's ClassicGroup.selectProtocol: the protocols every member supports are candidates;
+ * each member votes for the first candidate in its own order; most votes wins. Kafka breaks
+ * ties by HashMap order; here the tie goes to the oldest member's preference. */
+static kc_str_t select_protocol(group_t *g)
+{
+    member_t *first = g->head;
+    if (!first)
+        return KC_STR_NULL;
+    const protoset_t *ps = first->protos;
+    int32_t best = -1, best_votes = -1;
+    for (int32_t i = 0; i < ps->n; i++) {
+        kc_str_t cand = ps->v[i].name;
+        if (protoset_find(ps, cand) != i || pc_count(g, cand) != g->n_members)
+            continue;
+        int32_t votes = 0;
+        for (member_t *m = g->head; m; m = m->next) {
+            for (int32_t j = 0; j < m->protos->n; j++) {
+                kc_str_t name = m->protos->v[j].name;
+                if (pc_count(g, name) == g->n_members) {
+                    if (kc_str_eq(name, cand))
+                        votes++;
+                    break;
+                }
+            }
+        }
+        if (votes > best_votes) {
+            best = i;
+            best_votes = votes;
+        }
+    }
+    if (best < 0) /* no common protocol: cannot happen when joins were checked */
+        return ps->n > 0 ? ps->v[0].name : KC_STR_NULL;
+    return ps->v[best].name;
+}
+
+/* ---- Members ---------------------------------------------------------------------------- */
+
+static member_t *member_new(kc_str_t id, kc_str_t instance, kc_str_t client_id, kc_str_t host)
+{
+    size_t total = sizeof(member_t) + str_space(id) + str_space(instance) + str_space(client_id) +
+                   str_space(host);
+    member_t *m = calloc(1, total);
+    if (!m)
+        return NULL;
+    char *cur = (char *)(m + 1);
+    m->id = put_str(&cur, id);
+    m->instance_id = put_str(&cur, instance);
+    m->client_id = put_str(&cur, client_id);
+    m->client_host = put_str(&cur, host);
+    m->hb_deadline = NEVER;
+    return m;
+}
+
+static void member_free(member_t *m)
+{
+    if (!m)
+        return;
+    free(m->protos);
+    free(m->assignment);
+    free(m);
+}
+
+static member_t *find_member(group_t *g, kc_str_t id)
+{
+    if (id.len < 0)
+        return NULL;
+    return kc_strmap_get(&g->by_id, id.p, (size_t)id.len);
+}
+
+static member_t *find_static(group_t *g, kc_str_t instance)
+{
+    if (instance.len < 0)
+        return NULL;
+    return kc_strmap_get(&g->by_instance, instance.p, (size_t)instance.len);
+}
+
+static pending_t *find_pending(group_t *g, kc_str_t id)
+{
+    if (id.len < 0)
+        return NULL;
+    return kc_strmap_get(&g->pending, id.p, (size_t)id.len);
+}
+
+static void pending_remove(group_t *g, kc_str_t id)
+{
+    if (id.len < 0)
+        return;
+    free(kc_strmap_del(&g->pending, id.p, (size_t)id.len));
+}
+
+static bool is_leader(const group_t *g, const member_t *m)
+{
+    return g->leader == m;
+}
+
+/* Kafka's ClassicGroup.hasAllMembersJoined. */
+static bool all_joined(const group_t *g)
+{
+    return g->n_members == g->n_awaiting_join && g->pending.n == 0;
+}
+
+/* The largest rebalance timeout of the members (Kafka's ClassicGroup.rebalanceTimeoutMs). */
+static int32_t group_rebalance_timeout(const group_t *g)
+{
+    int32_t t = 0;
+    for (const member_t *m = g->head; m; m = m->next)
+        if (m->rebalance_timeout_ms > t)
+            t = m->rebalance_timeout_ms;
+    return t;
+}
+
+/* ---- Timers and the heap ---------------------------------------------------------------- */
+
+static void heap_place(kc_gm_t *gm, size_t i, group_t *g)
+{
+    gm->heap[i] = g;
+    g->heap_idx = i;
+}
+
+static void sift_up(kc_gm_t *gm, size_t i)
+{
+    group_t *g = gm->heap[i];
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (gm->heap[parent]->heap_key <= g->heap_key)
+            break;
+        heap_place(gm, i, gm->heap[parent]);
+        i = parent;
+    }
+    heap_place(gm, i, g);
+}
+
+static void sift_down(kc_gm_t *gm, size_t i)
+{
+    group_t *g = gm->heap[i];
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        int64_t key = g->heap_key;
+        if (l < gm->heap_n && gm->heap[l]->heap_key < key) {
+            m = l;
+            key = gm->heap[l]->heap_key;
+        }
+        if (r < gm->heap_n && gm->heap[r]->heap_key < key)
+            m = r;
+        if (m == i)
+            break;
+        heap_place(gm, i, gm->heap[m]);
+        i = m;
+    }
+    heap_place(gm, i, g);
+}
+
+/* The heap always has room for every group (reserved when a group is created). */
+static void heap_push(kc_gm_t *gm, group_t *g, int64_t key)
+{
+    g->heap_key = key;
+    heap_place(gm, gm->heap_n++, g);
+    sift_up(gm, g->heap_idx);
+}
+
+static void heap_remove(kc_gm_t *gm, group_t *g)
+{
+    size_t i = g->heap_idx;
+    if (i == NOT_IN_HEAP)
+        return;
+    g->heap_idx = NOT_IN_HEAP;
+    group_t *last = gm->heap[--gm->heap_n];
+    if (last == g)
+        return;
+    heap_place(gm, i, last);
+    sift_down(gm, i);
+    sift_up(gm, last->heap_idx);
+}
+
+/* Make sure the group is looked at no later than `deadline`. */
+static void arm(group_t *g, int64_t deadline)
+{
+    kc_gm_t *gm = g->gm;
+    if (deadline == NEVER)
+        return;
+    if (g->heap_idx == NOT_IN_HEAP) {
+        heap_push(gm, g, deadline);
+    } else if (deadline < g->heap_key) {
+        g->heap_key = deadline;
+        sift_up(gm, g->heap_idx);
+    }
+}
+
+static void set_hb(group_t *g, member_t *m, int64_t timeout_ms)
+{
+    m->hb_deadline = g->gm->now + timeout_ms;
+    arm(g, m->hb_deadline);
+}
+
+static void set_join_timer(group_t *g, int kind, int64_t delay_ms)
+{
+    g->join_kind = kind;
+    g->join_deadline = g->gm->now + delay_ms;
+    arm(g, g->join_deadline);
+}
+
+static void cancel_join_timer(group_t *g)
+{
+    g->join_kind = JOIN_TIMER_NONE;
+    g->join_deadline = NEVER;
+}
+
+static int64_t group_earliest(const group_t *g)
+{
+    int64_t t = g->join_deadline < g->sync_deadline ? g->join_deadline : g->sync_deadline;
+    for (const member_t *m = g->head; m; m = m->next)
+        if (m->hb_deadline < t)
+            t = m->hb_deadline;
+    for (size_t i = 0; i < g->pending.cap; i++) {
+        const pending_t *p = kc_strmap_slot(&g->pending, i);
+        if (p && p->deadline < t)
+            t = p->deadline;
+    }
+    return t;
+}
+
+/* ---- State ------------------------------------------------------------------------------ */
+
+/* Kafka's ClassicGroupState.validPreviousStates, as bit sets. */
+static unsigned valid_previous(kc_group_state_t to)
+{
+    switch (to) {
+    case KC_GROUP_EMPTY:
+        return 1u << KC_GROUP_PREPARING_REBALANCE;
+    case KC_GROUP_PREPARING_REBALANCE:
+        return (1u << KC_GROUP_STABLE) | (1u << KC_GROUP_COMPLETING_REBALANCE) |
+               (1u << KC_GROUP_EMPTY);
+    case KC_GROUP_COMPLETING_REBALANCE:
+        return 1u << KC_GROUP_PREPARING_REBALANCE;
+    case KC_GROUP_STABLE:
+        return 1u << KC_GROUP_COMPLETING_REBALANCE;
+    case KC_GROUP_DEAD:
+        return (1u << KC_GROUP_STABLE) | (1u << KC_GROUP_PREPARING_REBALANCE) |
+               (1u << KC_GROUP_COMPLETING_REBALANCE) | (1u << KC_GROUP_EMPTY) |
+               (1u << KC_GROUP_DEAD);
+    }
+    return 0;
+}
+
+/* The one place a group changes state. An illegal transition is refused and logged as an
+ * error (Kafka throws IllegalStateException). */
+static void set_state(group_t *g, kc_group_state_t to, const char *reason)
+{
+    if (!(valid_previous(to) & (1u << g->state))) {
+        KC_ERROR("group", "group %.*s: illegal transition %s -> %s refused: %s", SV(g->id),
+                 kc_group_state_name(g->state), kc_group_state_name(to), reason);
+        return;
+    }
+    KC_INFO("group", "group %.*s: %s -> %s: %s", SV(g->id), kc_group_state_name(g->state),
+            kc_group_state_name(to), reason);
+    g->prev_state = g->state;
+    g->state = to;
+    g->state_ts = g->gm->now;
+}
+
+static bool can_rebalance(const group_t *g)
+{
+    return (valid_previous(KC_GROUP_PREPARING_REBALANCE) & (1u << g->state)) != 0;
+}
+
+/* ---- Records ---------------------------------------------------------------------------- */
+
+/* Emit GroupMetadataKey v2 + GroupMetadataValue v3 (value NULL: tombstone). `assign` gives
+ * each member's assignment in list order (NULL: the members' stored ones); `empty` writes
+ * Kafka's newEmptyGroupMetadataRecord. Returns 0, or -1 when out of memory. */
+static int emit_group_metadata(group_t *g, bool tombstone, bool empty, const kc_bytes_t *assign)
+{
+    kc_gm_t *gm = g->gm;
+    kc_writer_t kw, vw;
+    kc_wr_init(&kw);
+    kc_wr_init(&vw);
+    kc_member_metadata_t *mm = NULL;
+    int rc = -1;
+
+    kc_group_metadata_key_t key;
+    kc_group_metadata_key_init(&key);
+    key.group = g->id;
+    kc_wr_i16(&kw, GROUP_METADATA_KEY_VERSION);
+    kc_group_metadata_key_encode(&kw, GROUP_METADATA_KEY_VERSION, &key);
+
+    if (!tombstone) {
+        kc_group_metadata_value_t val;
+        kc_group_metadata_value_init(&val);
+        val.current_state_timestamp = g->state_ts;
+        if (empty) {
+            val.protocol_type = KC_STR_EMPTY;
+            val.generation = 0;
+            val.protocol = KC_STR_NULL;
+            val.leader = KC_STR_NULL;
+        } else {
+            val.protocol_type = g->ptype ? ptype_view(g) : KC_STR_EMPTY;
+            val.generation = g->generation;
+            val.protocol = pname_view(g);
+            val.leader = g->leader ? g->leader->id : KC_STR_NULL;
+            if (g->n_members > 0) {
+                mm = calloc((size_t)g->n_members, sizeof(*mm));
+                if (!mm)
+                    goto out;
+                int32_t i = 0;
+                for (member_t *m = g->head; m; m = m->next, i++) {
+                    mm[i].member_id = m->id;
+                    mm[i].group_instance_id = m->instance_id;
+                    mm[i].client_id = m->client_id.len >= 0 ? m->client_id : KC_STR_EMPTY;
+                    mm[i].client_host = m->client_host.len >= 0 ? m->client_host : KC_STR_EMPTY;
+                    mm[i].rebalance_timeout = m->rebalance_timeout_ms;
+                    mm[i].session_timeout = m->session_timeout_ms;
+                    mm[i].subscription = member_metadata(m, pname_view(g));
+                    mm[i].assignment =
+                        assign ? assign[i]
+                               : (kc_bytes_t){m->assignment ? m->assignment : (const uint8_t *)"",
+                                              m->assignment_len};
+                }
+                val.members.v = mm;
+                val.members.n = g->n_members;
+            }
+        }
+        kc_wr_i16(&vw, GROUP_METADATA_VALUE_VERSION);
+        kc_group_metadata_value_encode(&vw, GROUP_METADATA_VALUE_VERSION, &val);
+    }
+    if (kw.err || vw.err)
+        goto out;
+    if (gm->ops.record)
+        gm->ops.record(gm->ops.ctx, kw.buf, kw.len, tombstone ? NULL : vw.buf,
+                       tombstone ? 0 : vw.len);
+    rc = 0;
+out:
+    if (rc != 0)
+        KC_ERROR("group", "group %.*s: out of memory encoding its GroupMetadata record", SV(g->id));
+    free(mm);
+    kc_wr_free(&kw);
+    kc_wr_free(&vw);
+    return rc;
+}
+
+/* ---- Answering waiters ------------------------------------------------------------------ */
+
+static int copy_join_resp(kc_arena_t *a, kc_join_group_response_t *dst,
+                          const kc_join_group_response_t *src)
+{
+    bool oom = false;
+    *dst = *src;
+    dst->protocol_type = arena_str(a, src->protocol_type, &oom);
+    dst->protocol_name = arena_str(a, src->protocol_name, &oom);
+    dst->leader = arena_str(a, src->leader, &oom);
+    dst->member_id = arena_str(a, src->member_id, &oom);
+    dst->members.v = NULL;
+    dst->members.n = 0;
+    if (src->members.n > 0) {
+        dst->members.v = kc_arena_alloc(a, (size_t)src->members.n * sizeof(*dst->members.v));
+        if (!dst->members.v)
+            return -1;
+        dst->members.n = src->members.n;
+        for (int32_t i = 0; i < src->members.n; i++) {
+            dst->members.v[i].member_id = arena_str(a, src->members.v[i].member_id, &oom);
+            dst->members.v[i].group_instance_id =
+                arena_str(a, src->members.v[i].group_instance_id, &oom);
+            dst->members.v[i].metadata = arena_bytes(a, src->members.v[i].metadata, &oom);
+        }
+    }
+    return oom ? -1 : 0;
+}
+
+/* Answer the JoinGroup being handled now with `r` (copied into its arena). */
+static void reply_join(kc_gm_t *gm, const kc_join_group_response_t *r)
+{
+    if (!gm->cur.join || gm->cur.answered)
+        return;
+    if (copy_join_resp(gm->cur.a, gm->cur.join, r) != 0) {
+        kc_join_group_response_init(gm->cur.join);
+        gm->cur.join->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+        gm->cur.oom = true;
+    }
+    gm->cur.answered = true;
+}
+
+static void reply_join_error(kc_gm_t *gm, int16_t err, kc_str_t member_id)
+{
+    kc_join_group_response_t r;
+    kc_join_group_response_init(&r);
+    r.error_code = err;
+    r.member_id = member_id.len >= 0 ? member_id : KC_STR_EMPTY;
+    reply_join(gm, &r);
+}
+
+static void reply_join_oom(kc_gm_t *gm, kc_str_t member_id)
+{
+    gm->cur.oom = true;
+    reply_join_error(gm, KC_GERR_COORDINATOR_NOT_AVAILABLE, member_id);
+}
+
+static void reply_sync(kc_gm_t *gm, const kc_sync_group_response_t *r)
+{
+    if (!gm->cur.sync || gm->cur.answered)
+        return;
+    bool oom = false;
+    kc_sync_group_response_t *d = gm->cur.sync;
+    *d = *r;
+    d->protocol_type = arena_str(gm->cur.a, r->protocol_type, &oom);
+    d->protocol_name = arena_str(gm->cur.a, r->protocol_name, &oom);
+    d->assignment = arena_bytes(gm->cur.a, r->assignment, &oom);
+    if (oom) {
+        kc_sync_group_response_init(d);
+        d->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+        gm->cur.oom = true;
+    }
+    gm->cur.answered = true;
+}
+
+static void reply_sync_error(kc_gm_t *gm, int16_t err)
+{
+    kc_sync_group_response_t r;
+    kc_sync_group_response_init(&r);
+    r.error_code = err;
+    reply_sync(gm, &r);
+}
+
+/* Complete a member's parked JoinGroup, if any (Kafka's completeJoinFuture). */
+static bool finish_join(group_t *g, member_t *m, const kc_join_group_response_t *r)
+{
+    kc_gm_t *gm = g->gm;
+    if (!m->join.active)
+        return false;
+    waiter_t w = m->join;
+    m->join = (waiter_t){0};
+    g->n_awaiting_join--;
+    if (gm->cur.seq != 0 && w.seq == gm->cur.seq && gm->cur.join)
+        reply_join(gm, r);
+    else if (gm->ops.join_done)
+        gm->ops.join_done(gm->ops.ctx, w.ptr, r);
+    return true;
+}
+
+static bool finish_join_error(group_t *g, member_t *m, int16_t err, kc_str_t member_id)
+{
+    kc_join_group_response_t r;
+    kc_join_group_response_init(&r);
+    r.error_code = err;
+    r.member_id = member_id;
+    return finish_join(g, m, &r);
+}
+
+/* Complete a member's parked SyncGroup, if any (Kafka's completeSyncFuture). */
+static bool finish_sync(group_t *g, member_t *m, const kc_sync_group_response_t *r)
+{
+    kc_gm_t *gm = g->gm;
+    if (!m->sync.active)
+        return false;
+    waiter_t w = m->sync;
+    m->sync = (waiter_t){0};
+    if (gm->cur.seq != 0 && w.seq == gm->cur.seq && gm->cur.sync)
+        reply_sync(gm, r);
+    else if (gm->ops.sync_done)
+        gm->ops.sync_done(gm->ops.ctx, w.ptr, r);
+    return true;
+}
+
+static bool finish_sync_error(group_t *g, member_t *m, int16_t err)
+{
+    kc_sync_group_response_t r;
+    kc_sync_group_response_init(&r);
+    r.error_code = err;
+    return finish_sync(g, m, &r);
+}
+
+/* Park the JoinGroup being handled on member `m`. A JoinGroup the member had parked before
+ * is answered first with NOT_COORDINATOR, as Kafka does since KAFKA-20938. */
+static void park_join(group_t *g, member_t *m)
+{
+    kc_gm_t *gm = g->gm;
+    finish_join_error(g, m, KC_GERR_NOT_COORDINATOR, m->id);
+    m->join = (waiter_t){gm->cur.waiter, gm->cur.seq, true};
+    g->n_awaiting_join++;
+    gm->cur.parked = true;
+}
+
+static void park_sync(group_t *g, member_t *m)
+{
+    kc_gm_t *gm = g->gm;
+    finish_sync_error(g, m, KC_GERR_NOT_COORDINATOR);
+    m->sync = (waiter_t){gm->cur.waiter, gm->cur.seq, true};
+    gm->cur.parked = true;
+}
+
+/* The members as the leader's JoinGroup response lists them (metadata of the selected
+ * protocol). *out is malloc'd (caller frees); NULL with n 0 for an empty group. -1 on OOM. */
+static int join_members(group_t *g, kc_join_group_response_member_t **out, int32_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (g->n_members == 0)
+        return 0;
+    kc_join_group_response_member_t *v = calloc((size_t)g->n_members, sizeof(*v));
+    if (!v)
+        return -1;
+    int32_t i = 0;
+    for (member_t *m = g->head; m; m = m->next, i++) {
+        v[i].member_id = m->id;
+        v[i].group_instance_id = m->instance_id;
+        v[i].metadata = member_metadata(m, pname_view(g));
+    }
+    *out = v;
+    *n = i;
+    return 0;
+}
+
+/* The JoinGroup answer for member `m` of the current generation. */
+static void join_result(group_t *g, member_t *m, kc_join_group_response_t *r,
+                        kc_join_group_response_member_t *members, int32_t n, kc_str_t leader,
+                        bool skip)
+{
+    kc_join_group_response_init(r);
+    r->members.v = members;
+    r->members.n = n;
+    r->member_id = m->id;
+    r->generation_id = g->generation;
+    r->protocol_name = pname_view(g);
+    r->protocol_type = ptype_view(g);
+    r->leader = leader;
+    r->skip_assignment = skip;
+}
+
+/* ---- Groups ----------------------------------------------------------------------------- */
+
+static group_t *find_group(const kc_gm_t *gm, kc_str_t id)
+{
+    if (id.len < 0)
+        return NULL;
+    return kc_strmap_get(&gm->groups, id.p, (size_t)id.len);
+}
+
+static group_t *group_create(kc_gm_t *gm, kc_str_t id)
+{
+    if (gm->heap_cap < gm->groups.n + 1) {
+        size_t cap = gm->heap_cap ? gm->heap_cap * 2 : 16;
+        group_t **h = realloc(gm->heap, cap * sizeof(*h));
+        if (!h)
+            return NULL;
+        gm->heap = h;
+        gm->heap_cap = cap;
+    }
+    if (kc_strmap_reserve(&gm->groups, 1) != 0)
+        return NULL;
+    group_t *g = calloc(1, sizeof(*g) + str_space(id));
+    if (!g)
+        return NULL;
+    char *cur = (char *)(g + 1);
+    g->id = put_str(&cur, id);
+    g->gm = gm;
+    g->state = KC_GROUP_EMPTY;
+    g->prev_state = KC_GROUP_DEAD;
+    g->state_ts = gm->now;
+    g->pname_len = -1;
+    g->join_deadline = NEVER;
+    g->sync_deadline = NEVER;
+    g->heap_idx = NOT_IN_HEAP;
+    kc_strmap_init(&g->by_id);
+    kc_strmap_init(&g->by_instance);
+    kc_strmap_init(&g->pending);
+    kc_strmap_put(&gm->groups, g->id.p, (size_t)g->id.len, g);
+    return g;
+}
+
+/* Free a group. Parked requests get `err` (COORDINATOR_NOT_AVAILABLE). */
+static void group_destroy(kc_gm_t *gm, group_t *g, int16_t err)
+{
+    heap_remove(gm, g);
+    kc_strmap_del(&gm->groups, g->id.p, (size_t)g->id.len);
+    member_t *m = g->head;
+    while (m) {
+        member_t *next = m->next;
+        finish_join_error(g, m, err, m->id);
+        finish_sync_error(g, m, err);
+        member_free(m);
+        m = next;
+    }
+    for (size_t i = 0; i < g->pending.cap; i++)
+        free(kc_strmap_slot(&g->pending, i));
+    kc_strmap_free(&g->by_id);
+    kc_strmap_free(&g->by_instance);
+    kc_strmap_free(&g->pending);
+    for (int32_t i = 0; i < g->n_pc; i++)
+        free(g->pc[i].name);
+    free(g->pc);
+    free(g->ptype);
+    free(g->pname);
+    free(g->subs);
+    free(g);
+}
+
+/* Kafka's ClassicGroup.add. Everything it needs was reserved by the caller (`ptype` is a
+ * malloc'd copy of the protocol type, taken when the group has no members). */
+static void group_add(group_t *g, member_t *m, char *ptype, int32_t ptype_len)
+{
+    if (str_present(m->instance_id))
+        kc_strmap_put(&g->by_instance, m->instance_id.p, (size_t)m->instance_id.len, m);
+    if (g->n_members == 0 && ptype) {
+        free(g->ptype);
+        g->ptype = ptype;
+        g->ptype_len = ptype_len;
+    } else {
+        free(ptype);
+    }
+    if (!g->leader)
+        g->leader = m;
+    m->prev = g->tail;
+    m->next = NULL;
+    if (g->tail)
+        g->tail->next = m;
+    else
+        g->head = m;
+    g->tail = m;
+    kc_strmap_put(&g->by_id, m->id.p, (size_t)m->id.len, m);
+    g->n_members++;
+    pc_add(g, m->protos, +1);
+    pending_remove(g, m->id);
+}
+
+/* Kafka's ClassicGroup.remove, plus answering the member's parked requests: a parked
+ * JoinGroup gets UNKNOWN_MEMBER_ID with no member id (what Kafka's callers send before they
+ * remove a member), a parked SyncGroup gets UNKNOWN_MEMBER_ID (Kafka leaves it unanswered). */
+static void group_remove(group_t *g, member_t *m)
+{
+    finish_join_error(g, m, KC_GERR_UNKNOWN_MEMBER_ID, KC_STR_EMPTY);
+    finish_sync_error(g, m, KC_GERR_UNKNOWN_MEMBER_ID);
+    pc_add(g, m->protos, -1);
+    kc_strmap_del(&g->by_id, m->id.p, (size_t)m->id.len);
+    if (str_present(m->instance_id) && find_static(g, m->instance_id) == m)
+        kc_strmap_del(&g->by_instance, m->instance_id.p, (size_t)m->instance_id.len);
+    if (m->prev)
+        m->prev->next = m->next;
+    else
+        g->head = m->next;
+    if (m->next)
+        m->next->prev = m->prev;
+    else
+        g->tail = m->prev;
+    g->n_members--;
+    if (m->pending_sync)
+        g->n_pending_sync--;
+    if (g->leader == m)
+        g->leader = g->head;
+    pending_remove(g, m->id);
+    member_free(m);
+}
+
+/* Remove the member or pending member with this id (Kafka's group.remove(memberId)). */
+static void group_remove_id(group_t *g, kc_str_t id)
+{
+    member_t *m = find_member(g, id);
+    if (m)
+        group_remove(g, m);
+    pending_remove(g, id);
+}
+
+static void clear_pending_sync(group_t *g)
+{
+    for (member_t *m = g->head; m; m = m->next)
+        m->pending_sync = false;
+    g->n_pending_sync = 0;
+}
+
+/* Kafka's ClassicGroup.validateMember. */
+static int16_t validate_member(group_t *g, kc_str_t member_id, kc_str_t instance)
+{
+    if (str_present(instance)) {
+        member_t *s = find_static(g, instance);
+        if (!s)
+            return KC_GERR_UNKNOWN_MEMBER_ID;
+        if (!kc_str_eq(s->id, member_id)) {
+            KC_INFO("group",
+                    "group %.*s: member %.*s with instance id %.*s is fenced by member %.*s",
+                    SV(g->id), SV(member_id), SV(instance), SV(s->id));
+            return KC_GERR_FENCED_INSTANCE_ID;
+        }
+    }
+    if (!find_member(g, member_id))
+        return KC_GERR_UNKNOWN_MEMBER_ID;
+    return 0;
+}
+
+/* Kafka's ClassicGroup.computeSubscribedTopics: the union of the topics in every member's
+ * ConsumerProtocolSubscription (read as v0, the prefix of every version) for a "consumer"
+ * group; unknown when the group is not a consumer group, has no selected protocol, or a
+ * subscription cannot be parsed. */
+static int cmp_str(const void *a, const void *b)
+{
+    const kc_str_t *x = a, *y = b;
+    int32_t n = x->len < y->len ? x->len : y->len;
+    int c = n > 0 ? memcmp(x->p, y->p, (size_t)n) : 0;
+    if (c)
+        return c;
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+static void compute_subscriptions(group_t *g)
+{
+    free(g->subs);
+    g->subs = NULL;
+    g->n_subs = 0;
+    g->subs_known = false;
+    if (!uses_consumer_protocol(g))
+        return;
+    if (g->n_members == 0) {
+        g->subs_known = true;
+        return;
+    }
+    if (g->pname_len < 0)
+        return;
+
+    kc_arena_t a;
+    kc_arena_init(&a);
+    size_t cap = 16, n = 0, bytes = 0;
+    kc_str_t *all = malloc(cap * sizeof(*all));
+    bool ok = all != NULL;
+    for (member_t *m = g->head; ok && m; m = m->next) {
+        kc_bytes_t md = member_metadata(m, pname_view(g));
+        kc_reader_t r;
+        kc_rd_init(&r, md.p, (size_t)md.len);
+        int16_t version = kc_rd_i16(&r);
+        kc_consumer_protocol_subscription_t sub;
+        if (r.err || version < 0 ||
+            kc_consumer_protocol_subscription_decode(&r, &a, 0, &sub) != 0) {
+            KC_WARN("group",
+                    "group %.*s: cannot parse the consumer protocol subscription of member "
+                    "%.*s; the subscribed topics are unknown",
+                    SV(g->id), SV(m->id));
+            ok = false;
+            break;
+        }
+        for (int32_t i = 0; i < sub.topics.n; i++) {
+            if (n == cap) {
+                kc_str_t *v = realloc(all, cap * 2 * sizeof(*v));
+                if (!v) {
+                    ok = false;
+                    break;
+                }
+                all = v;
+                cap *= 2;
+            }
+            all[n++] = sub.topics.v[i];
+            bytes += (size_t)(sub.topics.v[i].len > 0 ? sub.topics.v[i].len : 0) + 1;
+        }
+    }
+    if (ok) {
+        qsort(all, n, sizeof(*all), cmp_str);
+        size_t uniq = 0;
+        for (size_t i = 0; i < n; i++)
+            if (uniq == 0 || cmp_str(&all[uniq - 1], &all[i]) != 0)
+                all[uniq++] = all[i];
+        kc_str_t *subs = malloc(uniq * sizeof(*subs) + bytes + 1);
+        if (subs) {
+            char *cur = (char *)(subs + uniq);
+            for (size_t i = 0; i < uniq; i++)
+                subs[i] = put_str(&cur, all[i].len >= 0 ? all[i] : KC_STR_EMPTY);
+            g->subs = subs;
+            g->n_subs = (int32_t)uniq;
+            g->subs_known = true;
+        }
+    }
+    free(all);
+    kc_arena_free(&a);
+}
+
+/* Kafka's ClassicGroup.isSubscribedToTopic. */
+static bool subscribed_to(const group_t *g, kc_str_t topic)
+{
+    if (!g->subs_known)
+        return uses_consumer_protocol(g);
+    kc_str_t key = topic.len >= 0 ? topic : KC_STR_EMPTY;
+    if (g->n_subs == 0)
+        return false;
+    return bsearch(&key, g->subs, (size_t)g->n_subs, sizeof(kc_str_t), cmp_str) != NULL;
+}
+
+/* ---- The rebalance ---------------------------------------------------------------------- */
+
+static void complete_join_phase(group_t *g);
+
+/* Kafka's resetAndPropagateAssignmentWithError / setAndPropagateAssignment. */
+static void propagate_assignment(group_t *g, int16_t err)
+{
+    for (member_t *m = g->head; m; m = m->next) {
+        kc_sync_group_response_t r;
+        kc_sync_group_response_init(&r);
+        r.error_code = err;
+        if (err == 0) {
+            r.protocol_name = pname_view(g);
+            r.protocol_type = ptype_view(g);
+        }
+        r.assignment =
+            (kc_bytes_t){m->assignment ? m->assignment : (const uint8_t *)"", m->assignment_len};
+        if (finish_sync(g, m, &r))
+            set_hb(g, m, m->session_timeout_ms);
+    }
+}
+
+static void reset_and_propagate_error(group_t *g, int16_t err)
+{
+    for (member_t *m = g->head; m; m = m->next) {
+        free(m->assignment);
+        m->assignment = NULL;
+        m->assignment_len = 0;
+    }
+    propagate_assignment(g, err);
+}
+
+/* Kafka's ClassicGroup.maybeElectNewJoinedLeader. */
+static bool maybe_elect_new_joined_leader(group_t *g)
+{
+    if (!g->leader)
+        return false;
+    if (g->leader->join.active)
+        return true;
+    for (member_t *m = g->head; m; m = m->next) {
+        if (m->join.active) {
+            KC_INFO("group",
+                    "group %.*s: leader %.*s failed to join before the rebalance timeout; "
+                    "member %.*s is the new leader",
+                    SV(g->id), SV(g->leader->id), SV(m->id));
+            g->leader = m;
+            return true;
+        }
+    }
+    KC_INFO("group",
+            "group %.*s: leader %.*s failed to join before the rebalance timeout and no "
+            "member joined",
+            SV(g->id), SV(g->leader->id));
+    return false;
+}
+
+/* Kafka's ClassicGroup.initNextGeneration. */
+static void init_next_generation(group_t *g)
+{
+    char reason[160];
+    g->generation++;
+    if (g->n_members > 0) {
+        kc_str_t sel = select_protocol(g);
+        if (sel.len >= 0 && (size_t)sel.len + 1 > g->pname_cap) {
+            char *p = realloc(g->pname, (size_t)sel.len + 1);
+            if (p) {
+                g->pname = p;
+                g->pname_cap = (size_t)sel.len + 1;
+            } else {
+                sel = KC_STR_NULL;
+            }
+        }
+        if (sel.len >= 0) {
+            if (sel.len)
+                memcpy(g->pname, sel.p, (size_t)sel.len);
+            g->pname[sel.len] = '\0';
+        }
+        g->pname_len = sel.len >= 0 ? sel.len : -1;
+        compute_subscriptions(g);
+        snprintf(reason, sizeof(reason), "generation %d with %d members, protocol %.*s",
+                 (int)g->generation, (int)g->n_members, SV(pname_view(g)));
+        set_state(g, KC_GROUP_COMPLETING_REBALANCE, reason);
+    } else {
+        g->pname_len = -1;
+        compute_subscriptions(g);
+        snprintf(reason, sizeof(reason), "generation %d has no members", (int)g->generation);
+        set_state(g, KC_GROUP_EMPTY, reason);
+    }
+    clear_pending_sync(g);
+}
+
+/* Kafka's prepareRebalance. */
+static void prepare_rebalance(group_t *g, const char *reason)
+{
+    kc_gm_t *gm = g->gm;
+    if (g->state == KC_GROUP_COMPLETING_REBALANCE)
+        reset_and_propagate_error(g, KC_GERR_REBALANCE_IN_PROGRESS);
+    clear_pending_sync(g);
+    g->sync_deadline = NEVER;
+
+    bool initial = g->state == KC_GROUP_EMPTY;
+    if (initial) {
+        int32_t delay = gm->cfg.initial_rebalance_delay_ms;
+        int32_t remaining = group_rebalance_timeout(g) - delay;
+        g->init_delay_ms = delay;
+        g->init_remaining_ms = remaining > 0 ? remaining : 0;
+        set_join_timer(g, JOIN_TIMER_INITIAL, delay);
+    }
+    set_state(g, KC_GROUP_PREPARING_REBALANCE, reason);
+    if (initial)
+        return;
+    /* maybeCompleteJoinElseSchedule */
+    if (all_joined(g))
+        complete_join_phase(g);
+    else
+        set_join_timer(g, JOIN_TIMER_COMPLETE, group_rebalance_timeout(g));
+}
+
+/* Kafka's maybeCompleteJoinPhase: not during the initial rebalance of a new group. */
+static void maybe_complete_join_phase(group_t *g)
+{
+    if (g->state != KC_GROUP_PREPARING_REBALANCE || g->prev_state == KC_GROUP_EMPTY)
+        return;
+    if (!all_joined(g))
+        return;
+    complete_join_phase(g);
+}
+
+static void maybe_prepare_rebalance_or_complete_join(group_t *g, const char *reason)
+{
+    if (can_rebalance(g))
+        prepare_rebalance(g, reason);
+    else
+        maybe_complete_join_phase(g);
+}
+
+/* Kafka's completeClassicGroupJoin. */
+static void complete_join_phase(group_t *g)
+{
+    kc_gm_t *gm = g->gm;
+    cancel_join_timer(g);
+
+    int removed = 0;
+    for (member_t *m = g->head, *next; m; m = next) {
+        next = m->next;
+        if (!m->join.active && !str_present(m->instance_id)) {
+            KC_DEBUG("group", "group %.*s: removing dynamic member %.*s that did not rejoin",
+                     SV(g->id), SV(m->id));
+            group_remove(g, m);
+            removed++;
+        }
+    }
+    if (removed)
+        KC_INFO("group", "group %.*s removed %d dynamic members that did not rejoin", SV(g->id),
+                removed);
+
+    if (g->state == KC_GROUP_DEAD)
+        return;
+    if (!maybe_elect_new_joined_leader(g) && g->n_members > 0) {
+        KC_ERROR("group", "group %.*s could not complete the rebalance: no member rejoined",
+                 SV(g->id));
+        set_join_timer(g, JOIN_TIMER_COMPLETE, group_rebalance_timeout(g));
+        return;
+    }
+    init_next_generation(g);
+    if (g->state == KC_GROUP_EMPTY) {
+        emit_group_metadata(g, false, false, NULL);
+        return;
+    }
+
+    kc_join_group_response_member_t *members = NULL;
+    int32_t n = 0;
+    bool members_oom = join_members(g, &members, &n) != 0;
+    for (member_t *m = g->head; m; m = m->next) {
+        kc_join_group_response_t r;
+        if (is_leader(g, m) && members_oom) {
+            kc_join_group_response_init(&r);
+            r.error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+            r.member_id = m->id;
+        } else if (is_leader(g, m)) {
+            join_result(g, m, &r, members, n, g->leader->id, false);
+        } else {
+            join_result(g, m, &r, NULL, 0, g->leader->id, false);
+        }
+        finish_join(g, m, &r);
+        set_hb(g, m, m->session_timeout_ms);
+        m->is_new = false;
+        if (!m->pending_sync) {
+            m->pending_sync = true;
+            g->n_pending_sync++;
+        }
+    }
+    free(members);
+    /* schedulePendingSync */
+    g->sync_generation = g->generation;
+    g->sync_deadline = gm->now + group_rebalance_timeout(g);
+    arm(g, g->sync_deadline);
+}
+
+/* Kafka's tryCompleteInitialRebalanceElseSchedule. */
+static void try_complete_initial_rebalance(group_t *g, int32_t delay, int32_t remaining)
+{
+    kc_gm_t *gm = g->gm;
+    if (g->new_member_added && remaining != 0) {
+        g->new_member_added = false;
+        int32_t cfg_delay = gm->cfg.initial_rebalance_delay_ms;
+        int32_t new_delay = cfg_delay < remaining ? cfg_delay : remaining;
+        int32_t new_remaining = remaining - delay > 0 ? remaining - delay : 0;
+        g->init_delay_ms = new_delay;
+        g->init_remaining_ms = new_remaining;
+        set_join_timer(g, JOIN_TIMER_INITIAL, new_delay);
+    } else {
+        complete_join_phase(g);
+    }
+}
+
+/* Kafka's removeMemberAndUpdateClassicGroup (session expiry). */
+static void remove_member_and_update(group_t *g, member_t *m, const char *reason)
+{
+    group_remove(g, m);
+    if (g->state == KC_GROUP_STABLE || g->state == KC_GROUP_COMPLETING_REBALANCE)
+        maybe_prepare_rebalance_or_complete_join(g, reason);
+    else if (g->state == KC_GROUP_PREPARING_REBALANCE && all_joined(g))
+        complete_join_phase(g);
+}
+
+/* Kafka's expirePendingSync. */
+static void expire_pending_sync(group_t *g, int32_t generation)
+{
+    if (generation != g->generation) {
+        KC_ERROR("group", "group %.*s: sync expiration of old generation %d (now %d)", SV(g->id),
+                 (int)generation, (int)g->generation);
+        return;
+    }
+    if (g->state != KC_GROUP_COMPLETING_REBALANCE && g->state != KC_GROUP_STABLE) {
+        KC_ERROR("group", "group %.*s: sync expiration in state %s", SV(g->id),
+                 kc_group_state_name(g->state));
+        return;
+    }
+    if (g->n_pending_sync == 0)
+        return;
+    char reason[200];
+    int len = snprintf(reason, sizeof(reason), "removing members that did not sync:");
+    for (member_t *m = g->head, *next; m; m = next) {
+        next = m->next;
+        if (!m->pending_sync)
+            continue;
+        if (len > 0 && (size_t)len < sizeof(reason))
+            len += snprintf(reason + len, sizeof(reason) - (size_t)len, " %.*s", SV(m->id));
+        group_remove(g, m);
+    }
+    prepare_rebalance(g, reason);
+}
+
+/* Kafka's expireClassicGroupMemberHeartbeat for a member. */
+static void expire_member(group_t *g, member_t *m)
+{
+    if (g->state == KC_GROUP_DEAD)
+        return;
+    /* hasSatisfiedHeartbeat: a member that is not new and waits in a rebalance is alive. */
+    bool satisfied = !m->is_new && (m->join.active || m->sync.active);
+    if (satisfied)
+        return;
+    char reason[160];
+    snprintf(reason, sizeof(reason), "removing member %.*s on heartbeat expiration", SV(m->id));
+    KC_INFO("group", "group %.*s: member %.*s has failed, removing it", SV(g->id), SV(m->id));
+    remove_member_and_update(g, m, reason);
+}
+
+/* Fire the group's due timers in deadline order. The budget stops a timer that re-arms
+ * itself at the same instant (a zero rebalance timeout) from spinning within one tick. */
+static void run_group_timers(group_t *g)
+{
+    kc_gm_t *gm = g->gm;
+    int64_t budget = 4 * ((int64_t)g->n_members + (int64_t)g->pending.n + 4);
+    while (budget-- > 0) {
+        enum { T_NONE, T_JOIN, T_SYNC, T_MEMBER, T_PENDING } kind = T_NONE;
+        int64_t best = gm->now;
+        member_t *bm = NULL;
+        pending_t *bp = NULL;
+        if (g->join_deadline <= best) {
+            kind = T_JOIN;
+            best = g->join_deadline;
+        }
+        if (g->sync_deadline <= best && (kind == T_NONE || g->sync_deadline < best)) {
+            kind = T_SYNC;
+            best = g->sync_deadline;
+        }
+        for (member_t *m = g->head; m; m = m->next) {
+            if (m->hb_deadline <= best && (kind == T_NONE || m->hb_deadline < best)) {
+                kind = T_MEMBER;
+                best = m->hb_deadline;
+                bm = m;
+            }
+        }
+        for (size_t i = 0; i < g->pending.cap; i++) {
+            pending_t *p = kc_strmap_slot(&g->pending, i);
+            if (p && p->deadline <= best && (kind == T_NONE || p->deadline < best)) {
+                kind = T_PENDING;
+                best = p->deadline;
+                bp = p;
+            }
+        }
+        switch (kind) {
+        case T_NONE:
+            return;
+        case T_JOIN: {
+            int k = g->join_kind;
+            cancel_join_timer(g);
+            if (k == JOIN_TIMER_INITIAL)
+                try_complete_initial_rebalance(g, g->init_delay_ms, g->init_remaining_ms);
+            else
+                complete_join_phase(g);
+            break;
+        }
+        case T_SYNC:
+            g->sync_deadline = NEVER;
+            expire_pending_sync(g, g->sync_generation);
+            break;
+        case T_MEMBER:
+            bm->hb_deadline = NEVER;
+            expire_member(g, bm);
+            break;
+        case T_PENDING:
+            KC_INFO("group", "group %.*s: pending member %.*s removed after its session timeout",
+                    SV(g->id), SV(bp->id));
+            pending_remove(g, bp->id);
+            if (g->state == KC_GROUP_PREPARING_REBALANCE && all_joined(g))
+                complete_join_phase(g);
+            break;
+        }
+    }
+}
+
+/* ---- Manager ---------------------------------------------------------------------------- */
+
+kc_gm_t *kc_gm_new(const kc_gm_config_t *cfg, const kc_gm_ops_t *ops)
+{
+    kc_gm_t *gm = calloc(1, sizeof(*gm));
+    if (!gm)
+        return NULL;
+    gm->cfg = *cfg;
+    if (ops)
+        gm->ops = *ops;
+    kc_strmap_init(&gm->groups);
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed))
+        seed = (uint64_t)(uintptr_t)gm * 0x9e3779b97f4a7c15ull ^ (uint64_t)cfg->partition;
+    gm->rng = seed;
+    return gm;
+}
+
+void kc_gm_set_seed(kc_gm_t *gm, uint64_t seed)
+{
+    gm->rng = seed;
+}
+
+void kc_gm_free(kc_gm_t *gm)
+{
+    if (!gm)
+        return;
+    for (size_t i = 0; i < gm->groups.cap; i++) {
+        group_t *g;
+        while ((g = kc_strmap_slot(&gm->groups, i)) != NULL)
+            group_destroy(gm, g, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+    }
+    kc_strmap_free(&gm->groups);
+    free(gm->heap);
+    free(gm);
+}
+
+int64_t kc_gm_next_deadline(const kc_gm_t *gm)
+{
+    return gm->heap_n ? gm->heap[0]->heap_key : NEVER;
+}
+
+void kc_gm_tick(kc_gm_t *gm, int64_t now_ms)
+{
+    gm->now = now_ms;
+    group_t *deferred = NULL;
+    while (gm->heap_n > 0 && gm->heap[0]->heap_key <= now_ms) {
+        group_t *g = gm->heap[0];
+        heap_remove(gm, g);
+        run_group_timers(g);
+        heap_remove(gm, g); /* arm() may have put it back */
+        int64_t next = group_earliest(g);
+        if (next == NEVER)
+            continue;
+        if (next <= now_ms) {
+            /* Still due (its timer budget ran out): look again at the next tick. */
+            g->heap_key = next;
+            g->defer_next = deferred;
+            deferred = g;
+        } else {
+            heap_push(gm, g, next);
+        }
+    }
+    while (deferred) {
+        group_t *g = deferred;
+        deferred = g->defer_next;
+        heap_push(gm, g, g->heap_key);
+    }
+}
+
+static void begin_request(kc_gm_t *gm, int64_t now_ms, int16_t version, void *waiter, kc_arena_t *a,
+                          kc_join_group_response_t *join, kc_sync_group_response_t *sync)
+{
+    gm->now = now_ms;
+    gm->cur.seq = ++gm->next_seq;
+    gm->cur.waiter = waiter;
+    gm->cur.version = version;
+    gm->cur.a = a;
+    gm->cur.join = join;
+    gm->cur.sync = sync;
+    gm->cur.answered = false;
+    gm->cur.parked = false;
+    gm->cur.oom = false;
+}
+
+static int end_request(kc_gm_t *gm)
+{
+    int rc = KC_GM_ANSWERED;
+    if (!gm->cur.answered) {
+        if (gm->cur.parked) {
+            rc = KC_GM_PARKED;
+        } else if (gm->cur.join) {
+            reply_join_error(gm, KC_GERR_UNKNOWN_SERVER_ERROR, KC_STR_EMPTY);
+        } else {
+            reply_sync_error(gm, KC_GERR_UNKNOWN_SERVER_ERROR);
+        }
+    }
+    gm->cur.seq = 0;
+    gm->cur.join = NULL;
+    gm->cur.sync = NULL;
+    gm->cur.a = NULL;
+    return rc;
+}
+
+/* ---- JoinGroup -------------------------------------------------------------------------- */
+
+typedef struct join_req_s {
+    const kc_join_group_request_t *req;
+    int16_t version;
+    kc_str_t member_id;
+    kc_str_t instance_id; /* null below v5 */
+    kc_str_t client_id, client_host;
+    kc_str_t reason; /* "not provided" when absent */
+    int32_t session_timeout_ms, rebalance_timeout_ms;
+} join_req_t;
+
+/* Kafka's generateMemberId: "<client id or instance id>-<random UUID>", unique in the group.
+ * Allocated from the request's arena. */
+static kc_str_t generate_member_id(group_t *g, kc_str_t prefix)
+{
+    kc_gm_t *gm = g->gm;
+    if (prefix.len < 0)
+        prefix = KC_STR_LIT("null");
+    size_t n = (size_t)prefix.len + 1 + 36;
+    char *p = kc_arena_alloc(gm->cur.a, n + 1);
+    if (!p)
+        return KC_STR_NULL;
+    for (int attempt = 0; attempt < 16; attempt++) {
+        uint8_t u[16];
+        uint64_t r1 = rng_next(gm), r2 = rng_next(gm);
+        memcpy(u, &r1, 8);
+        memcpy(u + 8, &r2, 8);
+        u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
+        u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+        static const char hex[] = "0123456789abcdef";
+        char *c = p;
+        if (prefix.len)
+            memcpy(c, prefix.p, (size_t)prefix.len);
+        c += prefix.len;
+        *c++ = '-';
+        for (int i = 0; i < 16; i++) {
+            if (i == 4 || i == 6 || i == 8 || i == 10)
+                *c++ = '-';
+            *c++ = hex[u[i] >> 4];
+            *c++ = hex[u[i] & 15];
+        }
+        *c = '\0';
+        kc_str_t id = {p, (int32_t)n};
+        if (!find_member(g, id) && !find_pending(g, id))
+            return id;
+    }
+    return KC_STR_NULL;
+}
+
+/* Kafka's acceptJoiningMember (group.max.size). */
+static bool accept_joining_member(group_t *g, kc_str_t member_id)
+{
+    int32_t max = g->gm->cfg.max_size;
+    member_t *m = find_member(g, member_id);
+    switch (g->state) {
+    case KC_GROUP_EMPTY:
+    case KC_GROUP_DEAD:
+        return true;
+    case KC_GROUP_PREPARING_REBALANCE:
+        return (m && m->join.active) || g->n_awaiting_join < max;
+    case KC_GROUP_COMPLETING_REBALANCE:
+    case KC_GROUP_STABLE:
+        return m || g->n_members < max;
+    }
+    return false;
+}
+
+/* Kafka's addMemberThenRebalanceOrCompleteJoin. */
+static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t member_id)
+{
+    kc_gm_t *gm = g->gm;
+    const kc_join_group_request_t *req = jr->req;
+    protoset_t *ps = protoset_new(req);
+    member_t *m = member_new(member_id, jr->instance_id, jr->client_id, jr->client_host);
+    char *ptype = NULL;
+    kc_str_t rt = req->protocol_type.len > 0 ? req->protocol_type : KC_STR_EMPTY;
+    if (g->n_members == 0)
+        ptype = malloc((size_t)rt.len + 1);
+    if (!ps || !m || (g->n_members == 0 && !ptype) || pc_reserve(g, ps) != 0 ||
+        pname_reserve(g, ps) != 0 || kc_strmap_reserve(&g->by_id, 1) != 0 ||
+        (str_present(jr->instance_id) && kc_strmap_reserve(&g->by_instance, 1) != 0)) {
+        free(ps);
+        member_free(m);
+        free(ptype);
+        reply_join_oom(gm, jr->member_id);
+        return;
+    }
+    if (ptype) {
+        if (rt.len)
+            memcpy(ptype, rt.p, (size_t)rt.len);
+        ptype[rt.len] = '\0';
+    }
+    m->protos = ps;
+    m->rebalance_timeout_ms = jr->rebalance_timeout_ms;
+    m->session_timeout_ms = jr->session_timeout_ms;
+    m->is_new = true;
+    if (g->state == KC_GROUP_PREPARING_REBALANCE && g->prev_state == KC_GROUP_EMPTY)
+        g->new_member_added = true;
+    group_add(g, m, ptype, rt.len);
+    park_join(g, m);
+    /* New members cannot heartbeat before they know their id: they get the (long) new-member
+     * join timeout instead of their session timeout (KAFKA-7610). */
+    set_hb(g, m, gm->cfg.new_member_join_timeout_ms);
+
+    char reason[300];
+    snprintf(reason, sizeof(reason),
+             "adding new member %.*s with group instance id %.*s; client reason: %.*s", SV(m->id),
+             SV(str_present(m->instance_id) ? m->instance_id : KC_STR_LIT("None")), SV(jr->reason));
+    maybe_prepare_rebalance_or_complete_join(g, reason);
+}
+
+/* Kafka's ClassicGroup.updateMember with a response future: take the request's protocols
+ * (`ps`, reserved by the caller) and timeouts, and park the JoinGroup being handled. */
+static void update_member(group_t *g, member_t *m, protoset_t *ps, const join_req_t *jr)
+{
+    pc_add(g, ps, +1);
+    pc_add(g, m->protos, -1);
+    free(m->protos);
+    m->protos = ps;
+    m->rebalance_timeout_ms = jr->rebalance_timeout_ms;
+    m->session_timeout_ms = jr->session_timeout_ms;
+    park_join(g, m);
+}
+
+/* Kafka's updateMemberThenRebalanceOrCompleteJoin. */
+static void update_member_then_rebalance(group_t *g, member_t *m, const join_req_t *jr,
+                                         const char *why)
+{
+    kc_gm_t *gm = g->gm;
+    protoset_t *ps = protoset_new(jr->req);
+    if (!ps || pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0) {
+        free(ps);
+        reply_join_oom(gm, jr->member_id);
+        return;
+    }
+    update_member(g, m, ps, jr);
+
+    char reason[300];
+    snprintf(reason, sizeof(reason), "%s %.*s during %s; client reason: %.*s", why, SV(m->id),
+             kc_group_state_name(g->state), SV(jr->reason));
+    maybe_prepare_rebalance_or_complete_join(g, reason);
+}
+
+/* Kafka's updateStaticMemberThenRebalanceOrCompleteJoin: a known group.instance.id joins
+ * with an unknown member id; the old member id is fenced and replaced. */
+static void update_static_member_then_rebalance(group_t *g, member_t *old, const join_req_t *jr,
+                                                kc_str_t new_id)
+{
+    kc_gm_t *gm = g->gm;
+    bool oom = false;
+    kc_str_t current_leader = g->leader ? arena_str(gm->cur.a, g->leader->id, &oom) : KC_STR_NULL;
+    member_t *nm = member_new(new_id, old->instance_id, old->client_id, old->client_host);
+    protoset_t *ps = protoset_new(jr->req);
+    if (oom || !nm || !ps || pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0 ||
+        kc_strmap_reserve(&g->by_id, 1) != 0) {
+        member_free(nm);
+        free(ps);
+        reply_join_oom(gm, jr->member_id);
+        return;
+    }
+    KC_INFO("group",
+            "group %.*s: static member with instance id %.*s joins with an unknown member id "
+            "in %s; replacing member %.*s with %.*s",
+            SV(g->id), SV(old->instance_id), kc_group_state_name(g->state), SV(old->id),
+            SV(new_id));
+
+    /* ClassicGroup.replaceStaticMember: fence the old member's parked requests. */
+    {
+        kc_join_group_response_t r;
+        kc_join_group_response_init(&r);
+        r.error_code = KC_GERR_FENCED_INSTANCE_ID;
+        r.member_id = old->id;
+        r.protocol_name = KC_STR_NULL;
+        r.protocol_type = KC_STR_NULL;
+        r.leader = KC_STR_EMPTY;
+        finish_join(g, old, &r);
+        kc_sync_group_response_t s;
+        kc_sync_group_response_init(&s);
+        s.error_code = KC_GERR_FENCED_INSTANCE_ID;
+        s.assignment = (kc_bytes_t){(const uint8_t *)"", 0};
+        finish_sync(g, old, &s);
+    }
+    nm->rebalance_timeout_ms = old->rebalance_timeout_ms;
+    nm->session_timeout_ms = old->session_timeout_ms;
+    nm->protos = old->protos;
+    old->protos = NULL;
+    nm->assignment = old->assignment;
+    nm->assignment_len = old->assignment_len;
+    old->assignment = NULL;
+    /* The instance still owes its SyncGroup if the old id did (Kafka keeps the old id in the
+     * pending-sync set, where it can never be cleared). */
+    nm->pending_sync = old->pending_sync;
+    nm->prev = old->prev;
+    nm->next = old->next;
+    if (old->prev)
+        old->prev->next = nm;
+    else
+        g->head = nm;
+    if (old->next)
+        old->next->prev = nm;
+    else
+        g->tail = nm;
+    kc_strmap_del(&g->by_id, old->id.p, (size_t)old->id.len);
+    kc_strmap_put(&g->by_id, nm->id.p, (size_t)nm->id.len, nm);
+    kc_strmap_put(&g->by_instance, nm->instance_id.p, (size_t)nm->instance_id.len, nm);
+    if (g->leader == old)
+        g->leader = nm;
+    member_free(old);
+    member_t *m = nm;
+    set_hb(g, m, m->session_timeout_ms);
+
+    update_member(g, m, ps, jr);
+
+    char reason[300];
+    if (g->state == KC_GROUP_STABLE) {
+        kc_str_t sel = select_protocol(g);
+        if (kc_str_eq(pname_view(g), sel)) {
+            KC_INFO("group",
+                    "group %.*s: static member %.*s rejoins in Stable without changing the "
+                    "selected protocol; no rebalance",
+                    SV(g->id), SV(m->id));
+            kc_join_group_response_t r;
+            if (emit_group_metadata(g, false, false, NULL) != 0) {
+                kc_join_group_response_init(&r);
+                r.error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+                r.generation_id = g->generation;
+                r.protocol_name = pname_view(g);
+                r.protocol_type = ptype_view(g);
+                r.leader = current_leader;
+                finish_join(g, m, &r);
+            } else if (jr->version >= 9) {
+                /* KIP-814: a static leader gets the members but may skip the assignment. */
+                bool leader = is_leader(g, m);
+                kc_join_group_response_member_t *members = NULL;
+                int32_t n = 0;
+                if (leader && join_members(g, &members, &n) != 0) {
+                    finish_join_error(g, m, KC_GERR_COORDINATOR_NOT_AVAILABLE, KC_STR_EMPTY);
+                } else {
+                    join_result(g, m, &r, members, n, g->leader ? g->leader->id : KC_STR_NULL,
+                                leader);
+                    finish_join(g, m, &r);
+                }
+                free(members);
+            } else {
+                join_result(g, m, &r, NULL, 0, current_leader, false);
+                finish_join(g, m, &r);
+            }
+            return;
+        }
+        snprintf(reason, sizeof(reason),
+                 "group's selected protocol will change because static member %.*s with "
+                 "instance id %.*s joined with a change of protocol; client reason: %.*s",
+                 SV(m->id), SV(m->instance_id), SV(jr->reason));
+        maybe_prepare_rebalance_or_complete_join(g, reason);
+        return;
+    }
+    if (g->state == KC_GROUP_COMPLETING_REBALANCE) {
+        /* The leader may already hold the old member id: always rebalance. */
+        snprintf(reason, sizeof(reason),
+                 "updating metadata for static member %.*s with instance id %.*s; client "
+                 "reason: %.*s",
+                 SV(m->id), SV(m->instance_id), SV(jr->reason));
+        prepare_rebalance(g, reason);
+        return;
+    }
+    maybe_complete_join_phase(g);
+}
+
+static void join_new_member(group_t *g, const join_req_t *jr)
+{
+    kc_gm_t *gm = g->gm;
+    if (g->state == KC_GROUP_DEAD) {
+        reply_join_error(gm, KC_GERR_COORDINATOR_NOT_AVAILABLE, KC_STR_EMPTY);
+        return;
+    }
+    if (!supports_protocols(g, jr->req->protocol_type, jr->req)) {
+        reply_join_error(gm, KC_GERR_INCONSISTENT_GROUP_PROTOCOL, KC_STR_EMPTY);
+        return;
+    }
+    bool is_static = str_present(jr->instance_id);
+    kc_str_t new_id = generate_member_id(g, is_static ? jr->instance_id : jr->client_id);
+    if (new_id.len < 0) {
+        reply_join_oom(gm, KC_STR_EMPTY);
+        return;
+    }
+    if (is_static) {
+        member_t *old = find_static(g, jr->instance_id);
+        if (old) {
+            update_static_member_then_rebalance(g, old, jr, new_id);
+        } else {
+            KC_INFO("group", "group %.*s: static member with instance id %.*s joins in %s as %.*s",
+                    SV(g->id), SV(jr->instance_id), kc_group_state_name(g->state), SV(new_id));
+            add_member_then_rebalance(g, jr, new_id);
+        }
+        return;
+    }
+    if (jr->version >= 4) {
+        /* KIP-394: hand out the id and wait for the member to come back with it. */
+        if (kc_strmap_reserve(&g->pending, 1) != 0) {
+            reply_join_oom(gm, KC_STR_EMPTY);
+            return;
+        }
+        pending_t *p = calloc(1, sizeof(*p) + str_space(new_id));
+        if (!p) {
+            reply_join_oom(gm, KC_STR_EMPTY);
+            return;
+        }
+        char *cur = (char *)(p + 1);
+        p->id = put_str(&cur, new_id);
+        p->deadline = gm->now + jr->session_timeout_ms;
+        kc_strmap_put(&g->pending, p->id.p, (size_t)p->id.len, p);
+        arm(g, p->deadline);
+        KC_INFO("group", "group %.*s: dynamic member joins in %s; requesting it to rejoin as %.*s",
+                SV(g->id), kc_group_state_name(g->state), SV(new_id));
+        reply_join_error(gm, KC_GERR_MEMBER_ID_REQUIRED, new_id);
+        return;
+    }
+    KC_INFO("group", "group %.*s: dynamic member joins in %s as %.*s", SV(g->id),
+            kc_group_state_name(g->state), SV(new_id));
+    add_member_then_rebalance(g, jr, new_id);
+}
+
+static void join_existing_member(group_t *g, const join_req_t *jr)
+{
+    kc_gm_t *gm = g->gm;
+    kc_str_t id = jr->member_id;
+    if (g->state == KC_GROUP_DEAD) {
+        reply_join_error(gm, KC_GERR_COORDINATOR_NOT_AVAILABLE, id);
+        return;
+    }
+    if (!supports_protocols(g, jr->req->protocol_type, jr->req)) {
+        reply_join_error(gm, KC_GERR_INCONSISTENT_GROUP_PROTOCOL, id);
+        return;
+    }
+    if (find_pending(g, id)) {
+        if (str_present(jr->instance_id)) {
+            /* Kafka throws IllegalStateException: a pending member is never static. */
+            reply_join_error(gm, KC_GERR_UNKNOWN_SERVER_ERROR, id);
+            return;
+        }
+        KC_INFO("group", "group %.*s: pending member %.*s joins in %s", SV(g->id), SV(id),
+                kc_group_state_name(g->state));
+        add_member_then_rebalance(g, jr, id);
+        return;
+    }
+    int16_t err = validate_member(g, id, jr->instance_id);
+    if (err) {
+        kc_join_group_response_t r;
+        kc_join_group_response_init(&r);
+        r.error_code = err;
+        r.member_id = id;
+        r.protocol_type = KC_STR_NULL;
+        r.protocol_name = KC_STR_NULL;
+        reply_join(gm, &r);
+        return;
+    }
+    member_t *m = find_member(g, id);
+    switch (g->state) {
+    case KC_GROUP_PREPARING_REBALANCE:
+        update_member_then_rebalance(g, m, jr, "member is joining group:");
+        return;
+    case KC_GROUP_COMPLETING_REBALANCE:
+        if (protoset_matches(m->protos, jr->req)) {
+            /* The member lost its JoinGroup answer: send the current generation again. */
+            kc_join_group_response_member_t *members = NULL;
+            int32_t n = 0;
+            if (is_leader(g, m) && join_members(g, &members, &n) != 0) {
+                reply_join_oom(gm, id);
+                return;
+            }
+            kc_join_group_response_t r;
+            join_result(g, m, &r, members, n, g->leader ? g->leader->id : KC_STR_NULL, false);
+            reply_join(gm, &r);
+            free(members);
+        } else {
+            update_member_then_rebalance(g, m, jr, "updating metadata for member");
+        }
+        return;
+    case KC_GROUP_STABLE:
+        if (is_leader(g, m)) {
+            /* The leader may rejoin to force a rebalance (e.g. topic metadata changed). */
+            update_member_then_rebalance(g, m, jr, "leader re-joining group:");
+        } else if (!protoset_matches(m->protos, jr->req)) {
+            update_member_then_rebalance(g, m, jr, "updating metadata for member");
+        } else {
+            kc_join_group_response_t r;
+            join_result(g, m, &r, NULL, 0, g->leader ? g->leader->id : KC_STR_NULL, false);
+            reply_join(gm, &r);
+        }
+        return;
+    default:
+        KC_WARN("group", "group %.*s: member %.*s rejoins in unexpected state %s", SV(g->id),
+                SV(id), kc_group_state_name(g->state));
+        reply_join_error(gm, KC_GERR_UNKNOWN_MEMBER_ID, id);
+        return;
+    }
+}
+
+static void do_join(kc_gm_t *gm, const join_req_t *jr)
+{
+    const kc_join_group_request_t *req = jr->req;
+    /* GroupCoordinatorService.joinGroup's checks. */
+    if (!str_nonempty(req->group_id)) {
+        reply_join_error(gm, KC_GERR_INVALID_GROUP_ID, jr->member_id);
+        return;
+    }
+    if (jr->session_timeout_ms < gm->cfg.min_session_timeout_ms ||
+        jr->session_timeout_ms > gm->cfg.max_session_timeout_ms) {
+        reply_join_error(gm, KC_GERR_INVALID_SESSION_TIMEOUT, jr->member_id);
+        return;
+    }
+    bool unknown_member = !str_nonempty(jr->member_id);
+    group_t *g = find_group(gm, req->group_id);
+    bool created = false;
+    if (!g) {
+        if (!unknown_member) {
+            reply_join_error(gm, KC_GERR_UNKNOWN_MEMBER_ID, jr->member_id);
+            return;
+        }
+        g = group_create(gm, req->group_id);
+        if (!g) {
+            reply_join_oom(gm, jr->member_id);
+            return;
+        }
+        created = true;
+    }
+
+    if (!accept_joining_member(g, jr->member_id)) {
+        KC_INFO("group", "group %.*s is full (group.max.size %d); rejecting member %.*s", SV(g->id),
+                (int)gm->cfg.max_size, SV(jr->member_id));
+        group_remove_id(g, jr->member_id);
+        reply_join_error(gm, KC_GERR_GROUP_MAX_SIZE_REACHED, KC_STR_EMPTY);
+    } else if (unknown_member) {
+        join_new_member(g, jr);
+    } else {
+        join_existing_member(g, jr);
+    }
+
+    if (created) {
+        if (gm->cur.oom && g->n_members == 0 && g->pending.n == 0 && g->state == KC_GROUP_EMPTY) {
+            group_destroy(gm, g, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+        } else {
+            /* A group born from JoinGroup is written at once (Kafka's empty record). */
+            emit_group_metadata(g, false, true, NULL);
+        }
+    }
+}
+
+int kc_gm_join(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_join_group_request_t *req,
+               kc_str_t client_id, kc_str_t client_host, void *waiter, kc_arena_t *a,
+               kc_join_group_response_t *resp)
+{
+    kc_join_group_response_init(resp);
+    begin_request(gm, now_ms, version, waiter, a, resp, NULL);
+    join_req_t jr = {
+        .req = req,
+        .version = version,
+        .member_id = req->member_id.len >= 0 ? req->member_id : KC_STR_EMPTY,
+        .instance_id = version >= 5 ? req->group_instance_id : KC_STR_NULL,
+        .client_id = client_id,
+        .client_host = client_host.len >= 0 ? client_host : KC_STR_EMPTY,
+        .reason = version >= 8 && req->reason.len >= 0 ? req->reason : KC_STR_LIT("not provided"),
+        .session_timeout_ms = req->session_timeout_ms,
+        /* Before v1 there was no rebalance timeout: the session timeout serves. */
+        .rebalance_timeout_ms = version == 0 ? req->session_timeout_ms : req->rebalance_timeout_ms,
+    };
+    do_join(gm, &jr);
+    return end_request(gm);
+}
+
+/* ---- SyncGroup -------------------------------------------------------------------------- */
+
+static bool protocol_inconsistent(kc_str_t req, kc_str_t group)
+{
+    return req.len >= 0 && group.len >= 0 && !kc_str_eq(req, group);
+}
+
+/* Kafka's removePendingSyncMember. */
+static void remove_pending_sync_member(group_t *g, member_t *m)
+{
+    if (m->pending_sync) {
+        m->pending_sync = false;
+        g->n_pending_sync--;
+    }
+    if (g->n_pending_sync == 0)
+        g->sync_deadline = NEVER;
+}
+
+/* The leader's SyncGroup in CompletingRebalance: store every assignment (an empty one for a
+ * member the leader left out), write the record, answer the parked members, become Stable. */
+static void leader_sync(group_t *g, member_t *leader, kc_bytes_t *assign, uint8_t **copies)
+{
+    KC_INFO("group", "group %.*s: assignment received from leader %.*s for generation %d",
+            SV(g->id), SV(leader->id), (int)g->generation);
+    if (emit_group_metadata(g, false, false, assign) != 0) {
+        /* Kafka's failed-append path. */
+        int32_t i = 0;
+        for (member_t *m = g->head; m; m = m->next, i++)
+            free(copies[i]);
+        reset_and_propagate_error(g, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+        maybe_prepare_rebalance_or_complete_join(g, "error storing the group assignment");
+        return;
+    }
+    int32_t i = 0;
+    for (member_t *m = g->head; m; m = m->next, i++) {
+        free(m->assignment);
+        m->assignment = copies[i];
+        m->assignment_len = assign[i].len;
+    }
+    propagate_assignment(g, 0);
+    char reason[120];
+    snprintf(reason, sizeof(reason), "assignment of generation %d received from the leader",
+             (int)g->generation);
+    set_state(g, KC_GROUP_STABLE, reason);
+}
+
+static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t *req)
+{
+    /* KafkaApis: from v5 the protocol type and name are mandatory. */
+    if (version >= 5 && (req->protocol_type.len < 0 || req->protocol_name.len < 0)) {
+        reply_sync_error(gm, KC_GERR_INCONSISTENT_GROUP_PROTOCOL);
+        return;
+    }
+    if (!str_nonempty(req->group_id)) {
+        reply_sync_error(gm, KC_GERR_INVALID_GROUP_ID);
+        return;
+    }
+    group_t *g = find_group(gm, req->group_id);
+    if (!g || g->state == KC_GROUP_EMPTY) {
+        reply_sync_error(gm, KC_GERR_UNKNOWN_MEMBER_ID);
+        return;
+    }
+    kc_str_t instance = version >= 3 ? req->group_instance_id : KC_STR_NULL;
+    kc_str_t ptype = version >= 5 ? req->protocol_type : KC_STR_NULL;
+    kc_str_t pname = version >= 5 ? req->protocol_name : KC_STR_NULL;
+    int16_t err = 0;
+    if (g->state == KC_GROUP_DEAD)
+        err = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+    else if ((err = validate_member(g, req->member_id, instance)) != 0)
+        ;
+    else if (req->generation_id != g->generation)
+        err = KC_GERR_ILLEGAL_GENERATION;
+    else if (protocol_inconsistent(ptype, ptype_view(g)) ||
+             protocol_inconsistent(pname, pname_view(g)))
+        err = KC_GERR_INCONSISTENT_GROUP_PROTOCOL;
+    if (err) {
+        reply_sync_error(gm, err);
+        return;
+    }
+    member_t *m = find_member(g, req->member_id);
+
+    if (g->state == KC_GROUP_PREPARING_REBALANCE) {
+        reply_sync_error(gm, KC_GERR_REBALANCE_IN_PROGRESS);
+        return;
+    }
+    if (g->state == KC_GROUP_STABLE) {
+        remove_pending_sync_member(g, m);
+        kc_sync_group_response_t r;
+        kc_sync_group_response_init(&r);
+        r.protocol_type = ptype_view(g);
+        r.protocol_name = pname_view(g);
+        r.assignment =
+            (kc_bytes_t){m->assignment ? m->assignment : (const uint8_t *)"", m->assignment_len};
+        reply_sync(gm, &r);
+        return;
+    }
+    if (g->state != KC_GROUP_COMPLETING_REBALANCE) {
+        reply_sync_error(gm, KC_GERR_UNKNOWN_SERVER_ERROR);
+        return;
+    }
+
+    /* CompletingRebalance: the leader's assignments are copied before anything changes. */
+    kc_bytes_t *assign = NULL;
+    uint8_t **copies = NULL;
+    bool leader = is_leader(g, m);
+    if (leader) {
+        size_t n = (size_t)g->n_members;
+        assign = calloc(n ? n : 1, sizeof(*assign));
+        copies = calloc(n ? n : 1, sizeof(*copies));
+        kc_strmap_t by_member;
+        kc_strmap_init(&by_member);
+        bool oom = !assign || !copies;
+        int32_t na = req->assignments.n > 0 ? req->assignments.n : 0;
+        if (!oom && na > 0 && kc_strmap_reserve(&by_member, (size_t)na) != 0)
+            oom = true;
+        for (int32_t i = 0; !oom && i < na; i++) {
+            const kc_sync_group_request_assignment_t *sa = &req->assignments.v[i];
+            if (sa->member_id.len >= 0) /* the last one for a member wins, as in a HashMap */
+                kc_strmap_put(&by_member, sa->member_id.p, (size_t)sa->member_id.len, (void *)sa);
+        }
+        int32_t i = 0;
+        int missing = 0;
+        for (member_t *x = g->head; !oom && x; x = x->next, i++) {
+            const kc_sync_group_request_assignment_t *sa =
+                kc_strmap_get(&by_member, x->id.p, (size_t)x->id.len);
+            int32_t len = sa && sa->assignment.len > 0 ? sa->assignment.len : 0;
+            if (!sa)
+                missing++;
+            if (len > 0) {
+                copies[i] = malloc((size_t)len);
+                if (!copies[i]) {
+                    oom = true;
+                    break;
+                }
+                memcpy(copies[i], sa->assignment.p, (size_t)len);
+            }
+            assign[i] = (kc_bytes_t){copies[i] ? copies[i] : (const uint8_t *)"", len};
+        }
+        kc_strmap_free(&by_member);
+        if (oom) {
+            for (int32_t j = 0; copies && j < g->n_members; j++)
+                free(copies[j]);
+            free(copies);
+            free(assign);
+            gm->cur.oom = true;
+            reply_sync_error(gm, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+            return;
+        }
+        if (missing)
+            KC_WARN("group", "group %.*s: empty assignment for %d members of generation %d",
+                    SV(g->id), missing, (int)g->generation);
+    }
+
+    park_sync(g, m);
+    remove_pending_sync_member(g, m);
+    if (leader)
+        leader_sync(g, m, assign, copies);
+    free(copies);
+    free(assign);
+}
+
+int kc_gm_sync(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_sync_group_request_t *req,
+               void *waiter, kc_arena_t *a, kc_sync_group_response_t *resp)
+{
+    kc_sync_group_response_init(resp);
+    begin_request(gm, now_ms, version, waiter, a, NULL, resp);
+    do_sync(gm, version, req);
+    return end_request(gm);
+}
+
+/* ---- Heartbeat -------------------------------------------------------------------------- */
+
+void kc_gm_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
+                     const kc_heartbeat_request_t *req, kc_heartbeat_response_t *resp)
+{
+    gm->now = now_ms;
+    kc_heartbeat_response_init(resp);
+    if (!str_nonempty(req->group_id)) {
+        resp->error_code = KC_GERR_INVALID_GROUP_ID;
+        return;
+    }
+    group_t *g = find_group(gm, req->group_id);
+    if (!g) {
+        resp->error_code = KC_GERR_UNKNOWN_MEMBER_ID;
+        return;
+    }
+    if (g->state == KC_GROUP_DEAD) {
+        resp->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+        return;
+    }
+    kc_str_t instance = version >= 3 ? req->group_instance_id : KC_STR_NULL;
+    int16_t err = validate_member(g, req->member_id, instance);
+    if (!err && req->generation_id != g->generation)
+        err = KC_GERR_ILLEGAL_GENERATION;
+    if (err) {
+        resp->error_code = err;
+        return;
+    }
+    member_t *m = find_member(g, req->member_id);
+    switch (g->state) {
+    case KC_GROUP_EMPTY:
+        resp->error_code = KC_GERR_UNKNOWN_MEMBER_ID;
+        return;
+    case KC_GROUP_PREPARING_REBALANCE:
+        set_hb(g, m, m->session_timeout_ms);
+        resp->error_code = KC_GERR_REBALANCE_IN_PROGRESS;
+        return;
+    case KC_GROUP_COMPLETING_REBALANCE:
+    case KC_GROUP_STABLE:
+        /* Heartbeats after the JoinGroup answer, before the sync, are normal (KAFKA-10134). */
+        set_hb(g, m, m->session_timeout_ms);
+        return;
+    case KC_GROUP_DEAD:
+        break;
+    }
+    resp->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+}
+
+/* ---- LeaveGroup ------------------------------------------------------------------------- */
+
+void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_group_request_t *req,
+                 kc_arena_t *a, kc_leave_group_response_t *resp)
+{
+    gm->now = now_ms;
+    kc_leave_group_response_init(resp);
+    if (!str_nonempty(req->group_id)) {
+        resp->error_code = KC_GERR_INVALID_GROUP_ID;
+        return;
+    }
+    /* LeaveGroupRequest.normalizedData: v0-2 name one member by id. */
+    kc_member_identity_t single;
+    const kc_member_identity_t *ids;
+    int32_t n;
+    if (version < 3) {
+        single.member_id = req->member_id;
+        single.group_instance_id = KC_STR_NULL;
+        single.reason = KC_STR_NULL;
+        ids = &single;
+        n = 1;
+    } else {
+        ids = req->members.v;
+        n = req->members.n > 0 ? req->members.n : 0;
+    }
+    kc_member_response_t *out = NULL;
+    if (n > 0) {
+        out = kc_arena_alloc(a, (size_t)n * sizeof(*out));
+        if (!out) {
+            resp->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+            return;
+        }
+    }
+    resp->members.v = out;
+    resp->members.n = n;
+    for (int32_t i = 0; i < n; i++) {
+        out[i].member_id = ids[i].member_id.len >= 0 ? ids[i].member_id : KC_STR_EMPTY;
+        out[i].group_instance_id = version >= 3 ? ids[i].group_instance_id : KC_STR_NULL;
+        out[i].error_code = 0;
+    }
+
+    group_t *g = find_group(gm, req->group_id);
+    if (!g) {
+        /* GroupCoordinatorService: an unknown group answers every member UNKNOWN_MEMBER_ID. */
+        for (int32_t i = 0; i < n; i++)
+            out[i].error_code = KC_GERR_UNKNOWN_MEMBER_ID;
+    } else if (g->state == KC_GROUP_DEAD) {
+        resp->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+        resp->members.n = 0;
+        return;
+    } else {
+        int valid = 0;
+        char left[240];
+        int len = 0;
+        left[0] = '\0';
+        for (int32_t i = 0; i < n; i++) {
+            kc_str_t mid = out[i].member_id;
+            kc_str_t inst = out[i].group_instance_id;
+            kc_str_t why =
+                version >= 5 && ids[i].reason.len >= 0 ? ids[i].reason : KC_STR_LIT("not provided");
+            member_t *m = NULL;
+            int16_t err = 0;
+            if (!str_nonempty(mid)) {
+                /* Admin removal of a static member by its instance id. */
+                m = find_static(g, inst);
+                if (!m)
+                    err = KC_GERR_UNKNOWN_MEMBER_ID;
+            } else if (find_pending(g, mid)) {
+                KC_INFO("group", "group %.*s: pending member %.*s left; client reason: %.*s",
+                        SV(g->id), SV(mid), SV(why));
+                pending_remove(g, mid);
+            } else {
+                err = validate_member(g, mid, inst);
+                if (!err)
+                    m = find_member(g, mid);
+            }
+            if (m) {
+                KC_INFO("group", "group %.*s: member %.*s left; client reason: %.*s", SV(g->id),
+                        SV(m->id), SV(why));
+                if (len >= 0 && (size_t)len < sizeof(left))
+                    len += snprintf(left + len, sizeof(left) - (size_t)len, "%s%.*s",
+                                    valid ? ", " : "", SV(m->id));
+                group_remove(g, m);
+            }
+            out[i].error_code = err;
+            if (!err)
+                valid++;
+        }
+        if (valid > 0) {
+            char reason[300];
+            snprintf(reason, sizeof(reason), "explicit LeaveGroup request for (%s) members", left);
+            if (g->state == KC_GROUP_STABLE || g->state == KC_GROUP_COMPLETING_REBALANCE)
+                maybe_prepare_rebalance_or_complete_join(g, reason);
+            else if (g->state == KC_GROUP_PREPARING_REBALANCE)
+                maybe_complete_join_phase(g);
+        }
+    }
+    /* LeaveGroupResponse below v3 carries the single member's error at the top level. */
+    if (version < 3 && n > 0)
+        resp->error_code = out[0].error_code;
+}
+
+/* ---- Offsets and admin ------------------------------------------------------------------ */
+
+static void fill_info(const group_t *g, kc_group_info_t *out)
+{
+    out->group_id = g->id;
+    out->state = g->state;
+    out->protocol_type = g->ptype ? ptype_view(g) : KC_STR_EMPTY;
+    out->protocol = g->pname_len >= 0 ? pname_view(g) : KC_STR_EMPTY;
+    out->generation = g->generation;
+    out->n_members = g->n_members;
+    out->state_timestamp_ms = g->state_ts;
+}
+
+int kc_gm_info(const kc_gm_t *gm, kc_str_t group_id, kc_group_info_t *out)
+{
+    const group_t *g = find_group(gm, group_id);
+    if (!g)
+        return -1;
+    fill_info(g, out);
+    return 0;
+}
+
+void kc_gm_each(const kc_gm_t *gm, void (*fn)(void *arg, const kc_group_info_t *g), void *arg)
+{
+    for (size_t i = 0; i < gm->groups.cap; i++) {
+        const group_t *g = kc_strmap_slot(&gm->groups, i);
+        if (!g || g->state == KC_GROUP_DEAD)
+            continue;
+        kc_group_info_t info;
+        fill_info(g, &info);
+        fn(arg, &info);
+    }
+}
+
+int16_t kc_gm_validate_commit(kc_gm_t *gm, int64_t now_ms, int16_t version, kc_str_t group_id,
+                              int32_t generation, kc_str_t member_id, kc_str_t instance_id)
+{
+    gm->now = now_ms;
+    if (group_id.len < 0)
+        return KC_GERR_INVALID_GROUP_ID;
+    group_t *g = find_group(gm, group_id);
+    if (!g) {
+        if (generation < 0) {
+            /* A simple (manual-assignment) consumer or an admin client: Kafka creates an
+             * Empty group without a protocol type to hold the offsets. */
+            g = group_create(gm, group_id);
+            if (!g)
+                return KC_GERR_COORDINATOR_NOT_AVAILABLE;
+            KC_INFO("group", "group %.*s: created to hold the offsets of a simple consumer",
+                    SV(group_id));
+            return 0;
+        }
+        return version >= 9 ? KC_GERR_GROUP_ID_NOT_FOUND : KC_GERR_ILLEGAL_GENERATION;
+    }
+    /* ClassicGroup.validateOffsetCommit */
+    if (g->state == KC_GROUP_DEAD)
+        return KC_GERR_COORDINATOR_NOT_AVAILABLE;
+    if (generation < 0 && g->state == KC_GROUP_EMPTY)
+        return 0;
+    if (generation >= 0 || str_nonempty(member_id) || str_present(instance_id)) {
+        int16_t err = validate_member(g, member_id, instance_id);
+        if (err)
+            return err;
+        if (generation != g->generation)
+            return KC_GERR_ILLEGAL_GENERATION;
+    } else if (g->state != KC_GROUP_EMPTY) {
+        return KC_GERR_UNKNOWN_MEMBER_ID;
+    }
+    if (g->state == KC_GROUP_COMPLETING_REBALANCE)
+        return KC_GERR_REBALANCE_IN_PROGRESS;
+    /* OffsetMetadataManager.commitOffset: a commit keeps the member's session alive. */
+    if (g->state == KC_GROUP_STABLE || g->state == KC_GROUP_PREPARING_REBALANCE) {
+        member_t *m = find_member(g, member_id);
+        if (m)
+            set_hb(g, m, m->session_timeout_ms);
+    }
+    return 0;
+}
+
+int16_t kc_gm_validate_fetch(kc_gm_t *gm, kc_str_t group_id, kc_str_t member_id,
+                             int32_t member_epoch)
+{
+    (void)member_id;
+    (void)member_epoch;
+    /* ClassicGroup.validateOffsetFetch ignores the member fields (they are for KIP-848
+     * groups); only a Dead group is refused. */
+    const group_t *g = find_group(gm, group_id);
+    if (g && g->state == KC_GROUP_DEAD)
+        return KC_GERR_GROUP_ID_NOT_FOUND;
+    return 0;
+}
+
+bool kc_gm_subscribed(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic)
+{
+    const group_t *g = find_group(gm, group_id);
+    return g ? subscribed_to(g, topic) : false;
+}
+
+bool kc_gm_offsets_expirable(const kc_gm_t *gm, kc_str_t group_id, int64_t *base_ms)
+{
+    const group_t *g = find_group(gm, group_id);
+    *base_ms = -1;
+    if (!g || !g->ptype)
+        return true; /* unknown or simple group: from each offset's commit time */
+    if (g->state == KC_GROUP_EMPTY) {
+        *base_ms = g->state_ts;
+        return true;
+    }
+    if (uses_consumer_protocol(g) && g->subs_known && g->state == KC_GROUP_STABLE)
+        return true;
+    return false;
+}
+
+int16_t kc_gm_validate_offset_delete(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic)
+{
+    const group_t *g = find_group(gm, group_id);
+    if (!g || g->state == KC_GROUP_DEAD)
+        return KC_GERR_GROUP_ID_NOT_FOUND;
+    if (g->state != KC_GROUP_EMPTY && !uses_consumer_protocol(g))
+        return KC_GERR_NON_EMPTY_GROUP;
+    if (topic.len >= 0 && subscribed_to(g, topic))
+        return KC_GERR_GROUP_SUBSCRIBED_TO_TOPIC;
+    return 0;
+}
+
+void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
+                    bool include_authorized_operations, kc_arena_t *a,
+                    kc_describe_groups_described_group_t *out)
+{
+    bool oom = false;
+    memset(out, 0, sizeof(*out));
+    out->error_message = KC_STR_NULL;
+    out->group_state = KC_STR_EMPTY;
+    out->protocol_type = KC_STR_EMPTY;
+    out->protocol_data = KC_STR_EMPTY;
+    out->authorized_operations = INT32_MIN;
+    if (group_id.len < 0) {
+        out->group_id = KC_STR_NULL;
+        out->error_code = KC_GERR_INVALID_GROUP_ID;
+        return;
+    }
+    out->group_id = arena_str(a, group_id, &oom);
+    const group_t *g = find_group(gm, group_id);
+    if (!g || g->state == KC_GROUP_DEAD) {
+        out->group_state = KC_STR_LIT("Dead");
+        if (version >= 6) {
+            out->error_code = KC_GERR_GROUP_ID_NOT_FOUND;
+            char msg[64];
+            int len = snprintf(msg, sizeof(msg), "Group %.*s not found.", SV(group_id));
+            if (len >= (int)sizeof(msg)) {
+                size_t need = (size_t)len + 1;
+                char *p = kc_arena_alloc(a, need);
+                if (p) {
+                    snprintf(p, need, "Group %.*s not found.", SV(group_id));
+                    out->error_message = (kc_str_t){p, len};
+                }
+            } else {
+                out->error_message = arena_str(a, (kc_str_t){msg, len}, &oom);
+            }
+        }
+    } else {
+        bool stable = g->state == KC_GROUP_STABLE;
+        out->group_state = kc_str_c(kc_group_state_name(g->state));
+        out->protocol_type = arena_str(a, g->ptype ? ptype_view(g) : KC_STR_EMPTY, &oom);
+        if (stable)
+            out->protocol_data = arena_str(a, pname_view(g), &oom);
+        if (g->n_members > 0) {
+            kc_described_group_member_t *v = kc_arena_alloc(a, (size_t)g->n_members * sizeof(*v));
+            if (!v) {
+                oom = true;
+            } else {
+                int32_t i = 0;
+                for (const member_t *m = g->head; m; m = m->next, i++) {
+                    v[i].member_id = arena_str(a, m->id, &oom);
+                    v[i].group_instance_id = arena_str(a, m->instance_id, &oom);
+                    v[i].client_id =
+                        arena_str(a, m->client_id.len >= 0 ? m->client_id : KC_STR_EMPTY, &oom);
+                    v[i].client_host = arena_str(a, m->client_host, &oom);
+                    v[i].member_metadata =
+                        stable ? arena_bytes(a, member_metadata(m, pname_view(g)), &oom)
+                               : (kc_bytes_t){(const uint8_t *)"", 0};
+                    v[i].member_assignment = arena_bytes(
+                        a,
+                        (kc_bytes_t){m->assignment ? m->assignment : (const uint8_t *)"",
+                                     m->assignment_len},
+                        &oom);
+                }
+                out->members.v = v;
+                out->members.n = i;
+            }
+        }
+    }
+    if (oom) {
+        out->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+        out->members.v = NULL;
+        out->members.n = 0;
+        return;
+    }
+    /* KafkaApis: authorized operations (v3+) only for groups described without error. */
+    if (version >= 3 && include_authorized_operations && out->error_code == 0)
+        out->authorized_operations = KC_GROUP_AUTHORIZED_OPERATIONS;
+}
+
+/* Delete a group (ClassicGroup.validateDeleteGroup passed): Dead, tombstone, gone. */
+static void delete_group(kc_gm_t *gm, group_t *g, const char *reason)
+{
+    set_state(g, KC_GROUP_DEAD, reason);
+    emit_group_metadata(g, true, false, NULL);
+    group_destroy(gm, g, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+}
+
+int16_t kc_gm_delete(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id)
+{
+    gm->now = now_ms;
+    group_t *g = find_group(gm, group_id);
+    if (!g || g->state == KC_GROUP_DEAD)
+        return KC_GERR_GROUP_ID_NOT_FOUND;
+    if (g->state != KC_GROUP_EMPTY)
+        return KC_GERR_NON_EMPTY_GROUP;
+    delete_group(gm, g, "deleted by DeleteGroups");
+    return 0;
+}
+
+void kc_gm_remove_if_empty(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id)
+{
+    gm->now = now_ms;
+    group_t *g = find_group(gm, group_id);
+    if (!g || g->state != KC_GROUP_EMPTY)
+        return;
+    delete_group(gm, g, "empty group without offsets removed");
+}
