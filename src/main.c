@@ -31,6 +31,8 @@ typedef struct daemon_s {
     uv_loop_t loop;
     uv_signal_t sigterm, sigint;
     kc_server_t *server;
+    kc_coord_t *coord;
+    kc_api_ctx_t *api; /* its coord is cleared when the coordinator closes */
     int stopping;
 } daemon_t;
 
@@ -63,6 +65,10 @@ static void on_signal(uv_signal_t *h, int signum)
         return;
     d->stopping = 1;
     KC_INFO("main", "%s: shutting down", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    /* Parked JoinGroup/SyncGroup requests are answered first, then connections drain. */
+    kc_coord_close(d->coord, NULL, NULL);
+    d->coord = NULL;
+    d->api->coord = NULL;
     kc_server_shutdown(d->server, on_server_stopped, d);
 }
 
@@ -165,7 +171,15 @@ int main(int argc, char **argv)
     daemon_t d;
     memset(&d, 0, sizeof(d));
     uv_loop_init(&d.loop);
-    kc_api_ctx_t ctx = {.node_id = conf.node_id, .catalog = &catalog};
+    kc_api_ctx_t ctx = {
+        .node_id = conf.node_id, .catalog = &catalog, .conf = &conf, .loop = &d.loop};
+    d.coord = kc_coord_new(&d.loop, &conf, &catalog, &kc_api_group_replies);
+    if (d.coord == NULL) {
+        KC_ERROR("main", "out of memory");
+        return 1;
+    }
+    ctx.coord = d.coord;
+    d.api = &ctx;
     kc_server_opts_t opts = {
         .max_request_bytes = conf.socket_request_max_bytes,
         .idle_ms = conf.connections_max_idle_ms,
@@ -219,6 +233,9 @@ int main(int argc, char **argv)
                 KCOORD_VERSION, cluster_id, conf.node_id, ctx.host, ctx.port, catalog.n);
     } else {
         d.stopping = 1;
+        kc_coord_close(d.coord, NULL, NULL);
+        d.coord = NULL;
+        ctx.coord = NULL;
         kc_server_shutdown(d.server, on_server_stopped, &d);
     }
     uv_run(&d.loop, UV_RUN_DEFAULT);

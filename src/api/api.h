@@ -20,9 +20,19 @@ enum {
     KC_ERR_NONE = 0,
     KC_ERR_UNKNOWN_TOPIC_OR_PARTITION = 3,
     KC_ERR_COORDINATOR_NOT_AVAILABLE = 15,
+    KC_ERR_NOT_COORDINATOR = 16,
     KC_ERR_INVALID_TOPIC_EXCEPTION = 17,
     KC_ERR_UNSUPPORTED_VERSION = 35,
+    KC_ERR_TOPIC_ALREADY_EXISTS = 36,
+    KC_ERR_INVALID_PARTITIONS = 37,
+    KC_ERR_INVALID_REPLICATION_FACTOR = 38,
+    KC_ERR_INVALID_REPLICA_ASSIGNMENT = 39,
+    KC_ERR_OFFSET_METADATA_TOO_LARGE = 12,
     KC_ERR_INVALID_REQUEST = 42,
+    KC_ERR_POLICY_VIOLATION = 44,
+    KC_ERR_GROUP_ID_NOT_FOUND = 69,
+    KC_ERR_FETCH_SESSION_ID_NOT_FOUND = 70,
+    KC_ERR_UNKNOWN_LEADER_EPOCH = 75,
     KC_ERR_UNKNOWN_TOPIC_ID = 100,
     KC_ERR_MISMATCHED_ENDPOINT_TYPE = 114,
     KC_ERR_UNSUPPORTED_ENDPOINT_TYPE = 115,
@@ -47,6 +57,7 @@ typedef struct kc_api_call_s {
     int16_t version;
     int flexible;
     int32_t correlation_id;
+    kc_str_t client_host; /* the peer's address as Kafka shows it: "/127.0.0.1" */
 } kc_api_call_t;
 
 /* Handler results. */
@@ -67,6 +78,11 @@ typedef int (*kc_api_handler_fn)(kc_api_ctx_t *ctx, kc_api_call_t *call, const k
  * its arena, the request and everything the handler allocated in the arena are freed. */
 void kc_api_call_reply(kc_api_call_t *call, const void *resp);
 
+/* Answer the call with nothing at all (Kafka sends no response to a Produce with acks=0 that
+ * succeeded). `call` is gone after this, as after kc_api_call_reply; a handler that calls it
+ * returns KC_API_PARKED at once, touching nothing of the request. */
+void kc_api_call_skip(kc_api_call_t *call);
+
 /* The kc_request_cb for kc_server_opts_t; `app` is a kc_api_ctx_t. */
 void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_t *frame,
                        size_t len);
@@ -86,5 +102,48 @@ int kc_api_find_coordinator(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
                             kc_arena_t *a, void *resp);
 int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                             kc_arena_t *a, void *resp);
+
+/* Classic groups and the group admin APIs (groups.c). */
+extern const kc_coord_replies_t kc_api_group_replies; /* for kc_coord_new */
+int kc_api_join_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                      kc_arena_t *a, void *resp);
+int kc_api_sync_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                      kc_arena_t *a, void *resp);
+int kc_api_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
+                     void *resp);
+int kc_api_leave_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                       kc_arena_t *a, void *resp);
+int kc_api_list_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                       kc_arena_t *a, void *resp);
+int kc_api_describe_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                           kc_arena_t *a, void *resp);
+int kc_api_delete_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                         kc_arena_t *a, void *resp);
+
+/* Offsets (offsets.c). */
+int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                         kc_arena_t *a, void *resp);
+int kc_api_offset_fetch(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                        kc_arena_t *a, void *resp);
+int kc_api_offset_delete(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                         kc_arena_t *a, void *resp);
+
+/* Topics: the catalog and the record APIs of topics that hold no records (topics.c). */
+int kc_api_create_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                         kc_arena_t *a, void *resp);
+int kc_api_delete_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                         kc_arena_t *a, void *resp);
+int kc_api_list_offsets(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                        kc_arena_t *a, void *resp);
+int kc_api_fetch(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
+                 void *resp);
+int kc_api_produce(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
+                   void *resp);
+
+/* Metadata's auto-creation (topics.c), for a request that allows it: add the unknown topic
+ * `name` to the catalog with num.partitions partitions, when auto.create.topics.enable is on and
+ * CreateTopics would accept the name (legal, not internal, no '.'/'_' collision). Returns the
+ * topic (valid until the catalog next changes), or NULL when it was not created. */
+const kc_topic_t *kc_api_auto_create(kc_api_ctx_t *ctx, kc_str_t name);
 
 #endif

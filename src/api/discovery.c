@@ -2,7 +2,8 @@
  *
  * kcoord is the only broker of its cluster: every answer names this node, its advertised
  * address, the cluster id from meta.properties, and the topics of the catalog, each partition
- * led by this node with itself as the only replica.
+ * led by this node with itself as the only replica. Metadata for an unknown topic name creates
+ * it when auto.create.topics.enable is on (kc_api_auto_create in topics.c).
  */
 #include <string.h>
 
@@ -149,6 +150,11 @@ int kc_api_metadata(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *
                 continue;
             }
             t = kc_catalog_find(cat, qt->name);
+            /* Auto-creation (auto.create.topics.enable, and the request allows it: always
+             * before v4). Kafka's first answer for a topic it has just created may say
+             * LEADER_NOT_AVAILABLE; here the topic exists at once, so it is answered whole. */
+            if (t == NULL && q->allow_auto_topic_creation)
+                t = kc_api_auto_create(ctx, qt->name);
             if (t == NULL) {
                 rt->error_code = KC_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 continue;

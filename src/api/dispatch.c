@@ -20,6 +20,21 @@ static const handler_t handlers[] = {
     {KC_API_FIND_COORDINATOR, kc_api_find_coordinator},
     {KC_API_API_VERSIONS, kc_api_api_versions},
     {KC_API_DESCRIBE_CLUSTER, kc_api_describe_cluster},
+    {KC_API_PRODUCE, kc_api_produce},
+    {KC_API_FETCH, kc_api_fetch},
+    {KC_API_LIST_OFFSETS, kc_api_list_offsets},
+    {KC_API_CREATE_TOPICS, kc_api_create_topics},
+    {KC_API_DELETE_TOPICS, kc_api_delete_topics},
+    {KC_API_OFFSET_COMMIT, kc_api_offset_commit},
+    {KC_API_OFFSET_FETCH, kc_api_offset_fetch},
+    {KC_API_JOIN_GROUP, kc_api_join_group},
+    {KC_API_HEARTBEAT, kc_api_heartbeat},
+    {KC_API_LEAVE_GROUP, kc_api_leave_group},
+    {KC_API_SYNC_GROUP, kc_api_sync_group},
+    {KC_API_DESCRIBE_GROUPS, kc_api_describe_groups},
+    {KC_API_LIST_GROUPS, kc_api_list_groups},
+    {KC_API_DELETE_GROUPS, kc_api_delete_groups},
+    {KC_API_OFFSET_DELETE, kc_api_offset_delete},
 };
 
 static kc_api_handler_fn handler_for(int16_t key)
@@ -97,6 +112,24 @@ static void unsupported_api_versions(kc_slot_t *slot, const kc_request_t *req, k
     reply(slot, buf, len);
 }
 
+/* Kafka shows a member's host as InetAddress.toString() does: "/" and the address. */
+static kc_str_t client_host(const kc_conn_t *conn, kc_arena_t *a)
+{
+    const char *peer = kc_conn_peer(conn);
+    const char *end = strrchr(peer, ':');
+    size_t n = end ? (size_t)(end - peer) : strlen(peer);
+    if (n >= 2 && peer[0] == '[' && peer[n - 1] == ']') {
+        peer++;
+        n -= 2;
+    }
+    char *p = kc_arena_alloc(a, n + 2);
+    if (p == NULL)
+        return KC_STR_EMPTY;
+    p[0] = '/';
+    memcpy(p + 1, peer, n);
+    return (kc_str_t){p, (int32_t)n + 1};
+}
+
 void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_t *frame,
                        size_t len)
 {
@@ -135,6 +168,7 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     call->version = req.api_version;
     call->flexible = req.flexible;
     call->correlation_id = req.correlation_id;
+    call->client_host = client_host(conn, a);
     req.api->response.init(resp);
     int rc = handler_for(req.api_key)(ctx, call, &req, a, resp);
     if (rc == KC_API_DONE)
@@ -149,4 +183,9 @@ void kc_api_call_reply(kc_api_call_t *call, const void *resp)
     uint8_t *buf = encode_response(&call->api->response, call->api->key, call->version,
                                    call->flexible, call->correlation_id, resp, &len);
     reply(call->slot, buf, len);
+}
+
+void kc_api_call_skip(kc_api_call_t *call)
+{
+    kc_slot_skip(call->slot);
 }

@@ -1,7 +1,9 @@
 /* catalog.c - the topic catalog: which topics exist, their ids and partition counts.
  *
  * A small array searched linearly: a coordinator serves tens of topics, not millions. Topic
- * ids come from kc_topic_id_for, a keyed hash of the cluster id and the name.
+ * ids come from kc_topic_id_for, a keyed hash of the cluster id and the name. The array grows
+ * by doubling when a topic is added; removal closes the gap, so the order stays the order of
+ * addition. Each name is its own allocation, so names do not move when the array does.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,7 @@ int kc_catalog_init(kc_catalog_t *cat, const char *cluster_id, const kc_conf_top
         kc_catalog_free(cat);
         return -1;
     }
+    cat->cap = n;
     for (size_t i = 0; i < n; i++) {
         kc_topic_t *t = &cat->topics[i];
         t->name = strdup(topics[i].name);
@@ -102,4 +105,40 @@ const kc_topic_t *kc_catalog_find_id(const kc_catalog_t *cat, kc_uuid_t id)
         if (memcmp(cat->topics[i].id.b, id.b, 16) == 0)
             return &cat->topics[i];
     return NULL;
+}
+
+int kc_catalog_add(kc_catalog_t *cat, kc_str_t name, int32_t partitions)
+{
+    if (kc_catalog_find(cat, name) != NULL)
+        return KC_CATALOG_EXISTS;
+    if (cat->n == cat->cap) {
+        size_t cap = cat->cap ? 2 * cat->cap : 8;
+        kc_topic_t *grown = realloc(cat->topics, cap * sizeof(*grown));
+        if (grown == NULL)
+            return KC_CATALOG_NOMEM;
+        cat->topics = grown;
+        cat->cap = cap;
+    }
+    char *copy = malloc((size_t)name.len + 1);
+    if (copy == NULL)
+        return KC_CATALOG_NOMEM;
+    memcpy(copy, name.p, (size_t)name.len);
+    copy[name.len] = '\0';
+    kc_topic_t *t = &cat->topics[cat->n++];
+    t->name = copy;
+    t->partitions = partitions;
+    t->id = kc_topic_id_for(cat->cluster_id, copy, (size_t)name.len);
+    return KC_CATALOG_OK;
+}
+
+int kc_catalog_remove(kc_catalog_t *cat, kc_str_t name)
+{
+    const kc_topic_t *t = kc_catalog_find(cat, name);
+    if (t == NULL)
+        return -1;
+    size_t i = (size_t)(t - cat->topics);
+    free(cat->topics[i].name);
+    memmove(&cat->topics[i], &cat->topics[i + 1], (cat->n - i - 1) * sizeof(*cat->topics));
+    cat->n--;
+    return 0;
 }

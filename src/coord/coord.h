@@ -2,9 +2,12 @@
  * groups and offsets.
  *
  * The catalog is the set of topics consumers can subscribe to: name, topic id and partition
- * count. Their partitions hold no records. A topic's id is derived from the cluster id and the
- * topic name, so it is the same in every response and across restarts of the same data
- * directory (the cluster id is kept in meta.properties).
+ * count. Their partitions hold no records. It starts with the topics of the configuration;
+ * CreateTopics, DeleteTopics and Metadata's auto-creation change it while the daemon runs, in
+ * memory only: a restart starts again from the configuration. A topic's id is derived from the
+ * cluster id and the topic name, so it is the same in every response and across restarts of the
+ * same data directory (the cluster id is kept in meta.properties); a topic deleted and created
+ * again gets its old id back.
  */
 #ifndef KC_COORD_COORD_H
 #define KC_COORD_COORD_H
@@ -29,6 +32,7 @@ typedef struct kc_catalog_s {
     char *cluster_id;   /* owned copy */
     kc_topic_t *topics; /* n entries in the order they were added; owned */
     size_t n;
+    size_t cap; /* entries allocated at `topics` */
 } kc_catalog_t;
 
 /* Start a catalog for `cluster_id` holding the topics of the configuration. Returns 0, or -1
@@ -36,6 +40,24 @@ typedef struct kc_catalog_s {
 int kc_catalog_init(kc_catalog_t *cat, const char *cluster_id, const kc_conf_topic_t *topics,
                     size_t n);
 void kc_catalog_free(kc_catalog_t *cat);
+
+/* Results of kc_catalog_add. */
+enum {
+    KC_CATALOG_OK = 0,
+    KC_CATALOG_NOMEM = -1,  /* out of memory: the catalog is unchanged */
+    KC_CATALOG_EXISTS = -2, /* a topic of that name exists: the catalog is unchanged */
+};
+
+/* Add the topic `name` (a valid topic name, not null) with `partitions` (>= 1) partitions and
+ * the id kc_topic_id_for gives it, after the topics already there. Returns KC_CATALOG_OK,
+ * KC_CATALOG_EXISTS or KC_CATALOG_NOMEM. The name is copied. Adding may move the topic array:
+ * kc_topic_t pointers taken before are invalid after, but a topic's `name` string stays where
+ * it is until that topic is removed. */
+int kc_catalog_add(kc_catalog_t *cat, kc_str_t name, int32_t partitions);
+
+/* Remove the topic called `name`, keeping the order of the others. Returns 0, or -1 when there
+ * is no such topic. kc_topic_t pointers and the removed topic's name are invalid after. */
+int kc_catalog_remove(kc_catalog_t *cat, kc_str_t name);
 
 /* The topic called `name`, or NULL. The pointer is valid until the catalog changes. */
 const kc_topic_t *kc_catalog_find(const kc_catalog_t *cat, kc_str_t name);

@@ -214,15 +214,39 @@ static void on_write(uv_write_t *req, int status)
     restart_reading(c);
 }
 
+/* Free the skipped slots (answered with no bytes) at the head of the queue. Returns whether
+ * there were any. */
+static bool drop_skipped(kc_conn_t *c)
+{
+    bool any = false;
+    while (c->head && c->head->answered && !c->head->close_after && c->head->reply_len == 0) {
+        kc_slot_t *s = c->head;
+        c->head = s->next;
+        if (c->head == NULL)
+            c->tail = NULL;
+        c->queued--;
+        slot_free(s);
+        any = true;
+    }
+    return any;
+}
+
 static void flush(kc_conn_t *c)
 {
     if (c->writing || c->closing)
         return;
+    bool dropped = drop_skipped(c);
     uv_buf_t bufs[MAX_IOV];
-    unsigned n = 0;
-    for (kc_slot_t *s = c->head; s && s->answered && !s->close_after && n < MAX_IOV; s = s->next)
-        bufs[n++] = uv_buf_init((char *)s->reply, (unsigned)s->reply_len);
+    unsigned n = 0, slots = 0;
+    /* Skipped slots inside the run ride along without a buffer: on_write frees them too. */
+    for (kc_slot_t *s = c->head; s && s->answered && !s->close_after && n < MAX_IOV; s = s->next) {
+        if (s->reply_len > 0)
+            bufs[n++] = uv_buf_init((char *)s->reply, (unsigned)s->reply_len);
+        slots++;
+    }
     if (n == 0) {
+        if (dropped)
+            restart_reading(c);
         if (c->head && c->head->answered && c->head->close_after)
             kc_conn_close(c, NULL);
         else if (c->head == NULL && c->draining)
@@ -230,7 +254,7 @@ static void flush(kc_conn_t *c)
         return;
     }
     c->writing = c->head;
-    c->writing_n = n;
+    c->writing_n = slots;
     int rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, n, on_write);
     if (rc != 0) {
         c->writing = NULL;
@@ -266,6 +290,21 @@ void kc_slot_close(kc_slot_t *s, const char *why)
     KC_INFO("net", "closing %s: %s", c->peer, why);
     s->answered = true;
     s->close_after = true;
+    kc_arena_free(&s->arena);
+    c->unanswered--;
+    flush(c);
+}
+
+void kc_slot_skip(kc_slot_t *s)
+{
+    kc_conn_t *c = s->conn;
+    if (c == NULL) {
+        slot_free(s);
+        return;
+    }
+    s->reply = NULL;
+    s->reply_len = 0;
+    s->answered = true;
     kc_arena_free(&s->arena);
     c->unanswered--;
     flush(c);

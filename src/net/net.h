@@ -32,7 +32,8 @@ typedef struct kc_slot_s kc_slot_t;
 
 /* Called once per frame. `frame` (len bytes, the size prefix excluded) is a copy owned by the
  * slot and stays valid until the slot is answered. The callee must eventually call exactly one
- * of kc_slot_reply or kc_slot_close for the slot, now or later from the loop thread. */
+ * of kc_slot_reply, kc_slot_close or kc_slot_skip for the slot, now or later from the loop
+ * thread. */
 typedef void (*kc_request_cb)(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_t *frame,
                               size_t len);
 
@@ -70,6 +71,11 @@ void kc_slot_reply(kc_slot_t *slot, uint8_t *buf, size_t len);
 /* Answer a slot by closing its connection once the replies before it are written. `why` is
  * logged. The slot is gone after this call. */
 void kc_slot_close(kc_slot_t *slot, const char *why);
+
+/* Answer a slot with nothing: no bytes go out for it (a Produce with acks=0), and the replies
+ * after it follow the ones before it as usual. The slot, its frame and its arena are gone after
+ * this call. */
+void kc_slot_skip(kc_slot_t *slot);
 
 /* The slot's arena: memory that lives until the slot is answered. */
 kc_arena_t *kc_slot_arena(kc_slot_t *slot);

@@ -1,4 +1,5 @@
-/* test_catalog.c - the topic catalog and meta.properties: lookups, stable ids, cluster id. */
+/* test_catalog.c - the topic catalog and meta.properties: lookups, stable ids, cluster id,
+ * topics added and removed while the daemon runs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +51,109 @@ static void test_empty_catalog(void **state)
     kc_catalog_free(&cat);
 }
 
+static void test_add_and_remove(void **state)
+{
+    (void)state;
+    kc_conf_topic_t topics[] = {{"orders", 3}};
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster-A", topics, 1), 0);
+    assert_int_equal(kc_catalog_add(&cat, KC_STR_LIT("events"), 2), KC_CATALOG_OK);
+    assert_int_equal(cat.n, 2);
+    const kc_topic_t *e = kc_catalog_find(&cat, KC_STR_LIT("events"));
+    assert_non_null(e);
+    assert_string_equal(e->name, "events");
+    assert_int_equal(e->partitions, 2);
+    kc_uuid_t want = kc_topic_id_for("cluster-A", "events", 6);
+    assert_memory_equal(e->id.b, want.b, 16);
+    assert_ptr_equal(kc_catalog_find_id(&cat, want), e);
+
+    /* The name is copied: the view it came from may go away. */
+    char buf[] = "audit";
+    assert_int_equal(kc_catalog_add(&cat, (kc_str_t){buf, 5}, 12), KC_CATALOG_OK);
+    memset(buf, 'x', 5);
+    assert_non_null(kc_catalog_find(&cat, KC_STR_LIT("audit")));
+
+    /* Removal keeps the order of the others. */
+    assert_int_equal(kc_catalog_remove(&cat, KC_STR_LIT("events")), 0);
+    assert_int_equal(cat.n, 2);
+    assert_string_equal(cat.topics[0].name, "orders");
+    assert_string_equal(cat.topics[1].name, "audit");
+    assert_null(kc_catalog_find(&cat, KC_STR_LIT("events")));
+    assert_null(kc_catalog_find_id(&cat, want));
+    assert_int_equal(kc_catalog_remove(&cat, KC_STR_LIT("events")), -1);
+    assert_int_equal(kc_catalog_remove(&cat, KC_STR_NULL), -1);
+
+    /* Removing the first and the last. */
+    assert_int_equal(kc_catalog_remove(&cat, KC_STR_LIT("orders")), 0);
+    assert_int_equal(kc_catalog_remove(&cat, KC_STR_LIT("audit")), 0);
+    assert_int_equal(cat.n, 0);
+    assert_null(kc_catalog_find(&cat, KC_STR_LIT("audit")));
+    kc_catalog_free(&cat);
+}
+
+static void test_add_duplicate(void **state)
+{
+    (void)state;
+    kc_conf_topic_t topics[] = {{"orders", 3}};
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "c", topics, 1), 0);
+    assert_int_equal(kc_catalog_add(&cat, KC_STR_LIT("orders"), 7), KC_CATALOG_EXISTS);
+    assert_int_equal(cat.n, 1);
+    assert_int_equal(kc_catalog_find(&cat, KC_STR_LIT("orders"))->partitions, 3);
+    assert_int_equal(kc_catalog_add(&cat, KC_STR_LIT("new"), 1), KC_CATALOG_OK);
+    assert_int_equal(kc_catalog_add(&cat, KC_STR_LIT("new"), 1), KC_CATALOG_EXISTS);
+    /* Names differ by case and by '.' against '_': the catalog keeps them apart (the API
+     * refuses the collision, not the catalog). */
+    assert_int_equal(kc_catalog_add(&cat, KC_STR_LIT("New"), 1), KC_CATALOG_OK);
+    assert_int_equal(cat.n, 3);
+    kc_catalog_free(&cat);
+}
+
+/* Ids depend on the cluster and the name only: the same after growth, removal and re-adding,
+ * and names stay where they are while the topic array moves. */
+static void test_ids_stable(void **state)
+{
+    (void)state;
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster-A", NULL, 0), 0);
+    assert_int_equal(kc_catalog_add(&cat, KC_STR_LIT("first"), 1), KC_CATALOG_OK);
+    const char *first_name = cat.topics[0].name;
+    kc_uuid_t first_id = cat.topics[0].id;
+    char name[32];
+    for (int i = 0; i < 200; i++) {
+        int n = snprintf(name, sizeof(name), "topic-%d", i);
+        assert_int_equal(kc_catalog_add(&cat, (kc_str_t){name, n}, i + 1), KC_CATALOG_OK);
+    }
+    assert_int_equal(cat.n, 201);
+    assert_true(cat.cap >= cat.n);
+    const kc_topic_t *f = kc_catalog_find(&cat, KC_STR_LIT("first"));
+    assert_ptr_equal(f->name, first_name);
+    assert_memory_equal(f->id.b, first_id.b, 16);
+    for (int i = 0; i < 200; i++) {
+        int n = snprintf(name, sizeof(name), "topic-%d", i);
+        const kc_topic_t *t = kc_catalog_find(&cat, (kc_str_t){name, n});
+        assert_non_null(t);
+        assert_int_equal(t->partitions, i + 1);
+        kc_uuid_t want = kc_topic_id_for("cluster-A", name, (size_t)n);
+        assert_memory_equal(t->id.b, want.b, 16);
+        assert_ptr_equal(kc_catalog_find_id(&cat, want), t);
+    }
+    /* Every id is distinct. */
+    for (size_t i = 0; i < cat.n; i++)
+        for (size_t j = i + 1; j < cat.n; j++)
+            assert_memory_not_equal(cat.topics[i].id.b, cat.topics[j].id.b, 16);
+
+    /* Deleted and created again: the same id (it depends on the name only). */
+    assert_int_equal(kc_catalog_remove(&cat, KC_STR_LIT("first")), 0);
+    assert_null(kc_catalog_find_id(&cat, first_id));
+    assert_int_equal(kc_catalog_add(&cat, KC_STR_LIT("first"), 5), KC_CATALOG_OK);
+    f = kc_catalog_find(&cat, KC_STR_LIT("first"));
+    assert_memory_equal(f->id.b, first_id.b, 16);
+    assert_int_equal(f->partitions, 5);
+    assert_ptr_equal(&cat.topics[cat.n - 1], f); /* at the end now */
+    kc_catalog_free(&cat);
+}
+
 static void test_meta_created_then_kept(void **state)
 {
     (void)state;
@@ -88,9 +192,9 @@ static void test_meta_created_then_kept(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lookup_and_ids),
-        cmocka_unit_test(test_empty_catalog),
-        cmocka_unit_test(test_meta_created_then_kept),
+        cmocka_unit_test(test_lookup_and_ids), cmocka_unit_test(test_empty_catalog),
+        cmocka_unit_test(test_add_and_remove), cmocka_unit_test(test_add_duplicate),
+        cmocka_unit_test(test_ids_stable),     cmocka_unit_test(test_meta_created_then_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

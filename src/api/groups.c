@@ -1,0 +1,185 @@
+/* groups.c - the classic group APIs and the group admin APIs.
+ *
+ * JoinGroup, SyncGroup, Heartbeat and LeaveGroup go to the group manager of the partition that
+ * owns the group; JoinGroup and SyncGroup may be parked there, and are answered from
+ * kc_api_group_replies when the rebalance gets that far. ListGroups, DescribeGroups and
+ * DeleteGroups read or change every partition the request touches.
+ */
+#include <string.h>
+#include <strings.h>
+
+#include "api/api.h"
+#include "util/log.h"
+
+static void join_done(void *waiter, const kc_join_group_response_t *resp)
+{
+    kc_api_call_reply(waiter, resp);
+}
+
+static void sync_done(void *waiter, const kc_sync_group_response_t *resp)
+{
+    kc_api_call_reply(waiter, resp);
+}
+
+const kc_coord_replies_t kc_api_group_replies = {join_done, sync_done};
+
+int kc_api_join_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                      kc_arena_t *a, void *out)
+{
+    const kc_join_group_request_t *q = req->body;
+    kc_partition_t *p = kc_coord_partition(ctx->coord, q->group_id);
+    int rc = kc_gm_join(p->groups, kc_coord_now(ctx->coord), call->version, q, req->client_id,
+                        call->client_host, call, a, out);
+    return rc == KC_GM_PARKED ? KC_API_PARKED : KC_API_DONE;
+}
+
+int kc_api_sync_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                      kc_arena_t *a, void *out)
+{
+    const kc_sync_group_request_t *q = req->body;
+    kc_partition_t *p = kc_coord_partition(ctx->coord, q->group_id);
+    int rc = kc_gm_sync(p->groups, kc_coord_now(ctx->coord), call->version, q, call, a, out);
+    return rc == KC_GM_PARKED ? KC_API_PARKED : KC_API_DONE;
+}
+
+int kc_api_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
+                     void *out)
+{
+    (void)a;
+    const kc_heartbeat_request_t *q = req->body;
+    kc_partition_t *p = kc_coord_partition(ctx->coord, q->group_id);
+    kc_gm_heartbeat(p->groups, kc_coord_now(ctx->coord), call->version, q, out);
+    return KC_API_DONE;
+}
+
+int kc_api_leave_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                       kc_arena_t *a, void *out)
+{
+    const kc_leave_group_request_t *q = req->body;
+    kc_partition_t *p = kc_coord_partition(ctx->coord, q->group_id);
+    kc_gm_leave(p->groups, kc_coord_now(ctx->coord), call->version, q, a, out);
+    return KC_API_DONE;
+}
+
+/* ---- ListGroups ---------------------------------------------------------------------------- */
+
+typedef struct list_ctx_s {
+    const kc_list_groups_request_t *q;
+    int16_t version;
+    kc_arena_t *a;
+    kc_listed_group_t *v;
+    int32_t n, cap;
+    int oom;
+} list_ctx_t;
+
+static bool str_ieq(kc_str_t a, const char *b)
+{
+    return a.len >= 0 && (size_t)a.len == strlen(b) && strncasecmp(a.p, b, (size_t)a.len) == 0;
+}
+
+/* True when `value` matches one of the filter's entries (an empty filter matches all). */
+static bool filter_match(const kc_str_t *f, int32_t n, const char *value)
+{
+    if (n <= 0)
+        return true;
+    for (int32_t i = 0; i < n; i++)
+        if (str_ieq(f[i], value))
+            return true;
+    return false;
+}
+
+static void list_one(void *arg, const kc_group_info_t *g)
+{
+    list_ctx_t *c = arg;
+    if (c->oom)
+        return;
+    const char *state = kc_group_state_name(g->state);
+    if (c->version >= 4 && !filter_match(c->q->states_filter.v, c->q->states_filter.n, state))
+        return;
+    if (c->version >= 5 && !filter_match(c->q->types_filter.v, c->q->types_filter.n, "classic"))
+        return;
+    if (c->n == c->cap) {
+        int32_t cap = c->cap ? c->cap * 2 : 16;
+        kc_listed_group_t *v = kc_arena_alloc(c->a, (size_t)cap * sizeof(*v));
+        if (v == NULL) {
+            c->oom = 1;
+            return;
+        }
+        if (c->n)
+            memcpy(v, c->v, (size_t)c->n * sizeof(*v));
+        c->v = v;
+        c->cap = cap;
+    }
+    kc_listed_group_t *l = &c->v[c->n++];
+    l->group_id = g->group_id;
+    l->protocol_type = g->protocol_type;
+    l->group_state = kc_str_c(state);
+    l->group_type = KC_STR_LIT("classic");
+}
+
+int kc_api_list_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                       kc_arena_t *a, void *out)
+{
+    kc_list_groups_response_t *resp = out;
+    list_ctx_t c = {.q = req->body, .version = call->version, .a = a};
+    for (int32_t i = 0; i < kc_coord_partitions(ctx->coord); i++)
+        kc_gm_each(kc_coord_partition_at(ctx->coord, i)->groups, list_one, &c);
+    if (c.oom) {
+        resp->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
+        return KC_API_DONE;
+    }
+    resp->groups.v = c.v;
+    resp->groups.n = c.n;
+    return KC_API_DONE;
+}
+
+/* ---- DescribeGroups, DeleteGroups ---------------------------------------------------------- */
+
+int kc_api_describe_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                           kc_arena_t *a, void *out)
+{
+    const kc_describe_groups_request_t *q = req->body;
+    kc_describe_groups_response_t *resp = out;
+    int32_t n = q->groups.n > 0 ? q->groups.n : 0;
+    kc_describe_groups_described_group_t *v = n ? kc_arena_alloc(a, (size_t)n * sizeof(*v)) : NULL;
+    if (n && v == NULL)
+        return KC_API_CLOSE;
+    for (int32_t i = 0; i < n; i++) {
+        kc_partition_t *p = kc_coord_partition(ctx->coord, q->groups.v[i]);
+        kc_gm_describe(p->groups, call->version, q->groups.v[i], q->include_authorized_operations,
+                       a, &v[i]);
+    }
+    resp->groups.v = v;
+    resp->groups.n = n;
+    return KC_API_DONE;
+}
+
+int kc_api_delete_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                         kc_arena_t *a, void *out)
+{
+    (void)call;
+    const kc_delete_groups_request_t *q = req->body;
+    kc_delete_groups_response_t *resp = out;
+    int32_t n = q->groups_names.n > 0 ? q->groups_names.n : 0;
+    kc_deletable_group_result_t *v = n ? kc_arena_alloc(a, (size_t)n * sizeof(*v)) : NULL;
+    if (n && v == NULL)
+        return KC_API_CLOSE;
+    int64_t now = kc_coord_now(ctx->coord);
+    for (int32_t i = 0; i < n; i++) {
+        kc_str_t id = q->groups_names.v[i];
+        kc_partition_t *p = kc_coord_partition(ctx->coord, id);
+        int16_t err = kc_gm_delete(p->groups, now, id);
+        if (err == KC_ERR_GROUP_ID_NOT_FOUND && kc_offsets_count(p->offsets, id) > 0)
+            err = KC_ERR_NONE; /* offsets alone still make a group, as in Kafka */
+        if (err == KC_ERR_NONE) {
+            size_t gone = kc_offsets_delete_group(p->offsets, id);
+            KC_INFO("api", "group %.*s deleted with %zu committed offsets", id.len > 0 ? id.len : 0,
+                    id.p, gone);
+        }
+        v[i].group_id = id;
+        v[i].error_code = err;
+    }
+    resp->results.v = v;
+    resp->results.n = n;
+    return KC_API_DONE;
+}

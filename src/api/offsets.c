@@ -1,0 +1,337 @@
+/* offsets.c - OffsetCommit, OffsetFetch and OffsetDelete.
+ *
+ * Each request is checked against the group first (generation, member, state), as Kafka does,
+ * then per partition against the topic catalog, and applied to the offsets store of the
+ * partition that owns the group. OffsetFetch answers the single-group form (v0-7) and the
+ * batched form (v8+) from one lookup routine.
+ */
+#include <string.h>
+
+#include "api/api.h"
+
+/* The topic a request names, by name (v0-9) or, in v10, by id. Sets *name to the catalog's
+ * name. Returns NULL (and the error to use in *err) when it is not in the catalog. */
+static const kc_topic_t *resolve_topic(kc_api_ctx_t *ctx, int by_id, kc_str_t name, kc_uuid_t id,
+                                       int16_t *err)
+{
+    const kc_topic_t *t =
+        by_id ? kc_catalog_find_id(ctx->catalog, id) : kc_catalog_find(ctx->catalog, name);
+    if (t == NULL)
+        *err = by_id ? KC_ERR_UNKNOWN_TOPIC_ID : KC_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    return t;
+}
+
+int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                         kc_arena_t *a, void *out)
+{
+    const kc_offset_commit_request_t *q = req->body;
+    kc_offset_commit_response_t *resp = out;
+    int16_t v = call->version;
+    int by_id = v >= 10;
+    int64_t now = kc_coord_now(ctx->coord);
+    kc_partition_t *p = kc_coord_partition(ctx->coord, q->group_id);
+
+    /* v0 has no generation: it is a simple commit, like generation -1. */
+    int32_t generation = v >= 1 ? q->generation_id_or_member_epoch : -1;
+    kc_str_t member = v >= 1 ? q->member_id : KC_STR_EMPTY;
+    int16_t group_err = kc_gm_validate_commit(p->groups, now, v, q->group_id, generation, member,
+                                              q->group_instance_id);
+
+    int32_t nt = q->topics.n > 0 ? q->topics.n : 0;
+    kc_offset_commit_response_topic_t *rt = nt ? kc_arena_alloc(a, (size_t)nt * sizeof(*rt)) : NULL;
+    if (nt && rt == NULL)
+        return KC_API_CLOSE;
+    for (int32_t i = 0; i < nt; i++) {
+        const kc_offset_commit_request_topic_t *qt = &q->topics.v[i];
+        int32_t np = qt->partitions.n > 0 ? qt->partitions.n : 0;
+        kc_offset_commit_response_partition_t *rp =
+            np ? kc_arena_alloc(a, (size_t)np * sizeof(*rp)) : NULL;
+        if (np && rp == NULL)
+            return KC_API_CLOSE;
+        rt[i].name = qt->name;
+        rt[i].topic_id = qt->topic_id;
+        rt[i].partitions.v = rp;
+        rt[i].partitions.n = np;
+        int16_t topic_err = KC_ERR_NONE;
+        const kc_topic_t *t = resolve_topic(ctx, by_id, qt->name, qt->topic_id, &topic_err);
+        for (int32_t j = 0; j < np; j++) {
+            const kc_offset_commit_request_partition_t *qp = &qt->partitions.v[j];
+            rp[j].partition_index = qp->partition_index;
+            if (group_err != KC_ERR_NONE) {
+                rp[j].error_code = group_err;
+                continue;
+            }
+            if (t == NULL || qp->partition_index < 0 || qp->partition_index >= t->partitions) {
+                rp[j].error_code = t == NULL ? topic_err : KC_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                continue;
+            }
+            kc_str_t md = qp->committed_metadata.len < 0 ? KC_STR_EMPTY : qp->committed_metadata;
+            if (md.len > ctx->conf->offset_metadata_max_bytes) {
+                rp[j].error_code = KC_ERR_OFFSET_METADATA_TOO_LARGE;
+                continue;
+            }
+            kc_offset_t o = {
+                .offset = qp->committed_offset,
+                .leader_epoch = v >= 6 ? qp->committed_leader_epoch : -1,
+                .metadata = md,
+                .commit_ts_ms = now,
+                .expire_ts_ms = -1,
+            };
+            /* v1 carries the client's commit time; v2-4 a retention time for every offset. */
+            if (v == 1 && qp->commit_timestamp != -1)
+                o.commit_ts_ms = qp->commit_timestamp;
+            if (v >= 2 && v <= 4 && q->retention_time_ms != -1)
+                o.expire_ts_ms = now + q->retention_time_ms;
+            kc_str_t name = kc_str_c(t->name);
+            rp[j].error_code =
+                kc_offsets_commit(p->offsets, q->group_id, name, qp->partition_index, &o) == 0
+                    ? KC_ERR_NONE
+                    : KC_ERR_COORDINATOR_NOT_AVAILABLE;
+        }
+    }
+    resp->topics.v = rt;
+    resp->topics.n = nt;
+    return KC_API_DONE;
+}
+
+/* ---- OffsetFetch --------------------------------------------------------------------------- */
+
+/* One group's answer in the batched (v8+) shape; the v0-7 answer is converted from it. */
+typedef struct fetch_acc_s {
+    kc_arena_t *a;
+    kc_api_ctx_t *ctx;
+    int by_id;
+    kc_offset_fetch_response_topics_t *topics;
+    int32_t n, cap;
+    int oom;
+} fetch_acc_t;
+
+static kc_offset_fetch_response_topics_t *acc_topic(fetch_acc_t *acc, kc_str_t name, kc_uuid_t id)
+{
+    if (acc->n == acc->cap) {
+        int32_t cap = acc->cap ? acc->cap * 2 : 8;
+        kc_offset_fetch_response_topics_t *v = kc_arena_alloc(acc->a, (size_t)cap * sizeof(*v));
+        if (v == NULL) {
+            acc->oom = 1;
+            return NULL;
+        }
+        if (acc->n)
+            memcpy(v, acc->topics, (size_t)acc->n * sizeof(*v));
+        acc->topics = v;
+        acc->cap = cap;
+    }
+    kc_offset_fetch_response_topics_t *t = &acc->topics[acc->n++];
+    memset(t, 0, sizeof(*t));
+    t->name = name;
+    t->topic_id = id;
+    return t;
+}
+
+static void fill_partition(kc_offset_fetch_response_partitions_t *rp, int32_t partition,
+                           const kc_offset_t *o)
+{
+    rp->partition_index = partition;
+    rp->committed_offset = o ? o->offset : -1;
+    rp->committed_leader_epoch = o ? o->leader_epoch : -1;
+    rp->metadata = o ? o->metadata : KC_STR_EMPTY;
+    rp->error_code = KC_ERR_NONE;
+}
+
+/* Every committed offset of the group, grouped by topic (kc_offsets_each gives topic order). */
+static void each_offset(void *arg, kc_str_t topic, int32_t partition, const kc_offset_t *o)
+{
+    fetch_acc_t *acc = arg;
+    if (acc->oom)
+        return;
+    kc_offset_fetch_response_topics_t *t =
+        acc->n > 0 && kc_str_eq(acc->topics[acc->n - 1].name, topic) ? &acc->topics[acc->n - 1]
+                                                                     : NULL;
+    if (t == NULL) {
+        kc_uuid_t id = {{0}};
+        const kc_topic_t *ct = kc_catalog_find(acc->ctx->catalog, topic);
+        if (acc->by_id && ct == NULL)
+            return; /* a v10 answer names topics by id: offsets of a gone topic are left out */
+        if (ct)
+            id = ct->id;
+        t = acc_topic(acc, topic, id);
+        if (t == NULL)
+            return;
+    }
+    /* Grow the partition array by one (arena: copy on growth, doubling). */
+    int32_t n = t->partitions.n;
+    if ((n & (n - 1)) == 0) {
+        int32_t cap = n ? n * 2 : 1;
+        kc_offset_fetch_response_partitions_t *v = kc_arena_alloc(acc->a, (size_t)cap * sizeof(*v));
+        if (v == NULL) {
+            acc->oom = 1;
+            return;
+        }
+        if (n)
+            memcpy(v, t->partitions.v, (size_t)n * sizeof(*v));
+        t->partitions.v = v;
+    }
+    fill_partition(&t->partitions.v[n], partition, o);
+    t->partitions.n = n + 1;
+}
+
+/* Answer one group: `topics` NULL (n < 0) means every topic with a committed offset. */
+static void fetch_group(kc_api_ctx_t *ctx, int16_t v, kc_arena_t *a, kc_str_t group_id,
+                        kc_str_t member_id, int32_t member_epoch,
+                        const kc_offset_fetch_request_topics_t *topics, int32_t n_topics,
+                        kc_offset_fetch_response_group_t *out)
+{
+    kc_partition_t *p = kc_coord_partition(ctx->coord, group_id);
+    out->group_id = group_id;
+    if (v >= 9 && member_id.len > 0) {
+        out->error_code = kc_gm_validate_fetch(p->groups, group_id, member_id, member_epoch);
+        if (out->error_code != KC_ERR_NONE)
+            return;
+    }
+    fetch_acc_t acc = {.a = a, .ctx = ctx, .by_id = v >= 10};
+    if (n_topics < 0) {
+        kc_offsets_each(p->offsets, group_id, each_offset, &acc);
+    } else {
+        for (int32_t i = 0; i < n_topics && !acc.oom; i++) {
+            const kc_offset_fetch_request_topics_t *qt = &topics[i];
+            int16_t err = KC_ERR_NONE;
+            kc_str_t name = qt->name;
+            const kc_topic_t *t = NULL;
+            if (acc.by_id) {
+                t = resolve_topic(ctx, 1, name, qt->topic_id, &err);
+                if (t)
+                    name = kc_str_c(t->name);
+            }
+            kc_offset_fetch_response_topics_t *rt = acc_topic(&acc, qt->name, qt->topic_id);
+            int32_t np = qt->partition_indexes.n > 0 ? qt->partition_indexes.n : 0;
+            kc_offset_fetch_response_partitions_t *rp =
+                np ? kc_arena_alloc(a, (size_t)np * sizeof(*rp)) : NULL;
+            if (rt == NULL || (np && rp == NULL)) {
+                acc.oom = 1;
+                break;
+            }
+            rt->partitions.v = rp;
+            rt->partitions.n = np;
+            for (int32_t j = 0; j < np; j++) {
+                int32_t part = qt->partition_indexes.v[j];
+                const kc_offset_t *o = acc.by_id && t == NULL
+                                           ? NULL
+                                           : kc_offsets_get(p->offsets, group_id, name, part);
+                fill_partition(&rp[j], part, o);
+                if (acc.by_id && t == NULL)
+                    rp[j].error_code = err;
+            }
+        }
+    }
+    if (acc.oom) {
+        out->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
+        return;
+    }
+    out->topics.v = acc.topics;
+    out->topics.n = acc.n;
+}
+
+int kc_api_offset_fetch(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                        kc_arena_t *a, void *out)
+{
+    const kc_offset_fetch_request_t *q = req->body;
+    kc_offset_fetch_response_t *resp = out;
+    int16_t v = call->version;
+    if (v >= 8) {
+        int32_t n = q->groups.n > 0 ? q->groups.n : 0;
+        kc_offset_fetch_response_group_t *g = n ? kc_arena_alloc(a, (size_t)n * sizeof(*g)) : NULL;
+        if (n && g == NULL)
+            return KC_API_CLOSE;
+        for (int32_t i = 0; i < n; i++) {
+            const kc_offset_fetch_request_group_t *qg = &q->groups.v[i];
+            fetch_group(ctx, v, a, qg->group_id, qg->member_id, qg->member_epoch, qg->topics.v,
+                        qg->topics.n, &g[i]);
+        }
+        resp->groups.v = g;
+        resp->groups.n = n;
+        return KC_API_DONE;
+    }
+
+    /* v0-7: one group; convert the topic list to the batched shape, and the answer back. */
+    int32_t nt = q->topics.n;
+    kc_offset_fetch_request_topics_t *topics =
+        nt > 0 ? kc_arena_alloc(a, (size_t)nt * sizeof(*topics)) : NULL;
+    if (nt > 0 && topics == NULL)
+        return KC_API_CLOSE;
+    for (int32_t i = 0; i < nt; i++) {
+        topics[i].name = q->topics.v[i].name;
+        topics[i].partition_indexes.v = q->topics.v[i].partition_indexes.v;
+        topics[i].partition_indexes.n = q->topics.v[i].partition_indexes.n;
+    }
+    kc_offset_fetch_response_group_t g;
+    memset(&g, 0, sizeof(g));
+    fetch_group(ctx, v, a, q->group_id, KC_STR_EMPTY, -1, topics, nt, &g);
+    resp->error_code = g.error_code;
+    int32_t n = g.topics.n;
+    kc_offset_fetch_response_topic_t *rt = n ? kc_arena_alloc(a, (size_t)n * sizeof(*rt)) : NULL;
+    if (n && rt == NULL)
+        return KC_API_CLOSE;
+    for (int32_t i = 0; i < n; i++) {
+        const kc_offset_fetch_response_topics_t *src = &g.topics.v[i];
+        int32_t np = src->partitions.n;
+        kc_offset_fetch_response_partition_t *rp =
+            np ? kc_arena_alloc(a, (size_t)np * sizeof(*rp)) : NULL;
+        if (np && rp == NULL)
+            return KC_API_CLOSE;
+        for (int32_t j = 0; j < np; j++) {
+            const kc_offset_fetch_response_partitions_t *sp = &src->partitions.v[j];
+            rp[j].partition_index = sp->partition_index;
+            rp[j].committed_offset = sp->committed_offset;
+            rp[j].committed_leader_epoch = sp->committed_leader_epoch;
+            rp[j].metadata = sp->metadata;
+            /* Before v2 there is no top-level error: a group error goes on each partition. */
+            rp[j].error_code = v < 2 && g.error_code ? g.error_code : sp->error_code;
+        }
+        rt[i].name = src->name;
+        rt[i].partitions.v = rp;
+        rt[i].partitions.n = np;
+    }
+    resp->topics.v = rt;
+    resp->topics.n = n;
+    return KC_API_DONE;
+}
+
+/* ---- OffsetDelete -------------------------------------------------------------------------- */
+
+int kc_api_offset_delete(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                         kc_arena_t *a, void *out)
+{
+    (void)call;
+    const kc_offset_delete_request_t *q = req->body;
+    kc_offset_delete_response_t *resp = out;
+    kc_partition_t *p = kc_coord_partition(ctx->coord, q->group_id);
+    resp->error_code = kc_gm_validate_offset_delete(p->groups, q->group_id, KC_STR_NULL);
+    if (resp->error_code != KC_ERR_NONE)
+        return KC_API_DONE;
+    int32_t nt = q->topics.n > 0 ? q->topics.n : 0;
+    kc_offset_delete_response_topic_t *rt = nt ? kc_arena_alloc(a, (size_t)nt * sizeof(*rt)) : NULL;
+    if (nt && rt == NULL)
+        return KC_API_CLOSE;
+    for (int32_t i = 0; i < nt; i++) {
+        const kc_offset_delete_request_topic_t *qt = &q->topics.v[i];
+        int32_t np = qt->partitions.n > 0 ? qt->partitions.n : 0;
+        kc_offset_delete_response_partition_t *rp =
+            np ? kc_arena_alloc(a, (size_t)np * sizeof(*rp)) : NULL;
+        if (np && rp == NULL)
+            return KC_API_CLOSE;
+        int16_t err = kc_catalog_find(ctx->catalog, qt->name) == NULL
+                          ? KC_ERR_UNKNOWN_TOPIC_OR_PARTITION
+                          : kc_gm_validate_offset_delete(p->groups, q->group_id, qt->name);
+        for (int32_t j = 0; j < np; j++) {
+            rp[j].partition_index = qt->partitions.v[j].partition_index;
+            rp[j].error_code = err;
+            if (err == KC_ERR_NONE)
+                kc_offsets_delete(p->offsets, q->group_id, qt->name, rp[j].partition_index);
+        }
+        rt[i].name = qt->name;
+        rt[i].partitions.v = rp;
+        rt[i].partitions.n = np;
+    }
+    resp->topics.v = rt;
+    resp->topics.n = nt;
+    return KC_API_DONE;
+}
