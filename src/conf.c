@@ -149,7 +149,8 @@ static const setting_t settings[] = {
      .def = "1",
      .min = 1,
      .max = 1000000,
-     .doc = "Partitions of a topic created by auto.create.topics.enable."},
+     .doc = "Partitions of a topic created by auto.create.topics.enable, or by CreateTopics "
+            "asking for -1."},
     {.name = "offsets.topic.num.partitions",
      .type = T_INT,
      .off = OFF(offsets_topic_num_partitions),
