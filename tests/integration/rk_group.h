@@ -358,38 +358,25 @@ static inline int kc_consumer_start(kc_consumer_t *c, kc_rk_log_t *log, int port
     char bootstrap[64], errstr[512];
     snprintf(bootstrap, sizeof(bootstrap), "127.0.0.1:%d", port);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    const char *defaults[] = {
-        "bootstrap.servers",
-        bootstrap,
-        "group.id",
-        group,
-        "client.id",
-        name,
-        "session.timeout.ms",
-        "6000",
-        "heartbeat.interval.ms",
-        "500",
-        "enable.auto.commit",
-        "false",
-        "auto.offset.reset",
-        "earliest",
-        "allow.auto.create.topics",
-        "false",
-        "reconnect.backoff.ms",
-        "100",
-        "reconnect.backoff.max.ms",
-        "1000",
-        "log.connection.close",
-        "false",
-        "debug",
-        "cgrp",
-        NULL,
+    const char *const defaults[][2] = {
+        {"bootstrap.servers", bootstrap},
+        {"group.id", group},
+        {"client.id", name},
+        {"session.timeout.ms", "6000"},
+        {"heartbeat.interval.ms", "500"},
+        {"enable.auto.commit", "false"},
+        {"auto.offset.reset", "earliest"},
+        {"allow.auto.create.topics", "false"},
+        {"reconnect.backoff.ms", "100"},
+        {"reconnect.backoff.max.ms", "1000"},
+        {"log.connection.close", "false"},
+        {"debug", "cgrp"},
     };
-    for (int i = 0; defaults[i] != NULL; i += 2) {
+    for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
         int overridden = 0;
         for (int j = 0; conf_kv != NULL && conf_kv[j] != NULL; j += 2)
-            overridden |= strcmp(conf_kv[j], defaults[i]) == 0;
-        if (!overridden && kc_rk_set(conf, defaults[i], defaults[i + 1]) != 0)
+            overridden |= strcmp(conf_kv[j], defaults[i][0]) == 0;
+        if (!overridden && kc_rk_set(conf, defaults[i][0], defaults[i][1]) != 0)
             goto fail_conf;
     }
     for (int j = 0; conf_kv != NULL && conf_kv[j] != NULL; j += 2)

@@ -13,7 +13,12 @@
  * and go, session expiry of a killed member, static membership (KIP-345: a restarted static
  * member gets its partitions back without a rebalance), committed offsets that outlive their
  * members. test_raw_200_members drives 200 members with hand-made JoinGroup v9, SyncGroup v5
- * and Heartbeat v4 frames, as a client library would, leader assignment included.
+ * and Heartbeat v4 frames, as a client library would, leader assignment included, and
+ * test_raw_group_errors checks the error codes of JoinGroup v5, SyncGroup v3, Heartbeat v3 and
+ * LeaveGroup v0 for invalid group ids, session timeouts, strangers, stale generations and
+ * inconsistent protocols.
+ *
+ * To run one test: KC_TEST_FILTER='test_static*' build/tests/integration/test_groups.
  *
  * On failure the teardown prints the client log (librdkafka's cgrp debug lines, rebalance
  * callbacks, child output) and the daemon's log.
@@ -1246,6 +1251,223 @@ static void raw_free(void *raw)
     free(s);
 }
 
+/* ---- Error answers over raw frames ----------------------------------------------------------- */
+
+/* What a JoinGroup v5 answer says. */
+typedef struct join5_s {
+    int16_t err;
+    int32_t generation, n_members;
+    char protocol[64], leader[256], member_id[256];
+} join5_t;
+
+/* Send one request frame and read its answer into `resp` (the correlation id checked). */
+static void roundtrip(int fd, kc_buf_t *req, int32_t corr, kc_buf_t *resp)
+{
+    int rc = kc_sock_send(fd, req->p, req->len);
+    if (rc == KC_SOCK_OK)
+        rc = kc_sock_read_frame(fd, resp, KC_IO_TIMEOUT_MS);
+    if (rc != KC_SOCK_OK)
+        fail_msg("request with correlation id %d: %s", corr, kc_sock_strerror(rc));
+    kc_in_t r;
+    kc_in_init(&r, resp->p, resp->len);
+    int32_t got = kc_in_i32(&r);
+    if (got != corr)
+        fail_msg("correlation id %d, want %d", got, corr);
+    req->len = 0;
+}
+
+/* JoinGroup v5 (not flexible) with one protocol, ConsumerProtocolSubscription of t12. */
+static join5_t join_v5(int fd, const char *group, int32_t session_ms, const char *member_id,
+                       const char *protocol_type, const char *protocol)
+{
+    static int32_t corr = 1000;
+    kc_buf_t b = {0}, resp = {0}, sub = {0};
+    kc_out_i16(&sub, 0);
+    kc_out_i32(&sub, 1);
+    kc_out_str(&sub, TOPIC);
+    kc_out_i32(&sub, -1);
+    size_t at = kc_req_begin(&b, 11, 5, ++corr, "kc-raw", 0);
+    kc_out_str(&b, group);
+    kc_out_i32(&b, session_ms);
+    kc_out_i32(&b, 10000); /* rebalance_timeout_ms */
+    kc_out_str(&b, member_id);
+    kc_out_str(&b, NULL); /* group_instance_id */
+    kc_out_str(&b, protocol_type);
+    kc_out_i32(&b, 1);
+    kc_out_str(&b, protocol);
+    kc_out_i32(&b, (int32_t)sub.len);
+    kc_out_bytes(&b, sub.p, sub.len);
+    kc_req_end(&b, at);
+    roundtrip(fd, &b, corr, &resp);
+    join5_t j = {0};
+    kc_in_t r;
+    kc_in_init(&r, resp.p, resp.len);
+    kc_in_i32(&r); /* correlation id */
+    kc_in_i32(&r); /* throttle_time_ms */
+    j.err = kc_in_i16(&r);
+    j.generation = kc_in_i32(&r);
+    kc_in_str(&r, 0, j.protocol, sizeof(j.protocol));
+    kc_in_str(&r, 0, j.leader, sizeof(j.leader));
+    kc_in_str(&r, 0, j.member_id, sizeof(j.member_id));
+    j.n_members = kc_in_count(&r, 0);
+    for (int32_t i = 0; i < j.n_members; i++) {
+        char x[256];
+        kc_in_str(&r, 0, x, sizeof(x));
+        kc_in_str(&r, 0, x, sizeof(x));
+        kc_in_skip(&r, (size_t)kc_in_i32(&r));
+    }
+    if (r.err || kc_in_left(&r) != 0)
+        fail_msg("JoinGroup v5 answer does not decode (%zu bytes left)", kc_in_left(&r));
+    kc_buf_free(&b);
+    kc_buf_free(&resp);
+    kc_buf_free(&sub);
+    return j;
+}
+
+/* SyncGroup v3 (a leader assigning nothing to itself); returns the error code. */
+static int16_t sync_v3(int fd, const char *group, int32_t generation, const char *member_id)
+{
+    static int32_t corr = 2000;
+    kc_buf_t b = {0}, resp = {0};
+    size_t at = kc_req_begin(&b, 14, 3, ++corr, "kc-raw", 0);
+    kc_out_str(&b, group);
+    kc_out_i32(&b, generation);
+    kc_out_str(&b, member_id);
+    kc_out_str(&b, NULL);
+    kc_out_i32(&b, 1);
+    kc_out_str(&b, member_id);
+    kc_out_i32(&b, 0); /* empty assignment bytes */
+    kc_req_end(&b, at);
+    roundtrip(fd, &b, corr, &resp);
+    kc_in_t r;
+    kc_in_init(&r, resp.p, resp.len);
+    kc_in_i32(&r);
+    kc_in_i32(&r); /* throttle_time_ms */
+    int16_t err = kc_in_i16(&r);
+    kc_in_skip(&r, (size_t)kc_in_i32(&r));
+    if (r.err || kc_in_left(&r) != 0)
+        fail_msg("SyncGroup v3 answer does not decode");
+    kc_buf_free(&b);
+    kc_buf_free(&resp);
+    return err;
+}
+
+/* Heartbeat v3; returns the error code. */
+static int16_t heartbeat_v3(int fd, const char *group, int32_t generation, const char *member_id)
+{
+    static int32_t corr = 3000;
+    kc_buf_t b = {0}, resp = {0};
+    size_t at = kc_req_begin(&b, 12, 3, ++corr, "kc-raw", 0);
+    kc_out_str(&b, group);
+    kc_out_i32(&b, generation);
+    kc_out_str(&b, member_id);
+    kc_out_str(&b, NULL);
+    kc_req_end(&b, at);
+    roundtrip(fd, &b, corr, &resp);
+    kc_in_t r;
+    kc_in_init(&r, resp.p, resp.len);
+    kc_in_i32(&r);
+    kc_in_i32(&r); /* throttle_time_ms */
+    int16_t err = kc_in_i16(&r);
+    if (r.err || kc_in_left(&r) != 0)
+        fail_msg("Heartbeat v3 answer does not decode");
+    kc_buf_free(&b);
+    kc_buf_free(&resp);
+    return err;
+}
+
+/* LeaveGroup v0; returns the error code. */
+static int16_t leave_v0(int fd, const char *group, const char *member_id)
+{
+    static int32_t corr = 4000;
+    kc_buf_t b = {0}, resp = {0};
+    size_t at = kc_req_begin(&b, 13, 0, ++corr, "kc-raw", 0);
+    kc_out_str(&b, group);
+    kc_out_str(&b, member_id);
+    kc_req_end(&b, at);
+    roundtrip(fd, &b, corr, &resp);
+    kc_in_t r;
+    kc_in_init(&r, resp.p, resp.len);
+    kc_in_i32(&r);
+    int16_t err = kc_in_i16(&r);
+    if (r.err || kc_in_left(&r) != 0)
+        fail_msg("LeaveGroup v0 answer does not decode");
+    kc_buf_free(&b);
+    kc_buf_free(&resp);
+    return err;
+}
+
+#define EXPECT_ERR(got, want, what)                                                                \
+    do {                                                                                           \
+        int16_t got_ = (got);                                                                      \
+        if (got_ != (want))                                                                        \
+            fail_msg("%s: error %d, want %d", what, got_, want);                                   \
+    } while (0)
+
+/* The error codes Kafka's classic coordinator answers, one case each. */
+static void test_raw_group_errors(void **state)
+{
+    fixture_t *f = *state;
+    f->raw_fds = calloc(2, sizeof(int));
+    assert_non_null(f->raw_fds);
+    int fd = kc_sock_connect(f->proc.port);
+    assert_true(fd >= 0);
+    f->raw_fds[f->n_raw_fds++] = fd;
+
+    EXPECT_ERR(join_v5(fd, "", SESSION_MS, "", "consumer", "range").err, 24,
+               "JoinGroup with an empty group id: INVALID_GROUP_ID");
+    EXPECT_ERR(join_v5(fd, "e", 1000, "", "consumer", "range").err, 26,
+               "JoinGroup with a session below group.min.session.timeout.ms: "
+               "INVALID_SESSION_TIMEOUT");
+    EXPECT_ERR(join_v5(fd, "e", 1800001, "", "consumer", "range").err, 26,
+               "JoinGroup with a session above group.max.session.timeout.ms: "
+               "INVALID_SESSION_TIMEOUT");
+    EXPECT_ERR(join_v5(fd, "e", SESSION_MS, "nobody", "consumer", "range").err, 25,
+               "JoinGroup with a member id into an unknown group: UNKNOWN_MEMBER_ID");
+
+    /* One member, stable in generation 1. */
+    join5_t j = join_v5(fd, "e", SESSION_MS, "", "consumer", "range");
+    EXPECT_ERR(j.err, 79, "first JoinGroup v5: MEMBER_ID_REQUIRED");
+    char member[256];
+    snprintf(member, sizeof(member), "%s", j.member_id);
+    j = join_v5(fd, "e", SESSION_MS, member, "consumer", "range");
+    EXPECT_ERR(j.err, 0, "second JoinGroup v5");
+    assert_int_equal(j.generation, 1);
+    assert_string_equal(j.leader, member);
+    assert_string_equal(j.member_id, member);
+    assert_string_equal(j.protocol, "range");
+    assert_int_equal(j.n_members, 1);
+    EXPECT_ERR(sync_v3(fd, "e", 2, member), 22,
+               "SyncGroup of another generation: "
+               "ILLEGAL_GENERATION");
+    EXPECT_ERR(sync_v3(fd, "e", 1, "stranger"), 25, "SyncGroup of a stranger: UNKNOWN_MEMBER_ID");
+    EXPECT_ERR(sync_v3(fd, "e", 1, member), 0, "SyncGroup");
+    EXPECT_ERR(heartbeat_v3(fd, "e", 1, member), 0, "Heartbeat");
+    EXPECT_ERR(heartbeat_v3(fd, "e", 2, member), 22,
+               "Heartbeat of another generation: "
+               "ILLEGAL_GENERATION");
+    EXPECT_ERR(heartbeat_v3(fd, "e", 1, "stranger"), 25,
+               "Heartbeat of a stranger: "
+               "UNKNOWN_MEMBER_ID");
+
+    /* Newcomers that cannot share the group's protocol. */
+    EXPECT_ERR(join_v5(fd, "e", SESSION_MS, "", "connect", "range").err, 23,
+               "JoinGroup with another protocol type: INCONSISTENT_GROUP_PROTOCOL");
+    EXPECT_ERR(join_v5(fd, "e", SESSION_MS, "", "consumer", "sticky").err, 23,
+               "JoinGroup with no protocol in common: INCONSISTENT_GROUP_PROTOCOL");
+    EXPECT_ERR(heartbeat_v3(fd, "e", 1, member), 0, "Heartbeat after refused newcomers");
+
+    /* Leaving: the member is gone. */
+    EXPECT_ERR(leave_v0(fd, "e", member), 0, "LeaveGroup v0");
+    EXPECT_ERR(heartbeat_v3(fd, "e", 1, member), 25,
+               "Heartbeat after leaving: "
+               "UNKNOWN_MEMBER_ID");
+    EXPECT_ERR(leave_v0(fd, "e", member), 25, "LeaveGroup again: UNKNOWN_MEMBER_ID");
+    /* The daemon still serves this connection. */
+    assert_int_equal(kc_check_api_versions(fd, 77), 0);
+    f->proc.ok = 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 8 && strcmp(argv[1], "--consumer-child") == 0)
@@ -1264,6 +1486,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_rebalance_callbacks_eager, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rebalance_callbacks_cooperative, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_200_members, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_raw_group_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
