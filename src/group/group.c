@@ -32,6 +32,12 @@
  * a group whose join phase ends with no members (it becomes Empty), and a tombstone when a
  * group is deleted.
  *
+ * Loading: kc_gm_replay reads those records back, as Kafka's GroupMetadataManager.replay does:
+ * each GroupMetadata value replaces the group with a new one built from it (Stable with
+ * members, Empty without), a tombstone removes it. Nothing is armed or answered while loading;
+ * kc_gm_load_complete (Kafka's onLoaded) then gives every loaded member a fresh session, so the
+ * group carries on in its generation without a rebalance.
+ *
  * Memory: a group owns copies of everything it keeps. Request paths allocate everything they
  * need before changing any state, so running out of memory answers the request with
  * COORDINATOR_NOT_AVAILABLE and leaves the group as it was.
@@ -109,6 +115,10 @@ typedef struct pcount_s {
 
 enum { JOIN_TIMER_NONE, JOIN_TIMER_INITIAL, JOIN_TIMER_COMPLETE };
 
+/* How a group came to be while the partition was loaded: not at all (a live group), from a
+ * GroupMetadata record, or as the simple group of a replayed offset commit. */
+enum { LOAD_NONE, LOAD_RECORD, LOAD_SIMPLE };
+
 typedef struct group_s {
     kc_gm_t *gm;
     kc_str_t id; /* view into this allocation */
@@ -142,6 +152,7 @@ typedef struct group_s {
     size_t heap_idx;
     int64_t heap_key;
     struct group_s *defer_next;
+    int loading; /* LOAD_*: replayed and waiting for kc_gm_load_complete */
 } group_t;
 
 struct kc_gm_s {
@@ -284,6 +295,18 @@ static protoset_t *protoset_new(const kc_join_group_request_t *req)
         cur += ml;
     }
     return ps;
+}
+
+/* The protocol set of a member read back from a GroupMetadata record: the record keeps only
+ * the metadata of the group's selected protocol, so that is all the member supports. */
+static protoset_t *protoset_one(kc_str_t name, kc_bytes_t metadata)
+{
+    kc_join_group_request_protocol_t p = {name, metadata};
+    kc_join_group_request_t req;
+    memset(&req, 0, sizeof(req));
+    req.protocols.v = &p;
+    req.protocols.n = 1;
+    return protoset_new(&req);
 }
 
 static int32_t protoset_find(const protoset_t *ps, kc_str_t name)
@@ -945,18 +968,24 @@ static group_t *find_group(const kc_gm_t *gm, kc_str_t id)
     return kc_strmap_get(&gm->groups, id.p, (size_t)id.len);
 }
 
-static group_t *group_create(kc_gm_t *gm, kc_str_t id)
+/* Make room for one more group in the map and the heap, so that putting a group in the map
+ * (and later in the heap) cannot fail. 0, or -1 when out of memory (nothing changed). */
+static int reserve_group(kc_gm_t *gm)
 {
     if (gm->heap_cap < gm->groups.n + 1) {
         size_t cap = gm->heap_cap ? gm->heap_cap * 2 : 16;
         group_t **h = realloc(gm->heap, cap * sizeof(*h));
         if (!h)
-            return NULL;
+            return -1;
         gm->heap = h;
         gm->heap_cap = cap;
     }
-    if (kc_strmap_reserve(&gm->groups, 1) != 0)
-        return NULL;
+    return kc_strmap_reserve(&gm->groups, 1);
+}
+
+/* A new Empty group that is not yet in the map (nor in the heap). NULL when out of memory. */
+static group_t *group_alloc(kc_gm_t *gm, kc_str_t id)
+{
     group_t *g = calloc(1, sizeof(*g) + str_space(id));
     if (!g)
         return NULL;
@@ -973,20 +1002,27 @@ static group_t *group_create(kc_gm_t *gm, kc_str_t id)
     kc_strmap_init(&g->by_id);
     kc_strmap_init(&g->by_instance);
     kc_strmap_init(&g->pending);
+    return g;
+}
+
+static group_t *group_create(kc_gm_t *gm, kc_str_t id)
+{
+    if (reserve_group(gm) != 0)
+        return NULL;
+    group_t *g = group_alloc(gm, id);
+    if (!g)
+        return NULL;
     kc_strmap_put(&gm->groups, g->id.p, (size_t)g->id.len, g);
     return g;
 }
 
-/* Free a group. Parked requests get `err` (COORDINATOR_NOT_AVAILABLE). */
-static void group_destroy(kc_gm_t *gm, group_t *g, int16_t err)
+/* Free the memory of a group that is in neither the map nor the heap and whose members have
+ * no parked requests. */
+static void group_release(group_t *g)
 {
-    heap_remove(gm, g);
-    kc_strmap_del(&gm->groups, g->id.p, (size_t)g->id.len);
     member_t *m = g->head;
     while (m) {
         member_t *next = m->next;
-        finish_join_error(g, m, err, m->id);
-        finish_sync_error(g, m, err);
         member_free(m);
         m = next;
     }
@@ -1002,6 +1038,18 @@ static void group_destroy(kc_gm_t *gm, group_t *g, int16_t err)
     free(g->pname);
     free(g->subs);
     free(g);
+}
+
+/* Free a group. Parked requests get `err` (COORDINATOR_NOT_AVAILABLE). */
+static void group_destroy(kc_gm_t *gm, group_t *g, int16_t err)
+{
+    heap_remove(gm, g);
+    kc_strmap_del(&gm->groups, g->id.p, (size_t)g->id.len);
+    for (member_t *m = g->head; m; m = m->next) {
+        finish_join_error(g, m, err, m->id);
+        finish_sync_error(g, m, err);
+    }
+    group_release(g);
 }
 
 /* Kafka's ClassicGroup.add. Everything it needs was reserved by the caller (`ptype` is a
@@ -2648,4 +2696,227 @@ void kc_gm_remove_if_empty(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id)
     if (!g || g->state != KC_GROUP_EMPTY)
         return;
     delete_group(gm, g, "empty group without offsets removed");
+}
+
+/* ---- Loading ---------------------------------------------------------------------------- */
+
+/* Kafka's GroupMetadataManager.replay(GroupMetadataKey, GroupMetadataValue) for a value: a
+ * new group built from the record (Kafka's ClassicGroup constructor with the loaded members),
+ * in neither the map nor the heap. Stable with members, Empty without: this builds a group, it
+ * is not a transition of a live one, so set_state is not involved. NULL with *err -1 when out
+ * of memory, -2 when the record cannot describe a group. */
+static group_t *group_from_record(kc_gm_t *gm, kc_str_t id, const kc_group_metadata_value_t *v,
+                                  int *err)
+{
+    int32_t n = v->members.n > 0 ? v->members.n : 0;
+    *err = -1;
+    if (n > 0 && v->protocol.len < 0) {
+        /* Kafka never writes one (newGroupMetadataRecord throws IllegalStateException). */
+        KC_WARN("group", "group %.*s: GroupMetadata record with %d members and no protocol", SV(id),
+                (int)n);
+        *err = -2;
+        return NULL;
+    }
+    group_t *g = group_alloc(gm, id);
+    if (!g)
+        return NULL;
+    g->state = n > 0 ? KC_GROUP_STABLE : KC_GROUP_EMPTY;
+    g->state_ts = v->current_state_timestamp; /* -1 before v2: unknown, as Kafka's empty */
+    g->generation = v->generation;
+    g->loading = LOAD_RECORD;
+    if (v->protocol_type.len > 0) { /* "" is no protocol type (a simple group) */
+        g->ptype = malloc((size_t)v->protocol_type.len + 1);
+        if (!g->ptype)
+            goto fail;
+        memcpy(g->ptype, v->protocol_type.p, (size_t)v->protocol_type.len);
+        g->ptype[v->protocol_type.len] = '\0';
+        g->ptype_len = v->protocol_type.len;
+    }
+    if (v->protocol.len >= 0) {
+        g->pname = malloc((size_t)v->protocol.len + 1);
+        if (!g->pname)
+            goto fail;
+        if (v->protocol.len)
+            memcpy(g->pname, v->protocol.p, (size_t)v->protocol.len);
+        g->pname[v->protocol.len] = '\0';
+        g->pname_len = v->protocol.len;
+        g->pname_cap = (size_t)v->protocol.len + 1;
+    }
+    if (n > 0 && (kc_strmap_reserve(&g->by_id, (size_t)n) != 0 ||
+                  kc_strmap_reserve(&g->by_instance, (size_t)n) != 0))
+        goto fail;
+    for (int32_t i = 0; i < n; i++) {
+        const kc_member_metadata_t *mm = &v->members.v[i];
+        if (find_member(g, mm->member_id)) {
+            KC_WARN("group", "group %.*s: GroupMetadata record lists member %.*s twice", SV(id),
+                    SV(mm->member_id));
+            *err = -2;
+            goto fail;
+        }
+        member_t *m =
+            member_new(mm->member_id, mm->group_instance_id, mm->client_id, mm->client_host);
+        if (!m)
+            goto fail;
+        m->protos = protoset_one(v->protocol, mm->subscription);
+        if (mm->assignment.len > 0) {
+            m->assignment = malloc((size_t)mm->assignment.len);
+            if (m->assignment) {
+                memcpy(m->assignment, mm->assignment.p, (size_t)mm->assignment.len);
+                m->assignment_len = mm->assignment.len;
+            }
+        }
+        if (!m->protos || (mm->assignment.len > 0 && !m->assignment) ||
+            pc_reserve(g, m->protos) != 0) {
+            member_free(m);
+            goto fail;
+        }
+        /* Before v1 there was no rebalance timeout: the session timeout serves. */
+        m->rebalance_timeout_ms =
+            mm->rebalance_timeout == -1 ? mm->session_timeout : mm->rebalance_timeout;
+        m->session_timeout_ms = mm->session_timeout;
+        if (str_present(m->instance_id) && find_static(g, m->instance_id))
+            KC_WARN("group",
+                    "group %.*s: GroupMetadata record maps instance id %.*s to two members; "
+                    "the last one, %.*s, keeps it",
+                    SV(id), SV(m->instance_id), SV(m->id));
+        group_add(g, m, NULL, 0); /* the first member leads until the record's leader is set */
+    }
+    if (n > 0) {
+        member_t *leader = find_member(g, v->leader);
+        if (leader)
+            g->leader = leader;
+        else
+            KC_WARN("group",
+                    "group %.*s: the leader %.*s of the GroupMetadata record is not a member; "
+                    "member %.*s leads",
+                    SV(id), SV(v->leader.len >= 0 ? v->leader : KC_STR_LIT("null")),
+                    SV(g->leader->id));
+    }
+    compute_subscriptions(g);
+    return g;
+fail:
+    group_release(g);
+    return NULL;
+}
+
+static int replay_group_metadata(kc_gm_t *gm, kc_reader_t *kr, kc_arena_t *a, const uint8_t *value,
+                                 size_t value_len)
+{
+    kc_group_metadata_key_t k;
+    if (kc_group_metadata_key_decode(kr, a, GROUP_METADATA_KEY_VERSION, &k) != 0) {
+        if (kr->err == KC_RD_NOMEM)
+            return -1;
+        KC_WARN("group", "malformed GroupMetadataKey not loaded");
+        return -2;
+    }
+    group_t *old = find_group(gm, k.group);
+    if (!value) {
+        if (old) {
+            KC_DEBUG("group", "group %.*s: removed by a tombstone while loading", SV(k.group));
+            group_destroy(gm, old, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+        }
+        return 0;
+    }
+    kc_reader_t vr;
+    kc_rd_init(&vr, value, value_len);
+    int16_t version = kc_rd_i16(&vr);
+    kc_group_metadata_value_t v;
+    if (vr.err || kc_group_metadata_value_decode(&vr, a, version, &v) != 0) {
+        if (vr.err == KC_RD_NOMEM)
+            return -1;
+        KC_WARN("group", "group %.*s: malformed GroupMetadataValue v%d (%zu bytes) not loaded",
+                SV(k.group), (int)version, value_len);
+        return -2;
+    }
+    if (reserve_group(gm) != 0)
+        return -1;
+    int err;
+    group_t *g = group_from_record(gm, k.group, &v, &err);
+    if (!g)
+        return err;
+    if (old)
+        group_destroy(gm, old, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+    kc_strmap_put(&gm->groups, g->id.p, (size_t)g->id.len, g); /* reserved: cannot fail */
+    KC_DEBUG("group", "group %.*s: loaded as %s, generation %d, %d members, protocol %.*s",
+             SV(g->id), kc_group_state_name(g->state), (int)g->generation, (int)g->n_members,
+             SV(pname_view(g).len >= 0 ? pname_view(g) : KC_STR_LIT("null")));
+    return 0;
+}
+
+/* Kafka's OffsetMetadataManager.replay: an offset commit of a group that does not exist creates
+ * the "simple" group (Empty, no protocol type) that holds its offsets. A key that does not
+ * decode is left for the offsets store to refuse. */
+static int replay_offset_commit(kc_gm_t *gm, kc_reader_t *kr)
+{
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_offset_commit_key_t k;
+    int rc = 1;
+    if (kc_offset_commit_key_decode(kr, &a, KC_RECORD_OFFSET_COMMIT_KEY, &k) == 0 &&
+        !find_group(gm, k.group)) {
+        group_t *g = group_create(gm, k.group);
+        if (g) {
+            g->loading = LOAD_SIMPLE;
+            g->state_ts = -1; /* set by kc_gm_load_complete */
+            KC_DEBUG("group", "group %.*s: created while loading to hold offsets", SV(k.group));
+        } else {
+            rc = -1;
+        }
+    }
+    kc_arena_free(&a);
+    return rc;
+}
+
+int kc_gm_replay(kc_gm_t *gm, const uint8_t *key, size_t key_len, const uint8_t *value,
+                 size_t value_len)
+{
+    kc_reader_t r;
+    kc_rd_init(&r, key, key_len);
+    int16_t type = kc_rd_i16(&r);
+    if (r.err) {
+        KC_WARN("group", "record key of %zu bytes has no type", key_len);
+        return -2;
+    }
+    if (type == 0 || type == KC_RECORD_OFFSET_COMMIT_KEY)
+        return value ? replay_offset_commit(gm, &r) : 1;
+    if (type != GROUP_METADATA_KEY_VERSION)
+        return 1;
+    kc_arena_t a;
+    kc_arena_init(&a);
+    int rc = replay_group_metadata(gm, &r, &a, value, value_len);
+    kc_arena_free(&a);
+    return rc;
+}
+
+/* Kafka's GroupMetadataManager.onLoaded for classic groups. */
+void kc_gm_load_complete(kc_gm_t *gm, int64_t now_ms)
+{
+    gm->now = now_ms;
+    size_t loaded = 0, members = 0;
+    for (size_t i = 0; i < gm->groups.cap; i++) {
+        group_t *g = kc_strmap_slot(&gm->groups, i);
+        if (!g || g->loading == LOAD_NONE)
+            continue;
+        if (g->loading == LOAD_SIMPLE)
+            g->state_ts = now_ms; /* Kafka creates it at load time */
+        g->loading = LOAD_NONE;
+        loaded++;
+        members += (size_t)g->n_members;
+        KC_DEBUG("group", "group %.*s: loaded in %s with %d members, generation %d", SV(g->id),
+                 kc_group_state_name(g->state), (int)g->n_members, (int)g->generation);
+        /* A fresh session for every member: a restart is no reason to rebalance. */
+        heap_remove(gm, g);
+        for (member_t *m = g->head; m; m = m->next)
+            set_hb(g, m, m->session_timeout_ms);
+        if (g->n_members > gm->cfg.max_size) {
+            char reason[200];
+            snprintf(reason, sizeof(reason),
+                     "freshly-loaded group (size %d) is over capacity %d; rebalancing to give "
+                     "consumers a chance to commit offsets",
+                     (int)g->n_members, (int)gm->cfg.max_size);
+            prepare_rebalance(g, reason);
+        }
+    }
+    KC_INFO("group", "partition %d: loaded %zu classic groups with %zu members",
+            (int)gm->cfg.partition, loaded, members);
 }

@@ -15,6 +15,9 @@
  *
  * Offsets are not kept here (src/offsets/); this module only validates commits against the
  * group and tells the offsets module what retention applies to a group.
+ *
+ * After a restart the groups are loaded back from the partition's log: kc_gm_replay for each
+ * record in log order, then kc_gm_load_complete once.
  */
 #ifndef KC_GROUP_GROUP_H
 #define KC_GROUP_GROUP_H
@@ -189,5 +192,47 @@ int16_t kc_gm_delete(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id);
 /* Remove an Empty group that has no offsets left (after retention), emitting its tombstone.
  * Does nothing to a group that is not Empty. */
 void kc_gm_remove_if_empty(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id);
+
+/* ---- Loading the groups back from __consumer_offsets ------------------------------------- */
+
+/* Apply one record read back from the partition's log, in log order, to a manager that is
+ * being loaded (the host answers COORDINATOR_LOAD_IN_PROGRESS meanwhile, so no request is
+ * parked). `key` is the int16 record type + key struct, `value` the int16 version + value
+ * struct, or NULL for a tombstone; both are only read during the call. Emits no record and
+ * completes no request; arms no timer (kc_gm_load_complete does).
+ *
+ * Record type 2 (GroupMetadataKey) is this function's, as Kafka's
+ * GroupMetadataManager.replay: a tombstone removes the group; a GroupMetadataValue of any
+ * version 0-4 replaces the group with the one it describes, Stable when it has members and
+ * Empty otherwise: protocol type ("" = none), generation, selected protocol, leader, current
+ * state timestamp (-1, "unknown", before v2), and each member's id, instance id (v3+), client
+ * id and host, rebalance timeout (the session timeout before v1), session timeout, assignment
+ * and subscription. A loaded member supports only the group's selected protocol, with its
+ * subscription as the metadata (that is all the record keeps, and what Kafka loads too), so a
+ * member that rejoins offering several protocols changes its metadata and causes a rebalance.
+ *
+ * Record types 0 and 1 (offset commits) belong to the offsets store: this returns 1, but
+ * first, for a commit (not a tombstone) whose group does not exist, creates the group Kafka's
+ * OffsetMetadataManager.replay creates: a "simple" Empty group without protocol type that
+ * holds offsets, as a live commit with generation -1 does. The host should therefore hand
+ * every record here first and give those answered 1 to kc_offsets_replay. Every other record
+ * type (3-8 are KIP-848 groups, ignored for now) is answered 1 and changes nothing.
+ *
+ * Returns 0 (applied), 1 (not a group record; see above), -1 when out of memory or -2 when
+ * the key or value is malformed (both with nothing changed). A value that decodes but cannot
+ * describe a group (members without a protocol, a member id listed twice) is malformed. Should
+ * a replaced or removed group have parked requests after all, they are answered
+ * COORDINATOR_NOT_AVAILABLE through the ops, as by kc_gm_free. */
+int kc_gm_replay(kc_gm_t *gm, const uint8_t *key, size_t key_len, const uint8_t *value,
+                 size_t value_len);
+
+/* The last record has been replayed (Kafka's GroupMetadataManager.onLoaded): every member of
+ * a group loaded by kc_gm_replay gets a fresh session that ends at now_ms + its session
+ * timeout, so that a restart causes no rebalance; the group keeps its generation, leader and
+ * assignments, so members keep heartbeating and committing with the generation they had. A
+ * group with more members than group.max.size is rebalanced (the setting may have shrunk). A
+ * simple group created from offsets gets now_ms as its state timestamp. Groups that were not
+ * replayed since the last call are not touched. Emits no record. */
+void kc_gm_load_complete(kc_gm_t *gm, int64_t now_ms);
 
 #endif

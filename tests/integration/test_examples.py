@@ -44,9 +44,11 @@ class ExamplesTest(unittest.TestCase):
         proc = subprocess.Popen(["kcat", "-b", self.bootstrap, "-G", "readme-group", "orders"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         text = b""
+        line = re.compile(rb"Group readme-group rebalanced \(memberid [^)]+\): assigned: (.*)\n")
         deadline = time.monotonic() + 30
         try:
-            while b"assigned:" not in text and time.monotonic() < deadline:
+            # Wait for the whole line: a read may end in the middle of it.
+            while line.search(text) is None and time.monotonic() < deadline:
                 ready, _, _ = select.select([proc.stderr], [], [], 1)
                 if ready:
                     chunk = os.read(proc.stderr.fileno(), 4096)
@@ -61,7 +63,7 @@ class ExamplesTest(unittest.TestCase):
                 proc.kill()
                 proc.wait()
             proc.stderr.close()
-        m = re.search(rb"Group readme-group rebalanced \(memberid [^)]+\): assigned: (.*)", text)
+        m = line.search(text)
         self.assertIsNotNone(m, text.decode(errors="replace"))
         self.assertEqual(m.group(1).decode().strip(), "orders [0], orders [1], orders [2]")
 

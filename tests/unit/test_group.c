@@ -2216,6 +2216,737 @@ static void test_three_members_end_to_end(void **state)
     fx_free(f);
 }
 
+/* ---- Loading: kc_gm_replay and kc_gm_load_complete -------------------------------------- */
+
+static bool same_bytes(kc_bytes_t a, kc_bytes_t b)
+{
+    int32_t la = a.len > 0 ? a.len : 0, lb = b.len > 0 ? b.len : 0;
+    return la == lb && (la == 0 || memcmp(a.p, b.p, (size_t)la) == 0);
+}
+
+static int replay(fx_t *f, rec_t r)
+{
+    return kc_gm_replay(f->gm, r.key, r.klen, r.val, r.vlen);
+}
+
+/* A GroupMetadata record (key type 2) with a value of `version`, or a tombstone (v NULL),
+ * encoded with the generated encoders; the bytes live in f's arena. */
+static rec_t gm_record(fx_t *f, const char *group, int16_t version,
+                       const kc_group_metadata_value_t *v)
+{
+    rec_t r = {0};
+    kc_writer_t w;
+    kc_wr_init(&w);
+    kc_group_metadata_key_t k;
+    kc_group_metadata_key_init(&k);
+    k.group = kc_str_c(group);
+    kc_wr_i16(&w, 2);
+    kc_group_metadata_key_encode(&w, 2, &k);
+    kc_bytes_t kb = dup_bytes(&f->a, (kc_bytes_t){w.buf, (int32_t)w.len});
+    r.key = (uint8_t *)kb.p;
+    r.klen = (size_t)kb.len;
+    kc_wr_free(&w);
+    if (v) {
+        kc_wr_init(&w);
+        kc_wr_i16(&w, version);
+        kc_group_metadata_value_encode(&w, version, v);
+        assert_int_equal(w.len, 2 + kc_group_metadata_value_size(version, v));
+        kc_bytes_t vb = dup_bytes(&f->a, (kc_bytes_t){w.buf, (int32_t)w.len});
+        r.val = (uint8_t *)vb.p;
+        r.vlen = (size_t)vb.len;
+        kc_wr_free(&w);
+    }
+    return r;
+}
+
+/* An OffsetCommit record (key type `type`, 0 or 1; value v3, or a tombstone). */
+static rec_t offset_record(fx_t *f, int16_t type, const char *group, bool tombstone)
+{
+    rec_t r = {0};
+    kc_writer_t w;
+    kc_wr_init(&w);
+    kc_offset_commit_key_t k;
+    kc_offset_commit_key_init(&k);
+    k.group = kc_str_c(group);
+    k.topic = KC_STR_LIT("t1");
+    k.partition = 0;
+    kc_wr_i16(&w, type);
+    kc_offset_commit_key_encode(&w, 1, &k);
+    kc_bytes_t kb = dup_bytes(&f->a, (kc_bytes_t){w.buf, (int32_t)w.len});
+    r.key = (uint8_t *)kb.p;
+    r.klen = (size_t)kb.len;
+    kc_wr_free(&w);
+    if (!tombstone) {
+        kc_offset_commit_value_t v;
+        kc_offset_commit_value_init(&v);
+        v.offset = 42;
+        v.metadata = KC_STR_EMPTY;
+        v.commit_timestamp = f->now;
+        kc_wr_init(&w);
+        kc_wr_i16(&w, 3);
+        kc_offset_commit_value_encode(&w, 3, &v);
+        kc_bytes_t vb = dup_bytes(&f->a, (kc_bytes_t){w.buf, (int32_t)w.len});
+        r.val = (uint8_t *)vb.p;
+        r.vlen = (size_t)vb.len;
+        kc_wr_free(&w);
+    }
+    return r;
+}
+
+/* A new manager (the restarted coordinator) at `later` ms after f, loaded with every record f
+ * emitted. Loading emits nothing and answers nothing. */
+static fx_t *restart(fx_t *f, int64_t later)
+{
+    fx_t *r = fx_new_cfg(&f->cfg);
+    r->now = f->now + later;
+    for (int i = 0; i < f->nr; i++)
+        assert_int_equal(replay(r, f->recs[i]), 0);
+    assert_int_equal(kc_gm_next_deadline(r->gm), INT64_MAX);
+    kc_gm_load_complete(r->gm, r->now);
+    assert_int_equal(r->nr, 0);
+    assert_int_equal(r->nj, 0);
+    assert_int_equal(r->ns, 0);
+    return r;
+}
+
+/* Everything kc_gm_info and kc_gm_describe tell about the group is the same in x and y,
+ * except the state timestamp (checked by the callers). */
+static void assert_same_group(fx_t *x, fx_t *y, const char *group)
+{
+    kc_group_info_t a = info_of(x, group), b = info_of(y, group);
+    assert_true(kc_str_eq(a.group_id, b.group_id));
+    assert_int_equal(a.state, b.state);
+    assert_true(kc_str_eq(a.protocol_type, b.protocol_type));
+    assert_true(kc_str_eq(a.protocol, b.protocol));
+    assert_int_equal(a.generation, b.generation);
+    assert_int_equal(a.n_members, b.n_members);
+    for (int16_t version = 0; version <= 6; version += 3) {
+        kc_describe_groups_described_group_t da, db;
+        kc_gm_describe(x->gm, version, kc_str_c(group), true, &x->a, &da);
+        kc_gm_describe(y->gm, version, kc_str_c(group), true, &y->a, &db);
+        assert_int_equal(da.error_code, 0);
+        assert_int_equal(db.error_code, 0);
+        assert_true(kc_str_eq(da.group_id, db.group_id));
+        assert_true(kc_str_eq(da.group_state, db.group_state));
+        assert_true(kc_str_eq(da.protocol_type, db.protocol_type));
+        assert_true(kc_str_eq(da.protocol_data, db.protocol_data));
+        assert_int_equal(da.authorized_operations, db.authorized_operations);
+        assert_int_equal(da.members.n, db.members.n);
+        for (int32_t i = 0; i < da.members.n; i++) {
+            const kc_described_group_member_t *ma = &da.members.v[i], *mb = &db.members.v[i];
+            assert_true(kc_str_eq(ma->member_id, mb->member_id));
+            assert_true(kc_str_eq(ma->group_instance_id, mb->group_instance_id));
+            assert_true(kc_str_eq(ma->client_id, mb->client_id));
+            assert_true(kc_str_eq(ma->client_host, mb->client_host));
+            assert_true(same_bytes(ma->member_metadata, mb->member_metadata));
+            assert_true(ma->member_metadata.len > 0 || a.state != KC_GROUP_STABLE);
+            assert_true(same_bytes(ma->member_assignment, mb->member_assignment));
+        }
+    }
+    static const char *const topics[] = {"t1", "t2", "t3"};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(kc_gm_subscribed(x->gm, kc_str_c(group), kc_str_c(topics[i])),
+                         kc_gm_subscribed(y->gm, kc_str_c(group), kc_str_c(topics[i])));
+    int64_t ba, bb;
+    assert_int_equal(kc_gm_offsets_expirable(x->gm, kc_str_c(group), &ba),
+                     kc_gm_offsets_expirable(y->gm, kc_str_c(group), &bb));
+}
+
+typedef struct trio_s {
+    char id[3][128];
+    const char *inst[3]; /* "i-a", NULL, "i-c" */
+    int32_t gen;
+} trio_t;
+
+/* The JoinGroup options of member i of the trio (its first join when member is NULL). */
+static jopt_t trio_join(fx_t *f, const trio_t *t, int i, const char *member)
+{
+    static const char *const t1[] = {"t1"};
+    static const char *const t2[] = {"t2"};
+    static const char *const t12[] = {"t1", "t2"};
+    jopt_t o = {.version = 5, .member = member, .instance = t->inst[i], .nprotos = 2};
+    switch (i) {
+    case 0: /* static; range first */
+        o.client_id = "ca";
+        o.session = 10000;
+        o.rebalance = 20000;
+        o.names[0] = "range";
+        o.metas[0] = subscription(f, 0, 1, t1);
+        o.names[1] = "roundrobin";
+        o.metas[1] = subscription(f, 1, 1, t1);
+        break;
+    case 1: /* dynamic (KIP-394); prefers roundrobin */
+        o.client_id = "cb";
+        o.session = 12000;
+        o.rebalance = 25000;
+        o.names[0] = "roundrobin";
+        o.metas[0] = subscription(f, 0, 1, t2);
+        o.names[1] = "range";
+        o.metas[1] = subscription(f, 0, 1, t2);
+        break;
+    default: /* static; range first, a v1 subscription */
+        o.client_id = "cc";
+        o.session = 15000;
+        o.rebalance = 30000;
+        o.names[0] = "range";
+        o.metas[0] = subscription(f, 1, 2, t12);
+        o.names[1] = "roundrobin";
+        o.metas[1] = subscription(f, 1, 2, t12);
+        break;
+    }
+    return o;
+}
+
+/* A real Stable group "g" of three members: two static, one dynamic that joins through
+ * MEMBER_ID_REQUIRED, different timeouts, two protocols ("range" wins the vote 2-1), and
+ * assignments "AA", "AB", "AC". Member 0 leads. */
+static void form_trio(fx_t *f, trio_t *t)
+{
+    t->inst[0] = "i-a";
+    t->inst[1] = NULL;
+    t->inst[2] = "i-c";
+    kc_join_group_response_t r;
+    jopt_t o = trio_join(f, t, 0, NULL);
+    assert_int_equal(do_join(f, &o, W(1), &r), KC_GM_PARKED);
+    o = trio_join(f, t, 1, NULL);
+    assert_int_equal(do_join(f, &o, W(2), &r), KC_GM_ANSWERED);
+    assert_int_equal(r.error_code, KC_GERR_MEMBER_ID_REQUIRED);
+    snprintf(t->id[1], 128, "%.*s", (int)r.member_id.len, r.member_id.p);
+    o = trio_join(f, t, 1, t->id[1]);
+    assert_int_equal(do_join(f, &o, W(3), &r), KC_GM_PARKED);
+    o = trio_join(f, t, 2, NULL);
+    assert_int_equal(do_join(f, &o, W(4), &r), KC_GM_PARKED);
+    advance(f, 6000);
+    void *ws[3] = {W(1), W(3), W(4)};
+    for (int i = 0; i < 3; i++) {
+        const jans_t *a = join_answer(f, ws[i]);
+        assert_non_null(a);
+        assert_int_equal(a->r.error_code, 0);
+        assert_str(a->r.protocol_name, "range");
+        if (i != 1)
+            snprintf(t->id[i], 128, "%.*s", (int)a->r.member_id.len, a->r.member_id.p);
+        t->gen = a->r.generation_id;
+    }
+    assert_str(join_answer(f, W(1))->r.leader, t->id[0]);
+    assert_int_equal(state_of(f, "g"), KC_GROUP_COMPLETING_REBALANCE);
+    advance(f, 500);
+    const char *mids[] = {t->id[0], t->id[1], t->id[2]};
+    const char *as[] = {"AA", "AB", "AC"};
+    kc_sync_group_response_t s;
+    assert_int_equal(do_sync(f, 3, "g", t->id[0], t->gen, "i-a", 3, mids, as, W(11), &s),
+                     KC_GM_ANSWERED);
+    assert_int_equal(s.error_code, 0);
+    assert_int_equal(do_sync(f, 4, "g", t->id[1], t->gen, NULL, 0, NULL, NULL, W(12), &s),
+                     KC_GM_ANSWERED);
+    assert_bytes(s.assignment, "AB");
+    assert_int_equal(do_sync(f, 4, "g", t->id[2], t->gen, "i-c", 0, NULL, NULL, W(13), &s),
+                     KC_GM_ANSWERED);
+    assert_bytes(s.assignment, "AC");
+    assert_int_equal(state_of(f, "g"), KC_GROUP_STABLE);
+}
+
+/* The record f emitted last, decoded. */
+static kc_group_metadata_value_t last_value(fx_t *f)
+{
+    kc_group_metadata_key_t k;
+    kc_group_metadata_value_t v;
+    bool tomb;
+    decode_rec(f, f->nr - 1, &k, &v, &tomb);
+    assert_false(tomb);
+    return v;
+}
+
+static void test_replay_round_trip(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    trio_t t;
+    form_trio(f, &t);
+    int32_t gen = t.gen;
+    kc_group_metadata_value_t last = last_value(f);
+
+    fx_t *g = restart(f, 7000);
+    int64_t t0 = g->now;
+    assert_same_group(f, g, "g");
+    kc_group_info_t info = info_of(g, "g");
+    assert_int_equal(info.state, KC_GROUP_STABLE);
+    assert_int_equal(info.generation, gen);
+    assert_int_equal(info.n_members, 3);
+    /* The record was written when the leader's assignment arrived, in CompletingRebalance;
+     * Kafka loads that time too. */
+    assert_int_equal(info.state_timestamp_ms, last.current_state_timestamp);
+    /* Fresh sessions from the load: the shortest is member 0's 10 s. */
+    assert_int_equal(kc_gm_next_deadline(g->gm), t0 + 10000);
+
+    /* Members carry on in their generation: heartbeats, commits, syncs. */
+    assert_int_equal(hb(g, "g", t.id[0], gen, "i-a"), 0);
+    assert_int_equal(hb(g, "g", t.id[1], gen, NULL), 0);
+    assert_int_equal(hb(g, "g", t.id[2], gen, "i-c"), 0);
+    assert_int_equal(hb(g, "g", t.id[1], gen + 1, NULL), KC_GERR_ILLEGAL_GENERATION);
+    assert_int_equal(hb(g, "g", "ghost", gen, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
+    /* The static index is back: another member id under instance i-a is fenced. */
+    assert_int_equal(hb(g, "g", t.id[1], gen, "i-a"), KC_GERR_FENCED_INSTANCE_ID);
+    assert_int_equal(
+        kc_gm_validate_commit(g->gm, g->now, 8, kc_str_c("g"), gen, kc_str_c(t.id[1]), KC_STR_NULL),
+        0);
+    kc_sync_group_response_t s;
+    assert_int_equal(do_sync(g, 4, "g", t.id[1], gen, NULL, 0, NULL, NULL, W(21), &s),
+                     KC_GM_ANSWERED);
+    assert_int_equal(s.error_code, 0);
+    assert_bytes(s.assignment, "AB");
+    assert_int_equal(do_sync(g, 5, "g", t.id[2], gen, "i-c", 0, NULL, NULL, W(22), &s),
+                     KC_GM_ANSWERED);
+    assert_int_equal(s.error_code, 0);
+    assert_bytes(s.assignment, "AC");
+    assert_str(s.protocol_name, "range");
+    assert_str(s.protocol_type, "consumer");
+    const char *mids[] = {t.id[0]};
+    const char *as[] = {"ignored"};
+    assert_int_equal(do_sync(g, 3, "g", t.id[0], gen, "i-a", 1, mids, as, W(23), &s),
+                     KC_GM_ANSWERED);
+    assert_bytes(s.assignment, "AA");
+    assert_int_equal(state_of(g, "g"), KC_GROUP_STABLE);
+    assert_int_equal(g->nr, 0);
+
+    /* A follower that rejoins with what it is known to support (only the selected protocol
+     * survives in the record) gets the current generation without a rebalance. */
+    kc_join_group_response_t r;
+    jopt_t o = trio_join(g, &t, 1, t.id[1]);
+    o.nprotos = 1;
+    o.names[0] = "range";
+    o.metas[0] = o.metas[1];
+    assert_int_equal(do_join(g, &o, W(24), &r), KC_GM_ANSWERED);
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(r.generation_id, gen);
+    assert_str(r.leader, t.id[0]);
+    assert_int_equal(state_of(g, "g"), KC_GROUP_STABLE);
+
+    /* The static member i-c restarts too and comes back without its member id: replaced in
+     * place, the selected protocol stays, no rebalance, a record with the new id. */
+    o = trio_join(g, &t, 2, NULL);
+    assert_int_equal(do_join(g, &o, W(25), &r), KC_GM_ANSWERED);
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(r.generation_id, gen);
+    assert_memory_equal(r.member_id.p, "i-c-", 4);
+    snprintf(t.id[2], 128, "%.*s", (int)r.member_id.len, r.member_id.p);
+    assert_int_equal(state_of(g, "g"), KC_GROUP_STABLE);
+    assert_int_equal(g->nr, 1);
+    kc_group_metadata_value_t v = last_value(g);
+    assert_int_equal(v.generation, gen);
+    assert_str(v.leader, t.id[0]);
+    assert_int_equal(v.members.n, 3);
+    assert_str(v.members.v[2].member_id, t.id[2]);
+    assert_str(v.members.v[2].group_instance_id, "i-c");
+    assert_bytes(v.members.v[2].assignment, "AC");
+
+    /* The leader rejoins: a rebalance to generation gen + 1 that it still leads. */
+    o = trio_join(g, &t, 0, t.id[0]);
+    assert_int_equal(do_join(g, &o, W(31), &r), KC_GM_PARKED);
+    assert_int_equal(state_of(g, "g"), KC_GROUP_PREPARING_REBALANCE);
+    assert_int_equal(hb(g, "g", t.id[1], gen, NULL), KC_GERR_REBALANCE_IN_PROGRESS);
+    o = trio_join(g, &t, 1, t.id[1]);
+    assert_int_equal(do_join(g, &o, W(32), &r), KC_GM_PARKED);
+    o = trio_join(g, &t, 2, t.id[2]);
+    assert_int_equal(do_join(g, &o, W(33), &r), KC_GM_ANSWERED);
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(r.generation_id, gen + 1);
+    assert_str(r.leader, t.id[0]);
+    const jans_t *la = join_answer(g, W(31));
+    assert_non_null(la);
+    assert_int_equal(la->r.generation_id, gen + 1);
+    assert_int_equal(la->r.members.n, 3);
+    assert_str(la->r.protocol_name, "range");
+    assert_int_equal(state_of(g, "g"), KC_GROUP_COMPLETING_REBALANCE);
+    fx_free(g);
+    fx_free(f);
+}
+
+static void test_replay_session_expiry(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    trio_t t;
+    form_trio(f, &t);
+    fx_t *g = restart(f, 60000); /* longer than every session: the load gives new ones */
+    int64_t t0 = g->now;
+    assert_int_equal(state_of(g, "g"), KC_GROUP_STABLE);
+
+    /* Members 0 and 1 heartbeat; member 2 (15 s session) has gone with the old coordinator:
+     * the session the load gave it ends. */
+    advance(g, 9000);
+    assert_int_equal(hb(g, "g", t.id[0], t.gen, "i-a"), 0);
+    assert_int_equal(hb(g, "g", t.id[1], t.gen, NULL), 0);
+    advance_to(g, t0 + 14999);
+    assert_int_equal(state_of(g, "g"), KC_GROUP_STABLE);
+    assert_int_equal(info_of(g, "g").n_members, 3);
+    advance(g, 1);
+    assert_int_equal(state_of(g, "g"), KC_GROUP_PREPARING_REBALANCE);
+    assert_int_equal(info_of(g, "g").n_members, 2);
+    assert_int_equal(hb(g, "g", t.id[1], t.gen, NULL), KC_GERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(hb(g, "g", t.id[2], t.gen, "i-c"), KC_GERR_UNKNOWN_MEMBER_ID);
+
+    /* Nobody rejoins: every session ends, the group is Empty in the next generation. */
+    advance(g, 60000);
+    kc_group_info_t info = info_of(g, "g");
+    assert_int_equal(info.state, KC_GROUP_EMPTY);
+    assert_int_equal(info.generation, t.gen + 1);
+    assert_int_equal(info.n_members, 0);
+    assert_int_equal(g->nr, 1);
+    kc_group_metadata_value_t v = last_value(g);
+    assert_int_equal(v.generation, t.gen + 1);
+    assert_int_equal(v.members.n, 0);
+    assert_int_equal(kc_gm_next_deadline(g->gm), INT64_MAX);
+    fx_free(g);
+    fx_free(f);
+}
+
+static void test_replay_empty_group_and_tombstone(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    char ids[2][128];
+    int leader = 0;
+    int32_t gen = form_group(f, "g", 2, ids, &leader);
+    kc_leave_group_response_t lr;
+    leave1(f, 3, "g", ids[0], &lr);
+    assert_int_equal(lr.error_code, 0);
+    advance(f, 1000);
+    leave1(f, 3, "g", ids[1], &lr);
+    assert_int_equal(lr.error_code, 0);
+    kc_group_info_t before = info_of(f, "g");
+    assert_int_equal(before.state, KC_GROUP_EMPTY);
+    assert_int_equal(before.generation, gen + 1);
+
+    /* An Empty group comes back Empty, with its generation, protocol type and the time it
+     * became Empty (the base of its offsets' retention). */
+    fx_t *g = restart(f, 5000);
+    assert_same_group(f, g, "g");
+    assert_int_equal(info_of(g, "g").state_timestamp_ms, before.state_timestamp_ms);
+    assert_str(info_of(g, "g").protocol_type, "consumer");
+    int64_t base = 0;
+    assert_true(kc_gm_offsets_expirable(g->gm, kc_str_c("g"), &base));
+    assert_int_equal(base, before.state_timestamp_ms);
+    assert_int_equal(kc_gm_next_deadline(g->gm), INT64_MAX);
+    assert_int_equal(hb(g, "g", ids[0], gen + 1, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
+    /* A consumer joins the loaded group: the next generation after the kept one. */
+    kc_join_group_response_t r;
+    assert_int_equal(join3(g, NULL, W(1), &r), KC_GM_PARKED);
+    advance(g, 3000);
+    assert_int_equal(join_answer(g, W(1))->r.generation_id, gen + 2);
+
+    /* The group is deleted: its tombstone, replayed after the rest, leaves nothing. */
+    assert_int_equal(kc_gm_delete(f->gm, f->now, kc_str_c("g")), 0);
+    assert_null(f->recs[f->nr - 1].val);
+    fx_t *h = restart(f, 5000);
+    assert_int_equal((int)state_of(h, "g"), -1);
+    /* A tombstone of a group that is not there is fine; one of a loaded group removes it. */
+    assert_int_equal(replay(h, gm_record(h, "nobody", 3, NULL)), 0);
+    assert_int_equal(replay(g, gm_record(g, "g", 3, NULL)), 0);
+    assert_int_equal((int)state_of(g, "g"), -1);
+    assert_int_equal(kc_gm_next_deadline(g->gm), INT64_MAX);
+    fx_free(h);
+    fx_free(g);
+    fx_free(f);
+}
+
+/* A GroupMetadataValue of two members, "m-1" (static "i-1" where the version has instance
+ * ids) and the leader "m-2", generation 7. */
+static void two_members(fx_t *f, kc_group_metadata_value_t *v, kc_member_metadata_t mm[2])
+{
+    static const char *const t1[] = {"t1"};
+    static const char *const t2[] = {"t2"};
+    kc_group_metadata_value_init(v);
+    v->protocol_type = KC_STR_LIT("consumer");
+    v->generation = 7;
+    v->protocol = KC_STR_LIT("range");
+    v->leader = KC_STR_LIT("m-2");
+    v->current_state_timestamp = 5555;
+    mm[0] = (kc_member_metadata_t){
+        .member_id = KC_STR_LIT("m-1"),
+        .group_instance_id = KC_STR_LIT("i-1"),
+        .client_id = KC_STR_LIT("c1"),
+        .client_host = KC_STR_LIT("/10.0.0.1"),
+        .rebalance_timeout = 25000,
+        .session_timeout = 10000,
+        .subscription = subscription(f, 0, 1, t1),
+        .assignment = {(const uint8_t *)"X1", 2},
+    };
+    mm[1] = (kc_member_metadata_t){
+        .member_id = KC_STR_LIT("m-2"),
+        .group_instance_id = KC_STR_NULL,
+        .client_id = KC_STR_LIT("c2"),
+        .client_host = KC_STR_LIT("/10.0.0.2"),
+        .rebalance_timeout = 15000,
+        .session_timeout = 8000,
+        .subscription = subscription(f, 0, 1, t2),
+        .assignment = {(const uint8_t *)"X2", 2},
+    };
+    v->members.v = mm;
+    v->members.n = 2;
+}
+
+static void test_replay_value_versions(void **state)
+{
+    (void)state;
+    static const char *const t1[] = {"t1"};
+    for (int16_t version = 0; version <= 4; version++) {
+        fx_t *f = fx_new();
+        kc_group_metadata_value_t v;
+        kc_member_metadata_t mm[2];
+        two_members(f, &v, mm);
+        bool has_instance = version >= 3;
+        const char *i1 = has_instance ? "i-1" : NULL;
+        assert_int_equal(replay(f, gm_record(f, "g", version, &v)), 0);
+        /* An Empty group of the same version, for the state timestamp. */
+        kc_group_metadata_value_t e;
+        kc_group_metadata_value_init(&e);
+        e.protocol_type = KC_STR_LIT("consumer");
+        e.generation = 3;
+        e.protocol = KC_STR_NULL;
+        e.leader = KC_STR_NULL;
+        e.current_state_timestamp = 4444;
+        assert_int_equal(replay(f, gm_record(f, "e", version, &e)), 0);
+        kc_gm_load_complete(f->gm, f->now);
+        int64_t t0 = f->now;
+        assert_int_equal(f->nr, 0);
+
+        kc_group_info_t info = info_of(f, "g");
+        assert_int_equal(info.state, KC_GROUP_STABLE);
+        assert_int_equal(info.generation, 7);
+        assert_str(info.protocol_type, "consumer");
+        assert_str(info.protocol, "range");
+        assert_int_equal(info.n_members, 2);
+        assert_int_equal(info.state_timestamp_ms, version >= 2 ? 5555 : -1);
+        info = info_of(f, "e");
+        assert_int_equal(info.state, KC_GROUP_EMPTY);
+        assert_int_equal(info.generation, 3);
+        int64_t base = 0;
+        assert_true(kc_gm_offsets_expirable(f->gm, kc_str_c("e"), &base));
+        /* Before v2 the time it became Empty is unknown: retention counts from commits. */
+        assert_int_equal(base, version >= 2 ? 4444 : -1);
+
+        kc_describe_groups_described_group_t d;
+        kc_gm_describe(f->gm, 5, kc_str_c("g"), false, &f->a, &d);
+        assert_str(d.group_state, "Stable");
+        assert_str(d.protocol_data, "range");
+        assert_int_equal(d.members.n, 2);
+        assert_str(d.members.v[0].member_id, "m-1");
+        assert_str(d.members.v[0].group_instance_id, i1);
+        assert_str(d.members.v[0].client_id, "c1");
+        assert_str(d.members.v[0].client_host, "/10.0.0.1");
+        assert_true(same_bytes(d.members.v[0].member_metadata, mm[0].subscription));
+        assert_bytes(d.members.v[0].member_assignment, "X1");
+        assert_str(d.members.v[1].member_id, "m-2");
+        assert_str(d.members.v[1].group_instance_id, NULL);
+        assert_bytes(d.members.v[1].member_assignment, "X2");
+        assert_true(kc_gm_subscribed(f->gm, kc_str_c("g"), KC_STR_LIT("t2")));
+        assert_false(kc_gm_subscribed(f->gm, kc_str_c("g"), KC_STR_LIT("t3")));
+
+        assert_int_equal(kc_gm_next_deadline(f->gm), t0 + 8000);
+        assert_int_equal(hb(f, "g", "m-1", 7, i1), 0);
+        assert_int_equal(hb(f, "g", "m-2", 7, NULL), 0);
+        if (has_instance)
+            assert_int_equal(hb(f, "g", "m-2", 7, "i-1"), KC_GERR_FENCED_INSTANCE_ID);
+
+        /* The rebalance timeout: the leader rejoins asking for only 6 s, so the join phase
+         * lasts m-1's loaded rebalance timeout: 25 s, or its 10 s session timeout before v1.
+         * m-1 keeps its session with heartbeats but does not rejoin. */
+        int64_t want = version >= 1 ? 25000 : 10000;
+        jopt_t o = {
+            .version = 5, .member = "m-2", .nprotos = 1, .session = 8000, .rebalance = 6000};
+        o.names[0] = "range";
+        o.metas[0] = subscription(f, 0, 1, t1);
+        kc_join_group_response_t r;
+        t0 = f->now;
+        assert_int_equal(do_join(f, &o, W(1), &r), KC_GM_PARKED);
+        int64_t done = -1;
+        for (int step = 1; step <= 40 && done < 0; step++) {
+            advance(f, 1000);
+            if (join_answer(f, W(1)))
+                done = f->now - t0;
+            else if (step % 4 == 0)
+                assert_int_equal(hb(f, "g", "m-1", 7, i1), KC_GERR_REBALANCE_IN_PROGRESS);
+        }
+        assert_int_equal(done, want);
+        assert_int_equal(join_answer(f, W(1))->r.generation_id, 8);
+        /* A static m-1 stays in the group; a dynamic one is dropped for not rejoining. */
+        assert_int_equal(info_of(f, "g").n_members, has_instance ? 2 : 1);
+        fx_free(f);
+    }
+}
+
+static void test_replay_malformed(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    kc_group_metadata_value_t v;
+    kc_member_metadata_t mm[2];
+    two_members(f, &v, mm);
+    rec_t good = gm_record(f, "g", 3, &v);
+    assert_int_equal(replay(f, good), 0);
+    kc_gm_load_complete(f->gm, f->now);
+    fx_t *ref = fx_new(); /* the same group, for comparisons */
+    ref->now = f->now;
+    assert_int_equal(replay(ref, good), 0);
+    kc_gm_load_complete(ref->gm, ref->now);
+    int64_t deadline = kc_gm_next_deadline(f->gm);
+
+    rec_t bad[16];
+    int nbad = 0;
+    /* Truncated anywhere inside the value. */
+    for (size_t cut = 0; cut < good.vlen; cut += good.vlen / 5) {
+        bad[nbad] = good;
+        bad[nbad++].vlen = cut;
+    }
+    /* Versions that do not exist. */
+    for (int i = 0; i < 2; i++) {
+        rec_t r = good;
+        r.val = kc_arena_alloc(&f->a, good.vlen);
+        memcpy(r.val, good.val, good.vlen);
+        r.val[0] = i == 0 ? 0x00 : 0xff;
+        r.val[1] = i == 0 ? 0x05 : 0xff;
+        bad[nbad++] = r;
+    }
+    /* A null protocol type (the string length at bytes 2-3 patched to -1). */
+    {
+        rec_t r = good;
+        r.val = kc_arena_alloc(&f->a, good.vlen);
+        memcpy(r.val, good.val, good.vlen);
+        assert_int_equal(r.val[3], 8); /* "consumer" */
+        r.val[2] = 0xff;
+        r.val[3] = 0xff;
+        bad[nbad++] = r;
+    }
+    /* Members but no protocol; a member listed twice. */
+    {
+        kc_group_metadata_value_t w = v;
+        w.protocol = KC_STR_NULL;
+        bad[nbad++] = gm_record(f, "g", 3, &w);
+        kc_member_metadata_t twice[2] = {mm[0], mm[0]};
+        twice[1].group_instance_id = KC_STR_NULL;
+        w = v;
+        w.members.v = twice;
+        bad[nbad++] = gm_record(f, "g", 4, &w);
+    }
+    /* Keys: too short for a type; a GroupMetadataKey cut inside its group id. */
+    {
+        rec_t r = good;
+        r.klen = 1;
+        bad[nbad++] = r;
+        r = good;
+        r.klen = good.klen - 1;
+        bad[nbad++] = r;
+        r.val = NULL; /* nor as a tombstone */
+        r.vlen = 0;
+        bad[nbad++] = r;
+    }
+    assert_true(nbad <= 16);
+    for (int i = 0; i < nbad; i++) {
+        assert_int_equal(replay(f, bad[i]), -2);
+        assert_same_group(ref, f, "g");
+        assert_int_equal(kc_gm_next_deadline(f->gm), deadline);
+    }
+    /* Record types that are not GroupMetadata: not this function's, nothing changes. */
+    {
+        rec_t r = good;
+        r.key = kc_arena_alloc(&f->a, good.klen);
+        memcpy(r.key, good.key, good.klen);
+        for (int type = 3; type <= 8; type++) {
+            r.key[1] = (uint8_t)type;
+            assert_int_equal(replay(f, r), 1);
+        }
+        r.key[0] = 0x7f;
+        assert_int_equal(replay(f, r), 1);
+        r.key[0] = 0xff;
+        r.key[1] = 0xff;
+        assert_int_equal(replay(f, r), 1);
+        assert_same_group(ref, f, "g");
+    }
+    /* A group with a bad leader still loads: its first member leads. */
+    {
+        kc_group_metadata_value_t w = v;
+        w.leader = KC_STR_LIT("not-a-member");
+        assert_int_equal(replay(f, gm_record(f, "l", 2, &w)), 0);
+        kc_gm_load_complete(f->gm, f->now);
+        jopt_t o = {.version = 5, .group = "l", .member = "m-1", .nprotos = 1, .session = 10000};
+        o.names[0] = "range";
+        o.metas[0] = mm[0].subscription;
+        kc_join_group_response_t r;
+        /* m-1 rejoining with its metadata unchanged is a leader rejoin: a rebalance. */
+        assert_int_equal(do_join(f, &o, W(1), &r), KC_GM_PARKED);
+        assert_int_equal(state_of(f, "l"), KC_GROUP_PREPARING_REBALANCE);
+    }
+    assert_int_equal(f->nr, 0);
+    fx_free(ref);
+    fx_free(f);
+}
+
+/* Offsets of a group that has no GroupMetadata record (a simple consumer's) create the simple
+ * group Kafka creates on replay, so it is listed, described and deletable after a restart. */
+static void test_replay_offsets_create_simple_groups(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    f->now = 0; /* as a fresh host: the load's time only comes with kc_gm_load_complete */
+    assert_int_equal(replay(f, offset_record(f, 1, "s", false)), 1);
+    assert_int_equal(replay(f, offset_record(f, 0, "s0", false)), 1);
+    assert_int_equal(replay(f, offset_record(f, 1, "s", false)), 1);
+    assert_int_equal(replay(f, offset_record(f, 1, "gone", true)), 1);
+    assert_int_equal((int)state_of(f, "gone"), -1);
+    kc_group_info_t info = info_of(f, "s");
+    assert_int_equal(info.state, KC_GROUP_EMPTY);
+    assert_str(info.protocol_type, "");
+    assert_int_equal(info.generation, 0);
+    /* A GroupMetadata record of a group that has offsets replaces the simple group, and
+     * offsets replayed after it leave it as it is. */
+    kc_group_metadata_value_t v;
+    kc_member_metadata_t mm[2];
+    two_members(f, &v, mm);
+    assert_int_equal(replay(f, offset_record(f, 1, "g", false)), 1);
+    assert_int_equal(replay(f, gm_record(f, "g", 3, &v)), 0);
+    assert_int_equal(replay(f, offset_record(f, 1, "g", false)), 1);
+    int64_t t0 = 1234567;
+    kc_gm_load_complete(f->gm, t0);
+    f->now = t0;
+    assert_int_equal(info_of(f, "g").state, KC_GROUP_STABLE);
+    assert_int_equal(info_of(f, "g").generation, 7);
+    info = info_of(f, "s");
+    assert_int_equal(info.state, KC_GROUP_EMPTY);
+    assert_int_equal(info.state_timestamp_ms, t0);
+    assert_int_equal(info_of(f, "s0").state, KC_GROUP_EMPTY);
+    int64_t base = 0;
+    assert_true(kc_gm_offsets_expirable(f->gm, kc_str_c("s"), &base));
+    assert_int_equal(base, -1);
+    assert_int_equal(f->nr, 0);
+    /* As before the restart: a simple commit is accepted, DeleteGroups works. */
+    assert_int_equal(
+        kc_gm_validate_commit(f->gm, f->now, 8, kc_str_c("s"), -1, KC_STR_EMPTY, KC_STR_NULL), 0);
+    assert_int_equal(kc_gm_delete(f->gm, f->now, kc_str_c("s")), 0);
+    assert_int_equal(f->nr, 1);
+    assert_null(f->recs[0].val);
+    fx_free(f);
+}
+
+/* group.max.size shrank while the coordinator was down: the loaded group rebalances. */
+static void test_replay_over_max_size(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    trio_t t;
+    form_trio(f, &t);
+    kc_gm_config_t small = f->cfg;
+    small.max_size = 2;
+    f->cfg = small;
+    fx_t *g = restart(f, 1000);
+    kc_group_info_t info = info_of(g, "g");
+    assert_int_equal(info.state, KC_GROUP_PREPARING_REBALANCE);
+    assert_int_equal(info.generation, t.gen);
+    assert_int_equal(hb(g, "g", t.id[1], t.gen, NULL), KC_GERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(g->nr, 0);
+    fx_free(g);
+    fx_free(f);
+}
+
 int main(void)
 {
     kc_log_set_level(KC_LOG_ERROR);
@@ -2267,6 +2998,13 @@ int main(void)
         cmocka_unit_test(test_strmap),
         cmocka_unit_test(test_transition_log),
         cmocka_unit_test(test_three_members_end_to_end),
+        cmocka_unit_test(test_replay_round_trip),
+        cmocka_unit_test(test_replay_session_expiry),
+        cmocka_unit_test(test_replay_empty_group_and_tombstone),
+        cmocka_unit_test(test_replay_value_versions),
+        cmocka_unit_test(test_replay_malformed),
+        cmocka_unit_test(test_replay_offsets_create_simple_groups),
+        cmocka_unit_test(test_replay_over_max_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
