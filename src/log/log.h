@@ -1,0 +1,210 @@
+/* log.h - the log room's door: the durable, segmented log of one __consumer_offsets partition.
+ *
+ * A kc_plog_t is one partition's directory, <data.dir>/__consumer_offsets-<N>/, laid out as a
+ * Kafka broker lays it out: segments named by their 20-digit base offset (.log), each a
+ * sequence of Kafka RecordBatch v2 (magic 2, CRC-32C, optionally zstd), each with a sparse
+ * offset index beside it (.index). A stopped Kafka broker's directory loads; kcoord's
+ * directories can be read by Kafka's tools. docs/log-format.md has the byte layout.
+ *
+ * Life of a partition log, as the coordinator uses it:
+ *
+ *     kc_plog_open      scan and validate every batch; repair a torn tail; rebuild indexes
+ *     kc_plog_replay    every record, in offset order, into the in-memory state
+ *     kc_plog_append    seal records into one batch and write it (no fsync)      } repeat:
+ *     kc_plog_sync      fsync: what was appended before is now durable          } group commit
+ *     kc_plog_close
+ *
+ * Threading. A kc_plog_t has no lock. Calls on one plog must never overlap: the caller
+ * serialises them. The intended pattern is that the loop thread appends, then hands the plog to
+ * a flusher thread for kc_plog_sync and does not touch that plog (not even the accessors) until
+ * the sync has returned; records arriving meanwhile wait in the caller's pending batch.
+ * Different plogs share no mutable state and may be used from different threads at once.
+ *
+ * Failures. Functions return 0 or a negative code: -errno for I/O (-EIO, -ENOSPC, ...), or one
+ * of the KC_LOG_E* codes below; kc_log_strerror names any of them, and kc_plog_error(l) holds a
+ * sentence about the last failure of that plog (file, position, cause).
+ *   - A failed append leaves nothing of its batch in the log: the file is truncated back to
+ *     where the batch started. Earlier batches are untouched.
+ *   - A failed sync (fsync of the segment or of the directory) means the batches appended since
+ *     the last successful sync may or may not be on disk, and after a Linux fsync error they may
+ *     be lost later even if the page cache still has them. So the log drops them: the segment
+ *     is truncated back to its last synced size and kc_plog_next_offset() rewinds to
+ *     kc_plog_synced_offset(). The caller fails the requests that waited on them and must bring
+ *     its in-memory state back in line with the log (reload the partition by replaying it).
+ *   - When even the truncation fails, the plog remembers it and retries it first at the next
+ *     append or sync, which fail with that error until it succeeds. Once the disk recovers
+ *     (space freed, device back), the next append works and the log is as if the failed
+ *     batches had never been written.
+ *
+ * Durability ordering. Only the newest (active) segment ever holds unsynced bytes: a roll that
+ * falls due while the active segment is not fully synced is deferred to the first append after
+ * the next successful sync (the segment grows a little past its size meanwhile). If the caller
+ * never syncs (flush policy `never`) and the active segment reaches twice the segment size,
+ * append fsyncs it itself before rolling. That is why a torn or corrupt tail can only be a
+ * crash in the newest segment, and corruption anywhere else is real damage.
+ */
+#ifndef KC_LOG_LOG_H
+#define KC_LOG_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "log/io.h"
+
+/* One record of the log. Key and value are opaque bytes here; for __consumer_offsets they are
+ * the version-prefixed coordinator records of proto/records.kdef, value NULL = tombstone. */
+typedef struct kc_log_record_s {
+    int64_t offset;       /* set when read; ignored by kc_plog_append (offsets are assigned) */
+    int64_t timestamp_ms; /* create time; kc_plog_append uses now_ms when this is negative */
+    const uint8_t *key;   /* NULL: a null key (Kafka's coordinator never writes one) */
+    size_t key_len;
+    const uint8_t *value; /* NULL: a null value, i.e. a tombstone; else value_len bytes */
+    size_t value_len;
+} kc_log_record_t;
+
+/* Failure codes beyond -errno. */
+enum {
+    KC_LOG_ECORRUPT = -20001,     /* bytes on disk fail validation (length, magic, CRC, ...) */
+    KC_LOG_EUNSUPPORTED = -20002, /* valid but not something kcoord reads (gzip, snappy, lz4) */
+    KC_LOG_ECOMPRESS = -20003,    /* zstd failed to compress or decompress */
+    KC_LOG_ETOOBIG = -20004,      /* a batch, key or value exceeds the format's int32 limits */
+};
+
+/* A static description of any return code of this room: "ok", a KC_LOG_E* code, or
+ * strerror(-rc) for a negative errno. */
+const char *kc_log_strerror(int rc);
+
+/* Compression codecs, as attribute bits 0-2 of a RecordBatch (Kafka's CompressionType ids). */
+enum {
+    KC_LOG_CODEC_NONE = 0,
+    KC_LOG_CODEC_GZIP = 1,   /* read: unsupported */
+    KC_LOG_CODEC_SNAPPY = 2, /* read: unsupported */
+    KC_LOG_CODEC_LZ4 = 3,    /* read: unsupported */
+    KC_LOG_CODEC_ZSTD = 4,
+};
+
+/* Settings of a partition log. Kafka's names; kc_plog_opts_init gives Kafka's defaults. */
+typedef struct kc_plog_opts_s {
+    int64_t segment_bytes;        /* offsets.topic.segment.bytes: 104857600 */
+    int64_t roll_ms;              /* log.roll.ms: 7 days (604800000) */
+    int32_t index_interval_bytes; /* log.index.interval.bytes: 4096 */
+    int codec;                    /* KC_LOG_CODEC_NONE (default) or KC_LOG_CODEC_ZSTD */
+    int zstd_level;               /* 0 = zstd's default level (3) */
+    int32_t leader_epoch;         /* partitionLeaderEpoch written in every batch: 0 */
+} kc_plog_opts_t;
+
+void kc_plog_opts_init(kc_plog_opts_t *o);
+
+typedef struct kc_plog_s kc_plog_t;
+
+/* Open (creating if needed) the log of `partition` under `data_dir`. `io` is the I/O table
+ * (kc_log_io_posix() in production) and must outlive the plog; `opts` is copied (NULL = the
+ * defaults). On start:
+ *   - the data directory and the partition directory are created when missing;
+ *   - leftovers of an interrupted compaction are resolved as Kafka's LogLoader does: *.deleted
+ *     and *.cleaned files are removed, *.swap files are renamed into place (after removing the
+ *     segments they replace), or removed when they belong to an unfinished split;
+ *   - every batch of every segment is validated (length, magic, CRC, offsets increasing);
+ *   - a short, corrupt or zero-filled tail of the newest segment is a torn write: it is
+ *     truncated to the last good batch, and a WARN line says how many bytes went;
+ *   - corruption in an older segment fails the open with KC_LOG_ECORRUPT and a message in
+ *     `err` naming the file and byte position (the caller must not serve that partition);
+ *   - a missing, short, stale or garbled .index is rebuilt from the segment; an index without
+ *     a segment is removed;
+ *   - Kafka's other files (.timeindex, .txnindex, .snapshot, leader-epoch-checkpoint,
+ *     partition.metadata, ...) are left alone.
+ * On success stores the plog in *out and returns 0. On failure returns a negative code, writes
+ * a sentence into `err` (when errlen > 0) and leaves *out NULL. */
+int kc_plog_open(kc_plog_t **out, const kc_log_io_t *io, const char *data_dir, int32_t partition,
+                 const kc_plog_opts_t *opts, char *err, size_t errlen);
+
+/* What kc_plog_replay went through. */
+typedef struct kc_plog_replay_stats_s {
+    int64_t batches;         /* batches read, including skipped ones */
+    int64_t records;         /* records passed to fn */
+    int64_t control_batches; /* skipped: transaction markers (control bit set) */
+    int64_t txn_batches;     /* skipped: transactional data batches (transactional bit set) */
+    int64_t bytes;           /* bytes of segments read */
+} kc_plog_replay_stats_t;
+
+/* Call fn(arg, rec) for every record in offset order, from the first segment to the end.
+ * Control batches and transactional batches are skipped and counted (kcoord writes neither;
+ * a log from a Kafka broker whose groups used transactional offset commits has them, and their
+ * records are not applied). `rec` and the bytes it points to are valid only during the call,
+ * and fn must not call any kc_plog_* function on `l`. A nonzero return of fn stops the replay
+ * and is returned. Returns 0, fn's nonzero value,
+ * KC_LOG_ECORRUPT (a malformed record inside a batch whose CRC is right, or a segment changed
+ * since the open), KC_LOG_EUNSUPPORTED (gzip, snappy or lz4 batch), KC_LOG_ECOMPRESS or
+ * -errno; kc_plog_error says where. `stats` may be NULL. */
+int kc_plog_replay(kc_plog_t *l, int (*fn)(void *arg, const kc_log_record_t *rec), void *arg,
+                   kc_plog_replay_stats_t *stats);
+
+/* Seal recs[0..n) into ONE batch (compressed per the options) with offsets next_offset ..
+ * next_offset + n - 1, and write it at the end of the active segment, rolling to a new segment
+ * first when the active one is full or older than roll_ms (timestamps: `now_ms`, wall-clock
+ * milliseconds, for records whose timestamp_ms is negative and for the roll age). Updates the
+ * sparse index. Does not fsync (except the rare forced roll described above). Stores the first
+ * offset in *base_offset (may be NULL). Returns 0, -EINVAL (n == 0), KC_LOG_ETOOBIG, -ENOMEM,
+ * KC_LOG_ECOMPRESS or -errno; on failure nothing of this batch is in the log. */
+int kc_plog_append(kc_plog_t *l, const kc_log_record_t *recs, size_t n, int64_t now_ms,
+                   int64_t *base_offset);
+
+/* Make everything appended so far durable: fsync the active segment, then the partition
+ * directory if a segment was created since the last sync. Cheap when there is nothing to do.
+ * Returns 0 or -errno; on failure the unsynced batches are dropped (see Failures above). May
+ * run on another thread than the appends, never at the same time as another call on `l`. */
+int kc_plog_sync(kc_plog_t *l);
+
+/* The offset the next appended record gets (the log end offset). */
+int64_t kc_plog_next_offset(const kc_plog_t *l);
+/* The log end offset as of the last successful sync (or the open). */
+int64_t kc_plog_synced_offset(const kc_plog_t *l);
+/* Number of segments, and their total size in bytes. */
+size_t kc_plog_segment_count(const kc_plog_t *l);
+int64_t kc_plog_size_bytes(const kc_plog_t *l);
+/* Base offset of the active segment. */
+int64_t kc_plog_active_base(const kc_plog_t *l);
+int32_t kc_plog_partition(const kc_plog_t *l);
+/* The partition directory, e.g. "data/__consumer_offsets-7". Valid until kc_plog_close. */
+const char *kc_plog_dir(const kc_plog_t *l);
+/* A sentence about the last failure of `l` ("" when none). Valid until the next call on l. */
+const char *kc_plog_error(const kc_plog_t *l);
+
+/* Close the files and free the plog (NULL is allowed). Writes out an index that could not be
+ * written earlier, but does not fsync the segment: call kc_plog_sync first for a clean
+ * shutdown. Returns 0 or the first error met while closing; the plog is freed either way. */
+int kc_plog_close(kc_plog_t *l);
+
+/* Write "<dir>/<20-digit base offset><suffix>" into buf (suffix like ".log", ".index",
+ * ".log.swap"). Returns 0, or -ENAMETOOLONG when it does not fit in n bytes. */
+int kc_log_segment_path(char *buf, size_t n, const char *dir, int64_t base_offset,
+                        const char *suffix);
+
+/* Print a segment file (.log), an index file (.index), or every segment of a partition
+ * directory, as JSON lines in the spirit of `kafka-dump-log --offsets-decoder`: a line per
+ * batch (offsets, counts, producer fields, position, timestamps, size, codec, crc, isvalid),
+ * then a line per record with its key and value decoded from the __consumer_offsets schemas
+ *     {"offset":7,...,"key":{"type":"1","data":{...}},"payload":{"version":"3","data":{...}}}
+ * (a tombstone's payload is null; a record type or version kcoord does not know is printed as
+ * hex under "raw"). A batch that fails validation is printed as a line with "error", and the
+ * file stops there. Returns 0 when everything printed was valid, 1 when some of it was not,
+ * and -1 when a path could not be read (said in an "error" line). */
+int kc_log_dump(FILE *out, const char *path);
+
+/* Check a data directory (every __consumer_offsets-<N> directory in it) or one partition
+ * directory without changing anything: every batch's length, magic and CRC, that offsets
+ * increase, that every record parses and every known key and value decodes, that indexes match
+ * their segments, and that no compaction leftovers remain. Prints one line per problem and a
+ * summary line per partition to `out`. Returns the number of problems (0 = clean), or -1 when
+ * `dir` cannot be read. A stale index or a compaction leftover counts as a problem too: the
+ * next open repairs them, but they mean something was interrupted. */
+int kc_log_verify(const char *dir, FILE *out);
+
+/* The command-line part: argv[0] is "dump-log" (args: PATH...) or "verify-log" (args: DIR).
+ * Prints to stdout (errors and usage to stderr) and returns the process exit status: 0 clean,
+ * 1 problems found, 2 usage or I/O error. */
+int kc_log_tool_main(int argc, char **argv);
+
+#endif
