@@ -62,6 +62,9 @@ typedef struct setting_s {
 
 /* In KC_CONF_LOG_* order. */
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+/* In KC_CONF_FLUSH_* and KC_CONF_CODEC_* order. */
+static const char *const flush_policies[] = {"always", "interval", "never", NULL};
+static const char *const compression_codecs[] = {"none", "zstd", NULL};
 
 static const setting_t settings[] = {
     {.name = "listeners",
@@ -214,6 +217,44 @@ static const setting_t settings[] = {
      .max = INT64_MAX,
      .unit = "milliseconds",
      .doc = "How often expired offsets are looked for."},
+    {.name = "log.flush.policy",
+     .type = T_ENUM,
+     .off = OFF(log_flush_policy),
+     .def = "always",
+     .values = flush_policies,
+     .doc = "When a write to the log is acknowledged: always (after fsync; many requests share "
+            "one fsync), interval (after write, fsync every log.flush.interval.ms) or never "
+            "(after write, fsync left to the OS, as Kafka's default)."},
+    {.name = "log.flush.interval.ms",
+     .type = T_LONG,
+     .off = OFF(log_flush_interval_ms),
+     .def = "1000",
+     .min = 1,
+     .max = INT64_MAX,
+     .unit = "milliseconds",
+     .doc = "With log.flush.policy=interval, how often the log is fsynced."},
+    {.name = "offsets.topic.segment.bytes",
+     .type = T_INT,
+     .off = OFF(offsets_topic_segment_bytes),
+     .def = "104857600",
+     .min = 1024,
+     .max = INT32_MAX,
+     .unit = "bytes",
+     .doc = "A log segment is closed and a new one started at this size."},
+    {.name = "log.roll.ms",
+     .type = T_LONG,
+     .off = OFF(log_roll_ms),
+     .def = "604800000",
+     .min = 1,
+     .max = INT64_MAX,
+     .unit = "milliseconds",
+     .doc = "A log segment older than this is closed at the next write."},
+    {.name = "offsets.topic.compression.codec",
+     .type = T_ENUM,
+     .off = OFF(offsets_topic_compression_codec),
+     .def = "zstd",
+     .values = compression_codecs,
+     .doc = "Compression of the record batches kcoord writes: none or zstd."},
 };
 
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 19
+#define KC_CONF_N_SETTINGS 24
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -41,6 +41,10 @@ enum {
     KC_CONF_LOG_WARN = 2,
     KC_CONF_LOG_ERROR = 3,
 };
+
+/* Values of kc_conf_t.log_flush_policy and offsets_topic_compression_codec. */
+enum { KC_CONF_FLUSH_ALWAYS = 0, KC_CONF_FLUSH_INTERVAL = 1, KC_CONF_FLUSH_NEVER = 2 };
+enum { KC_CONF_CODEC_NONE = 0, KC_CONF_CODEC_ZSTD = 1 };
 
 /* One entry of the `topics` setting. */
 typedef struct kc_conf_topic_s {
@@ -74,6 +78,11 @@ typedef struct kc_conf_s {
     int32_t offset_metadata_max_bytes;           /* offset.metadata.max.bytes */
     int32_t offsets_retention_minutes;           /* offsets.retention.minutes */
     int64_t offsets_retention_check_interval_ms; /* offsets.retention.check.interval.ms */
+    int log_flush_policy;                        /* log.flush.policy: KC_CONF_FLUSH_* */
+    int64_t log_flush_interval_ms;               /* log.flush.interval.ms */
+    int32_t offsets_topic_segment_bytes;         /* offsets.topic.segment.bytes */
+    int64_t log_roll_ms;                         /* log.roll.ms */
+    int offsets_topic_compression_codec; /* offsets.topic.compression.codec: KC_CONF_CODEC_* */
     /* Where each setting's value came from, indexed in table order; use kc_conf_get_source. */
     kc_conf_source_t source[KC_CONF_N_SETTINGS];
 } kc_conf_t;

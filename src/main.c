@@ -15,6 +15,7 @@
 #include "api/api.h"
 #include "conf.h"
 #include "coord/coord.h"
+#include "log/log.h"
 #include "log/meta.h"
 #include "net/net.h"
 #include "util/log.h"
@@ -132,6 +133,9 @@ static int load_settings(kc_conf_t *conf, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* Offline tools over a data directory: kcoord dump-log PATH..., kcoord verify-log DIR. */
+    if (argc > 1 && (strcmp(argv[1], "dump-log") == 0 || strcmp(argv[1], "verify-log") == 0))
+        return kc_log_tool_main(argc - 1, argv + 1);
     kc_conf_t conf;
     kc_conf_init(&conf);
     int rc = load_settings(&conf, argc, argv);

@@ -20,6 +20,7 @@ enum {
     KC_ERR_NONE = 0,
     KC_ERR_UNKNOWN_TOPIC_OR_PARTITION = 3,
     KC_ERR_COORDINATOR_NOT_AVAILABLE = 15,
+    KC_ERR_COORDINATOR_LOAD_IN_PROGRESS = 14,
     KC_ERR_NOT_COORDINATOR = 16,
     KC_ERR_INVALID_TOPIC_EXCEPTION = 17,
     KC_ERR_UNSUPPORTED_VERSION = 35,
@@ -28,6 +29,7 @@ enum {
     KC_ERR_INVALID_REPLICATION_FACTOR = 38,
     KC_ERR_INVALID_REPLICA_ASSIGNMENT = 39,
     KC_ERR_OFFSET_METADATA_TOO_LARGE = 12,
+    KC_ERR_INVALID_GROUP_ID = 24,
     KC_ERR_INVALID_REQUEST = 42,
     KC_ERR_POLICY_VIOLATION = 44,
     KC_ERR_GROUP_ID_NOT_FOUND = 69,
@@ -58,6 +60,11 @@ typedef struct kc_api_call_s {
     int flexible;
     int32_t correlation_id;
     kc_str_t client_host; /* the peer's address as Kafka shows it: "/127.0.0.1" */
+    struct kc_api_ctx_s *ctx;
+    const void *request; /* the decoded request body */
+    /* Partitions whose records this reply depends on (see kc_api_partition). */
+    int32_t *parts;
+    int32_t n_parts, cap_parts;
 } kc_api_call_t;
 
 /* Handler results. */
@@ -73,6 +80,15 @@ enum {
  * must be answered exactly once, from the loop thread. */
 typedef int (*kc_api_handler_fn)(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                                  kc_arena_t *a, void *resp);
+
+/* The partition that owns `group_id`, for a handler of `call`. When the partition cannot
+ * serve (loading, or failed) returns NULL with the error in *err. Otherwise, for the APIs whose
+ * answer depends on what is durable (JoinGroup, SyncGroup, LeaveGroup, OffsetCommit,
+ * OffsetFetch, OffsetDelete, DeleteGroups), the call remembers the partition, and
+ * kc_api_call_reply holds the answer until the records the partition emitted so far are on
+ * disk; a failed write turns the answer into NOT_COORDINATOR. */
+kc_partition_t *kc_api_partition(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_t group_id,
+                                 int16_t *err);
 
 /* Encode `resp` (a response struct of the call's API) and send it. `call` is gone after this:
  * its arena, the request and everything the handler allocated in the arena are freed. */
@@ -102,6 +118,13 @@ int kc_api_find_coordinator(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
                             kc_arena_t *a, void *resp);
 int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                             kc_arena_t *a, void *resp);
+
+/* Put `err` into every error field of `resp`, a response of the call's API (fail.c), for a
+ * request that cannot be served: COORDINATOR_LOAD_IN_PROGRESS while its partition loads,
+ * NOT_COORDINATOR when the partition is not served or its write failed. `request` is the
+ * decoded request (per-partition answers are built from it when `resp` is still empty). */
+void kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int16_t err,
+                 kc_arena_t *a);
 
 /* Classic groups and the group admin APIs (groups.c). */
 extern const kc_coord_replies_t kc_api_group_replies; /* for kc_coord_new */

@@ -169,6 +169,8 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     call->flexible = req.flexible;
     call->correlation_id = req.correlation_id;
     call->client_host = client_host(conn, a);
+    call->ctx = ctx;
+    call->request = req.body;
     req.api->response.init(resp);
     int rc = handler_for(req.api_key)(ctx, call, &req, a, resp);
     if (rc == KC_API_DONE)
@@ -177,12 +179,108 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
         kc_slot_close(slot, "request refused by its handler");
 }
 
+/* Whether answers of this API wait for the records their partition emitted to be durable. */
+static bool waits_for_log(int16_t key)
+{
+    switch (key) {
+    case KC_API_JOIN_GROUP:
+    case KC_API_SYNC_GROUP:
+    case KC_API_LEAVE_GROUP:
+    case KC_API_OFFSET_COMMIT:
+    case KC_API_OFFSET_FETCH:
+    case KC_API_OFFSET_DELETE:
+    case KC_API_DELETE_GROUPS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+kc_partition_t *kc_api_partition(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_t group_id,
+                                 int16_t *err)
+{
+    /* Kafka checks the id before the partition's state. */
+    if (group_id.len <= 0) {
+        *err = KC_ERR_INVALID_GROUP_ID;
+        return NULL;
+    }
+    kc_partition_t *p = kc_coord_partition(ctx->coord, group_id);
+    *err = kc_partition_error(p);
+    if (*err != KC_ERR_NONE)
+        return NULL;
+    if (!waits_for_log(call->api->key))
+        return p;
+    for (int32_t i = 0; i < call->n_parts; i++)
+        if (call->parts[i] == p->index)
+            return p;
+    if (call->n_parts == call->cap_parts) {
+        int32_t cap = call->cap_parts ? call->cap_parts * 2 : 4;
+        int32_t *v = kc_arena_alloc(kc_slot_arena(call->slot), (size_t)cap * sizeof(*v));
+        if (v == NULL) {
+            *err = KC_ERR_COORDINATOR_NOT_AVAILABLE;
+            return NULL;
+        }
+        if (call->n_parts)
+            memcpy(v, call->parts, (size_t)call->n_parts * sizeof(*v));
+        call->parts = v;
+        call->cap_parts = cap;
+    }
+    call->parts[call->n_parts++] = p->index;
+    return p;
+}
+
+/* An answer waiting for the log: both outcomes are encoded up front, because a response
+ * completed from a group's callback is only valid during that callback. */
+typedef struct held_s {
+    kc_slot_t *slot;
+    uint8_t *ok, *failed;
+    size_t ok_len, failed_len;
+} held_t;
+
+static void release_held(void *arg, bool ok)
+{
+    held_t *h = arg;
+    if (ok) {
+        free(h->failed);
+        reply(h->slot, h->ok, h->ok_len);
+    } else {
+        free(h->ok);
+        reply(h->slot, h->failed, h->failed_len);
+    }
+    free(h);
+}
+
 void kc_api_call_reply(kc_api_call_t *call, const void *resp)
 {
     size_t len;
     uint8_t *buf = encode_response(&call->api->response, call->api->key, call->version,
                                    call->flexible, call->correlation_id, resp, &len);
-    reply(call->slot, buf, len);
+    kc_api_ctx_t *ctx = call->ctx;
+    if (buf == NULL || call->n_parts == 0 || ctx->coord == NULL) {
+        reply(call->slot, buf, len);
+        return;
+    }
+    /* The failure answer: the same response with NOT_COORDINATOR in every error field. */
+    kc_arena_t *a = kc_slot_arena(call->slot);
+    void *copy = kc_arena_dup(a, resp, call->api->response.struct_size);
+    held_t *h = malloc(sizeof(*h));
+    if (copy == NULL || h == NULL) {
+        free(h);
+        reply(call->slot, buf, len);
+        return;
+    }
+    kc_api_fail(call, call->request, copy, KC_ERR_NOT_COORDINATOR, a);
+    h->slot = call->slot;
+    h->ok = buf;
+    h->ok_len = len;
+    h->failed = encode_response(&call->api->response, call->api->key, call->version, call->flexible,
+                                call->correlation_id, copy, &h->failed_len);
+    if (h->failed == NULL ||
+        !kc_coord_hold(ctx->coord, call->parts, (size_t)call->n_parts, release_held, h)) {
+        free(h->failed);
+        free(h);
+        reply(call->slot, buf, len);
+    }
 }
 
 void kc_api_call_skip(kc_api_call_t *call)

@@ -27,7 +27,12 @@ int kc_api_join_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t
                       kc_arena_t *a, void *out)
 {
     const kc_join_group_request_t *q = req->body;
-    kc_partition_t *p = kc_coord_partition(ctx->coord, q->group_id);
+    int16_t err;
+    kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &err);
+    if (p == NULL) {
+        kc_api_fail(call, q, out, err, a);
+        return KC_API_DONE;
+    }
     int rc = kc_gm_join(p->groups, kc_coord_now(ctx->coord), call->version, q, req->client_id,
                         call->client_host, call, a, out);
     return rc == KC_GM_PARKED ? KC_API_PARKED : KC_API_DONE;
@@ -37,7 +42,12 @@ int kc_api_sync_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t
                       kc_arena_t *a, void *out)
 {
     const kc_sync_group_request_t *q = req->body;
-    kc_partition_t *p = kc_coord_partition(ctx->coord, q->group_id);
+    int16_t err;
+    kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &err);
+    if (p == NULL) {
+        kc_api_fail(call, q, out, err, a);
+        return KC_API_DONE;
+    }
     int rc = kc_gm_sync(p->groups, kc_coord_now(ctx->coord), call->version, q, call, a, out);
     return rc == KC_GM_PARKED ? KC_API_PARKED : KC_API_DONE;
 }
@@ -45,9 +55,15 @@ int kc_api_sync_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t
 int kc_api_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
                      void *out)
 {
-    (void)a;
     const kc_heartbeat_request_t *q = req->body;
-    kc_partition_t *p = kc_coord_partition(ctx->coord, q->group_id);
+    int16_t err;
+    kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &err);
+    if (p == NULL) {
+        /* While loading, Kafka answers heartbeats with no error: members keep their session. */
+        if (err != KC_ERR_COORDINATOR_LOAD_IN_PROGRESS)
+            kc_api_fail(call, q, out, err, a);
+        return KC_API_DONE;
+    }
     kc_gm_heartbeat(p->groups, kc_coord_now(ctx->coord), call->version, q, out);
     return KC_API_DONE;
 }
@@ -56,7 +72,12 @@ int kc_api_leave_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
                        kc_arena_t *a, void *out)
 {
     const kc_leave_group_request_t *q = req->body;
-    kc_partition_t *p = kc_coord_partition(ctx->coord, q->group_id);
+    int16_t err;
+    kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &err);
+    if (p == NULL) {
+        kc_api_fail(call, q, out, err, a);
+        return KC_API_DONE;
+    }
     kc_gm_leave(p->groups, kc_coord_now(ctx->coord), call->version, q, a, out);
     return KC_API_DONE;
 }
@@ -122,8 +143,15 @@ int kc_api_list_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
 {
     kc_list_groups_response_t *resp = out;
     list_ctx_t c = {.q = req->body, .version = call->version, .a = a};
-    for (int32_t i = 0; i < kc_coord_partitions(ctx->coord); i++)
-        kc_gm_each(kc_coord_partition_at(ctx->coord, i)->groups, list_one, &c);
+    if (kc_coord_loading(ctx->coord) > 0) {
+        resp->error_code = KC_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+        return KC_API_DONE;
+    }
+    for (int32_t i = 0; i < kc_coord_partitions(ctx->coord); i++) {
+        kc_partition_t *p = kc_coord_partition_at(ctx->coord, i);
+        if (p->state == KC_PART_ACTIVE)
+            kc_gm_each(p->groups, list_one, &c);
+    }
     if (c.oom) {
         resp->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
         return KC_API_DONE;
@@ -145,7 +173,16 @@ int kc_api_describe_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_requ
     if (n && v == NULL)
         return KC_API_CLOSE;
     for (int32_t i = 0; i < n; i++) {
-        kc_partition_t *p = kc_coord_partition(ctx->coord, q->groups.v[i]);
+        int16_t err;
+        kc_partition_t *p = kc_api_partition(ctx, call, q->groups.v[i], &err);
+        if (p == NULL) {
+            /* v[i] is zeroed: empty strings, no members. */
+            v[i].error_message = KC_STR_NULL;
+            v[i].authorized_operations = INT32_MIN;
+            v[i].group_id = q->groups.v[i];
+            v[i].error_code = err;
+            continue;
+        }
         kc_gm_describe(p->groups, call->version, q->groups.v[i], q->include_authorized_operations,
                        a, &v[i]);
     }
@@ -157,7 +194,6 @@ int kc_api_describe_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_requ
 int kc_api_delete_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                          kc_arena_t *a, void *out)
 {
-    (void)call;
     const kc_delete_groups_request_t *q = req->body;
     kc_delete_groups_response_t *resp = out;
     int32_t n = q->groups_names.n > 0 ? q->groups_names.n : 0;
@@ -167,8 +203,13 @@ int kc_api_delete_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
     int64_t now = kc_coord_now(ctx->coord);
     for (int32_t i = 0; i < n; i++) {
         kc_str_t id = q->groups_names.v[i];
-        kc_partition_t *p = kc_coord_partition(ctx->coord, id);
-        int16_t err = kc_gm_delete(p->groups, now, id);
+        int16_t err;
+        kc_partition_t *p = kc_api_partition(ctx, call, id, &err);
+        v[i].group_id = id;
+        v[i].error_code = err;
+        if (p == NULL)
+            continue;
+        err = kc_gm_delete(p->groups, now, id);
         if (err == KC_ERR_GROUP_ID_NOT_FOUND && kc_offsets_count(p->offsets, id) > 0)
             err = KC_ERR_NONE; /* offsets alone still make a group, as in Kafka */
         if (err == KC_ERR_NONE) {

@@ -29,7 +29,12 @@ int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
     int16_t v = call->version;
     int by_id = v >= 10;
     int64_t now = kc_coord_now(ctx->coord);
-    kc_partition_t *p = kc_coord_partition(ctx->coord, q->group_id);
+    int16_t perr;
+    kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &perr);
+    if (p == NULL) {
+        kc_api_fail(call, q, out, perr, a);
+        return KC_API_DONE;
+    }
 
     /* v0 has no generation: it is a simple commit, like generation -1. */
     int32_t generation = v >= 1 ? q->generation_id_or_member_epoch : -1;
@@ -175,13 +180,16 @@ static void each_offset(void *arg, kc_str_t topic, int32_t partition, const kc_o
 }
 
 /* Answer one group: `topics` NULL (n < 0) means every topic with a committed offset. */
-static void fetch_group(kc_api_ctx_t *ctx, int16_t v, kc_arena_t *a, kc_str_t group_id,
+static void fetch_group(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_arena_t *a, kc_str_t group_id,
                         kc_str_t member_id, int32_t member_epoch,
                         const kc_offset_fetch_request_topics_t *topics, int32_t n_topics,
                         kc_offset_fetch_response_group_t *out)
 {
-    kc_partition_t *p = kc_coord_partition(ctx->coord, group_id);
+    int16_t v = call->version;
     out->group_id = group_id;
+    kc_partition_t *p = kc_api_partition(ctx, call, group_id, &out->error_code);
+    if (p == NULL)
+        return;
     if (v >= 9 && member_id.len > 0) {
         out->error_code = kc_gm_validate_fetch(p->groups, group_id, member_id, member_epoch);
         if (out->error_code != KC_ERR_NONE)
@@ -243,7 +251,7 @@ int kc_api_offset_fetch(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request
             return KC_API_CLOSE;
         for (int32_t i = 0; i < n; i++) {
             const kc_offset_fetch_request_group_t *qg = &q->groups.v[i];
-            fetch_group(ctx, v, a, qg->group_id, qg->member_id, qg->member_epoch, qg->topics.v,
+            fetch_group(ctx, call, a, qg->group_id, qg->member_id, qg->member_epoch, qg->topics.v,
                         qg->topics.n, &g[i]);
         }
         resp->groups.v = g;
@@ -264,7 +272,7 @@ int kc_api_offset_fetch(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request
     }
     kc_offset_fetch_response_group_t g;
     memset(&g, 0, sizeof(g));
-    fetch_group(ctx, v, a, q->group_id, KC_STR_EMPTY, -1, topics, nt, &g);
+    fetch_group(ctx, call, a, q->group_id, KC_STR_EMPTY, -1, topics, nt, &g);
     resp->error_code = g.error_code;
     int32_t n = g.topics.n;
     kc_offset_fetch_response_topic_t *rt = n ? kc_arena_alloc(a, (size_t)n * sizeof(*rt)) : NULL;
@@ -300,10 +308,11 @@ int kc_api_offset_fetch(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request
 int kc_api_offset_delete(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                          kc_arena_t *a, void *out)
 {
-    (void)call;
     const kc_offset_delete_request_t *q = req->body;
     kc_offset_delete_response_t *resp = out;
-    kc_partition_t *p = kc_coord_partition(ctx->coord, q->group_id);
+    kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &resp->error_code);
+    if (p == NULL)
+        return KC_API_DONE;
     resp->error_code = kc_gm_validate_offset_delete(p->groups, q->group_id, KC_STR_NULL);
     if (resp->error_code != KC_ERR_NONE)
         return KC_API_DONE;

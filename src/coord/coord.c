@@ -1,29 +1,83 @@
-/* coord.c - the partitions: group placement, per-partition timers, retention, records.
+/* coord.c - the partitions: loading, group commit to the log, held replies, timers, retention.
  *
- * A group lives in partition abs(hashCode(group id)) % n, as in Kafka. Each partition owns a
- * group manager and an offsets store (pure state machines, given the time) and one uv_timer
- * armed at the group manager's next deadline. Callers mark a partition as touched when they
- * hand it a request; before the loop sleeps a uv_prepare re-arms the timers of the touched
- * partitions, so no caller has to remember to. One more timer runs offsets retention every
- * offsets.retention.check.interval.ms.
+ * Each __consumer_offsets partition owns a group manager, an offsets store (pure state
+ * machines, given the time) and its log. Its life:
  *
- * Records: both state machines emit the __consumer_offsets records Kafka would append. Until
- * the durable log exists they are counted per partition and dropped.
+ *   LOADING   at start (and after a failed write) a thread-pool job opens the log and replays
+ *             every record into a fresh manager and store; requests for its groups answer
+ *             COORDINATOR_LOAD_IN_PROGRESS meanwhile, and the listener is open at once.
+ *   ACTIVE    records the state machines emit go to the partition's pending batch. Before the
+ *             loop sleeps (uv_prepare, like Redis' beforeSleep) each partition with pending
+ *             records appends them as ONE RecordBatch and, with log.flush.policy=always, hands
+ *             the fsync to the thread pool. Replies that depend on those records are held
+ *             (kc_coord_hold) until the fsync returns: many requests share one write and one
+ *             fsync.
+ *   FAILED    the log could not be opened (corruption in an old segment, unreadable): the
+ *             partition is not served (NOT_COORDINATOR); the others are.
+ *
+ * A failed append or fsync fails the held replies with NOT_COORDINATOR, drops what was not
+ * durable, and reloads the partition from its log, so memory again equals what replaying the
+ * log yields; a reload that fails is retried every few seconds, until the disk recovers.
+ *
+ * Threading: the loop thread owns everything, except that while a partition's job runs (load
+ * or fsync) the job's thread uses that partition's log (and, for a load, the new manager and
+ * store) and the loop thread does not touch them.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
 #include "coord/coord.h"
+#include "log/log.h"
 #include "util/log.h"
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+enum { RELOAD_RETRY_MS = 5000 };
 
 typedef struct part_s {
     kc_partition_t pub; /* first: kc_partition_t * and part_t * convert */
     kc_coord_t *coord;
-    uv_timer_t timer;
+    uv_timer_t timer; /* the group manager's next deadline */
+    uv_timer_t retry; /* reload after a failure */
     bool touched;
-    uint64_t records; /* records emitted, until the log takes them */
+
+    kc_plog_t *log;
+    kc_log_record_t *pend; /* pending records; key and value owned */
+    size_t n_pend, cap_pend;
+    uint64_t seq_emitted; /* records emitted so far */
+    uint64_t seq_written; /* of those, appended to the log */
+    uint64_t seq_durable; /* of those, durable (acknowledged) */
+    uint64_t seq_synced;  /* of those, fsynced (differs from durable with interval/never) */
+
+    /* The job on the thread pool (at most one). */
+    uv_work_t work;
+    bool busy;
+    bool job_is_load;
+    uint64_t sync_target;
+    int job_rc;
+    char job_err[512];
+    kc_gm_t *new_groups;
+    kc_offsets_t *new_offsets;
+    kc_plog_t *new_log;
+    kc_plog_replay_stats_t stats;
+    int64_t malformed;
+    int64_t load_ms;
+    bool reloading;    /* the load follows a failed write */
+    bool queue_failed; /* a record could not be queued: memory is ahead of the log */
 } part_t;
+
+/* A reply held until its partitions' records are durable. */
+typedef struct waiter_s {
+    struct waiter_s *next;
+    void (*release)(void *arg, bool ok);
+    void *arg;
+    size_t n;
+    struct {
+        int32_t part;
+        uint64_t seq;
+    } need[];
+} waiter_t;
 
 struct kc_coord_s {
     uv_loop_t *loop;
@@ -32,81 +86,66 @@ struct kc_coord_s {
     kc_coord_replies_t replies;
     part_t *parts;
     int32_t n;
+    int32_t loading;
     uv_prepare_t prepare;
     uv_timer_t retention;
+    uv_timer_t flush_timer; /* log.flush.policy=interval */
+    waiter_t *waiters, **waiters_tail;
     int open_handles;
+    int jobs; /* thread-pool jobs in flight */
+    bool closing;
     void (*done)(void *);
     void *done_arg;
 };
 
-/* ---- Java's String.hashCode over UTF-16 code units -------------------------------------- */
-
-/* Decode one code point of UTF-8 at s[*i] (advancing *i); malformed input gives U+FFFD, one
- * replacement per maximal invalid prefix, as Java's decoder does. */
-static uint32_t next_code_point(const uint8_t *s, size_t n, size_t *i)
+int64_t kc_coord_now(const kc_coord_t *c)
 {
-    uint8_t b = s[*i];
-    if (b < 0x80) {
-        (*i)++;
-        return b;
-    }
-    size_t need;
-    uint32_t cp, min;
-    if (b >= 0xc2 && b <= 0xdf) {
-        need = 1, cp = b & 0x1f, min = 0x80;
-    } else if (b >= 0xe0 && b <= 0xef) {
-        need = 2, cp = b & 0x0f, min = 0x800;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-        need = 3, cp = b & 0x07, min = 0x10000;
-    } else {
-        (*i)++;
-        return 0xfffd;
-    }
-    size_t j = *i + 1;
-    for (size_t k = 0; k < need; k++, j++) {
-        if (j >= n || (s[j] & 0xc0) != 0x80) {
-            *i = j;
-            return 0xfffd;
-        }
-        cp = cp << 6 | (s[j] & 0x3f);
-    }
-    *i = j;
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0xfffd;
-    return cp;
+    (void)c;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
-int32_t kc_partition_for(kc_str_t group_id, int32_t n)
+static int64_t mono_ms(void)
 {
-    uint32_t h = 0;
-    const uint8_t *s = (const uint8_t *)group_id.p;
-    size_t len = group_id.len > 0 ? (size_t)group_id.len : 0;
-    for (size_t i = 0; i < len;) {
-        uint32_t cp = next_code_point(s, len, &i);
-        if (cp >= 0x10000) {
-            cp -= 0x10000;
-            h = h * 31 + (0xd800 + (cp >> 10));
-            h = h * 31 + (0xdc00 + (cp & 0x3ff));
-        } else {
-            h = h * 31 + cp;
-        }
-    }
-    int32_t sh = (int32_t)h;
-    int32_t abs = sh == INT32_MIN ? 0 : (sh < 0 ? -sh : sh);
-    return abs % n;
+    return (int64_t)(uv_hrtime() / 1000000);
 }
 
-/* ---- Partitions ---------------------------------------------------------------------------- */
+/* ---- Callbacks from the state machines ---------------------------------------------------- */
 
 static void on_record(void *ctx, const uint8_t *key, size_t key_len, const uint8_t *value,
                       size_t value_len)
 {
     part_t *p = ctx;
-    (void)key;
-    (void)key_len;
-    (void)value;
-    (void)value_len;
-    p->records++;
+    if (p->pub.state != KC_PART_ACTIVE)
+        return; /* a manager being freed answers its parked requests; it writes nothing */
+    if (p->n_pend == p->cap_pend) {
+        size_t cap = p->cap_pend ? p->cap_pend * 2 : 16;
+        kc_log_record_t *v = realloc(p->pend, cap * sizeof(*v));
+        if (v == NULL)
+            goto oom;
+        p->pend = v;
+        p->cap_pend = cap;
+    }
+    uint8_t *k = malloc(key_len ? key_len : 1);
+    uint8_t *val = value ? malloc(value_len ? value_len : 1) : NULL;
+    if (k == NULL || (value && val == NULL)) {
+        free(k);
+        free(val);
+        goto oom;
+    }
+    memcpy(k, key, key_len);
+    if (value)
+        memcpy(val, value, value_len);
+    p->pend[p->n_pend++] = (kc_log_record_t){
+        .timestamp_ms = -1, .key = k, .key_len = key_len, .value = val, .value_len = value_len};
+    p->seq_emitted++;
+    return;
+oom:
+    /* Memory now differs from what the log will hold: treat it as a failed write. */
+    KC_ERROR("coord", "partition %d: out of memory queueing a record", p->pub.index);
+    p->seq_emitted++;
+    p->queue_failed = true;
 }
 
 static void on_join_done(void *ctx, void *waiter, const kc_join_group_response_t *resp)
@@ -121,31 +160,367 @@ static void on_sync_done(void *ctx, void *waiter, const kc_sync_group_response_t
     p->coord->replies.sync_done(waiter, resp);
 }
 
-int64_t kc_coord_now(const kc_coord_t *c)
+/* ---- Held replies ------------------------------------------------------------------------- */
+
+bool kc_coord_hold(kc_coord_t *c, const int32_t *parts, size_t n, void (*release)(void *, bool),
+                   void *arg)
 {
-    (void)c;
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    size_t need = 0;
+    for (size_t i = 0; i < n; i++) {
+        part_t *p = &c->parts[parts[i]];
+        if (p->pub.state == KC_PART_ACTIVE && p->seq_emitted > p->seq_durable)
+            need++;
+    }
+    if (need == 0)
+        return false;
+    waiter_t *w = malloc(sizeof(*w) + need * sizeof(w->need[0]));
+    if (w == NULL)
+        return false; /* cannot wait: answer now rather than never */
+    w->next = NULL;
+    w->release = release;
+    w->arg = arg;
+    w->n = 0;
+    for (size_t i = 0; i < n; i++) {
+        part_t *p = &c->parts[parts[i]];
+        if (p->pub.state == KC_PART_ACTIVE && p->seq_emitted > p->seq_durable) {
+            w->need[w->n].part = parts[i];
+            w->need[w->n].seq = p->seq_emitted;
+            w->n++;
+        }
+    }
+    *c->waiters_tail = w;
+    c->waiters_tail = &w->next;
+    return true;
+}
+
+/* Release every waiter whose records are durable, and, when `failed` is set, fail every waiter
+ * that needed records of `failed` beyond what is durable there. */
+static void check_waiters(kc_coord_t *c, const part_t *failed)
+{
+    waiter_t **pp = &c->waiters;
+    while (*pp) {
+        waiter_t *w = *pp;
+        bool ok = true, bad = false;
+        for (size_t i = 0; i < w->n; i++) {
+            const part_t *p = &c->parts[w->need[i].part];
+            if (p->seq_durable < w->need[i].seq) {
+                ok = false;
+                if (p == failed)
+                    bad = true;
+            }
+        }
+        if (!ok && !bad) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        if (c->waiters_tail == &w->next)
+            c->waiters_tail = pp;
+        w->release(w->arg, ok);
+        free(w);
+    }
+}
+
+/* ---- Loading ------------------------------------------------------------------------------ */
+
+static void on_part_timer(uv_timer_t *t);
+static void start_load(part_t *p);
+
+static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
+{
+    const kc_conf_t *conf = p->coord->conf;
+    kc_gm_config_t gcfg = {
+        .partition = p->pub.index,
+        .min_session_timeout_ms = conf->group_min_session_timeout_ms,
+        .max_session_timeout_ms = conf->group_max_session_timeout_ms,
+        .initial_rebalance_delay_ms = conf->group_initial_rebalance_delay_ms,
+        .max_size = conf->group_max_size,
+        .new_member_join_timeout_ms = 300000,
+    };
+    kc_gm_ops_t gops = {p, on_join_done, on_sync_done, on_record};
+    kc_offsets_ops_t oops = {p, on_record};
+    *gm = kc_gm_new(&gcfg, &gops);
+    *off = kc_offsets_new(&oops);
+}
+
+static int replay_one(void *arg, const kc_log_record_t *rec)
+{
+    part_t *p = arg;
+    int rc = kc_gm_replay(p->new_groups, rec->key, rec->key_len, rec->value, rec->value_len);
+    if (rc == 1) {
+        uint16_t type = rec->key_len >= 2 ? (uint16_t)(rec->key[0] << 8 | rec->key[1]) : 0xffff;
+        rc = type <= 1 ? kc_offsets_replay(p->new_offsets, rec->key, rec->key_len, rec->value,
+                                           rec->value_len)
+                       : 0; /* record types kcoord does not keep yet (KIP-848) */
+    }
+    if (rc == -2) {
+        p->malformed++; /* skipped, as Kafka's loader skips what it cannot read */
+        rc = 0;
+    }
+    return rc;
+}
+
+/* Thread pool: open and replay. Touches only this partition's new_* fields. */
+static void load_work(uv_work_t *w)
+{
+    part_t *p = container_of(w, part_t, work);
+    const kc_conf_t *conf = p->coord->conf;
+    kc_plog_opts_t opts;
+    kc_plog_opts_init(&opts);
+    opts.segment_bytes = conf->offsets_topic_segment_bytes;
+    opts.roll_ms = conf->log_roll_ms;
+    opts.codec = conf->offsets_topic_compression_codec == KC_CONF_CODEC_ZSTD ? KC_LOG_CODEC_ZSTD
+                                                                             : KC_LOG_CODEC_NONE;
+    int64_t t0 = mono_ms();
+    p->job_err[0] = '\0';
+    p->malformed = 0;
+    memset(&p->stats, 0, sizeof(p->stats));
+    p->job_rc = kc_plog_open(&p->new_log, kc_log_io_posix(), conf->data_dir, p->pub.index, &opts,
+                             p->job_err, sizeof(p->job_err));
+    if (p->job_rc != 0)
+        return;
+    make_state(p, &p->new_groups, &p->new_offsets);
+    if (p->new_groups == NULL || p->new_offsets == NULL) {
+        p->job_rc = -12;
+        snprintf(p->job_err, sizeof(p->job_err), "out of memory");
+        return;
+    }
+    p->job_rc = kc_plog_replay(p->new_log, replay_one, p, &p->stats);
+    p->load_ms = mono_ms() - t0;
+    if (p->job_rc != 0)
+        snprintf(p->job_err, sizeof(p->job_err), "%s", kc_plog_error(p->new_log));
+}
+
+static void discard_new(part_t *p)
+{
+    if (p->new_groups)
+        kc_gm_free(p->new_groups);
+    if (p->new_offsets)
+        kc_offsets_free(p->new_offsets);
+    kc_plog_close(p->new_log);
+    p->new_groups = NULL;
+    p->new_offsets = NULL;
+    p->new_log = NULL;
+}
+
+static void maybe_free(kc_coord_t *c);
+
+static void on_retry(uv_timer_t *t)
+{
+    part_t *p = t->data;
+    if (!p->coord->closing && !p->busy)
+        start_load(p);
+}
+
+static void after_load(uv_work_t *w, int status)
+{
+    part_t *p = container_of(w, part_t, work);
+    kc_coord_t *c = p->coord;
+    p->busy = false;
+    c->jobs--;
+    c->loading--;
+    if (c->closing || status != 0) {
+        discard_new(p);
+        maybe_free(c);
+        return;
+    }
+    if (p->job_rc != 0) {
+        KC_ERROR("coord", "partition %d is not served: %s", p->pub.index,
+                 p->job_err[0] ? p->job_err : kc_log_strerror(p->job_rc));
+        discard_new(p);
+        p->pub.state = KC_PART_FAILED;
+        if (p->reloading)
+            uv_timer_start(&p->retry, on_retry, RELOAD_RETRY_MS, 0);
+        return;
+    }
+    p->pub.groups = p->new_groups;
+    p->pub.offsets = p->new_offsets;
+    p->log = p->new_log;
+    p->new_groups = NULL;
+    p->new_offsets = NULL;
+    p->new_log = NULL;
+    p->pub.state = KC_PART_ACTIVE;
+    p->reloading = false;
+    p->job_rc = 0;
+    kc_gm_load_complete(p->pub.groups, kc_coord_now(c));
+    p->touched = true;
+    if (p->stats.records > 0 || p->malformed > 0)
+        KC_INFO("coord",
+                "partition %d loaded in %lld ms: %lld records in %lld batches, %zu offsets of "
+                "%zu groups%s",
+                p->pub.index, (long long)p->load_ms, (long long)p->stats.records,
+                (long long)p->stats.batches, kc_offsets_total(p->pub.offsets),
+                kc_offsets_groups(p->pub.offsets),
+                p->malformed ? " (unreadable records skipped)" : "");
+    if (c->loading == 0)
+        KC_INFO("coord", "all %d partitions loaded", c->n);
+}
+
+static void start_load(part_t *p)
+{
+    kc_coord_t *c = p->coord;
+    p->pub.state = KC_PART_LOADING;
+    p->busy = true;
+    p->job_is_load = true;
+    c->jobs++;
+    c->loading++;
+    uv_queue_work(c->loop, &p->work, load_work, after_load);
+}
+
+/* ---- Group commit ------------------------------------------------------------------------- */
+
+static void free_pending(part_t *p)
+{
+    for (size_t i = 0; i < p->n_pend; i++) {
+        free((void *)p->pend[i].key);
+        free((void *)p->pend[i].value);
+    }
+    p->n_pend = 0;
+}
+
+/* A write or fsync failed: fail what waited on it, drop what is not durable, and reload the
+ * partition so that memory equals the log again. */
+static void write_failed(part_t *p, int rc)
+{
+    kc_coord_t *c = p->coord;
+    KC_ERROR("coord",
+             "partition %d: log write failed: %s; failing %llu unwritten records and "
+             "reloading the partition from its log",
+             p->pub.index,
+             p->log && kc_plog_error(p->log)[0] ? kc_plog_error(p->log) : kc_log_strerror(rc),
+             (unsigned long long)(p->seq_emitted - p->seq_durable));
+    free_pending(p);
+    p->pub.state = KC_PART_LOADING;
+    check_waiters(c, p);
+    p->seq_written = p->seq_durable = p->seq_synced = p->seq_emitted;
+    kc_gm_t *gm = p->pub.groups;
+    kc_offsets_t *off = p->pub.offsets;
+    p->pub.groups = NULL;
+    p->pub.offsets = NULL;
+    if (gm)
+        kc_gm_free(gm); /* answers its parked requests; on_record ignores a LOADING partition */
+    if (off)
+        kc_offsets_free(off);
+    kc_plog_close(p->log);
+    p->log = NULL;
+    uv_timer_stop(&p->timer);
+    p->reloading = true;
+    if (!c->closing)
+        start_load(p);
+}
+
+static void sync_work(uv_work_t *w)
+{
+    part_t *p = container_of(w, part_t, work);
+    p->job_rc = kc_plog_sync(p->log);
+}
+
+static void flush_partition(part_t *p);
+
+static void after_sync(uv_work_t *w, int status)
+{
+    part_t *p = container_of(w, part_t, work);
+    kc_coord_t *c = p->coord;
+    p->busy = false;
+    c->jobs--;
+    if (status == 0 && p->job_rc == 0) {
+        p->seq_synced = p->sync_target;
+        if (p->seq_durable < p->sync_target)
+            p->seq_durable = p->sync_target;
+        check_waiters(c, NULL);
+    } else {
+        write_failed(p, status ? status : p->job_rc);
+    }
+    if (c->closing) {
+        flush_partition(p);
+        maybe_free(c);
+    }
+}
+
+static void start_sync(part_t *p)
+{
+    kc_coord_t *c = p->coord;
+    p->busy = true;
+    p->job_is_load = false;
+    p->sync_target = p->seq_written;
+    c->jobs++;
+    uv_queue_work(c->loop, &p->work, sync_work, after_sync);
+}
+
+/* Append the pending records as one batch; then make them durable as the policy says. At
+ * shutdown the fsync runs here, on the loop thread. */
+static void flush_partition(part_t *p)
+{
+    kc_coord_t *c = p->coord;
+    if (p->pub.state != KC_PART_ACTIVE || p->busy)
+        return;
+    if (p->queue_failed) {
+        p->queue_failed = false;
+        write_failed(p, -12);
+        return;
+    }
+    if (p->n_pend > 0) {
+        int rc = kc_plog_append(p->log, p->pend, p->n_pend, kc_coord_now(c), NULL);
+        if (rc != 0) {
+            write_failed(p, rc);
+            return;
+        }
+        free_pending(p);
+        p->seq_written = p->seq_emitted;
+    }
+    if (p->seq_synced == p->seq_written)
+        return;
+    int policy = c->conf->log_flush_policy;
+    if (c->closing) {
+        int rc = kc_plog_sync(p->log);
+        if (rc != 0) {
+            write_failed(p, rc);
+            return;
+        }
+        p->seq_synced = p->seq_durable = p->seq_written;
+        check_waiters(c, NULL);
+    } else if (policy == KC_CONF_FLUSH_ALWAYS) {
+        start_sync(p);
+    } else if (p->seq_durable < p->seq_written) {
+        p->seq_durable = p->seq_written; /* interval and never: acknowledged once written */
+        check_waiters(c, NULL);
+    }
+}
+
+static void on_flush_timer(uv_timer_t *t)
+{
+    kc_coord_t *c = t->data;
+    for (int32_t i = 0; i < c->n; i++) {
+        part_t *p = &c->parts[i];
+        if (p->pub.state == KC_PART_ACTIVE && !p->busy && p->seq_synced < p->seq_written)
+            start_sync(p);
+    }
 }
 
 static void on_part_timer(uv_timer_t *t)
 {
     part_t *p = t->data;
+    if (p->pub.state != KC_PART_ACTIVE)
+        return;
     kc_gm_tick(p->pub.groups, kc_coord_now(p->coord));
     p->touched = true;
 }
 
-/* Before the loop sleeps: arm each touched partition's timer at its next deadline. */
+/* Before the loop sleeps: write the pending batches, and arm each touched partition's timer at
+ * its group manager's next deadline. */
 static void on_prepare(uv_prepare_t *h)
 {
     kc_coord_t *c = h->data;
     int64_t now = -1;
     for (int32_t i = 0; i < c->n; i++) {
         part_t *p = &c->parts[i];
+        if (p->n_pend > 0 || p->queue_failed)
+            flush_partition(p);
         if (!p->touched)
             continue;
         p->touched = false;
+        if (p->pub.state != KC_PART_ACTIVE)
+            continue;
         int64_t when = kc_gm_next_deadline(p->pub.groups);
         if (when == INT64_MAX) {
             uv_timer_stop(&p->timer);
@@ -158,8 +533,9 @@ static void on_prepare(uv_prepare_t *h)
     }
 }
 
+/* ---- Retention ---------------------------------------------------------------------------- */
+
 typedef struct retention_arg_s {
-    kc_coord_t *coord;
     part_t *part;
     int64_t now;
 } retention_arg_t;
@@ -210,7 +586,7 @@ static void collect_empty(void *arg, const kc_group_info_t *g)
 }
 
 /* Kafka's cleanup also removes Empty groups that hold no offsets at all (every member left
- * without committing, or their offsets were deleted): they are gone with a tombstone. */
+ * without committing, or their offsets were deleted): they go with a tombstone. */
 static void remove_empty_groups(part_t *p, int64_t now)
 {
     empty_groups_t e = {.offsets = p->pub.offsets};
@@ -229,15 +605,20 @@ static void on_retention(uv_timer_t *t)
     int64_t retention_ms = (int64_t)c->conf->offsets_retention_minutes * 60000;
     size_t total = 0;
     for (int32_t i = 0; i < c->n; i++) {
-        retention_arg_t arg = {c, &c->parts[i], now};
-        total += kc_offsets_expire(c->parts[i].pub.offsets, now, retention_ms, retention_policy,
+        part_t *p = &c->parts[i];
+        if (p->pub.state != KC_PART_ACTIVE)
+            continue;
+        retention_arg_t arg = {p, now};
+        total += kc_offsets_expire(p->pub.offsets, now, retention_ms, retention_policy,
                                    retention_emptied, &arg);
-        remove_empty_groups(&c->parts[i], now);
-        c->parts[i].touched = true;
+        remove_empty_groups(p, now);
+        p->touched = true;
     }
     if (total > 0)
         KC_INFO("coord", "offsets retention removed %zu expired offsets", total);
 }
+
+/* ---- Life ---------------------------------------------------------------------------------- */
 
 kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *cat,
                          const kc_coord_replies_t *replies)
@@ -249,6 +630,7 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
     c->conf = conf;
     c->catalog = cat;
     c->replies = *replies;
+    c->waiters_tail = &c->waiters;
     c->n = conf->offsets_topic_num_partitions;
     c->parts = calloc((size_t)c->n, sizeof(*c->parts));
     if (c->parts == NULL) {
@@ -259,24 +641,10 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
         part_t *p = &c->parts[i];
         p->coord = c;
         p->pub.index = i;
-        kc_gm_config_t gcfg = {
-            .partition = i,
-            .min_session_timeout_ms = conf->group_min_session_timeout_ms,
-            .max_session_timeout_ms = conf->group_max_session_timeout_ms,
-            .initial_rebalance_delay_ms = conf->group_initial_rebalance_delay_ms,
-            .max_size = conf->group_max_size,
-            .new_member_join_timeout_ms = 300000,
-        };
-        kc_gm_ops_t gops = {p, on_join_done, on_sync_done, on_record};
-        kc_offsets_ops_t oops = {p, on_record};
-        p->pub.groups = kc_gm_new(&gcfg, &gops);
-        p->pub.offsets = kc_offsets_new(&oops);
-        if (p->pub.groups == NULL || p->pub.offsets == NULL) {
-            KC_ERROR("coord", "out of memory creating partition %d", i);
-            abort(); /* start-up only */
-        }
         uv_timer_init(loop, &p->timer);
+        uv_timer_init(loop, &p->retry);
         p->timer.data = p;
+        p->retry.data = p;
     }
     uv_prepare_init(loop, &c->prepare);
     c->prepare.data = c;
@@ -286,7 +654,16 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
     c->retention.data = c;
     uint64_t every = (uint64_t)conf->offsets_retention_check_interval_ms;
     uv_timer_start(&c->retention, on_retention, every, every);
-    c->open_handles = c->n + 2;
+    uv_timer_init(loop, &c->flush_timer);
+    c->flush_timer.data = c;
+    if (conf->log_flush_policy == KC_CONF_FLUSH_INTERVAL) {
+        uint64_t ms = (uint64_t)conf->log_flush_interval_ms;
+        uv_timer_start(&c->flush_timer, on_flush_timer, ms, ms);
+    }
+    c->open_handles = 2 * c->n + 3;
+    KC_INFO("coord", "loading %d partitions from %s", c->n, conf->data_dir);
+    for (int32_t i = 0; i < c->n; i++)
+        start_load(&c->parts[i]);
     return c;
 }
 
@@ -306,21 +683,59 @@ int32_t kc_coord_partitions(const kc_coord_t *c)
     return c->n;
 }
 
+int32_t kc_coord_loading(const kc_coord_t *c)
+{
+    return c->loading;
+}
+
+int16_t kc_partition_error(const kc_partition_t *p)
+{
+    switch (p->state) {
+    case KC_PART_ACTIVE:
+        return 0;
+    case KC_PART_LOADING:
+        return 14; /* COORDINATOR_LOAD_IN_PROGRESS */
+    default:
+        return 16; /* NOT_COORDINATOR */
+    }
+}
+
 void kc_coord_topic_deleted(kc_coord_t *c, kc_str_t topic)
 {
     size_t total = 0;
-    for (int32_t i = 0; i < c->n; i++)
-        total += kc_offsets_delete_topic(c->parts[i].pub.offsets, topic);
+    for (int32_t i = 0; i < c->n; i++) {
+        part_t *p = &c->parts[i];
+        if (p->pub.state == KC_PART_ACTIVE) {
+            total += kc_offsets_delete_topic(p->pub.offsets, topic);
+            p->touched = true;
+        }
+    }
     KC_INFO("coord", "topic %.*s deleted with %zu committed offsets", topic.len > 0 ? topic.len : 0,
             topic.p, total);
 }
 
-static void handle_closed(kc_coord_t *c)
+static void maybe_free(kc_coord_t *c)
 {
-    if (--c->open_handles > 0)
+    if (!c->closing || c->open_handles > 0 || c->jobs > 0)
         return;
     for (int32_t i = 0; i < c->n; i++) {
-        kc_offsets_free(c->parts[i].pub.offsets);
+        part_t *p = &c->parts[i];
+        if (p->log != NULL) {
+            int rc = kc_plog_sync(p->log);
+            if (rc != 0)
+                KC_ERROR("coord", "partition %d: final fsync failed: %s", i, kc_log_strerror(rc));
+            kc_plog_close(p->log);
+        }
+        if (p->pub.offsets)
+            kc_offsets_free(p->pub.offsets);
+        free_pending(p);
+        free(p->pend);
+    }
+    while (c->waiters) { /* nothing should wait by now; answer rather than leak */
+        waiter_t *w = c->waiters;
+        c->waiters = w->next;
+        w->release(w->arg, false);
+        free(w);
     }
     void (*done)(void *) = c->done;
     void *arg = c->done_arg;
@@ -332,25 +747,41 @@ static void handle_closed(kc_coord_t *c)
 
 static void on_handle_closed(uv_handle_t *h)
 {
-    handle_closed(h->data);
+    kc_coord_t *c = h->data;
+    c->open_handles--;
+    maybe_free(c);
 }
 
-static void on_part_timer_closed(uv_handle_t *h)
+static void on_part_handle_closed(uv_handle_t *h)
 {
-    handle_closed(((part_t *)h->data)->coord);
+    part_t *p = h->data;
+    p->coord->open_handles--;
+    maybe_free(p->coord);
 }
 
 void kc_coord_close(kc_coord_t *c, void (*done)(void *arg), void *arg)
 {
     c->done = done;
     c->done_arg = arg;
+    c->closing = true;
+    /* Write and fsync what is pending, so every acknowledged change is on disk; a partition
+     * whose fsync is in flight finishes in after_sync. */
+    for (int32_t i = 0; i < c->n; i++)
+        flush_partition(&c->parts[i]);
     /* Answer parked requests before the connections go. */
     for (int32_t i = 0; i < c->n; i++) {
-        kc_gm_free(c->parts[i].pub.groups);
-        c->parts[i].pub.groups = NULL;
+        part_t *p = &c->parts[i];
+        if (p->pub.groups) {
+            kc_gm_t *gm = p->pub.groups;
+            p->pub.groups = NULL;
+            kc_gm_free(gm);
+        }
     }
-    for (int32_t i = 0; i < c->n; i++)
-        uv_close((uv_handle_t *)&c->parts[i].timer, on_part_timer_closed);
+    for (int32_t i = 0; i < c->n; i++) {
+        uv_close((uv_handle_t *)&c->parts[i].timer, on_part_handle_closed);
+        uv_close((uv_handle_t *)&c->parts[i].retry, on_part_handle_closed);
+    }
     uv_close((uv_handle_t *)&c->prepare, on_handle_closed);
     uv_close((uv_handle_t *)&c->retention, on_handle_closed);
+    uv_close((uv_handle_t *)&c->flush_timer, on_handle_closed);
 }

@@ -75,12 +75,25 @@ kc_uuid_t kc_topic_id_for(const char *cluster_id, const char *name, size_t name_
  * abs(INT32_MIN) = 0 as Kafka's Utils.abs. */
 int32_t kc_partition_for(kc_str_t group_id, int32_t n);
 
-/* One __consumer_offsets partition: the groups and offsets it owns, and its timers. */
+/* A partition's state: its groups are served only when ACTIVE. */
+enum {
+    KC_PART_LOADING = 0, /* its log is being replayed: COORDINATOR_LOAD_IN_PROGRESS */
+    KC_PART_ACTIVE = 1,
+    KC_PART_FAILED = 2, /* its log could not be loaded: NOT_COORDINATOR */
+};
+
+/* One __consumer_offsets partition: the groups and offsets it owns. `groups` and `offsets`
+ * are NULL unless the state is KC_PART_ACTIVE. */
 typedef struct kc_partition_s {
     int32_t index;
+    int state;
     kc_gm_t *groups;
     kc_offsets_t *offsets;
 } kc_partition_t;
+
+/* The Kafka error a request for a group of `p` gets now: 0 when ACTIVE,
+ * COORDINATOR_LOAD_IN_PROGRESS while loading, NOT_COORDINATOR when the partition failed. */
+int16_t kc_partition_error(const kc_partition_t *p);
 
 typedef struct kc_coord_s kc_coord_t;
 
@@ -110,6 +123,16 @@ int32_t kc_coord_partitions(const kc_coord_t *c);
 
 /* The time the group and offsets state machines are given: wall-clock milliseconds. */
 int64_t kc_coord_now(const kc_coord_t *c);
+
+/* Hold a reply until the records emitted so far by the partitions parts[0..n) are durable.
+ * Returns false when nothing needs waiting (answer now). Otherwise release(arg, ok) is called
+ * later from the loop: ok = true once they are durable, false when their write failed (the
+ * reply must then become an error, NOT_COORDINATOR). */
+bool kc_coord_hold(kc_coord_t *c, const int32_t *parts, size_t n,
+                   void (*release)(void *arg, bool ok), void *arg);
+
+/* Number of partitions still loading. */
+int32_t kc_coord_loading(const kc_coord_t *c);
 
 /* A topic was deleted: remove its committed offsets in every group. */
 void kc_coord_topic_deleted(kc_coord_t *c, kc_str_t topic);

@@ -2917,6 +2917,7 @@ void kc_gm_load_complete(kc_gm_t *gm, int64_t now_ms)
             prepare_rebalance(g, reason);
         }
     }
-    KC_INFO("group", "partition %d: loaded %zu classic groups with %zu members",
-            (int)gm->cfg.partition, loaded, members);
+    if (loaded > 0)
+        KC_INFO("group", "partition %d: loaded %zu classic groups with %zu members",
+                (int)gm->cfg.partition, loaded, members);
 }

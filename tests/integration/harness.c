@@ -409,6 +409,15 @@ int kc_proc_start(kc_proc_t *p, const char *const *extra_sets)
         return -1;
     }
     p->draining = 1;
+    /* Partitions load in the background once the listener is open; tests start from a daemon
+     * that serves every group (a client would be told COORDINATOR_LOAD_IN_PROGRESS and retry). */
+    if (!kc_proc_wait_log(p, "partitions loaded", NULL, KC_START_TIMEOUT_MS)) {
+        fprintf(stderr, "harness: kcoord did not finish loading its partitions\n");
+        kc_proc_print_log(p);
+        kc_proc_stop(p);
+        kc_proc_finish(p);
+        return -1;
+    }
     return 0;
 }
 

@@ -63,6 +63,8 @@ class Kcoord:
                 chunk = os.read(self.proc.stderr.fileno(), 65536)
                 self.log += chunk
                 m = re.search(rb"listening on 127\.0\.0\.1:(\d+)", self.log)
+                if m and b"partitions loaded" not in self.log:
+                    m = None  # wait until every partition serves
                 if m:
                     self.port = int(m.group(1))
         self.drainer = threading.Thread(target=self._drain, daemon=True)
