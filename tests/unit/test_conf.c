@@ -183,7 +183,12 @@ static void test_defaults(void **state)
                              "group.max.size=2147483647  # default\n"
                              "offset.metadata.max.bytes=4096  # default\n"
                              "offsets.retention.minutes=10080  # default\n"
-                             "offsets.retention.check.interval.ms=600000  # default\n");
+                             "offsets.retention.check.interval.ms=600000  # default\n"
+                             "log.flush.policy=always  # default\n"
+                             "log.flush.interval.ms=1000  # default\n"
+                             "offsets.topic.segment.bytes=104857600  # default\n"
+                             "log.roll.ms=604800000  # default\n"
+                             "offsets.topic.compression.codec=zstd  # default\n");
     free(out);
     kc_conf_free(&c);
     kc_conf_free(&c); /* a freed struct is zeroed; freeing again is harmless */
@@ -797,7 +802,12 @@ static void test_precedence(void **state)
                              "group.max.size=2147483647  # default\n"
                              "offset.metadata.max.bytes=4096  # default\n"
                              "offsets.retention.minutes=10080  # default\n"
-                             "offsets.retention.check.interval.ms=600000  # default\n");
+                             "offsets.retention.check.interval.ms=600000  # default\n"
+                             "log.flush.policy=always  # default\n"
+                             "log.flush.interval.ms=1000  # default\n"
+                             "offsets.topic.segment.bytes=104857600  # default\n"
+                             "log.roll.ms=604800000  # default\n"
+                             "offsets.topic.compression.codec=zstd  # default\n");
     free(out);
     kc_conf_free(&c);
 }
@@ -881,7 +891,12 @@ static void test_doc_content(void **state)
                                  "group.max.size=2147483647  # default\n"
                                  "offset.metadata.max.bytes=4096  # default\n"
                                  "offsets.retention.minutes=10080  # default\n"
-                                 "offsets.retention.check.interval.ms=600000  # default\n");
+                                 "offsets.retention.check.interval.ms=600000  # default\n"
+                                 "log.flush.policy=always  # default\n"
+                                 "log.flush.interval.ms=1000  # default\n"
+                                 "offsets.topic.segment.bytes=104857600  # default\n"
+                                 "log.roll.ms=604800000  # default\n"
+                                 "offsets.topic.compression.codec=zstd  # default\n");
     free(printed);
     kc_conf_free(&c);
     free(doc);
