@@ -177,7 +177,7 @@ int main(int argc, char **argv)
     uv_loop_init(&d.loop);
     kc_api_ctx_t ctx = {
         .node_id = conf.node_id, .catalog = &catalog, .conf = &conf, .loop = &d.loop};
-    d.coord = kc_coord_new(&d.loop, &conf, &catalog, &kc_api_group_replies);
+    d.coord = kc_coord_new(&d.loop, &conf, &catalog, &kc_api_group_replies, NULL);
     if (d.coord == NULL) {
         KC_ERROR("main", "out of memory");
         return 1;

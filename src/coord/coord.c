@@ -84,6 +84,7 @@ struct kc_coord_s {
     const kc_conf_t *conf;
     kc_catalog_t *catalog;
     kc_coord_replies_t replies;
+    const kc_log_io_t *io;
     part_t *parts;
     int32_t n;
     int32_t loading;
@@ -93,6 +94,7 @@ struct kc_coord_s {
     waiter_t *waiters, **waiters_tail;
     int open_handles;
     int jobs; /* thread-pool jobs in flight */
+    bool loaded_once;
     bool closing;
     void (*done)(void *);
     void *done_arg;
@@ -275,7 +277,7 @@ static void load_work(uv_work_t *w)
     p->job_err[0] = '\0';
     p->malformed = 0;
     memset(&p->stats, 0, sizeof(p->stats));
-    p->job_rc = kc_plog_open(&p->new_log, kc_log_io_posix(), conf->data_dir, p->pub.index, &opts,
+    p->job_rc = kc_plog_open(&p->new_log, p->coord->io, conf->data_dir, p->pub.index, &opts,
                              p->job_err, sizeof(p->job_err));
     if (p->job_rc != 0)
         return;
@@ -352,8 +354,10 @@ static void after_load(uv_work_t *w, int status)
                 (long long)p->stats.batches, kc_offsets_total(p->pub.offsets),
                 kc_offsets_groups(p->pub.offsets),
                 p->malformed ? " (unreadable records skipped)" : "");
-    if (c->loading == 0)
+    if (c->loading == 0 && !c->loaded_once) {
+        c->loaded_once = true;
         KC_INFO("coord", "all %d partitions loaded", c->n);
+    }
 }
 
 static void start_load(part_t *p)
@@ -621,7 +625,7 @@ static void on_retention(uv_timer_t *t)
 /* ---- Life ---------------------------------------------------------------------------------- */
 
 kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *cat,
-                         const kc_coord_replies_t *replies)
+                         const kc_coord_replies_t *replies, const kc_log_io_t *io)
 {
     kc_coord_t *c = calloc(1, sizeof(*c));
     if (c == NULL)
@@ -630,6 +634,7 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
     c->conf = conf;
     c->catalog = cat;
     c->replies = *replies;
+    c->io = io ? io : kc_log_io_posix();
     c->waiters_tail = &c->waiters;
     c->n = conf->offsets_topic_num_partitions;
     c->parts = calloc((size_t)c->n, sizeof(*c->parts));

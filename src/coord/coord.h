@@ -104,10 +104,13 @@ typedef struct kc_coord_replies_s {
     void (*sync_done)(void *waiter, const kc_sync_group_response_t *resp);
 } kc_coord_replies_t;
 
-/* Create the offsets.topic.num.partitions partitions on `loop`. `conf` and `cat` must outlive
- * the coordinator. NULL when out of memory. */
+/* Create the offsets.topic.num.partitions partitions on `loop` and start loading them from
+ * the logs under conf->data_dir, with the file operations of `io` (NULL: the real ones; tests
+ * pass a table that injects faults). `conf`, `cat` and `io` must outlive the coordinator.
+ * NULL when out of memory. */
+struct kc_log_io_s;
 kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *cat,
-                         const kc_coord_replies_t *replies);
+                         const kc_coord_replies_t *replies, const struct kc_log_io_s *io);
 
 /* Close the timers and free everything; parked requests are answered with an error first.
  * `done` runs from the loop once every handle is closed. */

@@ -1,13 +1,21 @@
-/* test_coord.c - group placement: kc_partition_for against values computed by Java. */
+/* test_coord.c - group placement against Java's values, and the partitions' durability:
+ * acknowledged only once fsynced, failed writes (EIO, ENOSPC through the I/O table) fail the
+ * held replies and bring memory back to what the log holds, and a new coordinator reloads it.
+ */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "coord/coord.h"
+#include "log/log.h"
 
 /* Each id's String.hashCode() and abs(hash) % 50 and % 7 as printed by a Java 17 program
  * (Math.abs, with Integer.MIN_VALUE mapped to 0 as Kafka's Utils.abs does). */
@@ -50,11 +58,217 @@ static void test_invalid_utf8(void **state)
     assert_int_equal(kc_partition_for(kc_str_c("x\xc3"), 1000003), 69253 % 1000003);
 }
 
+/* ---- Durability through a fault-injecting I/O table --------------------------------------- */
+
+static atomic_int fail_fsync;  /* next fsyncs fail with EIO while set */
+static atomic_int fail_pwrite; /* next pwrites fail with ENOSPC while set */
+
+static int f_open(void *ctx, const char *path, int flags, int mode)
+{
+    (void)ctx;
+    return kc_log_io_posix()->open(NULL, path, flags, mode);
+}
+static int64_t f_pread(void *ctx, int fd, void *buf, size_t n, int64_t off)
+{
+    (void)ctx;
+    return kc_log_io_posix()->pread(NULL, fd, buf, n, off);
+}
+static int64_t f_pwrite(void *ctx, int fd, const void *buf, size_t n, int64_t off)
+{
+    (void)ctx;
+    if (atomic_load(&fail_pwrite))
+        return -ENOSPC;
+    return kc_log_io_posix()->pwrite(NULL, fd, buf, n, off);
+}
+static int f_fsync(void *ctx, int fd)
+{
+    (void)ctx;
+    if (atomic_load(&fail_fsync))
+        return -EIO;
+    return kc_log_io_posix()->fsync(NULL, fd);
+}
+static int f_ftruncate(void *ctx, int fd, int64_t size)
+{
+    (void)ctx;
+    return kc_log_io_posix()->ftruncate(NULL, fd, size);
+}
+static int64_t f_fsize(void *ctx, int fd)
+{
+    (void)ctx;
+    return kc_log_io_posix()->fsize(NULL, fd);
+}
+static int f_close(void *ctx, int fd)
+{
+    (void)ctx;
+    return kc_log_io_posix()->close(NULL, fd);
+}
+static int f_rename(void *ctx, const char *a, const char *b)
+{
+    (void)ctx;
+    return kc_log_io_posix()->rename(NULL, a, b);
+}
+static int f_unlink(void *ctx, const char *path)
+{
+    (void)ctx;
+    return kc_log_io_posix()->unlink(NULL, path);
+}
+static int f_mkdir(void *ctx, const char *path, int mode)
+{
+    (void)ctx;
+    return kc_log_io_posix()->mkdir(NULL, path, mode);
+}
+static int f_listdir(void *ctx, const char *path, int (*fn)(void *, const char *), void *arg)
+{
+    (void)ctx;
+    return kc_log_io_posix()->listdir(NULL, path, fn, arg);
+}
+
+static const kc_log_io_t faulty = {NULL,    f_open,  f_pread,  f_pwrite, f_fsync, f_ftruncate,
+                                   f_fsize, f_close, f_rename, f_unlink, f_mkdir, f_listdir};
+
+static void no_join(void *waiter, const kc_join_group_response_t *resp)
+{
+    (void)waiter;
+    (void)resp;
+}
+static void no_sync(void *waiter, const kc_sync_group_response_t *resp)
+{
+    (void)waiter;
+    (void)resp;
+}
+static const kc_coord_replies_t replies = {no_join, no_sync};
+
+typedef struct held_s {
+    int released; /* 0 waiting, 1 ok, 2 failed */
+} held_t;
+
+static void on_release(void *arg, bool ok)
+{
+    ((held_t *)arg)->released = ok ? 1 : 2;
+}
+
+/* Run the loop until *flag is non-zero (bounded). */
+static void run_until(uv_loop_t *loop, const int *flag)
+{
+    for (int i = 0; i < 100000 && !*flag; i++)
+        uv_run(loop, UV_RUN_ONCE);
+    assert_true(*flag);
+}
+
+static void run_until_loaded(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p)
+{
+    for (int i = 0; i < 100000 && (kc_coord_loading(c) > 0 || p->state != KC_PART_ACTIVE); i++)
+        uv_run(loop, UV_RUN_ONCE);
+    assert_int_equal(p->state, KC_PART_ACTIVE);
+}
+
+/* Commit `offset` for g/t/0 and wait for the held reply: returns 1 (durable) or 2 (failed). */
+static int commit_and_wait(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p, int64_t offset)
+{
+    kc_offset_t o = {.offset = offset,
+                     .leader_epoch = -1,
+                     .metadata = KC_STR_EMPTY,
+                     .commit_ts_ms = 1000,
+                     .expire_ts_ms = -1};
+    assert_int_equal(kc_offsets_commit(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), 0, &o), 0);
+    held_t h = {0};
+    int32_t idx = p->index;
+    assert_true(kc_coord_hold(c, &idx, 1, on_release, &h));
+    run_until(loop, &h.released);
+    return h.released;
+}
+
+static int64_t committed(kc_partition_t *p)
+{
+    const kc_offset_t *o = kc_offsets_get(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), 0);
+    return o ? o->offset : -1;
+}
+
+static int closed;
+static void on_closed(void *arg)
+{
+    (void)arg;
+    closed = 1;
+}
+
+static void test_durable_acks_and_failed_writes(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kc-coord-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    assert_int_equal(kc_conf_set(&conf, "data.dir", dir, KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    assert_int_equal(
+        kc_conf_set(&conf, "offsets.topic.num.partitions", "2", KC_CONF_SRC_SET, err, sizeof(err)),
+        0);
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+
+    kc_coord_t *c = kc_coord_new(&loop, &conf, &cat, &replies, &faulty);
+    assert_non_null(c);
+    kc_partition_t *p = kc_coord_partition(c, KC_STR_LIT("g"));
+    assert_int_equal(kc_partition_error(p), 14); /* COORDINATOR_LOAD_IN_PROGRESS */
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(kc_partition_error(p), 0);
+
+    /* A commit is acknowledged once fsynced. */
+    assert_int_equal(commit_and_wait(&loop, c, p, 1), 1);
+    assert_int_equal(committed(p), 1);
+
+    /* fsync fails (EIO): the reply fails, the partition reloads what is durable. */
+    atomic_store(&fail_fsync, 1);
+    assert_int_equal(commit_and_wait(&loop, c, p, 2), 2);
+    atomic_store(&fail_fsync, 0);
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(committed(p), 1);
+
+    /* The disk is back: commits work again. */
+    assert_int_equal(commit_and_wait(&loop, c, p, 3), 1);
+    assert_int_equal(committed(p), 3);
+
+    /* The write itself fails (ENOSPC): same. */
+    atomic_store(&fail_pwrite, 1);
+    assert_int_equal(commit_and_wait(&loop, c, p, 4), 2);
+    atomic_store(&fail_pwrite, 0);
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(committed(p), 3);
+
+    /* Nothing to wait for when nothing was emitted. */
+    held_t h = {0};
+    int32_t idx = p->index;
+    assert_false(kc_coord_hold(c, &idx, 1, on_release, &h));
+
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+
+    /* A new coordinator on the same directory loads exactly the durable state. */
+    c = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+    p = kc_coord_partition(c, KC_STR_LIT("g"));
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(committed(p), 3);
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kc_catalog_free(&cat);
+    kc_conf_free(&conf);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_java_hash_placement),
         cmocka_unit_test(test_invalid_utf8),
+        cmocka_unit_test(test_durable_acks_and_failed_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
