@@ -8,6 +8,7 @@
 #   make fuzz            build the libFuzzer targets (clang)
 #   make gen             regenerate src/proto/gen_* from proto/*.kdef
 #   make format-check    clang-format check of hand-written sources
+#   make bench           load-time benchmark; writes docs/BENCHMARKS.md
 #
 # Quiet unless V=1. Objects go to build/ (build/san/ with SANITIZE=1).
 
@@ -115,5 +116,18 @@ format-check:
 
 clean:
 	rm -rf build
+
+# make bench: the load-time benchmark. Builds the daemon and tests/bench/gen_log, then
+# scripts/bench generates data directories under /tmp, times kcoord loading them and writes
+# docs/BENCHMARKS.md.
+.PHONY: bench
+
+bench: $(BUILD)/kcoord $(BUILD)/bench/gen_log
+	$(Q)scripts/bench $(BUILD)
+
+$(BUILD)/bench/gen_log: $(BUILD)/tests/bench/gen_log.o $(BUILD)/libkcoord.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
