@@ -12,6 +12,7 @@
  *     kc_plog_replay    every record, in offset order, into the in-memory state
  *     kc_plog_append    seal records into one batch and write it (no fsync)      } repeat:
  *     kc_plog_sync      fsync: what was appended before is now durable          } group commit
+ *     kc_plog_clean     now and then (kc_plog_clean_due), on a worker: compact closed segments
  *     kc_plog_close
  *
  * Threading. A kc_plog_t has no lock. Calls on one plog must never overlap: the caller
@@ -19,6 +20,8 @@
  * a flusher thread for kc_plog_sync and does not touch that plog (not even the accessors) until
  * the sync has returned; records arriving meanwhile wait in the caller's pending batch.
  * Different plogs share no mutable state and may be used from different threads at once.
+ * kc_plog_clean follows the same rule as kc_plog_sync: it may run on a worker thread while the
+ * loop leaves that plog alone.
  *
  * Failures. Functions return 0 or a negative code: -errno for I/O (-EIO, -ENOSPC, ...), or one
  * of the KC_LOG_E* codes below; kc_log_strerror names any of them, and kc_plog_error(l) holds a
@@ -137,7 +140,8 @@ typedef struct kc_plog_replay_stats_s {
  * and is returned. Returns 0, fn's nonzero value,
  * KC_LOG_ECORRUPT (a malformed record inside a batch whose CRC is right, or a segment changed
  * since the open), KC_LOG_EUNSUPPORTED (gzip, snappy or lz4 batch), KC_LOG_ECOMPRESS or
- * -errno; kc_plog_error says where. `stats` may be NULL. */
+ * -errno; kc_plog_error says where. `stats` may be NULL. If a failed kc_plog_clean left a swap
+ * to finish, the replay finishes it first, and fails with that error when it cannot. */
 int kc_plog_replay(kc_plog_t *l, int (*fn)(void *arg, const kc_log_record_t *rec), void *arg,
                    kc_plog_replay_stats_t *stats);
 
@@ -176,6 +180,77 @@ const char *kc_plog_error(const kc_plog_t *l);
  * written earlier, but does not fsync the segment: call kc_plog_sync first for a clean
  * shutdown. Returns 0 or the first error met while closing; the plog is freed either way. */
 int kc_plog_close(kc_plog_t *l);
+
+/* ---- compaction (the log cleaner) --------------------------------------------------------
+ *
+ * kc_plog_clean compacts the closed segments (every segment but the active one) the way Kafka's
+ * LogCleaner compacts a topic with cleanup.policy=compact: of all the records with the same key
+ * (key bytes compared exactly), only the one with the highest offset is kept; a tombstone that
+ * is the newest of its key is kept until it is older than delete_retention_ms, then dropped too.
+ * docs/log-format.md ("Compaction") has the details; in short:
+ *   - Which record is the newest of its key is decided over the whole durable log, the active
+ *     segment's synced part included, so a record superseded in the active segment goes, while
+ *     the active segment itself is never rewritten. A record whose newer version is not yet
+ *     synced is kept.
+ *   - A tombstone's age is now_ms minus its record timestamp (the time it was written). It is
+ *     dropped when the age is more than delete_retention_ms, kept otherwise.
+ *   - Records keep their offsets, keys, values and timestamps, so replaying the log gives the
+ *     same state before and after. Batches in a compacted segment have gaps in their offsets.
+ *     Control and transactional batches, which kc_plog_replay skips, are dropped; records with a
+ *     null key are kept.
+ *   - Consecutive closed segments whose live records fit in offsets.topic.segment.bytes are
+ *     merged into one segment, named by the first one's base offset, with a rebuilt index. A
+ *     lone segment with nothing to drop is left as it is.
+ *   - Each new segment is swapped in crash-safely: written as .cleaned and fsynced, renamed to
+ *     .swap, directory fsynced (from here on the swap is decided), the replaced segments renamed
+ *     to .deleted, directory fsynced, .swap renamed to .log, directory fsynced, .deleted
+ *     unlinked. A crash at any point leaves a directory that kc_plog_open loads to the same
+ *     state, without leftovers.
+ */
+
+/* Kafka's log.cleaner.delete.retention.ms and log.cleaner.min.cleanable.ratio defaults. */
+#define KC_PLOG_DELETE_RETENTION_MS_DEFAULT 86400000
+#define KC_PLOG_MIN_CLEANABLE_RATIO_DEFAULT 0.5
+
+/* What kc_plog_clean did, over the closed segments before and after it. After a failure the
+ * counts cover the groups of segments compacted before it. */
+typedef struct kc_plog_clean_stats_s {
+    int64_t segments_before;    /* closed segments */
+    int64_t segments_after;     /* closed segments afterwards */
+    int64_t segments_rewritten; /* closed segments that were replaced */
+    int64_t bytes_before;       /* bytes of the closed segments */
+    int64_t bytes_after;
+    int64_t records_before; /* records of the closed segments (control/txn batches not counted) */
+    int64_t records_after;  /* = records_before - superseded - tombstones_dropped on success */
+    int64_t superseded;     /* dropped: a newer record of the same key is in the log */
+    int64_t tombstones_dropped; /* dropped: the newest of its key, older than the retention */
+    int64_t batches_dropped;    /* control and transactional batches dropped */
+    int64_t keys;               /* distinct non-null keys in the durable log */
+    int64_t bytes_read;         /* read: the whole durable log once, the rewritten segments again */
+    int64_t bytes_written;      /* written: the new segments and their indexes */
+} kc_plog_clean_stats_t;
+
+/* Compact the closed segments of `l`, synchronously (see above). `now_ms` is the wall-clock
+ * time in milliseconds, against which tombstone ages are measured; `delete_retention_ms` is
+ * log.cleaner.delete.retention.ms (KC_PLOG_DELETE_RETENTION_MS_DEFAULT). Updates the plog's
+ * list of segments. Memory: 64 to 128 bytes plus the key per distinct key.
+ * Returns 0, -EINVAL (negative retention), -ENOMEM, KC_LOG_ECORRUPT, KC_LOG_EUNSUPPORTED,
+ * KC_LOG_ECOMPRESS, KC_LOG_ETOOBIG or -errno, with kc_plog_error saying where. A failure leaves
+ * the log holding the same state as before and the plog usable: appends and syncs go on, and
+ * the next clean starts afresh. If the failure came after a swap was decided and the plog
+ * could not finish it at once, kc_plog_replay and kc_plog_clean finish it first (or fail until
+ * they can); kc_plog_open would finish it too. Segments compacted before the failure stay
+ * compacted. `stats` may be NULL. Same threading rule as kc_plog_sync. */
+int kc_plog_clean(kc_plog_t *l, int64_t now_ms, int64_t delete_retention_ms,
+                  kc_plog_clean_stats_t *stats);
+
+/* Whether a clean is worth running, as Kafka's min.cleanable.dirty.ratio decides: the closed
+ * segments rolled since the last successful clean of this plog (all of them after an open) are
+ * "dirty", the ones it produced or kept are "clean", and a clean is due when there are dirty
+ * bytes and dirty / (clean + dirty) >= min_dirty_ratio (KC_PLOG_MIN_CLEANABLE_RATIO_DEFAULT; 0
+ * = whenever a segment was rolled since). Also due when a failed clean left a swap to finish.
+ * Cheap: a walk over the segment list, no I/O. */
+bool kc_plog_clean_due(const kc_plog_t *l, double min_dirty_ratio);
 
 /* Write "<dir>/<20-digit base offset><suffix>" into buf (suffix like ".log", ".index",
  * ".log.swap"). Returns 0, or -ENAMETOOLONG when it does not fit in n bytes. */

@@ -1,5 +1,6 @@
 /* log_int.h - inside the log room: the segment scanner and file-name helpers that the partition
- * log (plog.c) and the dump and verify tools (dump.c) share. Not part of the door (log.h).
+ * log (plog.c) and the dump and verify tools (dump.c) share, and the partition log's state,
+ * which plog.c and the log cleaner (cleaner.c) share. Not part of the door (log.h).
  */
 #ifndef KC_LOG_LOG_INT_H
 #define KC_LOG_LOG_INT_H
@@ -10,6 +11,7 @@
 
 #include "log/batch.h"
 #include "log/io.h"
+#include "log/log.h"
 
 /* Reads the batches of one segment file front to back, validating each (kc_batch_validate).
  * Reads go through a buffer of at least 1 MiB that grows to hold the largest batch; a batch
@@ -64,5 +66,59 @@ static inline bool kc_log_index_due(int64_t pos, int64_t last_entry_pos, int32_t
 {
     return pos - last_entry_pos > (int64_t)interval;
 }
+
+/* ---- the partition log's state (plog.c, cleaner.c) ------------------------------------- */
+
+/* One segment as the plog knows it. */
+typedef struct kc_log_seg_s {
+    int64_t base;
+    int64_t size;        /* bytes of valid batches */
+    int64_t next_offset; /* the offset after its last batch; base when empty */
+} kc_log_seg_t;
+
+/* One entry of a sparse offset index (Kafka's OffsetIndex), as in the .index file. */
+typedef struct kc_log_idx_entry_s {
+    int32_t rel; /* last offset of the batch minus the segment's base */
+    int32_t pos; /* byte position of the batch */
+} kc_log_idx_entry_t;
+
+struct kc_plog_s {
+    const kc_log_io_t *io;
+    kc_plog_opts_t opts;
+    int32_t partition;
+    char *dir;
+    kc_log_seg_t *segs; /* oldest first; the last one is the active segment */
+    size_t nsegs, capsegs;
+    int fd;     /* active segment */
+    int idx_fd; /* active index; -1 when it could not be opened */
+    kc_log_idx_entry_t *idx;
+    size_t nidx, capidx;
+    bool idx_stale;       /* the .index file does not hold exactly idx[] */
+    int64_t roll_base_ms; /* max timestamp of the active segment's first batch; -1 unknown */
+    int64_t synced_size;  /* durable bytes of the active segment */
+    int64_t synced_next;  /* next offset as of synced_size */
+    bool dir_dirty;       /* a segment was created since the last directory fsync */
+    bool need_truncate;   /* the active file may hold bytes past its valid size */
+    kc_batch_ctx_t *bctx;
+    kc_writer_t wbuf;
+    char err[600];
+    /* The cleaner's (zero after kc_plog_open). */
+    int64_t clean_upto; /* closed segments based below this were compacted by the last clean */
+    bool clean_pending; /* a clean failed after it began to swap: finish it before reading */
+};
+
+/* Write entries to an index file, replacing its content. Returns 0 or -errno / -ENOMEM. */
+int kc_log_index_write(const kc_log_io_t *io, int fd, const kc_log_idx_entry_t *e, size_t n);
+
+/* For a running plog whose closed segments' files changed under it (a clean that failed
+ * half-way): resolve compaction leftovers exactly as kc_plog_open does, then read the list of
+ * closed segments again from the directory, checking each and its index as the open does. The
+ * active segment is not touched. Returns 0, or a negative code with l->err set; on failure the
+ * old list is kept. (plog.c) */
+int kc_plog_reload_closed(kc_plog_t *l);
+
+/* If l->clean_pending, kc_plog_reload_closed and clear the flag; else nothing. Returns 0 or
+ * kc_plog_reload_closed's error. kc_plog_replay and kc_plog_clean call it first. (cleaner.c) */
+int kc_plog_clean_finish(kc_plog_t *l);
 
 #endif

@@ -26,10 +26,11 @@
  * open, so a failed index write marks it stale (rewritten at roll or close) and never fails an
  * append.
  *
- * To extend: the log cleaner will write <base>.log.cleaned (+ .index.cleaned), fsync them,
- * rename them to .swap, fsync the directory, rename the replaced segments to .deleted, rename
- * the .swap files into place, fsync the directory again and unlink the .deleted files; the open
- * path here already finishes or undoes each step of that after a crash.
+ * Compaction. The log cleaner (cleaner.c) rewrites closed segments and swaps them in with
+ * <base>.log.cleaned -> .swap -> .log, renaming the replaced segments to .deleted on the way
+ * (docs/log-format.md, "Compaction"); step (2) of the open finishes or undoes each step of that
+ * after a crash, and kc_plog_reload_closed runs the same step in a running plog when a clean
+ * failed half-way.
  */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L /* pread, pwrite, ftruncate, strdup, O_CLOEXEC */
@@ -52,38 +53,10 @@
 #define SCAN_CHUNK ((size_t)1 << 20)
 #define PATH_MAX_  4096
 
-typedef struct seg_s {
-    int64_t base;
-    int64_t size;        /* bytes of valid batches */
-    int64_t next_offset; /* the offset after its last batch; base when empty */
-} seg_t;
-
-typedef struct idx_entry_s {
-    int32_t rel; /* last offset of the batch minus the segment's base */
-    int32_t pos; /* byte position of the batch */
-} idx_entry_t;
-
-struct kc_plog_s {
-    const kc_log_io_t *io;
-    kc_plog_opts_t opts;
-    int32_t partition;
-    char *dir;
-    seg_t *segs;
-    size_t nsegs, capsegs;
-    int fd;     /* active segment */
-    int idx_fd; /* active index; -1 when it could not be opened */
-    idx_entry_t *idx;
-    size_t nidx, capidx;
-    bool idx_stale;       /* the .index file does not hold exactly idx[] */
-    int64_t roll_base_ms; /* max timestamp of the active segment's first batch; -1 unknown */
-    int64_t synced_size;  /* durable bytes of the active segment */
-    int64_t synced_next;  /* next offset as of synced_size */
-    bool dir_dirty;       /* a segment was created since the last directory fsync */
-    bool need_truncate;   /* the active file may hold bytes past its valid size */
-    kc_batch_ctx_t *bctx;
-    kc_writer_t wbuf;
-    char err[600];
-};
+/* The plog's state (struct kc_plog_s, its segments and index entries) is declared in
+ * log_int.h, because the log cleaner (cleaner.c) works on it too. */
+typedef kc_log_seg_t seg_t;
+typedef kc_log_idx_entry_t idx_entry_t;
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 
@@ -181,6 +154,11 @@ static int32_t get32(const uint8_t *p)
 
 /* Write entries to an index file, replacing its content. */
 static int write_index(const kc_log_io_t *io, int fd, const idx_entry_t *e, size_t n)
+{
+    return kc_log_index_write(io, fd, e, n);
+}
+
+int kc_log_index_write(const kc_log_io_t *io, int fd, const kc_log_idx_entry_t *e, size_t n)
 {
     size_t bytes = n * 8;
     uint8_t *buf = malloc(bytes ? bytes : 1);
@@ -792,6 +770,7 @@ static int create_segment(kc_plog_t *l, int64_t base)
 }
 
 static int sync_now(kc_plog_t *l);
+static int fix_tail(kc_plog_t *l);
 
 int kc_plog_open(kc_plog_t **out, const kc_log_io_t *io, const char *data_dir, int32_t partition,
                  const kc_plog_opts_t *opts, char *err, size_t errlen)
@@ -868,10 +847,20 @@ int kc_plog_open(kc_plog_t **out, const kc_log_io_t *io, const char *data_dir, i
     if (rc == 0 && l->nsegs == 0)
         rc = create_segment(l, 0);
     if (rc == 0) {
-        /* Whatever is on disk now counts as written: make it durable before building on it. */
-        l->synced_size = 0;
-        l->synced_next = active(l)->base;
-        rc = sync_now(l);
+        /* Whatever is on disk now counts as written: make it durable before building on it.
+         * A failing fsync here fails the open but drops nothing: those bytes may well have
+         * been durable since an earlier run, and the caller retries the open later. */
+        seg_t *seg = active(l);
+        rc = fix_tail(l);
+        if (rc == 0 && (rc = l->io->fsync(l->io->ctx, l->fd)) != 0)
+            set_err(l, "fsync of the active segment failed: %s", kc_log_strerror(rc));
+        if (rc == 0 && l->dir_dirty && (rc = kc_log_io_fsync_dir(l->io, l->dir)) != 0)
+            set_err(l, "fsync of directory %s failed: %s", l->dir, kc_log_strerror(rc));
+        if (rc == 0) {
+            l->synced_size = seg->size;
+            l->synced_next = seg->next_offset;
+            l->dir_dirty = false;
+        }
     }
     if (rc != 0) {
         if (errlen > 0)
@@ -888,13 +877,78 @@ int kc_plog_open(kc_plog_t **out, const kc_log_io_t *io, const char *data_dir, i
     return 0;
 }
 
+/* ---- reload after an interrupted compaction ---------------------------------------------- */
+
+int kc_plog_reload_closed(kc_plog_t *l)
+{
+    int rc = resolve_leftovers(l);
+    if (rc != 0)
+        return rc;
+    seg_t act = *active(l);
+    names_t ns = {0};
+    int64_t *bases = NULL;
+    size_t nb = 0;
+    rc = list_dir(l, &ns);
+    if (rc == 0 && (bases = malloc((ns.n + 1) * sizeof(*bases))) == NULL) {
+        set_err(l, "out of memory");
+        rc = -ENOMEM;
+    }
+    for (size_t i = 0; rc == 0 && i < ns.n; i++) {
+        int64_t off;
+        if (kc_log_file_kind(ns.v[i], &off) == KC_LF_LOG && off < act.base)
+            bases[nb++] = off;
+    }
+    if (rc == 0)
+        qsort(bases, nb, sizeof(*bases), cmp_i64);
+    for (size_t i = 0; rc == 0 && i < ns.n; i++) { /* an index without its segment goes */
+        int64_t off;
+        if (kc_log_file_kind(ns.v[i], &off) != KC_LF_INDEX || off >= act.base ||
+            bsearch(&off, bases, nb, sizeof(*bases), cmp_i64) != NULL)
+            continue;
+        rc = remove_file(l, ns.v[i], "an index without its segment");
+    }
+    names_free(&ns);
+    seg_t *saved = NULL;
+    size_t nsaved = l->nsegs - 1;
+    if (rc == 0 && (saved = malloc((nsaved + 1) * sizeof(*saved))) == NULL) {
+        set_err(l, "out of memory");
+        rc = -ENOMEM;
+    }
+    if (rc == 0) {
+        memcpy(saved, l->segs, nsaved * sizeof(*saved));
+        l->nsegs = 0;
+        int64_t prev_next = 0;
+        for (size_t i = 0; rc == 0 && i < nb; i++) {
+            rc = load_segment(l, bases[i], false, prev_next);
+            if (rc == 0)
+                prev_next = active(l)->next_offset;
+        }
+        if (rc == 0 && act.base < prev_next) {
+            set_err(l,
+                    "the active segment %lld starts inside the closed segments (which end at %lld)",
+                    (long long)act.base, (long long)prev_next);
+            rc = KC_LOG_ECORRUPT;
+        }
+        if (rc == 0)
+            rc = push_seg(l, act);
+        if (rc != 0) { /* put the old list back; the caller will try again */
+            memcpy(l->segs, saved, nsaved * sizeof(*saved));
+            l->segs[nsaved] = act;
+            l->nsegs = nsaved + 1;
+        }
+    }
+    free(saved);
+    free(bases);
+    return rc;
+}
+
 /* ---- replay ----------------------------------------------------------------------------- */
 
 int kc_plog_replay(kc_plog_t *l, int (*fn)(void *arg, const kc_log_record_t *rec), void *arg,
                    kc_plog_replay_stats_t *stats)
 {
     kc_plog_replay_stats_t st = {0};
-    int rc = 0;
+    int rc = kc_plog_clean_finish(l); /* a compaction that failed half-way: finish it first */
     for (size_t i = 0; rc == 0 && i < l->nsegs; i++) {
         const seg_t *seg = &l->segs[i];
         char path[PATH_MAX_];
