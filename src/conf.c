@@ -255,6 +255,24 @@ static const setting_t settings[] = {
      .def = "zstd",
      .values = compression_codecs,
      .doc = "Compression of the record batches kcoord writes: none or zstd."},
+    {.name = "log.cleaner.delete.retention.ms",
+     .type = T_LONG,
+     .off = OFF(log_cleaner_delete_retention_ms),
+     .def = "86400000",
+     .min = 0,
+     .max = INT64_MAX,
+     .unit = "milliseconds",
+     .doc = "How long the cleaner keeps tombstones (deleted offsets and groups) in compacted "
+            "segments."},
+    {.name = "log.cleaner.backoff.ms",
+     .type = T_LONG,
+     .off = OFF(log_cleaner_backoff_ms),
+     .def = "15000",
+     .min = 1,
+     .max = INT64_MAX,
+     .unit = "milliseconds",
+     .doc = "How often the cleaner looks for partitions whose closed segments are worth "
+            "compacting (half of them written since the last compaction)."},
 };
 
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

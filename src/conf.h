@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 24
+#define KC_CONF_N_SETTINGS 26
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -82,7 +82,9 @@ typedef struct kc_conf_s {
     int64_t log_flush_interval_ms;               /* log.flush.interval.ms */
     int32_t offsets_topic_segment_bytes;         /* offsets.topic.segment.bytes */
     int64_t log_roll_ms;                         /* log.roll.ms */
-    int offsets_topic_compression_codec; /* offsets.topic.compression.codec: KC_CONF_CODEC_* */
+    int offsets_topic_compression_codec;     /* offsets.topic.compression.codec: KC_CONF_CODEC_* */
+    int64_t log_cleaner_delete_retention_ms; /* log.cleaner.delete.retention.ms */
+    int64_t log_cleaner_backoff_ms;          /* log.cleaner.backoff.ms */
     /* Where each setting's value came from, indexed in table order; use kc_conf_get_source. */
     kc_conf_source_t source[KC_CONF_N_SETTINGS];
 } kc_conf_t;

@@ -19,9 +19,13 @@
  * durable, and reloads the partition from its log, so memory again equals what replaying the
  * log yields; a reload that fails is retried every few seconds, until the disk recovers.
  *
- * Threading: the loop thread owns everything, except that while a partition's job runs (load
- * or fsync) the job's thread uses that partition's log (and, for a load, the new manager and
- * store) and the loop thread does not touch them.
+ * Compaction: every log.cleaner.backoff.ms, a partition whose closed segments are mostly
+ * new since its last compaction is cleaned on the thread pool (newest record per key kept,
+ * old tombstones dropped); load time then grows with live keys, not with history.
+ *
+ * Threading: the loop thread owns everything, except that while a partition's job runs (load,
+ * fsync or compaction) the job's thread uses that partition's log (and, for a load, the new manager
+ * and store) and the loop thread does not touch them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +58,7 @@ typedef struct part_s {
     uv_work_t work;
     bool busy;
     bool job_is_load;
+    kc_plog_clean_stats_t clean;
     uint64_t sync_target;
     int job_rc;
     char job_err[512];
@@ -91,6 +96,7 @@ struct kc_coord_s {
     uv_prepare_t prepare;
     uv_timer_t retention;
     uv_timer_t flush_timer; /* log.flush.policy=interval */
+    uv_timer_t cleaner;     /* log.cleaner.backoff.ms */
     waiter_t *waiters, **waiters_tail;
     int open_handles;
     int jobs; /* thread-pool jobs in flight */
@@ -537,6 +543,59 @@ static void on_prepare(uv_prepare_t *h)
     }
 }
 
+/* ---- The cleaner ---------------------------------------------------------------------------- */
+
+/* Thread pool: compact the closed segments. The loop leaves the partition's log alone
+ * meanwhile; records emitted meanwhile wait in the pending batch (the partition is busy). */
+static void clean_work(uv_work_t *w)
+{
+    part_t *p = container_of(w, part_t, work);
+    memset(&p->clean, 0, sizeof(p->clean));
+    p->job_rc = kc_plog_clean(p->log, kc_coord_now(p->coord),
+                              p->coord->conf->log_cleaner_delete_retention_ms, &p->clean);
+}
+
+static void after_clean(uv_work_t *w, int status)
+{
+    part_t *p = container_of(w, part_t, work);
+    kc_coord_t *c = p->coord;
+    p->busy = false;
+    c->jobs--;
+    if (status == 0 && p->job_rc == 0) {
+        KC_INFO("coord",
+                "partition %d cleaned: %lld -> %lld bytes, %lld -> %lld records in closed "
+                "segments (%lld superseded, %lld tombstones dropped)",
+                p->pub.index, (long long)p->clean.bytes_before, (long long)p->clean.bytes_after,
+                (long long)p->clean.records_before, (long long)p->clean.records_after,
+                (long long)p->clean.superseded, (long long)p->clean.tombstones_dropped);
+    } else {
+        /* The log stays consistent (a half-done swap is finished at the next clean or
+         * replay); only the compaction is lost. */
+        KC_WARN("coord", "partition %d: cleaning failed: %s", p->pub.index,
+                kc_plog_error(p->log)[0] ? kc_plog_error(p->log) : kc_log_strerror(p->job_rc));
+    }
+    p->job_rc = 0;
+    if (c->closing) {
+        flush_partition(p);
+        maybe_free(c);
+    }
+}
+
+static void on_cleaner(uv_timer_t *t)
+{
+    kc_coord_t *c = t->data;
+    for (int32_t i = 0; i < c->n; i++) {
+        part_t *p = &c->parts[i];
+        if (p->pub.state != KC_PART_ACTIVE || p->busy || p->n_pend > 0 ||
+            !kc_plog_clean_due(p->log, KC_PLOG_MIN_CLEANABLE_RATIO_DEFAULT))
+            continue;
+        p->busy = true;
+        p->job_is_load = false;
+        c->jobs++;
+        uv_queue_work(c->loop, &p->work, clean_work, after_clean);
+    }
+}
+
 /* ---- Retention ---------------------------------------------------------------------------- */
 
 typedef struct retention_arg_s {
@@ -659,13 +718,17 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
     c->retention.data = c;
     uint64_t every = (uint64_t)conf->offsets_retention_check_interval_ms;
     uv_timer_start(&c->retention, on_retention, every, every);
+    uv_timer_init(loop, &c->cleaner);
+    c->cleaner.data = c;
+    uint64_t backoff = (uint64_t)conf->log_cleaner_backoff_ms;
+    uv_timer_start(&c->cleaner, on_cleaner, backoff, backoff);
     uv_timer_init(loop, &c->flush_timer);
     c->flush_timer.data = c;
     if (conf->log_flush_policy == KC_CONF_FLUSH_INTERVAL) {
         uint64_t ms = (uint64_t)conf->log_flush_interval_ms;
         uv_timer_start(&c->flush_timer, on_flush_timer, ms, ms);
     }
-    c->open_handles = 2 * c->n + 3;
+    c->open_handles = 2 * c->n + 4;
     KC_INFO("coord", "loading %d partitions from %s", c->n, conf->data_dir);
     for (int32_t i = 0; i < c->n; i++)
         start_load(&c->parts[i]);
@@ -789,4 +852,5 @@ void kc_coord_close(kc_coord_t *c, void (*done)(void *arg), void *arg)
     uv_close((uv_handle_t *)&c->prepare, on_handle_closed);
     uv_close((uv_handle_t *)&c->retention, on_handle_closed);
     uv_close((uv_handle_t *)&c->flush_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&c->cleaner, on_handle_closed);
 }

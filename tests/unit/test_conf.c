@@ -188,7 +188,9 @@ static void test_defaults(void **state)
                              "log.flush.interval.ms=1000  # default\n"
                              "offsets.topic.segment.bytes=104857600  # default\n"
                              "log.roll.ms=604800000  # default\n"
-                             "offsets.topic.compression.codec=zstd  # default\n");
+                             "offsets.topic.compression.codec=zstd  # default\n"
+                             "log.cleaner.delete.retention.ms=86400000  # default\n"
+                             "log.cleaner.backoff.ms=15000  # default\n");
     free(out);
     kc_conf_free(&c);
     kc_conf_free(&c); /* a freed struct is zeroed; freeing again is harmless */
@@ -807,7 +809,9 @@ static void test_precedence(void **state)
                              "log.flush.interval.ms=1000  # default\n"
                              "offsets.topic.segment.bytes=104857600  # default\n"
                              "log.roll.ms=604800000  # default\n"
-                             "offsets.topic.compression.codec=zstd  # default\n");
+                             "offsets.topic.compression.codec=zstd  # default\n"
+                             "log.cleaner.delete.retention.ms=86400000  # default\n"
+                             "log.cleaner.backoff.ms=15000  # default\n");
     free(out);
     kc_conf_free(&c);
 }
@@ -896,7 +900,9 @@ static void test_doc_content(void **state)
                                  "log.flush.interval.ms=1000  # default\n"
                                  "offsets.topic.segment.bytes=104857600  # default\n"
                                  "log.roll.ms=604800000  # default\n"
-                                 "offsets.topic.compression.codec=zstd  # default\n");
+                                 "offsets.topic.compression.codec=zstd  # default\n"
+                                 "log.cleaner.delete.retention.ms=86400000  # default\n"
+                                 "log.cleaner.backoff.ms=15000  # default\n");
     free(printed);
     kc_conf_free(&c);
     free(doc);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "coord/coord.h"
 #include "log/log.h"
@@ -263,12 +264,83 @@ static void test_durable_acks_and_failed_writes(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static int count_segments(const char *dir, int32_t partition)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/__consumer_offsets-%d", dir, partition);
+    DIR *d = opendir(path);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && strcmp(e->d_name + len - 4, ".log") == 0)
+            n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* The cleaner compacts a partition's closed segments in the background, and the compacted log
+ * loads the same state. */
+static void test_cleaner_compacts(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kc-clean-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    const char *sets[][2] = {{"data.dir", dir},
+                             {"offsets.topic.num.partitions", "1"},
+                             {"offsets.topic.segment.bytes", "1024"},
+                             {"offsets.topic.compression.codec", "none"},
+                             {"log.cleaner.backoff.ms", "20"}};
+    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
+        assert_int_equal(
+            kc_conf_set(&conf, sets[i][0], sets[i][1], KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    kc_coord_t *c = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+    kc_partition_t *p = kc_coord_partition(c, KC_STR_LIT("g"));
+    run_until_loaded(&loop, c, p);
+    for (int64_t i = 1; i <= 200; i++)
+        assert_int_equal(commit_and_wait(&loop, c, p, i), 1);
+    /* 200 records of about 100 bytes in 1 KiB segments would be some 20 segments; wait
+     * (bounded) for the cleaner, which runs every 20 ms, to merge the closed ones. */
+    uint64_t deadline = uv_now(&loop) + 10000;
+    while (count_segments(dir, p->index) > 3 && uv_now(&loop) < deadline)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_true(count_segments(dir, p->index) <= 3);
+    assert_int_equal(committed(p), 200);
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+
+    c = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+    p = kc_coord_partition(c, KC_STR_LIT("g"));
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(committed(p), 200);
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kc_catalog_free(&cat);
+    kc_conf_free(&conf);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_java_hash_placement),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_durable_acks_and_failed_writes),
+        cmocka_unit_test(test_cleaner_compacts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
