@@ -36,9 +36,10 @@
 
 enum {
     MAX_EXTRA_SETS = 32,
-    LOG_MAX = 16 << 20,       /* keep at most this much of a daemon's output */
-    LOG_PRINT_MAX = 64 << 10, /* print at most this much of its tail */
-    FRAME_MAX = 64 << 20,     /* refuse response frames larger than this */
+    ARGV_CAP = 2 + 2 * (3 + MAX_EXTRA_SETS), /* the daemon's argv, NULL included */
+    LOG_MAX = 16 << 20,                      /* keep at most this much of a daemon's output */
+    LOG_PRINT_MAX = 64 << 10,                /* print at most this much of its tail */
+    FRAME_MAX = 64 << 20,                    /* refuse response frames larger than this */
 };
 
 static const char LISTEN_MARK[] = "listening on 127.0.0.1:";
@@ -162,12 +163,13 @@ static void log_append(kc_proc_t *p, const char *s, size_t n)
     pthread_mutex_unlock(&p->log_mu);
 }
 
-/* Whether a line of the log contains `a` and (unless NULL) `b`. Called with log_mu held. */
+/* Whether a line of the current run's log contains `a` and (unless NULL) `b`. Called with
+ * log_mu held. */
 static int log_has(const kc_proc_t *p, const char *a, const char *b)
 {
     if (p->log == NULL)
         return 0;
-    const char *s = p->log, *end = p->log + p->log_len;
+    const char *s = p->log + p->run_from, *end = p->log + p->log_len;
     while (s != NULL && s < end) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));
         size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
@@ -199,13 +201,15 @@ int kc_proc_wait_log(kc_proc_t *p, const char *a, const char *b, int timeout_ms)
     return found;
 }
 
-/* The port of the first complete "listening on 127.0.0.1:PORT" in the log, or 0. */
+/* The port of the first complete "listening on 127.0.0.1:PORT" in the current run's log, or
+ * 0. */
 static int find_port(kc_proc_t *p)
 {
     int port = 0;
     pthread_mutex_lock(&p->log_mu);
-    const char *m =
-        p->log ? memmem(p->log, p->log_len, LISTEN_MARK, sizeof(LISTEN_MARK) - 1) : NULL;
+    const char *m = p->log ? memmem(p->log + p->run_from, p->log_len - p->run_from, LISTEN_MARK,
+                                    sizeof(LISTEN_MARK) - 1)
+                           : NULL;
     if (m != NULL) {
         const char *d = m + sizeof(LISTEN_MARK) - 1, *end = p->log + p->log_len;
         long v = 0;
@@ -268,6 +272,14 @@ static int overridden(const char *const *extra, const char *kv)
     return 0;
 }
 
+static void free_argv(kc_proc_t *p)
+{
+    for (size_t i = 0; p->argv != NULL && i < ARGV_CAP; i++)
+        free(p->argv[i]);
+    free(p->argv);
+    p->argv = NULL;
+}
+
 /* Undo a partial start: kill the child, release everything, leave *p all zero. */
 static void abandon(kc_proc_t *p, const char *why)
 {
@@ -283,10 +295,88 @@ static void abandon(kc_proc_t *p, const char *why)
         close(p->out_fd);
     if (p->dir[0] != '\0')
         nftw(p->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    free_argv(p);
     free(p->log);
     pthread_mutex_destroy(&p->log_mu);
     pthread_cond_destroy(&p->log_cv);
     memset(p, 0, sizeof(*p));
+}
+
+/* Fork and exec the daemon with p->argv (stdout and stderr on a new pipe, the environment
+ * without KCOORD_* variables), read its output until it logs its port, start the drain thread,
+ * and wait for "partitions loaded". Only output from p->run_from on counts. Returns 0, or -1
+ * with the reason in `why`, or -1 with `why` empty when the daemon started but did not load
+ * its partitions (its log was printed; the caller stops it). */
+static int spawn(kc_proc_t *p, char *why, size_t why_len)
+{
+    why[0] = '\0';
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        snprintf(why, why_len, "pipe2: %s", strerror(errno));
+        return -1;
+    }
+    /* The daemon reads KCOORD_* variables as settings and refuses unknown ones (KC_TEST_BIN):
+     * it gets none, so only the settings above apply. */
+    size_t n_env = 0;
+    while (environ[n_env] != NULL)
+        n_env++;
+    char **envp = calloc(n_env + 1, sizeof(*envp));
+    if (envp == NULL) {
+        close(fds[0]);
+        close(fds[1]);
+        snprintf(why, why_len, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0, j = 0; i < n_env; i++)
+        if (strncmp(environ[i], "KCOORD_", 7) != 0)
+            envp[j++] = environ[i];
+    p->log_eof = 0;
+    p->port = 0;
+    p->pid = fork();
+    if (p->pid == 0)
+        exec_child(fds[1], p->argv[0], p->argv, envp);
+    free(envp);
+    close(fds[1]);
+    p->out_fd = fds[0];
+    if (p->pid < 0) {
+        p->pid = 0;
+        snprintf(why, why_len, "fork: %s", strerror(errno));
+        return -1;
+    }
+
+    int64_t deadline = kc_now_ms() + KC_START_TIMEOUT_MS;
+    while ((p->port = find_port(p)) == 0) {
+        int left = left_ms(deadline);
+        if (left == 0) {
+            snprintf(why, why_len, "no \"%s\" within %d ms", LISTEN_MARK, KC_START_TIMEOUT_MS);
+            return -1;
+        }
+        struct pollfd q = {.fd = p->out_fd, .events = POLLIN};
+        if (poll(&q, 1, left) <= 0)
+            continue;
+        char buf[4096];
+        ssize_t n = read(p->out_fd, buf, sizeof(buf));
+        if (n > 0) {
+            log_append(p, buf, (size_t)n);
+        } else if (n == 0 || errno != EINTR) {
+            snprintf(why, why_len, "it closed its output before logging its port (did it exit?)");
+            return -1;
+        }
+    }
+
+    if (pthread_create(&p->drainer, NULL, drain_main, p) != 0) {
+        snprintf(why, why_len, "pthread_create failed");
+        return -1;
+    }
+    p->draining = 1;
+    /* Partitions load in the background once the listener is open; tests start from a daemon
+     * that serves every group (a client would be told COORDINATOR_LOAD_IN_PROGRESS and retry). */
+    if (!kc_proc_wait_log(p, "partitions loaded", NULL, KC_START_TIMEOUT_MS)) {
+        fprintf(stderr, "harness: kcoord did not finish loading its partitions\n");
+        kc_proc_print_log(p);
+        return -1;
+    }
+    return 0;
 }
 
 int kc_proc_start(kc_proc_t *p, const char *const *extra_sets)
@@ -330,13 +420,18 @@ int kc_proc_start(kc_proc_t *p, const char *const *extra_sets)
         return -1;
     }
 
-    const char *argv[2 + 2 * (3 + MAX_EXTRA_SETS)];
+    /* The command line, kept (with copies of every string) for kc_proc_restart. */
+    p->argv = calloc(ARGV_CAP, sizeof(*p->argv));
+    if (p->argv == NULL) {
+        abandon(p, "out of memory");
+        return -1;
+    }
     int argc = 0;
-    argv[argc++] = bin;
+    p->argv[argc++] = strdup(bin);
     for (int i = 0; i < 3; i++) {
         if (!overridden(extra_sets, defaults[i])) {
-            argv[argc++] = "--set";
-            argv[argc++] = defaults[i];
+            p->argv[argc++] = strdup("--set");
+            p->argv[argc++] = strdup(defaults[i]);
         }
     }
     for (int i = 0; extra_sets != NULL && extra_sets[i] != NULL; i++) {
@@ -344,93 +439,40 @@ int kc_proc_start(kc_proc_t *p, const char *const *extra_sets)
             abandon(p, "too many extra settings");
             return -1;
         }
-        argv[argc++] = "--set";
-        argv[argc++] = extra_sets[i];
+        p->argv[argc++] = strdup("--set");
+        p->argv[argc++] = strdup(extra_sets[i]);
     }
-    argv[argc] = NULL;
-
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        snprintf(why, sizeof(why), "pipe2: %s", strerror(errno));
-        abandon(p, why);
-        return -1;
-    }
-    /* The daemon reads KCOORD_* variables as settings and refuses unknown ones (KC_TEST_BIN):
-     * it gets none, so only the settings above apply. */
-    size_t n_env = 0;
-    while (environ[n_env] != NULL)
-        n_env++;
-    char **envp = calloc(n_env + 1, sizeof(*envp));
-    if (envp == NULL) {
-        close(fds[0]);
-        close(fds[1]);
-        abandon(p, "out of memory");
-        return -1;
-    }
-    for (size_t i = 0, j = 0; i < n_env; i++)
-        if (strncmp(environ[i], "KCOORD_", 7) != 0)
-            envp[j++] = environ[i];
-    p->pid = fork();
-    if (p->pid == 0)
-        exec_child(fds[1], bin, (char *const *)argv, envp);
-    free(envp);
-    close(fds[1]);
-    p->out_fd = fds[0];
-    if (p->pid < 0) {
-        p->pid = 0;
-        snprintf(why, sizeof(why), "fork: %s", strerror(errno));
-        abandon(p, why);
-        return -1;
+    for (int i = 0; i < argc; i++) {
+        if (p->argv[i] == NULL) {
+            abandon(p, "out of memory");
+            return -1;
+        }
     }
 
-    int64_t deadline = kc_now_ms() + KC_START_TIMEOUT_MS;
-    while ((p->port = find_port(p)) == 0) {
-        int left = left_ms(deadline);
-        if (left == 0) {
-            snprintf(why, sizeof(why), "no \"%s\" within %d ms", LISTEN_MARK, KC_START_TIMEOUT_MS);
+    if (spawn(p, why, sizeof(why)) != 0) {
+        if (why[0] == '\0') { /* started, but did not load: the log was printed */
+            kc_proc_stop(p);
+            kc_proc_finish(p);
+        } else {
             abandon(p, why);
-            return -1;
         }
-        struct pollfd q = {.fd = p->out_fd, .events = POLLIN};
-        if (poll(&q, 1, left) <= 0)
-            continue;
-        char buf[4096];
-        ssize_t n = read(p->out_fd, buf, sizeof(buf));
-        if (n > 0) {
-            log_append(p, buf, (size_t)n);
-        } else if (n == 0 || errno != EINTR) {
-            abandon(p, "it closed its output before logging its port (did it exit?)");
-            return -1;
-        }
-    }
-
-    if (pthread_create(&p->drainer, NULL, drain_main, p) != 0) {
-        abandon(p, "pthread_create failed");
-        return -1;
-    }
-    p->draining = 1;
-    /* Partitions load in the background once the listener is open; tests start from a daemon
-     * that serves every group (a client would be told COORDINATOR_LOAD_IN_PROGRESS and retry). */
-    if (!kc_proc_wait_log(p, "partitions loaded", NULL, KC_START_TIMEOUT_MS)) {
-        fprintf(stderr, "harness: kcoord did not finish loading its partitions\n");
-        kc_proc_print_log(p);
-        kc_proc_stop(p);
-        kc_proc_finish(p);
         return -1;
     }
     return 0;
 }
 
-int kc_proc_stop(kc_proc_t *p)
+/* Stop the daemon with `sig` (SIGTERM: bounded by KC_STOP_TIMEOUT_MS, then SIGKILL), reap it,
+ * and collect the rest of its log. Sets p->status unless nothing ran. */
+static void halt_process(kc_proc_t *p, int sig)
 {
     if (p->pid > 0) {
         int ws;
-        kill(p->pid, SIGTERM);
+        kill(p->pid, sig);
         if (wait_exit(p->pid, KC_STOP_TIMEOUT_MS, &ws) == 0) {
             p->status = decode_status(ws);
         } else {
-            fprintf(stderr, "harness: kcoord (pid %ld) still running %d ms after SIGTERM\n",
-                    (long)p->pid, KC_STOP_TIMEOUT_MS);
+            fprintf(stderr, "harness: kcoord (pid %ld) still running %d ms after %s\n",
+                    (long)p->pid, KC_STOP_TIMEOUT_MS, sig == SIGTERM ? "SIGTERM" : "SIGKILL");
             kill(p->pid, SIGKILL);
             wait_exit(p->pid, KC_STOP_TIMEOUT_MS, &ws);
             p->status = -1;
@@ -445,6 +487,11 @@ int kc_proc_stop(kc_proc_t *p)
         close(p->out_fd);
         p->out_fd = -1;
     }
+}
+
+int kc_proc_stop(kc_proc_t *p)
+{
+    halt_process(p, SIGTERM);
     if (p->dir[0] != '\0') {
         nftw(p->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
         p->dir[0] = '\0';
@@ -452,15 +499,64 @@ int kc_proc_stop(kc_proc_t *p)
     return p->status;
 }
 
+int kc_proc_halt(kc_proc_t *p, int sig)
+{
+    if (p->pid > 0)
+        halt_process(p, sig);
+    return p->status;
+}
+
+int kc_proc_restart(kc_proc_t *p, int sig, int *halt_status)
+{
+    int status = kc_proc_halt(p, sig);
+    if (halt_status != NULL)
+        *halt_status = status;
+    if (p->argv == NULL || p->dir[0] == '\0') {
+        fprintf(stderr,
+                "harness: kc_proc_restart of a daemon that was not started or is stopped\n");
+        return -1;
+    }
+    p->restarts++;
+    /* Only the tail of the log is ever printed: keep room for the new run's lines. */
+    pthread_mutex_lock(&p->log_mu);
+    if (p->log_len > LOG_MAX / 2) {
+        size_t drop = p->log_len - LOG_PRINT_MAX;
+        memmove(p->log, p->log + drop, p->log_len - drop + 1);
+        p->log_len -= drop;
+    }
+    pthread_mutex_unlock(&p->log_mu);
+    char mark[160];
+    snprintf(mark, sizeof(mark),
+             "==== harness: restart %d, the last run ended with status %d ====\n", p->restarts,
+             status);
+    log_append(p, mark, strlen(mark));
+    pthread_mutex_lock(&p->log_mu);
+    p->run_from = p->log_len;
+    pthread_mutex_unlock(&p->log_mu);
+    p->status = 0;
+    char why[512];
+    if (spawn(p, why, sizeof(why)) == 0)
+        return 0;
+    if (why[0] != '\0') {
+        fprintf(stderr, "harness: kcoord did not restart: %s\n", why);
+        kc_proc_print_log(p);
+    }
+    /* Leave a stopped daemon with a failed status: kc_proc_finish reports it and cleans up. */
+    halt_process(p, SIGKILL);
+    p->status = -1;
+    return -1;
+}
+
 int kc_proc_finish(kc_proc_t *p)
 {
-    if (p->port == 0)
+    if (p->port == 0 && p->argv == NULL)
         return 0; /* never started, or abandon() already cleaned up */
     int status = kc_proc_stop(p);
     if (status != 0)
         fprintf(stderr, "harness: kcoord exit status %d, expected 0\n", status);
     if (!p->ok || status != 0 || getenv("KC_TEST_LOG") != NULL)
         kc_proc_print_log(p);
+    free_argv(p);
     free(p->log);
     pthread_mutex_destroy(&p->log_mu);
     pthread_cond_destroy(&p->log_cv);

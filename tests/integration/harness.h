@@ -5,7 +5,9 @@
  * stops it with kc_proc_stop, which must report exit status 0. kc_proc_finish is the teardown
  * half: it stops the daemon if it still runs and prints the daemon's log unless the test set
  * `ok` as its last statement and the daemon exited 0. cmocka runs teardowns after a failed
- * assertion too, so no process outlives its test.
+ * assertion too, so no process outlives its test. Durability tests restart the daemon on the
+ * same data directory with kc_proc_restart (SIGTERM, or SIGKILL for a crash), or stop it with
+ * kc_proc_halt and look at the directory before restarting it.
  *
  * The frame helpers (kc_buf_t, kc_in_t) follow Kafka's protocol description and share no code
  * with src/proto: a mistake made the same way in the daemon's encoder and decoder cannot hide
@@ -33,6 +35,8 @@ typedef struct kc_proc_s {
     char dir[256]; /* temporary directory holding data/; removed by kc_proc_stop */
     int status;    /* what kc_proc_stop returned, once it was called */
     int ok;        /* the test sets this as its last statement; see kc_proc_finish */
+    char **argv;   /* the daemon's command line (owned), kept for kc_proc_restart */
+    int restarts;  /* kc_proc_restart calls so far */
 
     /* The daemon's stderr and stdout, kept in memory: read by kc_proc_start until the
      * listening line, then by a thread until the daemon closes the pipe. */
@@ -43,6 +47,7 @@ typedef struct kc_proc_s {
     pthread_cond_t log_cv; /* broadcast on every append, and when the pipe closes */
     char *log;
     size_t log_len, log_cap;
+    size_t run_from; /* where the current run's output starts in `log` (0 until a restart) */
     int log_eof;
 } kc_proc_t;
 
@@ -67,11 +72,30 @@ int kc_proc_stop(kc_proc_t *p);
  * else -1. Safe on a kc_proc_t whose start failed (all zero). */
 int kc_proc_finish(kc_proc_t *p);
 
+/* Stop the daemon with `sig`, keeping its data directory and its log: SIGTERM waits for the exit
+ * as kc_proc_stop does (SIGKILL after KC_STOP_TIMEOUT_MS), SIGKILL is a crash. Returns the exit
+ * status as kc_proc_stop reports it (0 after a clean SIGTERM, 128 + 9 after SIGKILL); when the
+ * daemon was already halted, the status of that halt. p->dir/data stays for kc_proc_restart
+ * (or for tools to read) until kc_proc_stop or kc_proc_finish removes it. */
+int kc_proc_halt(kc_proc_t *p, int sig);
+
+/* kc_proc_halt(p, sig) unless it is already halted, then start the daemon again with the same
+ * binary, settings and data directory, and wait for its port and "partitions loaded" as
+ * kc_proc_start does. The settings include `listeners`: with the default port 0 the new run
+ * listens on another port (p->port is updated), so a test whose clients must reconnect to the
+ * same address passes a fixed listeners=127.0.0.1:PORT. The log goes on in p->log after a
+ * "==== harness: restart N ..." line (a log grown past 8 MiB keeps only its printable tail),
+ * and kc_proc_wait_log sees only the new run's lines.
+ * Stores the stopped run's status in *halt_status (may be NULL). Returns 0, or -1 after printing
+ * why: the daemon is then not running, and kc_proc_finish reports the failure and cleans up. */
+int kc_proc_restart(kc_proc_t *p, int sig, int *halt_status);
+
 /* Print the daemon's log so far to stderr (the last 64 KiB of it). */
 void kc_proc_print_log(kc_proc_t *p);
 
 /* Wait up to `timeout_ms` for a line of the daemon's log that contains `a` and, unless it is
- * NULL, `b`. Returns 1 when there is one, else 0. */
+ * NULL, `b`. After kc_proc_restart only the lines of the current run count. Returns 1 when
+ * there is one, else 0. */
 int kc_proc_wait_log(kc_proc_t *p, const char *a, const char *b, int timeout_ms);
 
 /* CLOCK_MONOTONIC in milliseconds. */
