@@ -173,6 +173,12 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     (void)buf;
     if (c->closing)
         return;
+    if (c->lingering) { /* requests sent after we stopped serving: dropped */
+        c->rlen = 0;
+        if (nread < 0)
+            kc_conn_close(c, NULL);
+        return;
+    }
     if (nread < 0) {
         if (nread == UV_EOF)
             KC_DEBUG("net", "%s closed the connection", c->peer);
@@ -231,6 +237,39 @@ static bool drop_skipped(kc_conn_t *c)
     return any;
 }
 
+enum { LINGER_MS = 2000 };
+
+static void on_linger_timeout(uv_timer_t *t)
+{
+    kc_conn_close(t->data, NULL);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    kc_conn_t *c = req->handle->data;
+    if (status < 0 && !c->closing)
+        kc_conn_close(c, NULL);
+}
+
+/* Shutdown: every reply is written. Closing now, while the client's later requests sit unread
+ * in the socket, would make the kernel reset the connection and discard replies it has not
+ * sent yet. So shut the write side (the client sees end of stream after the last reply), read
+ * and drop whatever else arrives, and close when the client does or LINGER_MS pass. */
+static void linger_close(kc_conn_t *c)
+{
+    if (c->lingering || c->closing)
+        return;
+    c->lingering = true;
+    c->rlen = 0;
+    if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0 ||
+        (!c->reading && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)) {
+        kc_conn_close(c, NULL);
+        return;
+    }
+    c->reading = true;
+    uv_timer_start(&c->idle, on_linger_timeout, LINGER_MS, 0);
+}
+
 static void flush(kc_conn_t *c)
 {
     if (c->writing || c->closing)
@@ -250,7 +289,7 @@ static void flush(kc_conn_t *c)
         if (c->head && c->head->answered && c->head->close_after)
             kc_conn_close(c, NULL);
         else if (c->head == NULL && c->draining)
-            kc_conn_close(c, NULL);
+            linger_close(c);
         return;
     }
     c->writing = c->head;

@@ -44,6 +44,7 @@ struct kc_conn_s {
     uv_tcp_t tcp;
     uv_timer_t idle;
     uv_write_t wreq;
+    uv_shutdown_t sreq;
     kc_server_t *server;
     kc_conn_t *prev, *next;
     char peer[64];
@@ -60,7 +61,8 @@ struct kc_conn_s {
     int open_handles; /* tcp + idle timer not yet closed */
     bool reading;
     bool closing;
-    bool draining; /* shutdown: close once the queue is empty */
+    bool draining;  /* shutdown: close once the queue is empty */
+    bool lingering; /* replies written, write side shut: discard input until the peer closes */
 };
 
 /* conn.c */
