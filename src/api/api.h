@@ -14,31 +14,7 @@
 #include "api/request.h"
 #include "coord/coord.h"
 #include "net/net.h"
-
-/* Kafka error codes used by the handlers. */
-enum {
-    KC_ERR_NONE = 0,
-    KC_ERR_UNKNOWN_TOPIC_OR_PARTITION = 3,
-    KC_ERR_COORDINATOR_NOT_AVAILABLE = 15,
-    KC_ERR_COORDINATOR_LOAD_IN_PROGRESS = 14,
-    KC_ERR_NOT_COORDINATOR = 16,
-    KC_ERR_INVALID_TOPIC_EXCEPTION = 17,
-    KC_ERR_UNSUPPORTED_VERSION = 35,
-    KC_ERR_TOPIC_ALREADY_EXISTS = 36,
-    KC_ERR_INVALID_PARTITIONS = 37,
-    KC_ERR_INVALID_REPLICATION_FACTOR = 38,
-    KC_ERR_INVALID_REPLICA_ASSIGNMENT = 39,
-    KC_ERR_OFFSET_METADATA_TOO_LARGE = 12,
-    KC_ERR_INVALID_GROUP_ID = 24,
-    KC_ERR_INVALID_REQUEST = 42,
-    KC_ERR_POLICY_VIOLATION = 44,
-    KC_ERR_GROUP_ID_NOT_FOUND = 69,
-    KC_ERR_FETCH_SESSION_ID_NOT_FOUND = 70,
-    KC_ERR_UNKNOWN_LEADER_EPOCH = 75,
-    KC_ERR_UNKNOWN_TOPIC_ID = 100,
-    KC_ERR_MISMATCHED_ENDPOINT_TYPE = 114,
-    KC_ERR_UNSUPPORTED_ENDPOINT_TYPE = 115,
-};
+#include "proto/errors.h"
 
 /* What the handlers know about this broker. Owned by main; must outlive the server. */
 typedef struct kc_api_ctx_s {

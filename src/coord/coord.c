@@ -33,6 +33,7 @@
 
 #include "coord/coord.h"
 #include "log/log.h"
+#include "proto/errors.h"
 #include "util/log.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
@@ -760,11 +761,11 @@ int16_t kc_partition_error(const kc_partition_t *p)
 {
     switch (p->state) {
     case KC_PART_ACTIVE:
-        return 0;
+        return KC_ERR_NONE;
     case KC_PART_LOADING:
-        return 14; /* COORDINATOR_LOAD_IN_PROGRESS */
+        return KC_ERR_COORDINATOR_LOAD_IN_PROGRESS;
     default:
-        return 16; /* NOT_COORDINATOR */
+        return KC_ERR_NOT_COORDINATOR;
     }
 }
 

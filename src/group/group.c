@@ -807,7 +807,7 @@ static void reply_join(kc_gm_t *gm, const kc_join_group_response_t *r)
         return;
     if (copy_join_resp(gm->cur.a, gm->cur.join, r) != 0) {
         kc_join_group_response_init(gm->cur.join);
-        gm->cur.join->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+        gm->cur.join->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
         gm->cur.oom = true;
     }
     gm->cur.answered = true;
@@ -825,7 +825,7 @@ static void reply_join_error(kc_gm_t *gm, int16_t err, kc_str_t member_id)
 static void reply_join_oom(kc_gm_t *gm, kc_str_t member_id)
 {
     gm->cur.oom = true;
-    reply_join_error(gm, KC_GERR_COORDINATOR_NOT_AVAILABLE, member_id);
+    reply_join_error(gm, KC_ERR_COORDINATOR_NOT_AVAILABLE, member_id);
 }
 
 static void reply_sync(kc_gm_t *gm, const kc_sync_group_response_t *r)
@@ -840,7 +840,7 @@ static void reply_sync(kc_gm_t *gm, const kc_sync_group_response_t *r)
     d->assignment = arena_bytes(gm->cur.a, r->assignment, &oom);
     if (oom) {
         kc_sync_group_response_init(d);
-        d->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+        d->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
         gm->cur.oom = true;
     }
     gm->cur.answered = true;
@@ -907,7 +907,7 @@ static bool finish_sync_error(group_t *g, member_t *m, int16_t err)
 static void park_join(group_t *g, member_t *m)
 {
     kc_gm_t *gm = g->gm;
-    finish_join_error(g, m, KC_GERR_NOT_COORDINATOR, m->id);
+    finish_join_error(g, m, KC_ERR_NOT_COORDINATOR, m->id);
     m->join = (waiter_t){gm->cur.waiter, gm->cur.seq, true};
     g->n_awaiting_join++;
     gm->cur.parked = true;
@@ -916,7 +916,7 @@ static void park_join(group_t *g, member_t *m)
 static void park_sync(group_t *g, member_t *m)
 {
     kc_gm_t *gm = g->gm;
-    finish_sync_error(g, m, KC_GERR_NOT_COORDINATOR);
+    finish_sync_error(g, m, KC_ERR_NOT_COORDINATOR);
     m->sync = (waiter_t){gm->cur.waiter, gm->cur.seq, true};
     gm->cur.parked = true;
 }
@@ -1085,8 +1085,8 @@ static void group_add(group_t *g, member_t *m, char *ptype, int32_t ptype_len)
  * remove a member), a parked SyncGroup gets UNKNOWN_MEMBER_ID (Kafka leaves it unanswered). */
 static void group_remove(group_t *g, member_t *m)
 {
-    finish_join_error(g, m, KC_GERR_UNKNOWN_MEMBER_ID, KC_STR_EMPTY);
-    finish_sync_error(g, m, KC_GERR_UNKNOWN_MEMBER_ID);
+    finish_join_error(g, m, KC_ERR_UNKNOWN_MEMBER_ID, KC_STR_EMPTY);
+    finish_sync_error(g, m, KC_ERR_UNKNOWN_MEMBER_ID);
     pc_add(g, m->protos, -1);
     kc_strmap_del(&g->by_id, m->id.p, (size_t)m->id.len);
     if (str_present(m->instance_id) && find_static(g, m->instance_id) == m)
@@ -1130,16 +1130,16 @@ static int16_t validate_member(group_t *g, kc_str_t member_id, kc_str_t instance
     if (str_present(instance)) {
         member_t *s = find_static(g, instance);
         if (!s)
-            return KC_GERR_UNKNOWN_MEMBER_ID;
+            return KC_ERR_UNKNOWN_MEMBER_ID;
         if (!kc_str_eq(s->id, member_id)) {
             KC_INFO("group",
                     "group %.*s: member %.*s with instance id %.*s is fenced by member %.*s",
                     SV(g->id), SV(member_id), SV(instance), SV(s->id));
-            return KC_GERR_FENCED_INSTANCE_ID;
+            return KC_ERR_FENCED_INSTANCE_ID;
         }
     }
     if (!find_member(g, member_id))
-        return KC_GERR_UNKNOWN_MEMBER_ID;
+        return KC_ERR_UNKNOWN_MEMBER_ID;
     return 0;
 }
 
@@ -1333,7 +1333,7 @@ static void prepare_rebalance(group_t *g, const char *reason)
 {
     kc_gm_t *gm = g->gm;
     if (g->state == KC_GROUP_COMPLETING_REBALANCE)
-        reset_and_propagate_error(g, KC_GERR_REBALANCE_IN_PROGRESS);
+        reset_and_propagate_error(g, KC_ERR_REBALANCE_IN_PROGRESS);
     clear_pending_sync(g);
     g->sync_deadline = NEVER;
 
@@ -1414,7 +1414,7 @@ static void complete_join_phase(group_t *g)
         kc_join_group_response_t r;
         if (is_leader(g, m) && members_oom) {
             kc_join_group_response_init(&r);
-            r.error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+            r.error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
             r.member_id = m->id;
         } else if (is_leader(g, m)) {
             join_result(g, m, &r, members, n, g->leader->id, false);
@@ -1601,7 +1601,7 @@ void kc_gm_free(kc_gm_t *gm)
     for (size_t i = 0; i < gm->groups.cap; i++) {
         group_t *g;
         while ((g = kc_strmap_slot(&gm->groups, i)) != NULL)
-            group_destroy(gm, g, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+            group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE);
     }
     kc_strmap_free(&gm->groups);
     free(gm->heap);
@@ -1663,9 +1663,9 @@ static int end_request(kc_gm_t *gm)
         if (gm->cur.parked) {
             rc = KC_GM_PARKED;
         } else if (gm->cur.join) {
-            reply_join_error(gm, KC_GERR_UNKNOWN_SERVER_ERROR, KC_STR_EMPTY);
+            reply_join_error(gm, KC_ERR_UNKNOWN_SERVER_ERROR, KC_STR_EMPTY);
         } else {
-            reply_sync_error(gm, KC_GERR_UNKNOWN_SERVER_ERROR);
+            reply_sync_error(gm, KC_ERR_UNKNOWN_SERVER_ERROR);
         }
     }
     gm->cur.seq = 0;
@@ -1846,7 +1846,7 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
     {
         kc_join_group_response_t r;
         kc_join_group_response_init(&r);
-        r.error_code = KC_GERR_FENCED_INSTANCE_ID;
+        r.error_code = KC_ERR_FENCED_INSTANCE_ID;
         r.member_id = old->id;
         r.protocol_name = KC_STR_NULL;
         r.protocol_type = KC_STR_NULL;
@@ -1854,7 +1854,7 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
         finish_join(g, old, &r);
         kc_sync_group_response_t s;
         kc_sync_group_response_init(&s);
-        s.error_code = KC_GERR_FENCED_INSTANCE_ID;
+        s.error_code = KC_ERR_FENCED_INSTANCE_ID;
         s.assignment = (kc_bytes_t){(const uint8_t *)"", 0};
         finish_sync(g, old, &s);
     }
@@ -1900,7 +1900,7 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
             kc_join_group_response_t r;
             if (emit_group_metadata(g, false, false, NULL) != 0) {
                 kc_join_group_response_init(&r);
-                r.error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+                r.error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
                 r.generation_id = g->generation;
                 r.protocol_name = pname_view(g);
                 r.protocol_type = ptype_view(g);
@@ -1912,7 +1912,7 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
                 kc_join_group_response_member_t *members = NULL;
                 int32_t n = 0;
                 if (leader && join_members(g, &members, &n) != 0) {
-                    finish_join_error(g, m, KC_GERR_COORDINATOR_NOT_AVAILABLE, KC_STR_EMPTY);
+                    finish_join_error(g, m, KC_ERR_COORDINATOR_NOT_AVAILABLE, KC_STR_EMPTY);
                 } else {
                     join_result(g, m, &r, members, n, g->leader ? g->leader->id : KC_STR_NULL,
                                 leader);
@@ -1948,11 +1948,11 @@ static void join_new_member(group_t *g, const join_req_t *jr)
 {
     kc_gm_t *gm = g->gm;
     if (g->state == KC_GROUP_DEAD) {
-        reply_join_error(gm, KC_GERR_COORDINATOR_NOT_AVAILABLE, KC_STR_EMPTY);
+        reply_join_error(gm, KC_ERR_COORDINATOR_NOT_AVAILABLE, KC_STR_EMPTY);
         return;
     }
     if (!supports_protocols(g, jr->req->protocol_type, jr->req)) {
-        reply_join_error(gm, KC_GERR_INCONSISTENT_GROUP_PROTOCOL, KC_STR_EMPTY);
+        reply_join_error(gm, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, KC_STR_EMPTY);
         return;
     }
     bool is_static = str_present(jr->instance_id);
@@ -1990,7 +1990,7 @@ static void join_new_member(group_t *g, const join_req_t *jr)
         arm(g, p->deadline);
         KC_INFO("group", "group %.*s: dynamic member joins in %s; requesting it to rejoin as %.*s",
                 SV(g->id), kc_group_state_name(g->state), SV(new_id));
-        reply_join_error(gm, KC_GERR_MEMBER_ID_REQUIRED, new_id);
+        reply_join_error(gm, KC_ERR_MEMBER_ID_REQUIRED, new_id);
         return;
     }
     KC_INFO("group", "group %.*s: dynamic member joins in %s as %.*s", SV(g->id),
@@ -2003,17 +2003,17 @@ static void join_existing_member(group_t *g, const join_req_t *jr)
     kc_gm_t *gm = g->gm;
     kc_str_t id = jr->member_id;
     if (g->state == KC_GROUP_DEAD) {
-        reply_join_error(gm, KC_GERR_COORDINATOR_NOT_AVAILABLE, id);
+        reply_join_error(gm, KC_ERR_COORDINATOR_NOT_AVAILABLE, id);
         return;
     }
     if (!supports_protocols(g, jr->req->protocol_type, jr->req)) {
-        reply_join_error(gm, KC_GERR_INCONSISTENT_GROUP_PROTOCOL, id);
+        reply_join_error(gm, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, id);
         return;
     }
     if (find_pending(g, id)) {
         if (str_present(jr->instance_id)) {
             /* Kafka throws IllegalStateException: a pending member is never static. */
-            reply_join_error(gm, KC_GERR_UNKNOWN_SERVER_ERROR, id);
+            reply_join_error(gm, KC_ERR_UNKNOWN_SERVER_ERROR, id);
             return;
         }
         KC_INFO("group", "group %.*s: pending member %.*s joins in %s", SV(g->id), SV(id),
@@ -2069,7 +2069,7 @@ static void join_existing_member(group_t *g, const join_req_t *jr)
     default:
         KC_WARN("group", "group %.*s: member %.*s rejoins in unexpected state %s", SV(g->id),
                 SV(id), kc_group_state_name(g->state));
-        reply_join_error(gm, KC_GERR_UNKNOWN_MEMBER_ID, id);
+        reply_join_error(gm, KC_ERR_UNKNOWN_MEMBER_ID, id);
         return;
     }
 }
@@ -2079,12 +2079,12 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
     const kc_join_group_request_t *req = jr->req;
     /* GroupCoordinatorService.joinGroup's checks. */
     if (!str_nonempty(req->group_id)) {
-        reply_join_error(gm, KC_GERR_INVALID_GROUP_ID, jr->member_id);
+        reply_join_error(gm, KC_ERR_INVALID_GROUP_ID, jr->member_id);
         return;
     }
     if (jr->session_timeout_ms < gm->cfg.min_session_timeout_ms ||
         jr->session_timeout_ms > gm->cfg.max_session_timeout_ms) {
-        reply_join_error(gm, KC_GERR_INVALID_SESSION_TIMEOUT, jr->member_id);
+        reply_join_error(gm, KC_ERR_INVALID_SESSION_TIMEOUT, jr->member_id);
         return;
     }
     bool unknown_member = !str_nonempty(jr->member_id);
@@ -2092,7 +2092,7 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
     bool created = false;
     if (!g) {
         if (!unknown_member) {
-            reply_join_error(gm, KC_GERR_UNKNOWN_MEMBER_ID, jr->member_id);
+            reply_join_error(gm, KC_ERR_UNKNOWN_MEMBER_ID, jr->member_id);
             return;
         }
         g = group_create(gm, req->group_id);
@@ -2107,7 +2107,7 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
         KC_INFO("group", "group %.*s is full (group.max.size %d); rejecting member %.*s", SV(g->id),
                 (int)gm->cfg.max_size, SV(jr->member_id));
         group_remove_id(g, jr->member_id);
-        reply_join_error(gm, KC_GERR_GROUP_MAX_SIZE_REACHED, KC_STR_EMPTY);
+        reply_join_error(gm, KC_ERR_GROUP_MAX_SIZE_REACHED, KC_STR_EMPTY);
     } else if (unknown_member) {
         join_new_member(g, jr);
     } else {
@@ -2116,7 +2116,7 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
 
     if (created) {
         if (gm->cur.oom && g->n_members == 0 && g->pending.n == 0 && g->state == KC_GROUP_EMPTY) {
-            group_destroy(gm, g, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+            group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE);
         } else {
             /* A group born from JoinGroup is written at once (Kafka's empty record). */
             emit_group_metadata(g, false, true, NULL);
@@ -2175,7 +2175,7 @@ static void leader_sync(group_t *g, member_t *leader, kc_bytes_t *assign, uint8_
         int32_t i = 0;
         for (member_t *m = g->head; m; m = m->next, i++)
             free(copies[i]);
-        reset_and_propagate_error(g, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+        reset_and_propagate_error(g, KC_ERR_COORDINATOR_NOT_AVAILABLE);
         maybe_prepare_rebalance_or_complete_join(g, "error storing the group assignment");
         return;
     }
@@ -2196,16 +2196,16 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
 {
     /* KafkaApis: from v5 the protocol type and name are mandatory. */
     if (version >= 5 && (req->protocol_type.len < 0 || req->protocol_name.len < 0)) {
-        reply_sync_error(gm, KC_GERR_INCONSISTENT_GROUP_PROTOCOL);
+        reply_sync_error(gm, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
         return;
     }
     if (!str_nonempty(req->group_id)) {
-        reply_sync_error(gm, KC_GERR_INVALID_GROUP_ID);
+        reply_sync_error(gm, KC_ERR_INVALID_GROUP_ID);
         return;
     }
     group_t *g = find_group(gm, req->group_id);
     if (!g || g->state == KC_GROUP_EMPTY) {
-        reply_sync_error(gm, KC_GERR_UNKNOWN_MEMBER_ID);
+        reply_sync_error(gm, KC_ERR_UNKNOWN_MEMBER_ID);
         return;
     }
     kc_str_t instance = version >= 3 ? req->group_instance_id : KC_STR_NULL;
@@ -2213,14 +2213,14 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
     kc_str_t pname = version >= 5 ? req->protocol_name : KC_STR_NULL;
     int16_t err = 0;
     if (g->state == KC_GROUP_DEAD)
-        err = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+        err = KC_ERR_COORDINATOR_NOT_AVAILABLE;
     else if ((err = validate_member(g, req->member_id, instance)) != 0)
         ;
     else if (req->generation_id != g->generation)
-        err = KC_GERR_ILLEGAL_GENERATION;
+        err = KC_ERR_ILLEGAL_GENERATION;
     else if (protocol_inconsistent(ptype, ptype_view(g)) ||
              protocol_inconsistent(pname, pname_view(g)))
-        err = KC_GERR_INCONSISTENT_GROUP_PROTOCOL;
+        err = KC_ERR_INCONSISTENT_GROUP_PROTOCOL;
     if (err) {
         reply_sync_error(gm, err);
         return;
@@ -2228,7 +2228,7 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
     member_t *m = find_member(g, req->member_id);
 
     if (g->state == KC_GROUP_PREPARING_REBALANCE) {
-        reply_sync_error(gm, KC_GERR_REBALANCE_IN_PROGRESS);
+        reply_sync_error(gm, KC_ERR_REBALANCE_IN_PROGRESS);
         return;
     }
     if (g->state == KC_GROUP_STABLE) {
@@ -2243,7 +2243,7 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
         return;
     }
     if (g->state != KC_GROUP_COMPLETING_REBALANCE) {
-        reply_sync_error(gm, KC_GERR_UNKNOWN_SERVER_ERROR);
+        reply_sync_error(gm, KC_ERR_UNKNOWN_SERVER_ERROR);
         return;
     }
 
@@ -2291,7 +2291,7 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
             free(copies);
             free(assign);
             gm->cur.oom = true;
-            reply_sync_error(gm, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+            reply_sync_error(gm, KC_ERR_COORDINATOR_NOT_AVAILABLE);
             return;
         }
         if (missing)
@@ -2324,22 +2324,22 @@ void kc_gm_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
     gm->now = now_ms;
     kc_heartbeat_response_init(resp);
     if (!str_nonempty(req->group_id)) {
-        resp->error_code = KC_GERR_INVALID_GROUP_ID;
+        resp->error_code = KC_ERR_INVALID_GROUP_ID;
         return;
     }
     group_t *g = find_group(gm, req->group_id);
     if (!g) {
-        resp->error_code = KC_GERR_UNKNOWN_MEMBER_ID;
+        resp->error_code = KC_ERR_UNKNOWN_MEMBER_ID;
         return;
     }
     if (g->state == KC_GROUP_DEAD) {
-        resp->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+        resp->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
         return;
     }
     kc_str_t instance = version >= 3 ? req->group_instance_id : KC_STR_NULL;
     int16_t err = validate_member(g, req->member_id, instance);
     if (!err && req->generation_id != g->generation)
-        err = KC_GERR_ILLEGAL_GENERATION;
+        err = KC_ERR_ILLEGAL_GENERATION;
     if (err) {
         resp->error_code = err;
         return;
@@ -2347,11 +2347,11 @@ void kc_gm_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
     member_t *m = find_member(g, req->member_id);
     switch (g->state) {
     case KC_GROUP_EMPTY:
-        resp->error_code = KC_GERR_UNKNOWN_MEMBER_ID;
+        resp->error_code = KC_ERR_UNKNOWN_MEMBER_ID;
         return;
     case KC_GROUP_PREPARING_REBALANCE:
         set_hb(g, m, m->session_timeout_ms);
-        resp->error_code = KC_GERR_REBALANCE_IN_PROGRESS;
+        resp->error_code = KC_ERR_REBALANCE_IN_PROGRESS;
         return;
     case KC_GROUP_COMPLETING_REBALANCE:
     case KC_GROUP_STABLE:
@@ -2361,7 +2361,7 @@ void kc_gm_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
     case KC_GROUP_DEAD:
         break;
     }
-    resp->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+    resp->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
 }
 
 /* ---- LeaveGroup ------------------------------------------------------------------------- */
@@ -2372,7 +2372,7 @@ void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_gr
     gm->now = now_ms;
     kc_leave_group_response_init(resp);
     if (!str_nonempty(req->group_id)) {
-        resp->error_code = KC_GERR_INVALID_GROUP_ID;
+        resp->error_code = KC_ERR_INVALID_GROUP_ID;
         return;
     }
     /* LeaveGroupRequest.normalizedData: v0-2 name one member by id. */
@@ -2393,7 +2393,7 @@ void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_gr
     if (n > 0) {
         out = kc_arena_alloc(a, (size_t)n * sizeof(*out));
         if (!out) {
-            resp->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+            resp->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
             return;
         }
     }
@@ -2409,9 +2409,9 @@ void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_gr
     if (!g) {
         /* GroupCoordinatorService: an unknown group answers every member UNKNOWN_MEMBER_ID. */
         for (int32_t i = 0; i < n; i++)
-            out[i].error_code = KC_GERR_UNKNOWN_MEMBER_ID;
+            out[i].error_code = KC_ERR_UNKNOWN_MEMBER_ID;
     } else if (g->state == KC_GROUP_DEAD) {
-        resp->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+        resp->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
         resp->members.n = 0;
         return;
     } else {
@@ -2430,7 +2430,7 @@ void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_gr
                 /* Admin removal of a static member by its instance id. */
                 m = find_static(g, inst);
                 if (!m)
-                    err = KC_GERR_UNKNOWN_MEMBER_ID;
+                    err = KC_ERR_UNKNOWN_MEMBER_ID;
             } else if (find_pending(g, mid)) {
                 KC_INFO("group", "group %.*s: pending member %.*s left; client reason: %.*s",
                         SV(g->id), SV(mid), SV(why));
@@ -2505,7 +2505,7 @@ int16_t kc_gm_validate_commit(kc_gm_t *gm, int64_t now_ms, int16_t version, kc_s
 {
     gm->now = now_ms;
     if (group_id.len < 0)
-        return KC_GERR_INVALID_GROUP_ID;
+        return KC_ERR_INVALID_GROUP_ID;
     group_t *g = find_group(gm, group_id);
     if (!g) {
         if (generation < 0) {
@@ -2513,16 +2513,16 @@ int16_t kc_gm_validate_commit(kc_gm_t *gm, int64_t now_ms, int16_t version, kc_s
              * Empty group without a protocol type to hold the offsets. */
             g = group_create(gm, group_id);
             if (!g)
-                return KC_GERR_COORDINATOR_NOT_AVAILABLE;
+                return KC_ERR_COORDINATOR_NOT_AVAILABLE;
             KC_INFO("group", "group %.*s: created to hold the offsets of a simple consumer",
                     SV(group_id));
             return 0;
         }
-        return version >= 9 ? KC_GERR_GROUP_ID_NOT_FOUND : KC_GERR_ILLEGAL_GENERATION;
+        return version >= 9 ? KC_ERR_GROUP_ID_NOT_FOUND : KC_ERR_ILLEGAL_GENERATION;
     }
     /* ClassicGroup.validateOffsetCommit */
     if (g->state == KC_GROUP_DEAD)
-        return KC_GERR_COORDINATOR_NOT_AVAILABLE;
+        return KC_ERR_COORDINATOR_NOT_AVAILABLE;
     if (generation < 0 && g->state == KC_GROUP_EMPTY)
         return 0;
     if (generation >= 0 || str_nonempty(member_id) || str_present(instance_id)) {
@@ -2530,12 +2530,12 @@ int16_t kc_gm_validate_commit(kc_gm_t *gm, int64_t now_ms, int16_t version, kc_s
         if (err)
             return err;
         if (generation != g->generation)
-            return KC_GERR_ILLEGAL_GENERATION;
+            return KC_ERR_ILLEGAL_GENERATION;
     } else if (g->state != KC_GROUP_EMPTY) {
-        return KC_GERR_UNKNOWN_MEMBER_ID;
+        return KC_ERR_UNKNOWN_MEMBER_ID;
     }
     if (g->state == KC_GROUP_COMPLETING_REBALANCE)
-        return KC_GERR_REBALANCE_IN_PROGRESS;
+        return KC_ERR_REBALANCE_IN_PROGRESS;
     /* OffsetMetadataManager.commitOffset: a commit keeps the member's session alive. */
     if (g->state == KC_GROUP_STABLE || g->state == KC_GROUP_PREPARING_REBALANCE) {
         member_t *m = find_member(g, member_id);
@@ -2554,7 +2554,7 @@ int16_t kc_gm_validate_fetch(kc_gm_t *gm, kc_str_t group_id, kc_str_t member_id,
      * groups); only a Dead group is refused. */
     const group_t *g = find_group(gm, group_id);
     if (g && g->state == KC_GROUP_DEAD)
-        return KC_GERR_GROUP_ID_NOT_FOUND;
+        return KC_ERR_GROUP_ID_NOT_FOUND;
     return 0;
 }
 
@@ -2583,11 +2583,11 @@ int16_t kc_gm_validate_offset_delete(const kc_gm_t *gm, kc_str_t group_id, kc_st
 {
     const group_t *g = find_group(gm, group_id);
     if (!g || g->state == KC_GROUP_DEAD)
-        return KC_GERR_GROUP_ID_NOT_FOUND;
+        return KC_ERR_GROUP_ID_NOT_FOUND;
     if (g->state != KC_GROUP_EMPTY && !uses_consumer_protocol(g))
-        return KC_GERR_NON_EMPTY_GROUP;
+        return KC_ERR_NON_EMPTY_GROUP;
     if (topic.len >= 0 && subscribed_to(g, topic))
-        return KC_GERR_GROUP_SUBSCRIBED_TO_TOPIC;
+        return KC_ERR_GROUP_SUBSCRIBED_TO_TOPIC;
     return 0;
 }
 
@@ -2604,7 +2604,7 @@ void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
     out->authorized_operations = INT32_MIN;
     if (group_id.len < 0) {
         out->group_id = KC_STR_NULL;
-        out->error_code = KC_GERR_INVALID_GROUP_ID;
+        out->error_code = KC_ERR_INVALID_GROUP_ID;
         return;
     }
     out->group_id = arena_str(a, group_id, &oom);
@@ -2612,7 +2612,7 @@ void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
     if (!g || g->state == KC_GROUP_DEAD) {
         out->group_state = KC_STR_LIT("Dead");
         if (version >= 6) {
-            out->error_code = KC_GERR_GROUP_ID_NOT_FOUND;
+            out->error_code = KC_ERR_GROUP_ID_NOT_FOUND;
             char msg[64];
             int len = snprintf(msg, sizeof(msg), "Group %.*s not found.", SV(group_id));
             if (len >= (int)sizeof(msg)) {
@@ -2659,7 +2659,7 @@ void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
         }
     }
     if (oom) {
-        out->error_code = KC_GERR_COORDINATOR_NOT_AVAILABLE;
+        out->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
         out->members.v = NULL;
         out->members.n = 0;
         return;
@@ -2674,7 +2674,7 @@ static void delete_group(kc_gm_t *gm, group_t *g, const char *reason)
 {
     set_state(g, KC_GROUP_DEAD, reason);
     emit_group_metadata(g, true, false, NULL);
-    group_destroy(gm, g, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+    group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE);
 }
 
 int16_t kc_gm_delete(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id)
@@ -2682,9 +2682,9 @@ int16_t kc_gm_delete(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id)
     gm->now = now_ms;
     group_t *g = find_group(gm, group_id);
     if (!g || g->state == KC_GROUP_DEAD)
-        return KC_GERR_GROUP_ID_NOT_FOUND;
+        return KC_ERR_GROUP_ID_NOT_FOUND;
     if (g->state != KC_GROUP_EMPTY)
-        return KC_GERR_NON_EMPTY_GROUP;
+        return KC_ERR_NON_EMPTY_GROUP;
     delete_group(gm, g, "deleted by DeleteGroups");
     return 0;
 }
@@ -2813,7 +2813,7 @@ static int replay_group_metadata(kc_gm_t *gm, kc_reader_t *kr, kc_arena_t *a, co
     if (!value) {
         if (old) {
             KC_DEBUG("group", "group %.*s: removed by a tombstone while loading", SV(k.group));
-            group_destroy(gm, old, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+            group_destroy(gm, old, KC_ERR_COORDINATOR_NOT_AVAILABLE);
         }
         return 0;
     }
@@ -2835,7 +2835,7 @@ static int replay_group_metadata(kc_gm_t *gm, kc_reader_t *kr, kc_arena_t *a, co
     if (!g)
         return err;
     if (old)
-        group_destroy(gm, old, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+        group_destroy(gm, old, KC_ERR_COORDINATOR_NOT_AVAILABLE);
     kc_strmap_put(&gm->groups, g->id.p, (size_t)g->id.len, g); /* reserved: cannot fail */
     KC_DEBUG("group", "group %.*s: loaded as %s, generation %d, %d members, protocol %.*s",
              SV(g->id), kc_group_state_name(g->state), (int)g->generation, (int)g->n_members,

@@ -60,9 +60,6 @@ void kc_server_shutdown(kc_server_t *s, void (*done)(void *arg), void *arg);
 /* Free the server after kc_server_shutdown's callback has run. */
 void kc_server_free(kc_server_t *s);
 
-/* Number of open connections. */
-size_t kc_server_conn_count(const kc_server_t *s);
-
 /* Answer a slot with `len` bytes at `buf` (a whole response frame, size prefix included),
  * taking ownership of `buf` (freed with free()). The slot, its frame and its arena are gone
  * after this call. If the connection has closed meanwhile the reply is dropped. */

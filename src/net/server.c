@@ -165,8 +165,3 @@ void kc_server_free(kc_server_t *s)
 {
     free(s);
 }
-
-size_t kc_server_conn_count(const kc_server_t *s)
-{
-    return s->n_conns;
-}

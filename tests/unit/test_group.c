@@ -468,20 +468,20 @@ static void test_join_prechecks(void **state)
     kc_join_group_response_t r;
     jopt_t o = {.group = "", .member = "m-1"};
     assert_int_equal(do_join(f, &o, W(1), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_INVALID_GROUP_ID);
+    assert_int_equal(r.error_code, KC_ERR_INVALID_GROUP_ID);
     assert_str(r.member_id, "m-1");
 
     jopt_t lo = {.session = 5999};
     assert_int_equal(do_join(f, &lo, W(2), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_INVALID_SESSION_TIMEOUT);
+    assert_int_equal(r.error_code, KC_ERR_INVALID_SESSION_TIMEOUT);
     jopt_t hi = {.session = 1800001};
     assert_int_equal(do_join(f, &hi, W(3), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_INVALID_SESSION_TIMEOUT);
+    assert_int_equal(r.error_code, KC_ERR_INVALID_SESSION_TIMEOUT);
 
     /* A member id for a group that does not exist. */
     jopt_t um = {.member = "ghost"};
     assert_int_equal(do_join(f, &um, W(4), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(r.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     assert_str(r.member_id, "ghost");
     assert_int_equal((int)state_of(f, "g"), -1);
     assert_int_equal(f->nr, 0);
@@ -495,14 +495,14 @@ static void test_join_inconsistent_protocol_new_group(void **state)
     kc_join_group_response_t r;
     jopt_t o = {.ptype = ""};
     assert_int_equal(do_join(f, &o, W(1), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_INCONSISTENT_GROUP_PROTOCOL);
+    assert_int_equal(r.error_code, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
     assert_str(r.member_id, "");
     /* Kafka still creates the group and writes its empty record. */
     assert_int_equal(state_of(f, "g"), KC_GROUP_EMPTY);
     assert_int_equal(f->nr, 1);
     jopt_t np = {.nprotos = -1};
     assert_int_equal(do_join(f, &np, W(2), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_INCONSISTENT_GROUP_PROTOCOL);
+    assert_int_equal(r.error_code, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
     assert_int_equal(f->nr, 1);
     fx_free(f);
 }
@@ -539,7 +539,7 @@ static void test_kip394_member_id_required(void **state)
     kc_join_group_response_t r;
     jopt_t o = {.version = 4, .client_id = "consumer-7"};
     assert_int_equal(do_join(f, &o, W(1), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_MEMBER_ID_REQUIRED);
+    assert_int_equal(r.error_code, KC_ERR_MEMBER_ID_REQUIRED);
     const char *id = S(f, r.member_id);
     /* "<client id>-<uuid v4>" */
     assert_int_equal(strlen(id), strlen("consumer-7-") + 36);
@@ -550,7 +550,7 @@ static void test_kip394_member_id_required(void **state)
     assert_int_equal(f->nr, 1); /* the new group's empty record */
 
     /* The pending member is not a member yet. */
-    assert_int_equal(hb(f, "g", id, 0, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(f, "g", id, 0, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
 
     /* It comes back with its id and waits for the initial rebalance. */
     jopt_t o2 = {.version = 4, .member = id};
@@ -586,7 +586,7 @@ static void test_kip394_pending_expires(void **state)
     assert_int_equal(kc_gm_next_deadline(f->gm), INT64_MAX);
     jopt_t o2 = {.version = 4, .member = id};
     assert_int_equal(do_join(f, &o2, W(2), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(r.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     assert_str(r.member_id, id);
     fx_free(f);
 }
@@ -602,7 +602,7 @@ static void test_kip394_pending_blocks_join_phase(void **state)
     kc_join_group_response_t r;
     jopt_t o = {.version = 4};
     assert_int_equal(do_join(f, &o, W(1), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_MEMBER_ID_REQUIRED);
+    assert_int_equal(r.error_code, KC_ERR_MEMBER_ID_REQUIRED);
     const char *pid = S(f, r.member_id);
     /* The old member rejoins (leader rejoin forces a rebalance); the pending one is awaited. */
     jopt_t o1 = {.version = 4, .member = ids[0]};
@@ -728,10 +728,10 @@ static void test_inconsistent_protocol_existing_group(void **state)
     assert_int_equal(join3(f, NULL, W(1), &r), KC_GM_PARKED);
     jopt_t other = {.version = 3, .nprotos = 1, .names = {"roundrobin"}};
     assert_int_equal(do_join(f, &other, W(2), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_INCONSISTENT_GROUP_PROTOCOL);
+    assert_int_equal(r.error_code, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
     jopt_t type = {.version = 3, .ptype = "connect"};
     assert_int_equal(do_join(f, &type, W(3), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_INCONSISTENT_GROUP_PROTOCOL);
+    assert_int_equal(r.error_code, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
     assert_str(r.member_id, "");
     fx_free(f);
 }
@@ -819,16 +819,16 @@ static void test_sync_errors(void **state)
     fx_t *f = fx_new();
     kc_sync_group_response_t s;
     assert_int_equal(do_sync(f, 4, "nope", "m", 1, NULL, 0, NULL, NULL, W(1), &s), KC_GM_ANSWERED);
-    assert_int_equal(s.error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(s.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     assert_int_equal(do_sync(f, 4, "", "m", 1, NULL, 0, NULL, NULL, W(1), &s), KC_GM_ANSWERED);
-    assert_int_equal(s.error_code, KC_GERR_INVALID_GROUP_ID);
+    assert_int_equal(s.error_code, KC_ERR_INVALID_GROUP_ID);
 
     /* An Empty group. */
     kc_join_group_response_t r;
     jopt_t o = {.version = 4, .group = "e"};
     do_join(f, &o, W(2), &r);
     assert_int_equal(do_sync(f, 4, "e", "m", 0, NULL, 0, NULL, NULL, W(1), &s), KC_GM_ANSWERED);
-    assert_int_equal(s.error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(s.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
 
     /* A group in CompletingRebalance with a static and a dynamic member. */
     jopt_t st = {.version = 5, .instance = "i1"};
@@ -839,14 +839,14 @@ static void test_sync_errors(void **state)
     const char *m2 = S(f, join_answer(f, W(4))->r.member_id);
     assert_int_equal(do_sync(f, 4, "g", "unknown", 1, NULL, 0, NULL, NULL, W(5), &s),
                      KC_GM_ANSWERED);
-    assert_int_equal(s.error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(s.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     assert_int_equal(do_sync(f, 4, "g", m2, 7, NULL, 0, NULL, NULL, W(5), &s), KC_GM_ANSWERED);
-    assert_int_equal(s.error_code, KC_GERR_ILLEGAL_GENERATION);
+    assert_int_equal(s.error_code, KC_ERR_ILLEGAL_GENERATION);
     assert_int_equal(do_sync(f, 4, "g", m2, 1, "i1", 0, NULL, NULL, W(5), &s), KC_GM_ANSWERED);
-    assert_int_equal(s.error_code, KC_GERR_FENCED_INSTANCE_ID);
+    assert_int_equal(s.error_code, KC_ERR_FENCED_INSTANCE_ID);
     assert_int_equal(do_sync(f, 4, "g", m1, 1, "i-unknown", 0, NULL, NULL, W(5), &s),
                      KC_GM_ANSWERED);
-    assert_int_equal(s.error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(s.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
 
     /* v5: protocol type and name must be present and match. */
     kc_sync_group_request_t req;
@@ -856,14 +856,14 @@ static void test_sync_errors(void **state)
     req.generation_id = 1;
     req.protocol_type = KC_STR_LIT("consumer");
     assert_int_equal(kc_gm_sync(f->gm, f->now, 5, &req, W(6), &f->a, &s), KC_GM_ANSWERED);
-    assert_int_equal(s.error_code, KC_GERR_INCONSISTENT_GROUP_PROTOCOL);
+    assert_int_equal(s.error_code, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
     req.protocol_name = KC_STR_LIT("roundrobin");
     assert_int_equal(kc_gm_sync(f->gm, f->now, 5, &req, W(6), &f->a, &s), KC_GM_ANSWERED);
-    assert_int_equal(s.error_code, KC_GERR_INCONSISTENT_GROUP_PROTOCOL);
+    assert_int_equal(s.error_code, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
     req.protocol_name = KC_STR_LIT("range");
     req.protocol_type = KC_STR_LIT("connect");
     assert_int_equal(kc_gm_sync(f->gm, f->now, 5, &req, W(6), &f->a, &s), KC_GM_ANSWERED);
-    assert_int_equal(s.error_code, KC_GERR_INCONSISTENT_GROUP_PROTOCOL);
+    assert_int_equal(s.error_code, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
     /* Below v5 the fields are not read. */
     assert_int_equal(kc_gm_sync(f->gm, f->now, 4, &req, W(6), &f->a, &s), KC_GM_PARKED);
 
@@ -879,9 +879,9 @@ static void test_sync_errors(void **state)
     assert_int_equal(state_of(f, "g"), KC_GROUP_PREPARING_REBALANCE);
     const sans_t *ps = sync_answer(f, W(6));
     assert_non_null(ps);
-    assert_int_equal(ps->r.error_code, KC_GERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(ps->r.error_code, KC_ERR_REBALANCE_IN_PROGRESS);
     assert_int_equal(do_sync(f, 4, "g", m2, 1, NULL, 0, NULL, NULL, W(8), &s), KC_GM_ANSWERED);
-    assert_int_equal(s.error_code, KC_GERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(s.error_code, KC_ERR_REBALANCE_IN_PROGRESS);
     fx_free(f);
 }
 
@@ -898,7 +898,7 @@ static void test_sync_parked_twice(void **state)
     kc_sync_group_response_t s;
     assert_int_equal(do_sync(f, 4, "g", m2, 1, NULL, 0, NULL, NULL, W(10), &s), KC_GM_PARKED);
     assert_int_equal(do_sync(f, 4, "g", m2, 1, NULL, 0, NULL, NULL, W(11), &s), KC_GM_PARKED);
-    assert_int_equal(sync_answer(f, W(10))->r.error_code, KC_GERR_NOT_COORDINATOR);
+    assert_int_equal(sync_answer(f, W(10))->r.error_code, KC_ERR_NOT_COORDINATOR);
     assert_null(sync_answer(f, W(11)));
     fx_free(f);
 }
@@ -909,8 +909,8 @@ static void test_heartbeat_per_state(void **state)
 {
     (void)state;
     fx_t *f = fx_new();
-    assert_int_equal(hb(f, "", "m", 0, NULL), KC_GERR_INVALID_GROUP_ID);
-    assert_int_equal(hb(f, "g", "m", 0, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(f, "", "m", 0, NULL), KC_ERR_INVALID_GROUP_ID);
+    assert_int_equal(hb(f, "g", "m", 0, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
     kc_join_group_response_t r;
     jopt_t st = {.version = 5, .instance = "i1"};
     assert_int_equal(do_join(f, &st, W(1), &r), KC_GM_PARKED);
@@ -922,11 +922,11 @@ static void test_heartbeat_per_state(void **state)
     const char *m2 = S(f, join_answer(f, W(2))->r.member_id);
     /* CompletingRebalance */
     assert_int_equal(hb(f, "g", m2, 1, NULL), 0);
-    assert_int_equal(hb(f, "g", "zz", 1, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
-    assert_int_equal(hb(f, "g", m2, 0, NULL), KC_GERR_ILLEGAL_GENERATION);
+    assert_int_equal(hb(f, "g", "zz", 1, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(f, "g", m2, 0, NULL), KC_ERR_ILLEGAL_GENERATION);
     assert_int_equal(hb(f, "g", m1, 1, "i1"), 0);
-    assert_int_equal(hb(f, "g", m2, 1, "i1"), KC_GERR_FENCED_INSTANCE_ID);
-    assert_int_equal(hb(f, "g", m1, 1, "i2"), KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(f, "g", m2, 1, "i1"), KC_ERR_FENCED_INSTANCE_ID);
+    assert_int_equal(hb(f, "g", m1, 1, "i2"), KC_ERR_UNKNOWN_MEMBER_ID);
     /* Stable */
     kc_sync_group_response_t s;
     const char *ids[] = {m1, m2};
@@ -939,8 +939,8 @@ static void test_heartbeat_per_state(void **state)
     rj.metas[0] = (kc_bytes_t){(const uint8_t *)"changed", 7};
     assert_int_equal(do_join(f, &rj, W(4), &r), KC_GM_PARKED);
     assert_int_equal(state_of(f, "g"), KC_GROUP_PREPARING_REBALANCE);
-    assert_int_equal(hb(f, "g", m1, 1, "i1"), KC_GERR_REBALANCE_IN_PROGRESS);
-    assert_int_equal(hb(f, "g", m1, 0, "i1"), KC_GERR_ILLEGAL_GENERATION);
+    assert_int_equal(hb(f, "g", m1, 1, "i1"), KC_ERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(hb(f, "g", m1, 0, "i1"), KC_ERR_ILLEGAL_GENERATION);
     fx_free(f);
 }
 
@@ -960,9 +960,9 @@ static void test_session_expiry_to_empty(void **state)
         assert_int_equal(hb(f, "g", ids[leader], gen, NULL), 0);
     }
     advance_to(f, t + 10000);
-    assert_int_equal(hb(f, "g", ids[other], gen, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(f, "g", ids[other], gen, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
     assert_int_equal(state_of(f, "g"), KC_GROUP_PREPARING_REBALANCE);
-    assert_int_equal(hb(f, "g", ids[leader], gen, NULL), KC_GERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(hb(f, "g", ids[leader], gen, NULL), KC_ERR_REBALANCE_IN_PROGRESS);
     assert_int_equal(f->nr, nrec); /* no record for the removal itself, as in Kafka */
     /* The leader stops too (its last heartbeat was at t + 10000): its session ends and the
      * group becomes Empty. */
@@ -1034,7 +1034,7 @@ static void test_rebalance_timeout_removes_non_rejoining(void **state)
     /* The follower keeps heartbeating but never rejoins. */
     for (int i = 1; i < 7; i++) {
         advance_to(f, t + 3000 * i);
-        assert_int_equal(hb(f, "g", ids[other], gen, NULL), KC_GERR_REBALANCE_IN_PROGRESS);
+        assert_int_equal(hb(f, "g", ids[other], gen, NULL), KC_ERR_REBALANCE_IN_PROGRESS);
     }
     advance_to(f, t + 19999);
     assert_null(join_answer(f, W(50)));
@@ -1043,7 +1043,7 @@ static void test_rebalance_timeout_removes_non_rejoining(void **state)
     assert_non_null(a);
     assert_int_equal(a->r.generation_id, gen + 1);
     assert_int_equal(a->r.members.n, 1);
-    assert_int_equal(hb(f, "g", ids[other], gen + 1, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(f, "g", ids[other], gen + 1, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
     assert_int_equal(info_of(f, "g").n_members, 1);
     fx_free(f);
 }
@@ -1071,7 +1071,7 @@ static void test_leader_reelection(void **state)
     assert_int_equal(a->r.members.n, 2);
     assert_str(b->r.leader, ids[f1]);
     assert_int_equal(b->r.members.n, 0);
-    assert_int_equal(hb(f, "g", ids[leader], gen + 1, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(f, "g", ids[leader], gen + 1, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
     fx_free(f);
 }
 
@@ -1109,7 +1109,7 @@ static void test_static_member_kept_when_not_rejoining(void **state)
     assert_true(kc_str_eq(a->r.leader, a->r.member_id));
     assert_int_equal(a->r.members.n, 2);
     assert_int_equal(info_of(f, "g").n_members, 2);
-    assert_int_equal(hb(f, "g", d, 2, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(f, "g", d, 2, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
     assert_int_equal(hb(f, "g", s, 2, "s"), 0);
     fx_free(f);
 }
@@ -1138,8 +1138,8 @@ static void test_sync_timeout(void **state)
     }
     advance_to(f, t + 20000);
     assert_int_equal(state_of(f, "g"), KC_GROUP_PREPARING_REBALANCE);
-    assert_int_equal(hb(f, "g", m2, 1, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
-    assert_int_equal(hb(f, "g", m1, 1, NULL), KC_GERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(hb(f, "g", m2, 1, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(f, "g", m1, 1, NULL), KC_ERR_REBALANCE_IN_PROGRESS);
     assert_int_equal(info_of(f, "g").n_members, 1);
     fx_free(f);
 }
@@ -1193,7 +1193,7 @@ static void test_new_member_join_timeout(void **state)
     /* Kafka's new-member join timeout: the parked JoinGroup gets UNKNOWN_MEMBER_ID. */
     const jans_t *ans = join_answer(f, W(3));
     assert_non_null(ans);
-    assert_int_equal(ans->r.error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(ans->r.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     assert_str(ans->r.member_id, "");
     assert_int_equal(info_of(f, "g").n_members, 1);
     assert_int_equal(state_of(f, "g"), KC_GROUP_PREPARING_REBALANCE);
@@ -1216,7 +1216,7 @@ static void test_join_parked_twice_answers_old(void **state)
     assert_int_equal(do_join(f, &lj, W(71), &r), KC_GM_PARKED);
     const jans_t *old = join_answer(f, W(70));
     assert_non_null(old);
-    assert_int_equal(old->r.error_code, KC_GERR_NOT_COORDINATOR);
+    assert_int_equal(old->r.error_code, KC_ERR_NOT_COORDINATOR);
     assert_str(old->r.member_id, ids[leader]);
     jopt_t fj = {.version = 3, .member = ids[other]};
     assert_int_equal(do_join(f, &fj, W(72), &r), KC_GM_ANSWERED); /* completes the phase */
@@ -1269,7 +1269,7 @@ static void test_rejoin_completing_and_stable(void **state)
     assert_int_equal(do_sync(f, 4, "g", m, 2, NULL, 0, NULL, NULL, W(9), &s), KC_GM_PARKED);
     assert_int_equal(do_join(f, &fj, W(10), &r), KC_GM_PARKED);
     assert_int_equal(state_of(f, "g"), KC_GROUP_PREPARING_REBALANCE);
-    assert_int_equal(sync_answer(f, W(9))->r.error_code, KC_GERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(sync_answer(f, W(9))->r.error_code, KC_ERR_REBALANCE_IN_PROGRESS);
     /* Joining an Empty group with a member id: UNKNOWN_MEMBER_ID. */
     fx_free(f);
 }
@@ -1329,8 +1329,8 @@ static void test_static_follower_replaced_without_rebalance(void **state)
     assert_bytes(v.members.v[1].assignment, "BB");
     assert_str(v.leader, a);
     /* The old id is fenced; the new one syncs and gets the assignment back. */
-    assert_int_equal(hb(f, "g", b, gen, "ib"), KC_GERR_FENCED_INSTANCE_ID);
-    assert_int_equal(hb(f, "g", b, gen, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(f, "g", b, gen, "ib"), KC_ERR_FENCED_INSTANCE_ID);
+    assert_int_equal(hb(f, "g", b, gen, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
     kc_sync_group_response_t s;
     assert_int_equal(do_sync(f, 5, "g", nb, gen, "ib", 0, NULL, NULL, W(11), &s), KC_GM_ANSWERED);
     assert_int_equal(s.error_code, 0);
@@ -1339,7 +1339,7 @@ static void test_static_follower_replaced_without_rebalance(void **state)
     /* The old id trying to join: FENCED_INSTANCE_ID with null protocol fields. */
     jopt_t old = {.version = 7, .instance = "ib", .member = b};
     assert_int_equal(do_join(f, &old, W(12), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_FENCED_INSTANCE_ID);
+    assert_int_equal(r.error_code, KC_ERR_FENCED_INSTANCE_ID);
     assert_str(r.protocol_name, NULL);
     assert_str(r.member_id, b);
     fx_free(f);
@@ -1426,7 +1426,7 @@ static void test_static_fenced_while_parked(void **state)
     assert_int_equal(do_join(f, &dup, W(11), &r), KC_GM_PARKED);
     const jans_t *old = join_answer(f, W(10));
     assert_non_null(old);
-    assert_int_equal(old->r.error_code, KC_GERR_FENCED_INSTANCE_ID);
+    assert_int_equal(old->r.error_code, KC_ERR_FENCED_INSTANCE_ID);
     assert_str(old->r.member_id, a);
     assert_str(old->r.protocol_name, NULL);
     /* ib rejoins: the phase completes with the new ia as leader. */
@@ -1436,7 +1436,7 @@ static void test_static_fenced_while_parked(void **state)
     assert_non_null(n);
     assert_int_equal(n->r.generation_id, gen + 1);
     assert_true(kc_str_eq(n->r.leader, n->r.member_id));
-    assert_int_equal(hb(f, "g", a, gen + 1, "ia"), KC_GERR_FENCED_INSTANCE_ID);
+    assert_int_equal(hb(f, "g", a, gen + 1, "ia"), KC_ERR_FENCED_INSTANCE_ID);
     fx_free(f);
 }
 
@@ -1456,7 +1456,7 @@ static void test_static_replaced_in_completing_rebalances(void **state)
     assert_int_equal(do_join(f, &sb, W(4), &r), KC_GM_PARKED);
     assert_int_equal(state_of(f, "g"), KC_GROUP_PREPARING_REBALANCE);
     /* The old id's parked sync was fenced. */
-    assert_int_equal(sync_answer(f, W(3))->r.error_code, KC_GERR_FENCED_INSTANCE_ID);
+    assert_int_equal(sync_answer(f, W(3))->r.error_code, KC_ERR_FENCED_INSTANCE_ID);
     fx_free(f);
 }
 
@@ -1472,13 +1472,13 @@ static void test_group_max_size(void **state)
     assert_int_equal(join3(f, NULL, W(1), &r), KC_GM_PARKED);
     assert_int_equal(join3(f, NULL, W(2), &r), KC_GM_PARKED);
     assert_int_equal(join3(f, NULL, W(3), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_GROUP_MAX_SIZE_REACHED);
+    assert_int_equal(r.error_code, KC_ERR_GROUP_MAX_SIZE_REACHED);
     assert_str(r.member_id, "");
     advance(f, 6000);
     assert_int_equal(info_of(f, "g").n_members, 2);
     /* Full in CompletingRebalance too; existing members are still accepted. */
     assert_int_equal(join3(f, NULL, W(4), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_GROUP_MAX_SIZE_REACHED);
+    assert_int_equal(r.error_code, KC_ERR_GROUP_MAX_SIZE_REACHED);
     const char *m1 = S(f, join_answer(f, W(1))->r.member_id);
     assert_int_equal(join3(f, m1, W(5), &r), KC_GM_ANSWERED);
     assert_int_equal(r.error_code, 0);
@@ -1518,11 +1518,11 @@ static void test_leave_v0_and_last_member(void **state)
     int nrec = f->nr;
     kc_leave_group_response_t resp;
     leave1(f, 0, "", ids[0], &resp);
-    assert_int_equal(resp.error_code, KC_GERR_INVALID_GROUP_ID);
+    assert_int_equal(resp.error_code, KC_ERR_INVALID_GROUP_ID);
     leave1(f, 0, "g", "who", &resp);
-    assert_int_equal(resp.error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(resp.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     leave1(f, 1, "nope", "who", &resp);
-    assert_int_equal(resp.error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(resp.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     leave1(f, 2, "g", ids[0], &resp);
     assert_int_equal(resp.error_code, 0);
     /* The last member left a Stable group: rebalance with nobody, Empty, record. */
@@ -1588,16 +1588,16 @@ static void test_leave_batch(void **state)
     assert_int_equal(resp.members.n, 6);
     assert_int_equal(resp.members.v[0].error_code, 0);
     assert_str(resp.members.v[0].member_id, c);
-    assert_int_equal(resp.members.v[1].error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(resp.members.v[1].error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     /* c no longer exists, and s2 is someone else: fenced check first. */
-    assert_int_equal(resp.members.v[2].error_code, KC_GERR_FENCED_INSTANCE_ID);
+    assert_int_equal(resp.members.v[2].error_code, KC_ERR_FENCED_INSTANCE_ID);
     assert_int_equal(resp.members.v[3].error_code, 0); /* admin removal by instance id */
     assert_str(resp.members.v[3].group_instance_id, "s2");
     assert_int_equal(resp.members.v[4].error_code, 0); /* the pending member */
-    assert_int_equal(resp.members.v[5].error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(resp.members.v[5].error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     assert_int_equal(state_of(f, "g"), KC_GROUP_PREPARING_REBALANCE);
     assert_int_equal(info_of(f, "g").n_members, 2);
-    assert_int_equal(hb(f, "g", b, 1, "s2"), KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(f, "g", b, 1, "s2"), KC_ERR_UNKNOWN_MEMBER_ID);
     /* The rest rejoin and the group moves on without them. */
     jopt_t ra = {.version = 5, .instance = "s1", .member = a};
     jopt_t rd = {.version = 3, .member = d};
@@ -1611,7 +1611,7 @@ static void test_leave_batch(void **state)
     kc_gm_leave(f->gm, f->now, 3, &req, &f->a, &resp);
     assert_int_equal(resp.error_code, 0);
     for (int i = 0; i < 6; i++)
-        assert_int_equal(resp.members.v[i].error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+        assert_int_equal(resp.members.v[i].error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     fx_free(f);
 }
 
@@ -1636,7 +1636,7 @@ static void test_leave_while_parked(void **state)
     leave1(f, 1, "g", m1, &resp);
     assert_int_equal(resp.error_code, 0);
     const jans_t *a = join_answer(f, W(4));
-    assert_int_equal(a->r.error_code, KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(a->r.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     assert_str(a->r.member_id, "");
     /* m2 is the only one left and had not rejoined: the phase waits for it. */
     assert_int_equal(state_of(f, "g"), KC_GROUP_PREPARING_REBALANCE);
@@ -1655,14 +1655,14 @@ static void test_validate_commit(void **state)
     kc_gm_t *gm = f->gm;
     assert_int_equal(
         kc_gm_validate_commit(gm, f->now, 8, KC_STR_NULL, -1, KC_STR_EMPTY, KC_STR_NULL),
-        KC_GERR_INVALID_GROUP_ID);
+        KC_ERR_INVALID_GROUP_ID);
     /* Unknown group, generation >= 0. */
     assert_int_equal(
         kc_gm_validate_commit(gm, f->now, 8, KC_STR_LIT("x"), 1, KC_STR_LIT("m"), KC_STR_NULL),
-        KC_GERR_ILLEGAL_GENERATION);
+        KC_ERR_ILLEGAL_GENERATION);
     assert_int_equal(
         kc_gm_validate_commit(gm, f->now, 9, KC_STR_LIT("x"), 1, KC_STR_LIT("m"), KC_STR_NULL),
-        KC_GERR_GROUP_ID_NOT_FOUND);
+        KC_ERR_GROUP_ID_NOT_FOUND);
     assert_int_equal((int)state_of(f, "x"), -1);
     /* Unknown group, generation -1: a simple group is created, with no record. */
     assert_int_equal(
@@ -1685,7 +1685,7 @@ static void test_validate_commit(void **state)
                      0); /* generation -1 into Empty wins first */
     assert_int_equal(
         kc_gm_validate_commit(gm, f->now, 8, KC_STR_LIT("simple"), 0, KC_STR_LIT("m"), KC_STR_NULL),
-        KC_GERR_UNKNOWN_MEMBER_ID);
+        KC_ERR_UNKNOWN_MEMBER_ID);
 
     /* A consumer group in CompletingRebalance, then Stable. */
     kc_join_group_response_t r;
@@ -1697,7 +1697,7 @@ static void test_validate_commit(void **state)
     const char *m2 = S(f, join_answer(f, W(2))->r.member_id);
     kc_str_t g = KC_STR_LIT("g");
     assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 1, kc_str_c(m2), KC_STR_NULL),
-                     KC_GERR_REBALANCE_IN_PROGRESS);
+                     KC_ERR_REBALANCE_IN_PROGRESS);
     kc_sync_group_response_t s;
     const char *ids[] = {m1, m2};
     const char *as[] = {"1", "2"};
@@ -1705,13 +1705,13 @@ static void test_validate_commit(void **state)
     do_sync(f, 5, "g", m2, 1, NULL, 0, NULL, NULL, W(4), &s);
     assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 1, kc_str_c(m2), KC_STR_NULL), 0);
     assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 2, kc_str_c(m2), KC_STR_NULL),
-                     KC_GERR_ILLEGAL_GENERATION);
+                     KC_ERR_ILLEGAL_GENERATION);
     assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 1, KC_STR_LIT("zz"), KC_STR_NULL),
-                     KC_GERR_UNKNOWN_MEMBER_ID);
+                     KC_ERR_UNKNOWN_MEMBER_ID);
     assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, -1, KC_STR_EMPTY, KC_STR_NULL),
-                     KC_GERR_UNKNOWN_MEMBER_ID);
+                     KC_ERR_UNKNOWN_MEMBER_ID);
     assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 1, kc_str_c(m2), KC_STR_LIT("i1")),
-                     KC_GERR_FENCED_INSTANCE_ID);
+                     KC_ERR_FENCED_INSTANCE_ID);
     assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 1, kc_str_c(m1), KC_STR_LIT("i1")), 0);
     /* Commits keep sessions alive: only commits for 25 s, nobody expires. */
     int64_t t = f->now;
@@ -1760,7 +1760,7 @@ static void test_subscriptions_and_expiry(void **state)
     assert_true(kc_gm_offsets_expirable(f->gm, g, &base));
     assert_int_equal(base, -1);
     assert_int_equal(kc_gm_validate_offset_delete(f->gm, g, KC_STR_LIT("orders")),
-                     KC_GERR_GROUP_SUBSCRIBED_TO_TOPIC);
+                     KC_ERR_GROUP_SUBSCRIBED_TO_TOPIC);
     assert_int_equal(kc_gm_validate_offset_delete(f->gm, g, KC_STR_LIT("other")), 0);
     assert_int_equal(kc_gm_validate_offset_delete(f->gm, g, KC_STR_NULL), 0);
     /* Everyone leaves: Empty; offsets expire counting from when it became Empty. */
@@ -1778,7 +1778,7 @@ static void test_subscriptions_and_expiry(void **state)
     assert_int_equal(base, -1);
     assert_false(kc_gm_subscribed(f->gm, KC_STR_LIT("nope"), KC_STR_LIT("orders")));
     assert_int_equal(kc_gm_validate_offset_delete(f->gm, KC_STR_LIT("nope"), KC_STR_NULL),
-                     KC_GERR_GROUP_ID_NOT_FOUND);
+                     KC_ERR_GROUP_ID_NOT_FOUND);
     kc_gm_validate_commit(f->gm, f->now, 8, KC_STR_LIT("simple"), -1, KC_STR_EMPTY, KC_STR_NULL);
     assert_true(kc_gm_offsets_expirable(f->gm, KC_STR_LIT("simple"), &base));
     assert_int_equal(base, -1);
@@ -1802,7 +1802,7 @@ static void test_unparsable_subscription(void **state)
     assert_true(kc_gm_subscribed(f->gm, g, KC_STR_LIT("anything")));
     assert_false(kc_gm_offsets_expirable(f->gm, g, &base));
     assert_int_equal(kc_gm_validate_offset_delete(f->gm, g, KC_STR_LIT("t")),
-                     KC_GERR_GROUP_SUBSCRIBED_TO_TOPIC);
+                     KC_ERR_GROUP_SUBSCRIBED_TO_TOPIC);
 
     /* A non-consumer protocol type: nothing is subscribed, and a live group's offsets stay. */
     jopt_t c = {.version = 3, .group = "conn", .ptype = "connect"};
@@ -1812,7 +1812,7 @@ static void test_unparsable_subscription(void **state)
     assert_false(kc_gm_subscribed(f->gm, cg, KC_STR_LIT("t1")));
     assert_false(kc_gm_offsets_expirable(f->gm, cg, &base));
     assert_int_equal(kc_gm_validate_offset_delete(f->gm, cg, KC_STR_LIT("t1")),
-                     KC_GERR_NON_EMPTY_GROUP);
+                     KC_ERR_NON_EMPTY_GROUP);
     fx_free(f);
 }
 
@@ -1830,12 +1830,12 @@ static void test_describe(void **state)
     assert_int_equal(d.members.n, 0);
     assert_int_equal(d.authorized_operations, (1 << 3) | (1 << 6) | (1 << 8));
     kc_gm_describe(f->gm, 6, KC_STR_LIT("nope"), true, &f->a, &d);
-    assert_int_equal(d.error_code, KC_GERR_GROUP_ID_NOT_FOUND);
+    assert_int_equal(d.error_code, KC_ERR_GROUP_ID_NOT_FOUND);
     assert_str(d.error_message, "Group nope not found.");
     assert_str(d.group_state, "Dead");
     assert_int_equal(d.authorized_operations, INT32_MIN);
     kc_gm_describe(f->gm, 6, KC_STR_NULL, false, &f->a, &d);
-    assert_int_equal(d.error_code, KC_GERR_INVALID_GROUP_ID);
+    assert_int_equal(d.error_code, KC_ERR_INVALID_GROUP_ID);
 
     kc_join_group_response_t r;
     jopt_t st = {.version = 5, .instance = "i1", .client_id = "cli-A"};
@@ -1875,11 +1875,11 @@ static void test_delete_and_remove_if_empty(void **state)
 {
     (void)state;
     fx_t *f = fx_new();
-    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("nope")), KC_GERR_GROUP_ID_NOT_FOUND);
+    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("nope")), KC_ERR_GROUP_ID_NOT_FOUND);
     char ids[2][128];
     int leader = 0;
     form_group(f, "g", 1, ids, &leader);
-    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), KC_GERR_NON_EMPTY_GROUP);
+    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), KC_ERR_NON_EMPTY_GROUP);
     kc_gm_remove_if_empty(f->gm, f->now, KC_STR_LIT("g"));
     assert_int_equal(state_of(f, "g"), KC_GROUP_STABLE);
     kc_leave_group_response_t lr;
@@ -1895,7 +1895,7 @@ static void test_delete_and_remove_if_empty(void **state)
     decode_rec(f, nrec, &k, &v, &tomb);
     assert_true(tomb);
     assert_str(k.group, "g");
-    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), KC_GERR_GROUP_ID_NOT_FOUND);
+    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), KC_ERR_GROUP_ID_NOT_FOUND);
 
     /* A simple group removed after retention. */
     kc_gm_validate_commit(f->gm, f->now, 8, KC_STR_LIT("s"), -1, KC_STR_EMPTY, KC_STR_NULL);
@@ -1911,7 +1911,7 @@ static void test_delete_and_remove_if_empty(void **state)
     kc_join_group_response_t r;
     jopt_t p = {.version = 4, .group = "p"};
     do_join(f, &p, W(1), &r);
-    assert_int_equal(r.error_code, KC_GERR_MEMBER_ID_REQUIRED);
+    assert_int_equal(r.error_code, KC_ERR_MEMBER_ID_REQUIRED);
     assert_true(kc_gm_next_deadline(f->gm) < INT64_MAX);
     assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("p")), 0);
     assert_int_equal(kc_gm_next_deadline(f->gm), INT64_MAX);
@@ -1964,8 +1964,8 @@ static void test_free_answers_parked(void **state)
     assert_int_equal(do_join(f, &o, W(4), &r), KC_GM_PARKED);
     kc_gm_free(f->gm);
     f->gm = NULL;
-    assert_int_equal(sync_answer(f, W(3))->r.error_code, KC_GERR_COORDINATOR_NOT_AVAILABLE);
-    assert_int_equal(join_answer(f, W(4))->r.error_code, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+    assert_int_equal(sync_answer(f, W(3))->r.error_code, KC_ERR_COORDINATOR_NOT_AVAILABLE);
+    assert_int_equal(join_answer(f, W(4))->r.error_code, KC_ERR_COORDINATOR_NOT_AVAILABLE);
     fx_free(f);
 }
 
@@ -1991,7 +1991,7 @@ static void test_oom_answers_request(void **state)
     assert_int_equal(
         kc_gm_join(f->gm, f->now, 4, &req, KC_STR_LIT("c"), KC_STR_LIT("h"), W(1), &tiny, &r),
         KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+    assert_int_equal(r.error_code, KC_ERR_COORDINATOR_NOT_AVAILABLE);
     assert_int_equal((int)state_of(f, "g"), -1); /* the new group was not kept */
     assert_int_equal(f->nr, 0);
     kc_leave_group_request_t lq;
@@ -2002,7 +2002,7 @@ static void test_oom_answers_request(void **state)
     lq.members.n = 4;
     kc_leave_group_response_t lr;
     kc_gm_leave(f->gm, f->now, 3, &lq, &tiny, &lr);
-    assert_int_equal(lr.error_code, KC_GERR_COORDINATOR_NOT_AVAILABLE);
+    assert_int_equal(lr.error_code, KC_ERR_COORDINATOR_NOT_AVAILABLE);
     kc_arena_free(&tiny);
     fx_free(f);
 }
@@ -2021,7 +2021,7 @@ static void test_many_groups_timers(void **state)
         snprintf(name, sizeof(name), "grp-%d", i);
         jopt_t o = {.version = 4, .group = name, .session = 6000 + (i * 37) % 1000};
         do_join(f, &o, W(i), &r);
-        assert_int_equal(r.error_code, KC_GERR_MEMBER_ID_REQUIRED);
+        assert_int_equal(r.error_code, KC_ERR_MEMBER_ID_REQUIRED);
     }
     assert_int_equal(kc_gm_next_deadline(f->gm), t0 + 6000);
     int64_t last = 0;
@@ -2136,7 +2136,7 @@ static void test_three_members_end_to_end(void **state)
     for (int i = 0; i < 3; i++) {
         jopt_t o = {.version = 9, .group = "orders"};
         assert_int_equal(do_join(f, &o, W(i), &r), KC_GM_ANSWERED);
-        assert_int_equal(r.error_code, KC_GERR_MEMBER_ID_REQUIRED);
+        assert_int_equal(r.error_code, KC_ERR_MEMBER_ID_REQUIRED);
         snprintf(id[i], sizeof(id[i]), "%s", S(f, r.member_id));
         jopt_t o2 = {.version = 9, .group = "orders", .member = id[i]};
         assert_int_equal(do_join(f, &o2, W(10 + i), &r), KC_GM_PARKED);
@@ -2180,7 +2180,7 @@ static void test_three_members_end_to_end(void **state)
     kc_leave_group_response_t lr;
     leave1(f, 4, "orders", id[2], &lr);
     assert_int_equal(lr.error_code, 0);
-    assert_int_equal(hb(f, "orders", id[0], 1, NULL), KC_GERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(hb(f, "orders", id[0], 1, NULL), KC_ERR_REBALANCE_IN_PROGRESS);
     jopt_t j0 = {.version = 9, .group = "orders", .member = id[0]};
     jopt_t j1 = {.version = 9, .group = "orders", .member = id[1]};
     assert_int_equal(do_join(f, &j1, W(30), &r), KC_GM_PARKED);
@@ -2410,7 +2410,7 @@ static void form_trio(fx_t *f, trio_t *t)
     assert_int_equal(do_join(f, &o, W(1), &r), KC_GM_PARKED);
     o = trio_join(f, t, 1, NULL);
     assert_int_equal(do_join(f, &o, W(2), &r), KC_GM_ANSWERED);
-    assert_int_equal(r.error_code, KC_GERR_MEMBER_ID_REQUIRED);
+    assert_int_equal(r.error_code, KC_ERR_MEMBER_ID_REQUIRED);
     snprintf(t->id[1], 128, "%.*s", (int)r.member_id.len, r.member_id.p);
     o = trio_join(f, t, 1, t->id[1]);
     assert_int_equal(do_join(f, &o, W(3), &r), KC_GM_PARKED);
@@ -2482,10 +2482,10 @@ static void test_replay_round_trip(void **state)
     assert_int_equal(hb(g, "g", t.id[0], gen, "i-a"), 0);
     assert_int_equal(hb(g, "g", t.id[1], gen, NULL), 0);
     assert_int_equal(hb(g, "g", t.id[2], gen, "i-c"), 0);
-    assert_int_equal(hb(g, "g", t.id[1], gen + 1, NULL), KC_GERR_ILLEGAL_GENERATION);
-    assert_int_equal(hb(g, "g", "ghost", gen, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(g, "g", t.id[1], gen + 1, NULL), KC_ERR_ILLEGAL_GENERATION);
+    assert_int_equal(hb(g, "g", "ghost", gen, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
     /* The static index is back: another member id under instance i-a is fenced. */
-    assert_int_equal(hb(g, "g", t.id[1], gen, "i-a"), KC_GERR_FENCED_INSTANCE_ID);
+    assert_int_equal(hb(g, "g", t.id[1], gen, "i-a"), KC_ERR_FENCED_INSTANCE_ID);
     assert_int_equal(
         kc_gm_validate_commit(g->gm, g->now, 8, kc_str_c("g"), gen, kc_str_c(t.id[1]), KC_STR_NULL),
         0);
@@ -2543,7 +2543,7 @@ static void test_replay_round_trip(void **state)
     o = trio_join(g, &t, 0, t.id[0]);
     assert_int_equal(do_join(g, &o, W(31), &r), KC_GM_PARKED);
     assert_int_equal(state_of(g, "g"), KC_GROUP_PREPARING_REBALANCE);
-    assert_int_equal(hb(g, "g", t.id[1], gen, NULL), KC_GERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(hb(g, "g", t.id[1], gen, NULL), KC_ERR_REBALANCE_IN_PROGRESS);
     o = trio_join(g, &t, 1, t.id[1]);
     assert_int_equal(do_join(g, &o, W(32), &r), KC_GM_PARKED);
     o = trio_join(g, &t, 2, t.id[2]);
@@ -2582,8 +2582,8 @@ static void test_replay_session_expiry(void **state)
     advance(g, 1);
     assert_int_equal(state_of(g, "g"), KC_GROUP_PREPARING_REBALANCE);
     assert_int_equal(info_of(g, "g").n_members, 2);
-    assert_int_equal(hb(g, "g", t.id[1], t.gen, NULL), KC_GERR_REBALANCE_IN_PROGRESS);
-    assert_int_equal(hb(g, "g", t.id[2], t.gen, "i-c"), KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(g, "g", t.id[1], t.gen, NULL), KC_ERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(hb(g, "g", t.id[2], t.gen, "i-c"), KC_ERR_UNKNOWN_MEMBER_ID);
 
     /* Nobody rejoins: every session ends, the group is Empty in the next generation. */
     advance(g, 60000);
@@ -2627,7 +2627,7 @@ static void test_replay_empty_group_and_tombstone(void **state)
     assert_true(kc_gm_offsets_expirable(g->gm, kc_str_c("g"), &base));
     assert_int_equal(base, before.state_timestamp_ms);
     assert_int_equal(kc_gm_next_deadline(g->gm), INT64_MAX);
-    assert_int_equal(hb(g, "g", ids[0], gen + 1, NULL), KC_GERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(hb(g, "g", ids[0], gen + 1, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
     /* A consumer joins the loaded group: the next generation after the kept one. */
     kc_join_group_response_t r;
     assert_int_equal(join3(g, NULL, W(1), &r), KC_GM_PARKED);
@@ -2746,7 +2746,7 @@ static void test_replay_value_versions(void **state)
         assert_int_equal(hb(f, "g", "m-1", 7, i1), 0);
         assert_int_equal(hb(f, "g", "m-2", 7, NULL), 0);
         if (has_instance)
-            assert_int_equal(hb(f, "g", "m-2", 7, "i-1"), KC_GERR_FENCED_INSTANCE_ID);
+            assert_int_equal(hb(f, "g", "m-2", 7, "i-1"), KC_ERR_FENCED_INSTANCE_ID);
 
         /* The rebalance timeout: the leader rejoins asking for only 6 s, so the join phase
          * lasts m-1's loaded rebalance timeout: 25 s, or its 10 s session timeout before v1.
@@ -2765,7 +2765,7 @@ static void test_replay_value_versions(void **state)
             if (join_answer(f, W(1)))
                 done = f->now - t0;
             else if (step % 4 == 0)
-                assert_int_equal(hb(f, "g", "m-1", 7, i1), KC_GERR_REBALANCE_IN_PROGRESS);
+                assert_int_equal(hb(f, "g", "m-1", 7, i1), KC_ERR_REBALANCE_IN_PROGRESS);
         }
         assert_int_equal(done, want);
         assert_int_equal(join_answer(f, W(1))->r.generation_id, 8);
@@ -2941,7 +2941,7 @@ static void test_replay_over_max_size(void **state)
     kc_group_info_t info = info_of(g, "g");
     assert_int_equal(info.state, KC_GROUP_PREPARING_REBALANCE);
     assert_int_equal(info.generation, t.gen);
-    assert_int_equal(hb(g, "g", t.id[1], t.gen, NULL), KC_GERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(hb(g, "g", t.id[1], t.gen, NULL), KC_ERR_REBALANCE_IN_PROGRESS);
     assert_int_equal(g->nr, 0);
     fx_free(g);
     fx_free(f);
