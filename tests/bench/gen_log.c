@@ -1,6 +1,7 @@
 /* gen_log.c - benchmark tool: write a synthetic __consumer_offsets data directory for kcoord.
  *
- *     gen_log DATA_DIR RECORDS KEYS [PARTITIONS=50] [CODEC=zstd|none] [BATCH=100]
+ *     gen_log [--compact SEGMENT_BYTES] DATA_DIR RECORDS KEYS [PARTITIONS=50] [CODEC=zstd|none]
+ *             [BATCH=100]
  *
  * Writes RECORDS offset-commit records over KEYS distinct (group, topic, partition) keys into
  * DATA_DIR/__consumer_offsets-<N> through the partition log API (kc_plog_*), and a
@@ -21,6 +22,13 @@
  * collects its records and appends them BATCH at a time as one RecordBatch; since a group's keys
  * are consecutive, a batch is mostly one group's commit, as a real OffsetCommit request writes it.
  *
+ * With --compact, segments roll at SEGMENT_BYTES instead of Kafka's 100 MiB, and once every
+ * partition is written and fsynced the tool runs kcoord's log cleaner (kc_plog_clean, the same
+ * call the daemon's cleaner makes) once on each partition, with Kafka's default tombstone
+ * retention: what a long-running kcoord's log looks like after the cleaner caught up. The
+ * closed segments then hold one record per key; the active segment (the last SEGMENT_BYTES at
+ * most) is never compacted, as in Kafka.
+ *
  * At the end every partition is fsynced and closed; the tool prints one line with the records,
  * the log bytes (segments only, not indexes) and the time taken (generation and fsync), and
  * exits 0; or prints an error and exits 1 (2 for a usage error). DATA_DIR must not already
@@ -39,6 +47,7 @@
 #include "log/meta.h"
 #include "proto/gen_records.h"
 #include "proto/wire.h"
+#include "util/log.h"
 
 enum {
     KEYS_PER_GROUP = 100,
@@ -57,8 +66,8 @@ typedef struct gen_part_s {
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: gen_log DATA_DIR RECORDS KEYS [PARTITIONS=50] [CODEC=zstd|none] "
-                    "[BATCH=100]\n");
+    fprintf(stderr, "usage: gen_log [--compact SEGMENT_BYTES] DATA_DIR RECORDS KEYS "
+                    "[PARTITIONS=50] [CODEC=zstd|none] [BATCH=100]\n");
 }
 
 static int parse_count(const char *s, long long min, long long max, long long *out)
@@ -114,7 +123,16 @@ static int flush(gen_part_t *p, int64_t now)
 int main(int argc, char **argv)
 {
     long long records, keys, nparts = 50, batch = 100;
+    long long compact_segment = 0;
     int codec = KC_LOG_CODEC_ZSTD;
+    if (argc > 2 && strcmp(argv[1], "--compact") == 0) {
+        if (parse_count(argv[2], 4096, INT32_MAX, &compact_segment) != 0) {
+            usage();
+            return 2;
+        }
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 4 || argc > 7 || parse_count(argv[2], 0, INT64_MAX / 2, &records) != 0 ||
         parse_count(argv[3], 1, 100000000, &keys) != 0 ||
         (argc > 4 && parse_count(argv[4], 1, 10000, &nparts) != 0) ||
@@ -138,6 +156,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    kc_log_set_level(KC_LOG_WARN); /* the log's per-roll and per-clean lines are noise here */
     double t0 = mono_s();
     char err[512], cluster_id[64];
     if (kc_meta_load(dir, 0, cluster_id, sizeof(cluster_id), err, sizeof(err)) != 0) {
@@ -147,6 +166,9 @@ int main(int argc, char **argv)
     kc_plog_opts_t opts;
     kc_plog_opts_init(&opts);
     opts.codec = codec;
+    if (compact_segment > 0)
+        opts.segment_bytes = compact_segment;
+    kc_plog_clean_stats_t clean_total = {0};
 
     int rc = 0;
     long long ngroups = (keys + KEYS_PER_GROUP - 1) / KEYS_PER_GROUP;
@@ -246,6 +268,14 @@ int main(int argc, char **argv)
         int prc = flush(p, now);
         if (prc == 0)
             prc = kc_plog_sync(p->log);
+        if (prc == 0 && compact_segment > 0) {
+            kc_plog_clean_stats_t st;
+            prc = kc_plog_clean(p->log, wall_ms(), KC_PLOG_DELETE_RETENTION_MS_DEFAULT, &st);
+            clean_total.records_before += st.records_before;
+            clean_total.records_after += st.records_after;
+            clean_total.bytes_before += st.bytes_before;
+            clean_total.bytes_after += st.bytes_after;
+        }
         if (prc != 0) {
             fprintf(stderr, "gen_log: partition %d: %s\n", i,
                     kc_plog_error(p->log)[0] ? kc_plog_error(p->log) : kc_log_strerror(prc));
@@ -270,5 +300,9 @@ out:
                "batches of %lld: %lld log bytes in %zu segments, %.3f s\n",
                records, keys, ngroups, nparts, codec == KC_LOG_CODEC_ZSTD ? "zstd" : "none", batch,
                (long long)bytes, segments, mono_s() - t0);
+    if (rc == 0 && compact_segment > 0)
+        printf("gen_log: compacted closed segments: %lld -> %lld records, %lld -> %lld bytes\n",
+               (long long)clean_total.records_before, (long long)clean_total.records_after,
+               (long long)clean_total.bytes_before, (long long)clean_total.bytes_after);
     return rc;
 }
