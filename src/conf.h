@@ -153,6 +153,10 @@ void kc_conf_print(const kc_conf_t *c, FILE *out);
  * the setting is one conf/kcoord.conf sets for `make run`). conf/kcoord.conf is this output. */
 void kc_conf_write_doc(FILE *out);
 
+/* Write docs/CONFIG.md: a table of every setting (name, type, default, bounds, environment
+ * variable) and then each setting's doc. A unit test fails when docs/CONFIG.md is stale. */
+void kc_conf_write_markdown(FILE *out);
+
 /* Parse a comma-separated listener list such as
  *     127.0.0.1:9092,PLAINTEXT://[::1]:0,broker.example:9093
  * Each entry is `host:port` with an optional case-insensitive `PLAINTEXT://` prefix; an IPv6 host

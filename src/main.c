@@ -39,17 +39,20 @@ typedef struct daemon_s {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: kcoord [-c FILE] [--set key=value]... [--version] [--help]\n"
+    fprintf(out, "usage: kcoord [-c FILE] [--set key=value]... [--print-config] [--version] "
+                 "[--help]\n"
                  "\n"
                  "A standalone Kafka consumer-group coordinator.\n"
                  "\n"
                  "  -c, --config FILE   read settings from FILE (Java properties, key=value)\n"
                  "  --set key=value     override one setting (repeatable)\n"
+                 "  --print-config      print the effective settings, each with where it came\n"
+                 "                      from (default, file, env, --set), and exit\n"
                  "  --version           print the version and exit\n"
                  "  --help              print this help and exit\n"
                  "\n"
                  "Settings are applied in this order: defaults, FILE, KCOORD_<KEY> environment\n"
-                 "variables (dots as underscores), --set. conf/kcoord.conf documents them all.\n");
+                 "variables (dots as underscores), --set. docs/CONFIG.md documents them all.\n");
 }
 
 static void on_server_stopped(void *arg)
@@ -74,7 +77,7 @@ static void on_signal(uv_signal_t *h, int signum)
 }
 
 /* Apply the settings sources in order. Returns 0, or 2 after printing the error. */
-static int load_settings(kc_conf_t *conf, int argc, char **argv)
+static int load_settings(kc_conf_t *conf, int argc, char **argv, bool *print_config)
 {
     char err[512];
     const char *file = NULL;
@@ -85,6 +88,8 @@ static int load_settings(kc_conf_t *conf, int argc, char **argv)
         } else if (strcmp(argv[i], "--version") == 0) {
             printf("kcoord %s\n", KCOORD_VERSION);
             exit(0);
+        } else if (strcmp(argv[i], "--print-config") == 0) {
+            *print_config = true;
         } else if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
             if (++i == argc) {
                 fprintf(stderr, "kcoord: %s needs a file name\n", argv[i - 1]);
@@ -138,8 +143,11 @@ int main(int argc, char **argv)
         return kc_log_tool_main(argc - 1, argv + 1);
     kc_conf_t conf;
     kc_conf_init(&conf);
-    int rc = load_settings(&conf, argc, argv);
-    if (rc != 0) {
+    bool print_config = false;
+    int rc = load_settings(&conf, argc, argv, &print_config);
+    if (rc != 0 || print_config) {
+        if (rc == 0)
+            kc_conf_print(&conf, stdout);
         kc_conf_free(&conf);
         return rc;
     }

@@ -838,6 +838,34 @@ static void test_doc_is_current(void **state)
     free(have);
 }
 
+static void test_markdown_is_current(void **state)
+{
+    char *want = NULL;
+    size_t want_len = 0, have_len = 0;
+    FILE *f = open_memstream(&want, &want_len);
+
+    (void)state;
+    assert_non_null(f);
+    kc_conf_write_markdown(f);
+    fclose(f);
+    char *have = read_all("docs/CONFIG.md", &have_len);
+    if (have == NULL) {
+        print_error("cannot read docs/CONFIG.md: run the test from the repository root\n");
+        fail();
+    }
+    if (have_len != want_len || memcmp(have, want, want_len) != 0) {
+        print_error("docs/CONFIG.md is stale; regenerate it with\n"
+                    "    build/tests/unit/test_conf --write-markdown > docs/CONFIG.md\n");
+        fail();
+    }
+    /* Every setting has a row and a section. */
+    assert_non_null(strstr(want, "| `offsets.topic.num.partitions` | int | `50` | 1..10000 | "
+                                 "`KCOORD_OFFSETS_TOPIC_NUM_PARTITIONS` |"));
+    assert_non_null(strstr(want, "\n### log.flush.policy\n"));
+    free(want);
+    free(have);
+}
+
 static void test_doc_content(void **state)
 {
     size_t len = 0;
@@ -928,11 +956,16 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_env_errors),
         cmocka_unit_test(test_precedence),
         cmocka_unit_test(test_doc_is_current),
+        cmocka_unit_test(test_markdown_is_current),
         cmocka_unit_test(test_doc_content),
     };
 
     if (argc == 2 && strcmp(argv[1], "--write-doc") == 0) {
         kc_conf_write_doc(stdout);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
+    if (argc == 2 && strcmp(argv[1], "--write-markdown") == 0) {
+        kc_conf_write_markdown(stdout);
         return fflush(stdout) == 0 ? 0 : 1;
     }
     return cmocka_run_group_tests(tests, NULL, NULL);
