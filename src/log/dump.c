@@ -514,7 +514,13 @@ static void p_cg_member_value(FILE *f, const void *mv, int16_t v, kc_arena_t *a)
     J_FIELD(&o, "subscribedTopicRegex", j_str(f, m->subscribed_topic_regex));
     J_FIELD(&o, "rebalanceTimeoutMs", j_i64(f, m->rebalance_timeout_ms));
     J_FIELD(&o, "serverAssignor", j_str(f, m->server_assignor));
-    if (m->classic_member_metadata != NULL) {
+    if (m->classic_member_metadata == NULL) {
+        /* A member of the consumer protocol: Kafka writes the tag with a null marker, and its
+         * tool prints the null. */
+        jo_key(&o, "classicMemberMetadata");
+        if (f != NULL)
+            fputs("null", f);
+    } else {
         const kc_classic_member_metadata_t *c = m->classic_member_metadata;
         jo_key(&o, "classicMemberMetadata");
         jo_t e;

@@ -859,7 +859,7 @@ int kc_consumer_group_member_metadata_value_decode(kc_reader_t *r, kc_arena_t *a
             switch (tag_) {
             case 0:
                 if (1) {
-                    if (1 && kc_rd_i8(r) < 0) {
+                    if (1 && kc_rd_uvarint(r) == 0) {
                         m->classic_member_metadata = NULL;
                     } else {
                         m->classic_member_metadata = kc_rd_alloc_array(r, a, 1, sizeof(*m->classic_member_metadata));
@@ -898,10 +898,10 @@ void kc_consumer_group_member_metadata_value_encode(kc_writer_t *w, int16_t v, c
     if (1) kc_wr_cstr(w, m->server_assignor); else kc_wr_str(w, m->server_assignor);
     if (1) {
         uint32_t nt_ = 0;
-        if ((1) && m->classic_member_metadata != NULL)
+        if ((1) && (m->classic_member_metadata == NULL || (m->classic_member_metadata->session_timeout_ms != 0 || m->classic_member_metadata->supported_protocols.n > 0)))
             nt_++;
         kc_wr_uvarint(w, nt_);
-        if ((1) && m->classic_member_metadata != NULL) {
+        if ((1) && (m->classic_member_metadata == NULL || (m->classic_member_metadata->session_timeout_ms != 0 || m->classic_member_metadata->supported_protocols.n > 0))) {
             kc_wr_uvarint(w, 0);
             size_t sz_ = 0;
             if (m->classic_member_metadata == NULL && (1)) {
@@ -919,7 +919,7 @@ void kc_consumer_group_member_metadata_value_encode(kc_writer_t *w, int16_t v, c
             }
             kc_wr_uvarint(w, (uint32_t)sz_);
             if (m->classic_member_metadata == NULL && (1)) {
-                kc_wr_i8(w, -1);
+                kc_wr_uvarint(w, 0);
             } else {
                 kc_classic_member_metadata_t tmp_;
                 const kc_classic_member_metadata_t *p_ = m->classic_member_metadata;
@@ -928,7 +928,7 @@ void kc_consumer_group_member_metadata_value_encode(kc_writer_t *w, int16_t v, c
                     p_ = &tmp_;
                 }
                 if (1)
-                    kc_wr_i8(w, 1);
+                    kc_wr_uvarint(w, 1);
                 classic_member_metadata_encode(w, v, p_);
             }
         }
@@ -955,7 +955,7 @@ size_t kc_consumer_group_member_metadata_value_size(int16_t v, const kc_consumer
     sz_ += (1 ? kc_uvarint_size((uint32_t)(m->server_assignor.len + 1)) + (size_t)(m->server_assignor.len > 0 ? m->server_assignor.len : 0) : (size_t)(2 + (m->server_assignor.len > 0 ? m->server_assignor.len : 0)));
     if (1) {
         uint32_t nt_ = 0;
-        if ((1) && m->classic_member_metadata != NULL) {
+        if ((1) && (m->classic_member_metadata == NULL || (m->classic_member_metadata->session_timeout_ms != 0 || m->classic_member_metadata->supported_protocols.n > 0))) {
             size_t outer_ = sz_;
             sz_ = 0;
             if (m->classic_member_metadata == NULL && (1)) {

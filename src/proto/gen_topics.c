@@ -1658,7 +1658,7 @@ void kc_fetch_request_encode(kc_writer_t *w, int16_t v, const kc_fetch_request_t
         uint32_t nt_ = 0;
         if ((v >= 12) && m->cluster_id.len >= 0)
             nt_++;
-        if ((v >= 15) && 1)
+        if ((v >= 15) && (m->replica_state.replica_id != -1 || m->replica_state.replica_epoch != INT64_C(-1)))
             nt_++;
         kc_wr_uvarint(w, nt_);
         if ((v >= 12) && m->cluster_id.len >= 0) {
@@ -1668,7 +1668,7 @@ void kc_fetch_request_encode(kc_writer_t *w, int16_t v, const kc_fetch_request_t
             kc_wr_uvarint(w, (uint32_t)sz_);
             if (1) kc_wr_cstr(w, m->cluster_id); else kc_wr_str(w, m->cluster_id);
         }
-        if ((v >= 15) && 1) {
+        if ((v >= 15) && (m->replica_state.replica_id != -1 || m->replica_state.replica_epoch != INT64_C(-1))) {
             kc_wr_uvarint(w, 1);
             size_t sz_ = 0;
             sz_ += replica_state_size(v, &m->replica_state);
@@ -1722,7 +1722,7 @@ size_t kc_fetch_request_size(int16_t v, const kc_fetch_request_t *m)
             nt_++;
             sz_ = outer_ + kc_uvarint_size(0) + kc_uvarint_size((uint32_t)sz_) + sz_;
         }
-        if ((v >= 15) && 1) {
+        if ((v >= 15) && (m->replica_state.replica_id != -1 || m->replica_state.replica_epoch != INT64_C(-1))) {
             size_t outer_ = sz_;
             sz_ = 0;
             sz_ += replica_state_size(v, &m->replica_state);
@@ -2019,28 +2019,28 @@ static void partition_data_encode(kc_writer_t *w, int16_t v, const kc_partition_
     if ((v >= 12)) kc_wr_cbytes(w, m->records); else kc_wr_bytes(w, m->records);
     if ((v >= 12)) {
         uint32_t nt_ = 0;
-        if ((v >= 12) && 1)
+        if ((v >= 12) && (m->diverging_epoch.epoch != -1 || m->diverging_epoch.end_offset != INT64_C(-1)))
             nt_++;
-        if ((v >= 12) && 1)
+        if ((v >= 12) && (m->current_leader.leader_id != -1 || m->current_leader.leader_epoch != -1))
             nt_++;
-        if ((v >= 12) && 1)
+        if ((v >= 12) && (m->snapshot_id.end_offset != INT64_C(-1) || m->snapshot_id.epoch != -1))
             nt_++;
         kc_wr_uvarint(w, nt_);
-        if ((v >= 12) && 1) {
+        if ((v >= 12) && (m->diverging_epoch.epoch != -1 || m->diverging_epoch.end_offset != INT64_C(-1))) {
             kc_wr_uvarint(w, 0);
             size_t sz_ = 0;
             sz_ += epoch_end_offset_size(v, &m->diverging_epoch);
             kc_wr_uvarint(w, (uint32_t)sz_);
             epoch_end_offset_encode(w, v, &m->diverging_epoch);
         }
-        if ((v >= 12) && 1) {
+        if ((v >= 12) && (m->current_leader.leader_id != -1 || m->current_leader.leader_epoch != -1)) {
             kc_wr_uvarint(w, 1);
             size_t sz_ = 0;
             sz_ += fetch_leader_id_and_epoch_size(v, &m->current_leader);
             kc_wr_uvarint(w, (uint32_t)sz_);
             fetch_leader_id_and_epoch_encode(w, v, &m->current_leader);
         }
-        if ((v >= 12) && 1) {
+        if ((v >= 12) && (m->snapshot_id.end_offset != INT64_C(-1) || m->snapshot_id.epoch != -1)) {
             kc_wr_uvarint(w, 2);
             size_t sz_ = 0;
             sz_ += snapshot_id_size(v, &m->snapshot_id);
@@ -2074,21 +2074,21 @@ static size_t partition_data_size(int16_t v, const kc_partition_data_t *m)
     sz_ += ((v >= 12) ? kc_uvarint_size((uint32_t)(m->records.len + 1)) + (size_t)(m->records.len > 0 ? m->records.len : 0) : (size_t)(4 + (m->records.len > 0 ? m->records.len : 0)));
     if ((v >= 12)) {
         uint32_t nt_ = 0;
-        if ((v >= 12) && 1) {
+        if ((v >= 12) && (m->diverging_epoch.epoch != -1 || m->diverging_epoch.end_offset != INT64_C(-1))) {
             size_t outer_ = sz_;
             sz_ = 0;
             sz_ += epoch_end_offset_size(v, &m->diverging_epoch);
             nt_++;
             sz_ = outer_ + kc_uvarint_size(0) + kc_uvarint_size((uint32_t)sz_) + sz_;
         }
-        if ((v >= 12) && 1) {
+        if ((v >= 12) && (m->current_leader.leader_id != -1 || m->current_leader.leader_epoch != -1)) {
             size_t outer_ = sz_;
             sz_ = 0;
             sz_ += fetch_leader_id_and_epoch_size(v, &m->current_leader);
             nt_++;
             sz_ = outer_ + kc_uvarint_size(1) + kc_uvarint_size((uint32_t)sz_) + sz_;
         }
-        if ((v >= 12) && 1) {
+        if ((v >= 12) && (m->snapshot_id.end_offset != INT64_C(-1) || m->snapshot_id.epoch != -1)) {
             size_t outer_ = sz_;
             sz_ = 0;
             sz_ += snapshot_id_size(v, &m->snapshot_id);
@@ -2761,10 +2761,10 @@ static void partition_produce_response_encode(kc_writer_t *w, int16_t v, const k
     }
     if ((v >= 9)) {
         uint32_t nt_ = 0;
-        if ((v >= 10) && 1)
+        if ((v >= 10) && (m->current_leader.leader_id != -1 || m->current_leader.leader_epoch != -1))
             nt_++;
         kc_wr_uvarint(w, nt_);
-        if ((v >= 10) && 1) {
+        if ((v >= 10) && (m->current_leader.leader_id != -1 || m->current_leader.leader_epoch != -1)) {
             kc_wr_uvarint(w, 0);
             size_t sz_ = 0;
             sz_ += produce_leader_id_and_epoch_size(v, &m->current_leader);
@@ -2799,7 +2799,7 @@ static size_t partition_produce_response_size(int16_t v, const kc_partition_prod
     }
     if ((v >= 9)) {
         uint32_t nt_ = 0;
-        if ((v >= 10) && 1) {
+        if ((v >= 10) && (m->current_leader.leader_id != -1 || m->current_leader.leader_epoch != -1)) {
             size_t outer_ = sz_;
             sz_ = 0;
             sz_ += produce_leader_id_and_epoch_size(v, &m->current_leader);

@@ -563,6 +563,50 @@ static void test_dump_consumer_group(void **state)
     kc_wr_free(&b);
 }
 
+/* A KIP-848 member record as Kafka 4.4 writes it for a member of the consumer protocol: its
+ * null classicMemberMetadata (tag 0, size 1, null marker 0) is valid and printed as Kafka's
+ * DumpLogSegments prints it. */
+static void test_dump_kafka_member_record(void **state)
+{
+    (void)state;
+    static const uint8_t key[] = {0x00, 0x05, 0x00, 0x05, 'b', '-', '8', '4', '8', 0x00, 0x01, 'm'};
+    static const uint8_t value[] = {0x00, 0x00, 0x00, 0x00, 0x11, 'c',  'o',  'n',  's',  'u',
+                                    'm',  'e',  'r',  '-',  'b',  '-',  '8',  '4',  '8',  '-',
+                                    '1',  0x0b, '/',  '1',  '2',  '7',  '.',  '0',  '.',  '0',
+                                    '.',  '1',  0x02, 0x07, 'o',  'r',  'd',  'e',  'r',  's',
+                                    0x01, 0x00, 0x04, 0x93, 0xe0, 0x00, 0x01, 0x00, 0x01, 0x00};
+    kc_log_record_t r = {.timestamp_ms = 9,
+                         .key = key,
+                         .key_len = sizeof(key),
+                         .value = value,
+                         .value_len = sizeof(value)};
+    kc_writer_t b;
+    kc_wr_init(&b);
+    kc_batch_spec_t spec;
+    kc_batch_spec_init(&spec, 0);
+    assert_int_equal(kc_batch_encode(NULL, &b, &spec, &r, 1), 0);
+    char tmpl[] = "/tmp/kc_log_dump_XXXXXX";
+    int fd = mkstemp(tmpl);
+    assert_int_equal(write(fd, b.buf, b.len), (ssize_t)b.len);
+    close(fd);
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *out = open_memstream(&text, &tlen);
+    assert_int_equal(kc_log_dump(out, tmpl), 0);
+    fclose(out);
+    assert_null(strstr(text, "error"));
+    assert_non_null(
+        strstr(text, "\"key\":{\"type\":\"5\",\"data\":{\"groupId\":\"b-848\",\"memberId\":\"m\"}},"
+                     "\"payload\":{\"version\":\"0\",\"data\":{\"instanceId\":null,\"rackId\":null,"
+                     "\"clientId\":\"consumer-b-848-1\",\"clientHost\":\"/127.0.0.1\","
+                     "\"subscribedTopicNames\":[\"orders\"],\"subscribedTopicRegex\":\"\","
+                     "\"rebalanceTimeoutMs\":300000,\"serverAssignor\":null,"
+                     "\"classicMemberMetadata\":null}}"));
+    free(text);
+    unlink(tmpl);
+    kc_wr_free(&b);
+}
+
 /* The OffsetCommit example of docs/log-format.md. */
 static void test_doc_offset_commit_example(void **state)
 {
@@ -760,6 +804,7 @@ int main(void)
         cmocka_unit_test(test_zstd_round_trip),
         cmocka_unit_test(test_record_schemas_through_batches),
         cmocka_unit_test(test_dump_consumer_group),
+        cmocka_unit_test(test_dump_kafka_member_record),
         cmocka_unit_test(test_doc_offset_commit_example),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_flags_and_empty),

@@ -294,6 +294,72 @@ static void test_unknown_tags_skipped(void **state)
     kc_arena_free(&a);
 }
 
+/* ConsumerGroupMemberMetadataValue v0 as Kafka 4.4 writes it for a member of the consumer
+ * protocol (the value after its int16 version, taken from a broker's log): the tagged nullable
+ * struct classicMemberMetadata is present and null, written as tag 0, size 1 and the uvarint
+ * null marker 0. It must decode to NULL and encode back to the same bytes; a present struct
+ * goes out behind the marker 1. */
+static const uint8_t kafka_member_v0[] = {
+    0x00, 0x00, /* instance, rack: null */
+    0x11, 'c',  'o',  'n',  's', 'u', 'm', 'e', 'r', '-', 'b', '-', '8', '4',
+    '8',  '-',  '1',  0x0b, '/', '1', '2', '7', '.', '0', '.', '0', '.', '1', /* client, host */
+    0x02, 0x07, 'o',  'r',  'd', 'e', 'r', 's',                               /* ["orders"] */
+    0x01,                                                                     /* regex "" */
+    0x00, 0x04, 0x93, 0xe0,                                                   /* rebalance 300000 */
+    0x00,                                                                     /* assignor: null */
+    0x01, 0x00, 0x01, 0x00,                                                   /* tag 0: null */
+};
+
+static void test_golden_member_metadata_null_struct_tag(void **state)
+{
+    (void)state;
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_reader_t r;
+    kc_consumer_group_member_metadata_value_t m;
+    kc_rd_init(&r, kafka_member_v0, sizeof(kafka_member_v0));
+    assert_int_equal(kc_consumer_group_member_metadata_value_decode(&r, &a, 0, &m), 0);
+    assert_int_equal(kc_rd_remaining(&r), 0);
+    assert_null(m.classic_member_metadata);
+    assert_int_equal(m.instance_id.len, -1);
+    assert_int_equal(m.client_id.len, 16);
+    assert_memory_equal(m.client_id.p, "consumer-b-848-1", 16);
+    assert_int_equal(m.subscribed_topic_names.n, 1);
+    assert_int_equal(m.subscribed_topic_regex.len, 0);
+    assert_int_equal(m.rebalance_timeout_ms, 300000);
+    assert_int_equal(m.server_assignor.len, -1);
+
+    kc_writer_t w;
+    kc_wr_init(&w);
+    kc_consumer_group_member_metadata_value_encode(&w, 0, &m);
+    expect_bytes(&w, kafka_member_v0, sizeof(kafka_member_v0));
+    assert_int_equal(kc_consumer_group_member_metadata_value_size(0, &m), sizeof(kafka_member_v0));
+    kc_wr_free(&w);
+
+    /* A classic member: tag 0, size, marker 1, then session timeout 45000 and the protocol
+     * "range" with metadata 0xab, each struct with its empty tag section. */
+    kc_classic_protocol_t proto = {KC_STR_LIT("range"), {(const uint8_t *)"\xab", 1}};
+    kc_classic_member_metadata_t c = {45000, {&proto, 1}};
+    m.classic_member_metadata = &c;
+    kc_wr_init(&w);
+    kc_consumer_group_member_metadata_value_encode(&w, 0, &m);
+    static const uint8_t tail[] = {0x01, 0x00, 0x10, 0x01, 0x00, 0x00, 0xaf, 0xc8, 0x02, 0x06,
+                                   'r',  'a',  'n',  'g',  'e',  0x02, 0xab, 0x00, 0x00};
+    size_t head = sizeof(kafka_member_v0) - 4;
+    assert_int_equal(w.err, 0);
+    assert_int_equal(w.len, head + sizeof(tail));
+    assert_memory_equal(w.buf, kafka_member_v0, head);
+    assert_memory_equal(w.buf + head, tail, sizeof(tail));
+    kc_rd_init(&r, w.buf, w.len);
+    kc_consumer_group_member_metadata_value_t back;
+    assert_int_equal(kc_consumer_group_member_metadata_value_decode(&r, &a, 0, &back), 0);
+    assert_non_null(back.classic_member_metadata);
+    assert_int_equal(back.classic_member_metadata->session_timeout_ms, 45000);
+    assert_int_equal(back.classic_member_metadata->supported_protocols.n, 1);
+    kc_wr_free(&w);
+    kc_arena_free(&a);
+}
+
 static void test_version_out_of_range(void **state)
 {
     (void)state;
@@ -320,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_golden_request_header),
         cmocka_unit_test(test_golden_metadata_request_null_topics),
         cmocka_unit_test(test_unknown_tags_skipped),
+        cmocka_unit_test(test_golden_member_metadata_null_struct_tag),
         cmocka_unit_test(test_version_out_of_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
