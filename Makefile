@@ -8,7 +8,12 @@
 #   make fuzz            build the libFuzzer targets (clang)
 #   make gen             regenerate src/proto/gen_* from proto/*.kdef
 #   make format-check    clang-format check of hand-written sources
-#   make bench           load-time benchmark; writes docs/BENCHMARKS.md
+#   make bench           benchmarks (load time, commit/join/heartbeat/memory against kcoord
+#                        and a reference Kafka); writes docs/BENCHMARKS.md
+#   make log-interop     kcoord's log read by Kafka's DumpLogSegments, a Kafka broker's
+#                        __consumer_offsets loaded by kcoord
+#   make compat          scenarios with real clients against kcoord and a reference Kafka;
+#                        writes docs/COMPATIBILITY.md
 #
 # Quiet unless V=1. Objects go to build/ (build/san/ with SANITIZE=1).
 
@@ -117,17 +122,60 @@ format-check:
 clean:
 	rm -rf build
 
-# make bench: the load-time benchmark. Builds the daemon and tests/bench/gen_log, then
-# scripts/bench generates data directories under /tmp, times kcoord loading them and writes
-# docs/BENCHMARKS.md.
-.PHONY: bench
+# make bench: the benchmarks. Builds the daemon, tests/bench/gen_log and the load generator
+# tests/bench/kcoord-bench, then scripts/bench times kcoord loading generated data directories,
+# runs the load scenarios against kcoord (and against Kafka when scripts/kafka-ref works) and
+# writes docs/BENCHMARKS.md. `make bench BENCH_ARGS=--quick` is a short smoke run;
+# `make bench-tools` only builds.
+.PHONY: bench bench-tools
 
-bench: $(BUILD)/kcoord $(BUILD)/bench/gen_log
-	$(Q)scripts/bench $(BUILD)
+BENCH_TOOL_SRCS := $(sort $(wildcard tests/bench/bench_*.c)) tests/bench/kcoord_bench.c
+BENCH_TOOL_OBJS := $(BENCH_TOOL_SRCS:%.c=$(BUILD)/%.o)
+
+bench: bench-tools
+	$(Q)scripts/bench $(BENCH_ARGS) $(BUILD)
+
+bench-tools: $(BUILD)/kcoord $(BUILD)/bench/gen_log $(BUILD)/bench/kcoord-bench \
+	$(BUILD)/bench/assign_bench
+
+# The assignor benchmark (docs/assignors.md): build/bench/assign_bench [MEMBERS TOPICS PARTS RUNS]
+$(BUILD)/bench/assign_bench: $(BUILD)/tests/bench/assign_bench.o $(BUILD)/libkcoord.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 $(BUILD)/bench/gen_log: $(BUILD)/tests/bench/gen_log.o $(BUILD)/libkcoord.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+$(BUILD)/bench/kcoord-bench: $(BENCH_TOOL_OBJS) $(BUILD)/libkcoord.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+# make compat: the compatibility suite. Installs its Debian packages (scripts/deps --compat),
+# builds the daemon, fetches the reference Kafka's jars (scripts/kafka-ref fetch), makes the
+# Python venv with the pinned PyPI clients (scripts/compat-venv), then runs every scenario with
+# every client against kcoord and against Kafka (scripts/compat) and regenerates
+# docs/COMPATIBILITY.md. Fails when a scenario fails on kcoord.
+.PHONY: compat
+
+compat:
+	$(Q)scripts/deps --compat
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/kcoord
+	$(Q)scripts/kafka-ref fetch >/dev/null
+	$(Q)scripts/compat-venv >/dev/null
+	$(Q)scripts/compat --build $(BUILD)
+
+# make log-interop: kcoord's __consumer_offsets logs against a real Kafka broker and Kafka's
+# DumpLogSegments, in both directions (scripts/log-interop). Needs Java and Maven, which
+# scripts/deps --compat installs, for the reference Kafka's jars (scripts/kafka-ref).
+.PHONY: log-interop
+
+log-interop:
+	$(Q)scripts/deps --compat
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/kcoord
+	$(Q)scripts/log-interop $(BUILD)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
