@@ -38,7 +38,6 @@ int kc_api_api_versions(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request
     (void)call;
     const kc_api_versions_request_t *q = req->body;
     kc_api_versions_response_t *resp = out;
-    kc_api_fill_versions(resp, a);
     if (req->api_version >= 3) {
         KC_DEBUG("api", "client %.*s %.*s (%.*s)",
                  q->client_software_name.len > 0 ? q->client_software_name.len : 0,
@@ -46,10 +45,14 @@ int kc_api_api_versions(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request
                  q->client_software_version.len > 0 ? q->client_software_version.len : 0,
                  q->client_software_version.p, req->client_id.len > 0 ? req->client_id.len : 0,
                  req->client_id.p);
+        /* Kafka's error answer lists no APIs (ApiVersionsRequest.getErrorResponse). */
         if (!valid_software_field(q->client_software_name) ||
-            !valid_software_field(q->client_software_version))
+            !valid_software_field(q->client_software_version)) {
             resp->error_code = KC_ERR_INVALID_REQUEST;
+            return 0;
+        }
     }
+    kc_api_fill_versions(resp, a);
     return 0;
 }
 
@@ -168,16 +171,18 @@ int kc_api_metadata(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *
     return 0;
 }
 
-/* Kafka's key types: 0 group, 1 transaction, 2 share. */
-static void coordinator_for(kc_api_ctx_t *ctx, int8_t key_type, int16_t *err, kc_str_t *msg,
-                            int32_t *node, kc_str_t *host, int32_t *port)
+/* Kafka's key types: 0 group, 1 transaction, 2 share. The messages are Kafka's: its errors'
+ * default texts, and for success "NONE" in the single-key form (v1-3) but "" in the batched
+ * form (v4+). */
+static void coordinator_for(kc_api_ctx_t *ctx, int16_t version, int8_t key_type, int16_t *err,
+                            kc_str_t *msg, int32_t *node, kc_str_t *host, int32_t *port)
 {
     *node = -1;
     *host = KC_STR_EMPTY;
     *port = -1;
     if (key_type == 0) {
         *err = KC_ERR_NONE;
-        *msg = KC_STR_LIT("NONE");
+        *msg = version >= 4 ? KC_STR_EMPTY : KC_STR_LIT("NONE");
         *node = ctx->node_id;
         *host = kc_str_c(ctx->host);
         *port = ctx->port;
@@ -186,7 +191,9 @@ static void coordinator_for(kc_api_ctx_t *ctx, int8_t key_type, int16_t *err, kc
         *msg = KC_STR_LIT("The coordinator is not available.");
     } else {
         *err = KC_ERR_INVALID_REQUEST;
-        *msg = KC_STR_LIT("Unknown coordinator key type.");
+        *msg = KC_STR_LIT("This most likely occurs because of a request being malformed by the "
+                          "client library or the message was sent to an incompatible broker. See "
+                          "the broker logs for more details.");
     }
 }
 
@@ -197,8 +204,8 @@ int kc_api_find_coordinator(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
     const kc_find_coordinator_request_t *q = req->body;
     kc_find_coordinator_response_t *resp = out;
     if (req->api_version < 4) {
-        coordinator_for(ctx, q->key_type, &resp->error_code, &resp->error_message, &resp->node_id,
-                        &resp->host, &resp->port);
+        coordinator_for(ctx, req->api_version, q->key_type, &resp->error_code, &resp->error_message,
+                        &resp->node_id, &resp->host, &resp->port);
         if (req->api_version == 0)
             resp->error_message = KC_STR_NULL;
         return 0;
@@ -209,8 +216,8 @@ int kc_api_find_coordinator(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
         return -1;
     for (int32_t i = 0; i < n; i++) {
         cs[i].key = q->coordinator_keys.v[i];
-        coordinator_for(ctx, q->key_type, &cs[i].error_code, &cs[i].error_message, &cs[i].node_id,
-                        &cs[i].host, &cs[i].port);
+        coordinator_for(ctx, req->api_version, q->key_type, &cs[i].error_code, &cs[i].error_message,
+                        &cs[i].node_id, &cs[i].host, &cs[i].port);
     }
     resp->coordinators.v = cs;
     resp->coordinators.n = n;
@@ -223,13 +230,9 @@ int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
     (void)call;
     const kc_describe_cluster_request_t *q = req->body;
     kc_describe_cluster_response_t *resp = out;
-    resp->endpoint_type = q->endpoint_type;
-    resp->cluster_id = kc_str_c(ctx->catalog->cluster_id);
-    resp->controller_id = ctx->node_id;
-    resp->cluster_authorized_operations =
-        q->include_cluster_authorized_operations ? CLUSTER_OPS : INT32_MIN;
     if (req->api_version >= 1 && q->endpoint_type != 1) {
-        /* 2 asks for controllers, which a broker's listener does not serve. */
+        /* 2 asks for controllers, which a broker's listener does not serve. As Kafka's error
+         * answer, the rest keeps its defaults: endpoint type 1, no cluster id, controller -1. */
         resp->error_code = q->endpoint_type == 2 ? KC_ERR_MISMATCHED_ENDPOINT_TYPE
                                                  : KC_ERR_UNSUPPORTED_ENDPOINT_TYPE;
         resp->error_message =
@@ -239,6 +242,11 @@ int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
                 : KC_STR_LIT("Unsupported endpoint type");
         return 0;
     }
+    resp->endpoint_type = q->endpoint_type;
+    resp->cluster_id = kc_str_c(ctx->catalog->cluster_id);
+    resp->controller_id = ctx->node_id;
+    resp->cluster_authorized_operations =
+        q->include_cluster_authorized_operations ? CLUSTER_OPS : INT32_MIN;
     kc_describe_cluster_broker_t *b = kc_arena_alloc(a, sizeof(*b));
     if (b == NULL)
         return -1;

@@ -24,10 +24,12 @@
  * gets UNKNOWN_LEADER_EPOCH, as Kafka's leader answers a client that knows a newer epoch than
  * it does; -1 (no epoch) is not checked.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/api.h"
 #include "util/log.h"
@@ -87,25 +89,28 @@ static int32_t java_length(kc_str_t s)
     return n;
 }
 
-/* Kafka's Topic.validate: 0 when `name` is a legal topic name, else -1 with Kafka's message in
- * *why (from `a`, when `a` is not NULL). */
+/* Kafka's Topic.validate: 0 when `name` is a legal topic name, else -1 with Kafka's message
+ * ("Topic name is invalid: " and the reason, as Kafka 4.4 words it) in *why (from `a`, when `a`
+ * is not NULL). */
 static int check_topic_name(kc_str_t name, kc_arena_t *a, kc_str_t *why)
 {
     kc_str_t msg = KC_STR_NULL;
     int bad = 1;
     if (name.len <= 0) {
         if (a)
-            msg = msgf(a, "Topic name is illegal, it can't be empty");
-    } else if ((name.len == 1 && name.p[0] == '.') ||
-               (name.len == 2 && name.p[0] == '.' && name.p[1] == '.')) {
+            msg = msgf(a, "Topic name is invalid: the empty string is not allowed");
+    } else if (name.len == 1 && name.p[0] == '.') {
         if (a)
-            msg = msgf(a, "Topic name cannot be \".\" or \"..\"");
+            msg = msgf(a, "Topic name is invalid: '.' is not allowed");
+    } else if (name.len == 2 && name.p[0] == '.' && name.p[1] == '.') {
+        if (a)
+            msg = msgf(a, "Topic name is invalid: '..' is not allowed");
     } else if (java_length(name) > MAX_TOPIC_NAME) {
         if (a)
             msg = msgf(a,
-                       "Topic name is illegal, it can't be longer than %d characters, topic "
-                       "name: %.*s",
-                       MAX_TOPIC_NAME, name.len, name.p);
+                       "Topic name is invalid: the length of '%.*s' is longer than the max "
+                       "allowed length %d",
+                       name.len, name.p, MAX_TOPIC_NAME);
     } else {
         bad = 0;
         for (int32_t i = 0; i < name.len && !bad; i++) {
@@ -115,8 +120,8 @@ static int check_topic_name(kc_str_t name, kc_arena_t *a, kc_str_t *why)
         }
         if (bad && a)
             msg = msgf(a,
-                       "Topic name \"%.*s\" is illegal, it contains a character other than ASCII "
-                       "alphanumerics, '.', '_' and '-'",
+                       "Topic name is invalid: '%.*s' contains one or more characters other "
+                       "than ASCII alphanumerics, '.', '_' and '-'",
                        name.len, name.p);
     }
     if (why)
@@ -327,11 +332,172 @@ static int16_t check_new_topic(kc_api_ctx_t *ctx, const kc_creatable_topic_t *qt
     if (rf > 1) {
         *msg = msgf(a,
                     "Unable to replicate the partition %d time(s): The target replication factor "
-                    "of %d cannot be reached because only 1 broker(s) are registered.",
+                    "of %d cannot be reached because only 1 broker(s) are registered or some "
+                    "brokers have all their log directories cordoned.",
                     rf, rf);
         return KC_ERR_INVALID_REPLICATION_FACTOR;
     }
     *partitions = np;
+    return KC_ERR_NONE;
+}
+
+/* ---- Topic configs ------------------------------------------------------------------------- */
+
+/* The topic configs of Kafka 4.4 (LogConfig), with the type of their values. kcoord stores no
+ * records, so none has an effect, but a request naming an unknown config or a value of the
+ * wrong type is refused as Kafka refuses it, so that a tool checked against kcoord works with
+ * Kafka too. Range validators (at least / between) are not checked. */
+typedef enum { CT_LONG, CT_INT, CT_DOUBLE, CT_BOOLEAN, CT_STRING, CT_LIST } ctype_t;
+
+typedef struct topic_config_s {
+    const char *name;
+    ctype_t type;
+    const char *one_of; /* for CT_STRING / CT_LIST: the allowed values, ", "-separated */
+} topic_config_t;
+
+static const topic_config_t topic_configs[] = {
+    {"cleanup.policy", CT_LIST, "compact, delete"},
+    {"compression.gzip.level", CT_INT, NULL},
+    {"compression.lz4.level", CT_INT, NULL},
+    {"compression.type", CT_STRING, "uncompressed, zstd, lz4, snappy, gzip, producer"},
+    {"compression.zstd.level", CT_INT, NULL},
+    {"delete.retention.ms", CT_LONG, NULL},
+    {"errors.deadletterqueue.group.enable", CT_BOOLEAN, NULL},
+    {"file.delete.delay.ms", CT_LONG, NULL},
+    {"flush.messages", CT_LONG, NULL},
+    {"flush.ms", CT_LONG, NULL},
+    {"follower.replication.throttled.replicas", CT_LIST, NULL},
+    {"index.interval.bytes", CT_INT, NULL},
+    {"leader.replication.throttled.replicas", CT_LIST, NULL},
+    {"local.retention.bytes", CT_LONG, NULL},
+    {"local.retention.ms", CT_LONG, NULL},
+    {"max.compaction.lag.ms", CT_LONG, NULL},
+    {"max.decompressed.message.bytes", CT_INT, NULL},
+    {"max.message.bytes", CT_INT, NULL},
+    {"message.timestamp.after.max.ms", CT_LONG, NULL},
+    {"message.timestamp.before.max.ms", CT_LONG, NULL},
+    {"message.timestamp.type", CT_STRING, "CreateTime, LogAppendTime"},
+    {"min.cleanable.dirty.ratio", CT_DOUBLE, NULL},
+    {"min.compaction.lag.ms", CT_LONG, NULL},
+    {"min.insync.replicas", CT_INT, NULL},
+    {"preallocate", CT_BOOLEAN, NULL},
+    {"remote.copy.lag.bytes", CT_LONG, NULL},
+    {"remote.copy.lag.ms", CT_LONG, NULL},
+    {"remote.log.copy.disable", CT_BOOLEAN, NULL},
+    {"remote.log.delete.on.disable", CT_BOOLEAN, NULL},
+    {"remote.storage.enable", CT_BOOLEAN, NULL},
+    {"retention.bytes", CT_LONG, NULL},
+    {"retention.ms", CT_LONG, NULL},
+    {"segment.bytes", CT_INT, NULL},
+    {"segment.index.bytes", CT_INT, NULL},
+    {"segment.jitter.ms", CT_LONG, NULL},
+    {"segment.ms", CT_LONG, NULL},
+    {"unclean.leader.election.enable", CT_BOOLEAN, NULL},
+};
+
+/* Whether [p, p+n) is one of the ", "-separated words of `list`. */
+static bool one_of(const char *list, const char *p, size_t n)
+{
+    while (*list != '\0') {
+        size_t w = strcspn(list, ",");
+        if (w == n && memcmp(list, p, n) == 0)
+            return true;
+        list += w;
+        while (*list == ',' || *list == ' ')
+            list++;
+    }
+    return false;
+}
+
+/* Kafka's ConfigDef.parseType for a number: Java's Long/Integer/Double parsing of the trimmed
+ * value. */
+static bool parse_number(ctype_t t, const char *v, size_t n)
+{
+    char buf[64];
+    while (n > 0 && (*v == ' ' || *v == '\t'))
+        v++, n--;
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    if (n == 0 || n >= sizeof(buf))
+        return false;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    if (t == CT_DOUBLE) {
+        (void)strtod(buf, &end);
+        return *end == '\0';
+    }
+    if (!(buf[0] == '-' || buf[0] == '+' || (buf[0] >= '0' && buf[0] <= '9')))
+        return false;
+    long long x = strtoll(buf, &end, 10);
+    if (*end != '\0' || errno != 0)
+        return false;
+    return t == CT_LONG || (x >= INT32_MIN && x <= INT32_MAX);
+}
+
+/* Check the configs of a new topic as Kafka's controller does. Returns KC_ERR_NONE, or
+ * INVALID_CONFIG with Kafka's message in *msg. */
+static int16_t check_topic_configs(const kc_creatable_topic_t *qt, kc_arena_t *a, kc_str_t *msg)
+{
+    static const char *const type_names[] = {"LONG", "INT", "DOUBLE", "BOOLEAN", "STRING", "LIST"};
+    for (int32_t i = 0; i < count(qt->configs.n); i++) {
+        const kc_creatable_topic_config_t *c = &qt->configs.v[i];
+        const topic_config_t *tc = NULL;
+        for (size_t j = 0; j < sizeof(topic_configs) / sizeof(topic_configs[0]); j++)
+            if (c->name.len >= 0 && (size_t)c->name.len == strlen(topic_configs[j].name) &&
+                memcmp(c->name.p, topic_configs[j].name, (size_t)c->name.len) == 0)
+                tc = &topic_configs[j];
+        if (tc == NULL) {
+            *msg = msgf(a, "Unknown topic config name: %.*s", c->name.len, c->name.p);
+            return KC_ERR_INVALID_CONFIG;
+        }
+        if (c->value.len < 0) /* null: the default */
+            continue;
+        const char *v = c->value.p;
+        size_t n = (size_t)c->value.len;
+        const char *why = NULL;
+        switch (tc->type) {
+        case CT_LONG:
+        case CT_INT:
+        case CT_DOUBLE:
+            if (!parse_number(tc->type, v, n))
+                why = "Not a number of type ";
+            break;
+        case CT_BOOLEAN:
+            if (!((n == 4 && strncasecmp(v, "true", 4) == 0) ||
+                  (n == 5 && strncasecmp(v, "false", 5) == 0)))
+                why = "Expected value to be either true or false";
+            break;
+        case CT_STRING:
+            if (tc->one_of != NULL && !one_of(tc->one_of, v, n))
+                why = "String must be one of: ";
+            break;
+        case CT_LIST:
+            for (size_t k = 0; tc->one_of != NULL && k <= n && why == NULL;) {
+                size_t e = k;
+                while (e < n && v[e] != ',')
+                    e++;
+                size_t b = k, z = e;
+                while (b < z && v[b] == ' ')
+                    b++;
+                while (z > b && v[z - 1] == ' ')
+                    z--;
+                if (z > b && !one_of(tc->one_of, v + b, z - b))
+                    why = "String must be one of: ";
+                k = e + 1;
+            }
+            break;
+        }
+        if (why != NULL) {
+            const char *tail = strcmp(why, "Not a number of type ") == 0 ? type_names[tc->type]
+                               : tc->one_of != NULL && why[0] == 'S'     ? tc->one_of
+                                                                         : "";
+            *msg = msgf(a, "Invalid value %.*s for configuration %s: %s%s", c->value.len,
+                        c->value.p, tc->name, why, tail);
+            return KC_ERR_INVALID_CONFIG;
+        }
+    }
     return KC_ERR_NONE;
 }
 
@@ -399,6 +565,8 @@ int kc_api_create_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
             int16_t err = check_new_topic(ctx, qt, a, &r->error_message, &parts[i]);
             if (err < 0)
                 return KC_API_CLOSE;
+            if (err == KC_ERR_NONE)
+                err = check_topic_configs(qt, a, &r->error_message);
             r->error_code = err;
         }
     }
@@ -414,7 +582,7 @@ int kc_api_create_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
             KC_INFO("api", "created topic %.*s with %d partitions", qt->name.len, qt->name.p,
                     parts[i]);
         }
-        /* Configs are accepted and not kept: the topic answers with none. */
+        /* Valid configs are accepted and not kept: the topic answers with none. */
         r->topic_id = kc_topic_id_for(cat->cluster_id, qt->name.p, (size_t)qt->name.len);
         r->num_partitions = parts[i];
         r->replication_factor = 1;
@@ -621,7 +789,8 @@ int kc_api_list_offsets(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request
     for (int32_t i = 0; i < nt; i++)
         total += count(q->topics.v[i].partitions.n);
 
-    /* A partition asked for twice is answered INVALID_REQUEST every time (KafkaApis). */
+    /* A partition asked for more than once is answered once, with INVALID_REQUEST (Kafka's
+     * ReplicaManager.fetchOffset over the request's distinct partitions). */
     dupkey_t *keys = alloc_n(a, total, sizeof(*keys));
     kc_list_offsets_topic_response_t *rt = alloc_n(a, nt, sizeof(*rt));
     if (keys == NULL || rt == NULL)
@@ -639,17 +808,18 @@ int kc_api_list_offsets(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request
     k = 0;
     for (int32_t i = 0; i < nt; i++) {
         const kc_list_offsets_topic_t *qt = &q->topics.v[i];
-        int32_t np = count(qt->partitions.n);
+        int32_t np = count(qt->partitions.n), nr = 0;
         kc_list_offsets_partition_response_t *rp = alloc_n(a, np, sizeof(*rp));
         if (rp == NULL)
             return KC_API_CLOSE;
         rt[i].name = qt->name;
         rt[i].partitions.v = rp;
-        rt[i].partitions.n = np;
         const kc_topic_t *t = kc_catalog_find(ctx->catalog, qt->name);
         for (int32_t j = 0; j < np; j++, k++) {
             const kc_list_offsets_partition_t *qp = &qt->partitions.v[j];
-            kc_list_offsets_partition_response_t *r = &rp[j];
+            if (dup[k] == DUP_LATER)
+                continue;
+            kc_list_offsets_partition_response_t *r = &rp[nr++];
             r->partition_index = qp->partition_index;
             r->timestamp = -1;
             r->offset = -1;
@@ -667,6 +837,7 @@ int kc_api_list_offsets(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request
                 r->leader_epoch = 0;
             }
         }
+        rt[i].partitions.n = nr;
     }
     resp->topics.v = rt;
     resp->topics.n = nt;
@@ -764,6 +935,9 @@ int kc_api_fetch(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req
             r->error_code = partition_error(t, by_id, qp->partition, qp->current_leader_epoch);
             partitions++;
             if (r->error_code != KC_ERR_NONE) {
+                /* Kafka's error entry (FetchResponse.partitionResponse): an empty list of
+                 * aborted transactions, not null. */
+                r->aborted_transactions.n = 0;
                 r->high_watermark = -1;
                 r->last_stable_offset = -1;
                 r->log_start_offset = -1;
