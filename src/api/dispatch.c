@@ -97,15 +97,19 @@ static void reply(kc_slot_t *slot, uint8_t *buf, size_t len)
         kc_slot_reply(slot, buf, len);
 }
 
-/* KIP-511: a client that asks for an ApiVersions version we do not serve gets error 35 and
- * the supported ranges in a v0 body, so it can retry with a version we have. */
-static void unsupported_api_versions(kc_slot_t *slot, const kc_request_t *req, kc_arena_t *a)
+/* KIP-511: a client that asks for an ApiVersions version we do not serve gets error 35 and,
+ * in a v0 body, the range of ApiVersions alone (as Kafka's ApiVersionsRequest.getErrorResponse
+ * answers), so it can retry with a version we have. */
+static void unsupported_api_versions(kc_slot_t *slot, const kc_request_t *req)
 {
     const kc_api_info_t *api = kc_api_find(KC_API_API_VERSIONS);
     kc_api_versions_response_t resp;
     kc_api_versions_response_init(&resp);
     resp.error_code = KC_ERR_UNSUPPORTED_VERSION;
-    kc_api_fill_versions(&resp, a);
+    kc_api_version_t range = {
+        .api_key = api->key, .min_version = api->min_version, .max_version = api->max_version};
+    resp.api_keys.v = &range;
+    resp.api_keys.n = 1;
     size_t len;
     uint8_t *buf = encode_response(&api->response, KC_API_API_VERSIONS, 0, 0, req->correlation_id,
                                    &resp, &len);
@@ -141,7 +145,7 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
         if (req.api_key == KC_API_API_VERSIONS) {
             KC_DEBUG("api", "%s: ApiVersions v%d not served, answering with v0", kc_conn_peer(conn),
                      req.api_version);
-            unsupported_api_versions(slot, &req, a);
+            unsupported_api_versions(slot, &req);
             return;
         }
         char why[128];
@@ -196,11 +200,20 @@ static bool waits_for_log(int16_t key)
     }
 }
 
+/* Kafka's isValidGroupId: the offset APIs accept the empty group id (old clients committed
+ * under it), and DescribeGroups and DeleteGroups too, so that its state can be seen and
+ * removed; every other group API needs a non-empty id. */
+static bool allows_empty_group_id(int16_t key)
+{
+    return key == KC_API_OFFSET_COMMIT || key == KC_API_OFFSET_FETCH ||
+           key == KC_API_DESCRIBE_GROUPS || key == KC_API_DELETE_GROUPS;
+}
+
 kc_partition_t *kc_api_partition(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_t group_id,
                                  int16_t *err)
 {
     /* Kafka checks the id before the partition's state. */
-    if (group_id.len <= 0) {
+    if (group_id.len < 0 || (group_id.len == 0 && !allows_empty_group_id(call->api->key))) {
         *err = KC_ERR_INVALID_GROUP_ID;
         return NULL;
     }

@@ -11,9 +11,23 @@
 #include "api/api.h"
 #include "util/log.h"
 
+/* As Kafka's JoinGroupResponse constructor: from v7, where the protocol name is nullable, an
+ * empty name is sent as null (MEMBER_ID_REQUIRED and error answers); before v7 a null one as
+ * empty. */
+static void join_protocol_name(int16_t version, kc_join_group_response_t *resp)
+{
+    if (version >= 7 && resp->protocol_name.len == 0)
+        resp->protocol_name = KC_STR_NULL;
+    else if (version < 7 && resp->protocol_name.len < 0)
+        resp->protocol_name = KC_STR_EMPTY;
+}
+
 static void join_done(void *waiter, const kc_join_group_response_t *resp)
 {
-    kc_api_call_reply(waiter, resp);
+    kc_api_call_t *call = waiter;
+    kc_join_group_response_t r = *resp;
+    join_protocol_name(call->version, &r);
+    kc_api_call_reply(call, &r);
 }
 
 static void sync_done(void *waiter, const kc_sync_group_response_t *resp)
@@ -31,11 +45,15 @@ int kc_api_join_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t
     kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &err);
     if (p == NULL) {
         kc_api_fail(call, q, out, err, a);
+        join_protocol_name(call->version, out);
         return KC_API_DONE;
     }
     int rc = kc_gm_join(p->groups, kc_coord_now(ctx->coord), call->version, q, req->client_id,
                         call->client_host, call, a, out);
-    return rc == KC_GM_PARKED ? KC_API_PARKED : KC_API_DONE;
+    if (rc == KC_GM_PARKED)
+        return KC_API_PARKED;
+    join_protocol_name(call->version, out);
+    return KC_API_DONE;
 }
 
 int kc_api_sync_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,

@@ -327,14 +327,19 @@ int kc_api_offset_delete(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
             np ? kc_arena_alloc(a, (size_t)np * sizeof(*rp)) : NULL;
         if (np && rp == NULL)
             return KC_API_CLOSE;
-        int16_t err = kc_catalog_find(ctx->catalog, qt->name) == NULL
-                          ? KC_ERR_UNKNOWN_TOPIC_OR_PARTITION
-                          : kc_gm_validate_offset_delete(p->groups, q->group_id, qt->name);
+        const kc_topic_t *t = kc_catalog_find(ctx->catalog, qt->name);
+        int16_t err = t == NULL ? KC_ERR_UNKNOWN_TOPIC_OR_PARTITION
+                                : kc_gm_validate_offset_delete(p->groups, q->group_id, qt->name);
         for (int32_t j = 0; j < np; j++) {
-            rp[j].partition_index = qt->partitions.v[j].partition_index;
-            rp[j].error_code = err;
-            if (err == KC_ERR_NONE)
-                kc_offsets_delete(p->offsets, q->group_id, qt->name, rp[j].partition_index);
+            int32_t part = qt->partitions.v[j].partition_index;
+            rp[j].partition_index = part;
+            /* Kafka's broker drops a partition its metadata does not have before the group
+             * coordinator sees the request, so that comes first. */
+            rp[j].error_code = t != NULL && (part < 0 || part >= t->partitions)
+                                   ? KC_ERR_UNKNOWN_TOPIC_OR_PARTITION
+                                   : err;
+            if (rp[j].error_code == KC_ERR_NONE)
+                kc_offsets_delete(p->offsets, q->group_id, qt->name, part);
         }
         rt[i].name = qt->name;
         rt[i].partitions.v = rp;
