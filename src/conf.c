@@ -39,6 +39,8 @@ typedef enum vtype_e {
     T_ENUM,      /* int member: index into values[]; any case */
     T_LISTENERS, /* char * member, owned; a kc_conf_parse_listeners list, each port in min..max */
     T_TOPICS,    /* kc_conf_topic_t * at off and size_t count at off_n; partitions in min..max */
+    T_NAMES,     /* char * member, owned: a comma-separated, non-empty list of distinct names
+                  * from values[] (exact case), stored without blanks */
 } vtype_t;
 
 #define F_EMPTY_OK 0x1u /* "" (or, for lists, only blanks) is a valid value */
@@ -65,6 +67,8 @@ static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL}
 /* In KC_CONF_FLUSH_* and KC_CONF_CODEC_* order. */
 static const char *const flush_policies[] = {"always", "interval", "never", NULL};
 static const char *const compression_codecs[] = {"none", "zstd", NULL};
+/* The server-side assignors of src/group/assignor.c. */
+static const char *const consumer_assignors[] = {"uniform", "range", NULL};
 
 static const setting_t settings[] = {
     {.name = "listeners",
@@ -193,6 +197,74 @@ static const setting_t settings[] = {
      .min = 1,
      .max = INT32_MAX,
      .doc = "The most members a classic group may have."},
+    {.name = "group.consumer.heartbeat.interval.ms",
+     .type = T_INT,
+     .off = OFF(group_consumer_heartbeat_interval_ms),
+     .def = "5000",
+     .min = 1,
+     .max = INT32_MAX,
+     .unit = "milliseconds",
+     .doc = "How often members of a consumer group (KIP-848 protocol) are told to heartbeat. "
+            "Must lie within group.consumer.min.heartbeat.interval.ms and "
+            "group.consumer.max.heartbeat.interval.ms, and be below "
+            "group.consumer.session.timeout.ms."},
+    {.name = "group.consumer.min.heartbeat.interval.ms",
+     .type = T_INT,
+     .off = OFF(group_consumer_min_heartbeat_interval_ms),
+     .def = "5000",
+     .min = 1,
+     .max = INT32_MAX,
+     .unit = "milliseconds",
+     .doc = "The lower bound of group.consumer.heartbeat.interval.ms."},
+    {.name = "group.consumer.max.heartbeat.interval.ms",
+     .type = T_INT,
+     .off = OFF(group_consumer_max_heartbeat_interval_ms),
+     .def = "15000",
+     .min = 1,
+     .max = INT32_MAX,
+     .unit = "milliseconds",
+     .doc = "The upper bound of group.consumer.heartbeat.interval.ms."},
+    {.name = "group.consumer.session.timeout.ms",
+     .type = T_INT,
+     .off = OFF(group_consumer_session_timeout_ms),
+     .def = "45000",
+     .min = 1,
+     .max = INT32_MAX,
+     .unit = "milliseconds",
+     .doc = "A consumer group member (KIP-848 protocol) that has not heartbeated for this long "
+            "is removed from its group. Must lie within group.consumer.min.session.timeout.ms "
+            "and group.consumer.max.session.timeout.ms."},
+    {.name = "group.consumer.min.session.timeout.ms",
+     .type = T_INT,
+     .off = OFF(group_consumer_min_session_timeout_ms),
+     .def = "45000",
+     .min = 1,
+     .max = INT32_MAX,
+     .unit = "milliseconds",
+     .doc = "The lower bound of group.consumer.session.timeout.ms."},
+    {.name = "group.consumer.max.session.timeout.ms",
+     .type = T_INT,
+     .off = OFF(group_consumer_max_session_timeout_ms),
+     .def = "60000",
+     .min = 1,
+     .max = INT32_MAX,
+     .unit = "milliseconds",
+     .doc = "The upper bound of group.consumer.session.timeout.ms."},
+    {.name = "group.consumer.max.size",
+     .type = T_INT,
+     .off = OFF(group_consumer_max_size),
+     .def = "2147483647",
+     .min = 1,
+     .max = INT32_MAX,
+     .doc = "The most members a consumer group (KIP-848 protocol) may have; a member joining a "
+            "full group gets GROUP_MAX_SIZE_REACHED."},
+    {.name = "group.consumer.assignors",
+     .type = T_NAMES,
+     .off = OFF(group_consumer_assignors),
+     .def = "uniform,range",
+     .values = consumer_assignors,
+     .doc = "The server-side assignors consumer groups may ask for (their group.remote.assignor), "
+            "comma-separated; the first is used when no member asks for one."},
     {.name = "offset.metadata.max.bytes",
      .type = T_INT,
      .off = OFF(offset_metadata_max_bytes),
@@ -771,6 +843,13 @@ static void write_bounds(const setting_t *s, char *buf, size_t len)
         seterr(buf, len, "%sname:partitions, comma-separated, partitions %" PRId64 "..%" PRId64,
                s->flags & F_EMPTY_OK ? "empty or " : "", s->min, s->max);
         break;
+    case T_NAMES:
+        seterr(buf, len, "a comma-separated list of ");
+        for (i = 0; s->values[i] != NULL; i++) {
+            used = strlen(buf);
+            seterr(buf + used, len - used, "%s%s", i > 0 ? ", " : "", s->values[i]);
+        }
+        break;
     }
 }
 
@@ -779,6 +858,7 @@ static void free_value(kc_conf_t *c, const setting_t *s)
     switch (s->type) {
     case T_STRING:
     case T_LISTENERS:
+    case T_NAMES:
         free(*(char **)member(c, s));
         *(char **)member(c, s) = NULL;
         break;
@@ -790,6 +870,83 @@ static void free_value(kc_conf_t *c, const setting_t *s)
     default:
         break;
     }
+}
+
+typedef struct buf_s {
+    char *p;
+    size_t len, cap;
+} buf_t;
+
+static int buf_add(buf_t *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap != 0 ? b->cap : 128;
+        char *p;
+
+        while (b->len + n + 1 > cap)
+            cap *= 2;
+        p = realloc(b->p, cap);
+        if (p == NULL)
+            return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+/* Parse a T_NAMES list for setting `s` into a new string without blanks (*out). On failure
+ * nothing is allocated and the problem is in prob. */
+static int parse_names(const setting_t *s, const char *v, char **out, char *prob, size_t problen)
+{
+    const char *b, *e, *end = v + strlen(v), *comma;
+    char q[QUOTE_MAX];
+    buf_t names = {0};
+    size_t i, count = 0;
+
+    *out = NULL;
+    for (b = v;; b = comma + 1) {
+        comma = memchr(b, ',', (size_t)(end - b));
+        e = comma != NULL ? comma : end;
+        trim(&b, &e);
+        if (b == e) {
+            seterr(prob, problen, "has an empty entry");
+            goto fail;
+        }
+        for (i = 0; s->values[i] != NULL; i++)
+            if (strlen(s->values[i]) == (size_t)(e - b) && memcmp(s->values[i], b, e - b) == 0)
+                break;
+        if (s->values[i] == NULL) {
+            seterr(prob, problen, "names \"%s\", which is not a valid value",
+                   quote_n(q, b, (size_t)(e - b)));
+            goto fail;
+        }
+        /* A name listed twice: look for ",name," in ",<names so far>,". */
+        for (const char *p = names.p; p != NULL && *p != '\0';) {
+            const char *pe = strchr(p, ',');
+            size_t n = pe != NULL ? (size_t)(pe - p) : strlen(p);
+            if (n == (size_t)(e - b) && memcmp(p, b, n) == 0) {
+                seterr(prob, problen, "names \"%s\" twice", quote_n(q, b, n));
+                goto fail;
+            }
+            p += n + (pe != NULL);
+        }
+        if ((count > 0 && buf_add(&names, ",", 1) != 0) ||
+            buf_add(&names, b, (size_t)(e - b)) != 0) {
+            seterr(prob, problen, "could not be stored: out of memory");
+            goto fail;
+        }
+        count++;
+        if (comma == NULL)
+            break;
+    }
+    *out = names.p;
+    return 0;
+fail:
+    free(names.p);
+    return -1;
 }
 
 /* Validate `v` for `s` and store it in c; on failure c is unchanged and prob says why. */
@@ -858,6 +1015,12 @@ static int parse_value(kc_conf_t *c, const setting_t *s, const char *v, char *pr
         *(kc_conf_topic_t **)member(c, s) = topics;
         *(size_t *)((char *)c + s->off_n) = n;
         return 0;
+    case T_NAMES:
+        if (parse_names(s, v, &str, prob, problen) != 0)
+            return -1;
+        free_value(c, s);
+        *(char **)member(c, s) = str;
+        return 0;
     }
     seterr(prob, problen, "has an unknown type");
     return -1;
@@ -915,6 +1078,38 @@ void kc_conf_free(kc_conf_t *c)
     memset(c, 0, sizeof *c);
 }
 
+/* The rules between settings (kc_conf_check): setting `a` must be <= (or, with `strict`, <)
+ * setting `b`. Both are T_INT settings. */
+static const struct {
+    const char *a, *b;
+    bool strict;
+} rules[] = {
+    {"group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", false},
+    {"group.consumer.min.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", false},
+    {"group.consumer.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", false},
+    {"group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms", false},
+    {"group.consumer.min.session.timeout.ms", "group.consumer.session.timeout.ms", false},
+    {"group.consumer.session.timeout.ms", "group.consumer.max.session.timeout.ms", false},
+    {"group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms", true},
+};
+
+int kc_conf_check(const kc_conf_t *c, char *err, size_t errlen)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        const setting_t *a = find(rules[i].a), *b = find(rules[i].b);
+        int32_t va = *(const int32_t *)cmember(c, a), vb = *(const int32_t *)cmember(c, b);
+
+        if (rules[i].strict ? va < vb : va <= vb)
+            continue;
+        seterr(err, errlen, "%s (%" PRId32 ") must be %s %s (%" PRId32 ")", a->name, va,
+               rules[i].strict ? "less than" : "at most", b->name, vb);
+        return -1;
+    }
+    return 0;
+}
+
 int kc_conf_get_source(const kc_conf_t *c, const char *key)
 {
     const setting_t *s = find(key);
@@ -938,31 +1133,6 @@ const char *kc_conf_source_name(int source)
 }
 
 /* ---- the config file ---- */
-
-typedef struct buf_s {
-    char *p;
-    size_t len, cap;
-} buf_t;
-
-static int buf_add(buf_t *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap != 0 ? b->cap : 128;
-        char *p;
-
-        while (b->len + n + 1 > cap)
-            cap *= 2;
-        p = realloc(b->p, cap);
-        if (p == NULL)
-            return -1;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return 0;
-}
 
 static int hexval(char ch)
 {
@@ -1196,6 +1366,7 @@ static void write_value(FILE *out, const kc_conf_t *c, const setting_t *s)
         break;
     case T_STRING:
     case T_LISTENERS:
+    case T_NAMES:
         fputs(*(char *const *)cmember(c, s), out);
         break;
     case T_BOOL:
@@ -1264,6 +1435,8 @@ static const char *type_name(vtype_t t)
         return "listeners";
     case T_TOPICS:
         return "topics";
+    case T_NAMES:
+        return "list";
     }
     return "?";
 }

@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 26
+#define KC_CONF_N_SETTINGS 34
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -68,13 +68,22 @@ typedef struct kc_conf_s {
     int log_level;                    /* log.level: KC_CONF_LOG_DEBUG..KC_CONF_LOG_ERROR */
     kc_conf_topic_t *topics;          /* topics: n_topics entries in the order given, or NULL */
     size_t n_topics;
-    bool auto_create_topics_enable;              /* auto.create.topics.enable */
-    int32_t num_partitions;                      /* num.partitions */
-    int32_t offsets_topic_num_partitions;        /* offsets.topic.num.partitions */
-    int32_t group_min_session_timeout_ms;        /* group.min.session.timeout.ms */
-    int32_t group_max_session_timeout_ms;        /* group.max.session.timeout.ms */
-    int32_t group_initial_rebalance_delay_ms;    /* group.initial.rebalance.delay.ms */
-    int32_t group_max_size;                      /* group.max.size */
+    bool auto_create_topics_enable;           /* auto.create.topics.enable */
+    int32_t num_partitions;                   /* num.partitions */
+    int32_t offsets_topic_num_partitions;     /* offsets.topic.num.partitions */
+    int32_t group_min_session_timeout_ms;     /* group.min.session.timeout.ms */
+    int32_t group_max_session_timeout_ms;     /* group.max.session.timeout.ms */
+    int32_t group_initial_rebalance_delay_ms; /* group.initial.rebalance.delay.ms */
+    int32_t group_max_size;                   /* group.max.size */
+    /* KIP-848 consumer groups. */
+    int32_t group_consumer_heartbeat_interval_ms;     /* group.consumer.heartbeat.interval.ms */
+    int32_t group_consumer_min_heartbeat_interval_ms; /* group.consumer.min.heartbeat.interval.ms */
+    int32_t group_consumer_max_heartbeat_interval_ms; /* group.consumer.max.heartbeat.interval.ms */
+    int32_t group_consumer_session_timeout_ms;        /* group.consumer.session.timeout.ms */
+    int32_t group_consumer_min_session_timeout_ms;    /* group.consumer.min.session.timeout.ms */
+    int32_t group_consumer_max_session_timeout_ms;    /* group.consumer.max.session.timeout.ms */
+    int32_t group_consumer_max_size;                  /* group.consumer.max.size */
+    char *group_consumer_assignors; /* group.consumer.assignors: "uniform,range"; first = default */
     int32_t offset_metadata_max_bytes;           /* offset.metadata.max.bytes */
     int32_t offsets_retention_minutes;           /* offsets.retention.minutes */
     int64_t offsets_retention_check_interval_ms; /* offsets.retention.check.interval.ms */
@@ -137,6 +146,14 @@ int kc_conf_load_file(kc_conf_t *c, const char *path, char *err, size_t errlen);
  * message names the variable) or an invalid value (the message names the variable and the
  * setting). As with the file, variables processed before the failing one stay applied. */
 int kc_conf_load_env(kc_conf_t *c, char *const *envp, char *err, size_t errlen);
+
+/* Check the rules that tie settings together, as Kafka's GroupCoordinatorConfig does at start-up:
+ * group.consumer.min.heartbeat.interval.ms <= group.consumer.heartbeat.interval.ms <=
+ * group.consumer.max.heartbeat.interval.ms, the same for group.consumer.session.timeout.ms and
+ * its bounds, and group.consumer.heartbeat.interval.ms < group.consumer.session.timeout.ms.
+ * Returns 0, or -1 with a message naming both settings and their values in `err`. Main calls it
+ * once every source has been applied. */
+int kc_conf_check(const kc_conf_t *c, char *err, size_t errlen);
 
 /* Where the value of setting `key` came from: a kc_conf_source_t, or -1 for an unknown key. */
 int kc_conf_get_source(const kc_conf_t *c, const char *key);

@@ -133,6 +133,10 @@ static int load_settings(kc_conf_t *conf, int argc, char **argv, bool *print_con
             }
         }
     }
+    if (kc_conf_check(conf, err, sizeof(err)) != 0) {
+        fprintf(stderr, "kcoord: %s\n", err);
+        return 2;
+    }
     return 0;
 }
 

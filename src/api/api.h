@@ -119,6 +119,12 @@ int kc_api_describe_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_requ
 int kc_api_delete_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                          kc_arena_t *a, void *resp);
 
+/* KIP-848 consumer groups (consumer.c). */
+int kc_api_consumer_group_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                                    kc_arena_t *a, void *resp);
+int kc_api_consumer_group_describe(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                                   kc_arena_t *a, void *resp);
+
 /* Offsets (offsets.c). */
 int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                          kc_arena_t *a, void *resp);

@@ -35,6 +35,8 @@ static const handler_t handlers[] = {
     {KC_API_LIST_GROUPS, kc_api_list_groups},
     {KC_API_DELETE_GROUPS, kc_api_delete_groups},
     {KC_API_OFFSET_DELETE, kc_api_offset_delete},
+    {KC_API_CONSUMER_GROUP_HEARTBEAT, kc_api_consumer_group_heartbeat},
+    {KC_API_CONSUMER_GROUP_DESCRIBE, kc_api_consumer_group_describe},
 };
 
 static kc_api_handler_fn handler_for(int16_t key)
@@ -194,6 +196,7 @@ static bool waits_for_log(int16_t key)
     case KC_API_OFFSET_FETCH:
     case KC_API_OFFSET_DELETE:
     case KC_API_DELETE_GROUPS:
+    case KC_API_CONSUMER_GROUP_HEARTBEAT:
         return true;
     default:
         return false;

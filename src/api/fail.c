@@ -112,6 +112,21 @@ void kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int
         r->groups.n = 0;
         break;
     }
+    case KC_API_CONSUMER_GROUP_HEARTBEAT: {
+        /* Kafka's error answer: the code and nothing else (no member, no assignment). */
+        kc_consumer_group_heartbeat_response_t *r = resp;
+        kc_consumer_group_heartbeat_response_init(r);
+        r->error_code = err;
+        break;
+    }
+    case KC_API_CONSUMER_GROUP_DESCRIBE: {
+        kc_consumer_group_describe_response_t *r = resp;
+        for (int32_t i = 0; i < r->groups.n; i++) {
+            r->groups.v[i].error_code = err;
+            r->groups.v[i].members.n = 0;
+        }
+        break;
+    }
     default:
         break;
     }

@@ -1,4 +1,4 @@
-/* groups.c - the classic group APIs and the group admin APIs.
+/* groups.c - the classic group APIs and the group admin APIs (of classic and consumer groups).
  *
  * JoinGroup, SyncGroup, Heartbeat and LeaveGroup go to the group manager of the partition that
  * owns the group; JoinGroup and SyncGroup may be parked there, and are answered from
@@ -132,10 +132,10 @@ static void list_one(void *arg, const kc_group_info_t *g)
     list_ctx_t *c = arg;
     if (c->oom)
         return;
-    const char *state = kc_group_state_name(g->state);
+    const char *state = g->state_name;
     if (c->version >= 4 && !filter_match(c->q->states_filter.v, c->q->states_filter.n, state))
         return;
-    if (c->version >= 5 && !filter_match(c->q->types_filter.v, c->q->types_filter.n, "classic"))
+    if (c->version >= 5 && !filter_match(c->q->types_filter.v, c->q->types_filter.n, g->type))
         return;
     if (c->n == c->cap) {
         int32_t cap = c->cap ? c->cap * 2 : 16;
@@ -153,7 +153,7 @@ static void list_one(void *arg, const kc_group_info_t *g)
     l->group_id = g->group_id;
     l->protocol_type = g->protocol_type;
     l->group_state = kc_str_c(state);
-    l->group_type = KC_STR_LIT("classic");
+    l->group_type = kc_str_c(g->type);
 }
 
 int kc_api_list_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,

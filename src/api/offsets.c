@@ -190,7 +190,8 @@ static void fetch_group(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_arena_t *a, k
     kc_partition_t *p = kc_api_partition(ctx, call, group_id, &out->error_code);
     if (p == NULL)
         return;
-    if (v >= 9 && member_id.len > 0) {
+    if (v >= 9) {
+        /* The member fields are checked against KIP-848 consumer groups only. */
         out->error_code = kc_gm_validate_fetch(p->groups, group_id, member_id, member_epoch);
         if (out->error_code != KC_ERR_NONE)
             return;

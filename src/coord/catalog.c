@@ -64,6 +64,7 @@ int kc_catalog_init(kc_catalog_t *cat, const char *cluster_id, const kc_conf_top
         return -1;
     }
     cat->cap = n;
+    cat->version = 1;
     for (size_t i = 0; i < n; i++) {
         kc_topic_t *t = &cat->topics[i];
         t->name = strdup(topics[i].name);
@@ -128,6 +129,7 @@ int kc_catalog_add(kc_catalog_t *cat, kc_str_t name, int32_t partitions)
     t->name = copy;
     t->partitions = partitions;
     t->id = kc_topic_id_for(cat->cluster_id, copy, (size_t)name.len);
+    cat->version++;
     return KC_CATALOG_OK;
 }
 
@@ -140,5 +142,6 @@ int kc_catalog_remove(kc_catalog_t *cat, kc_str_t name)
     free(cat->topics[i].name);
     memmove(&cat->topics[i], &cat->topics[i + 1], (cat->n - i - 1) * sizeof(*cat->topics));
     cat->n--;
+    cat->version++;
     return 0;
 }

@@ -103,6 +103,10 @@ struct kc_coord_s {
     int jobs; /* thread-pool jobs in flight */
     bool loaded_once;
     bool closing;
+    /* The catalog as consumer groups see it (kc_gm_topics_t), rebuilt when its version moves. */
+    kc_gm_topic_t *topics;
+    size_t n_topics;
+    uint64_t topics_version; /* 0: not built */
     void (*done)(void *);
     void *done_arg;
 };
@@ -167,6 +171,35 @@ static void on_sync_done(void *ctx, void *waiter, const kc_sync_group_response_t
 {
     part_t *p = ctx;
     p->coord->replies.sync_done(waiter, resp);
+}
+
+/* The catalog for consumer groups: a view of its topics, rebuilt when its version moved (the
+ * names stay the catalog's, valid until the next change). */
+static void on_topics(void *ctx, kc_gm_topics_t *out)
+{
+    part_t *p = ctx;
+    kc_coord_t *c = p->coord;
+    const kc_catalog_t *cat = c->catalog;
+    memset(out, 0, sizeof(*out));
+    if (c->topics_version != cat->version) {
+        kc_gm_topic_t *v = cat->n ? realloc(c->topics, cat->n * sizeof(*v)) : c->topics;
+        if (cat->n && v == NULL) {
+            KC_ERROR("coord", "out of memory listing the topics for consumer groups");
+            out->version = 0;
+            return;
+        }
+        c->topics = v;
+        for (size_t i = 0; i < cat->n; i++) {
+            v[i].name = kc_str_c(cat->topics[i].name);
+            v[i].id = cat->topics[i].id;
+            v[i].partitions = cat->topics[i].partitions;
+        }
+        c->n_topics = cat->n;
+        c->topics_version = cat->version;
+    }
+    out->v = c->topics;
+    out->n = c->n_topics;
+    out->version = c->topics_version;
 }
 
 /* ---- Held replies ------------------------------------------------------------------------- */
@@ -245,8 +278,12 @@ static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
         .initial_rebalance_delay_ms = conf->group_initial_rebalance_delay_ms,
         .max_size = conf->group_max_size,
         .new_member_join_timeout_ms = 300000,
+        .consumer_heartbeat_interval_ms = conf->group_consumer_heartbeat_interval_ms,
+        .consumer_session_timeout_ms = conf->group_consumer_session_timeout_ms,
+        .consumer_max_size = conf->group_consumer_max_size,
+        .consumer_assignors = conf->group_consumer_assignors,
     };
-    kc_gm_ops_t gops = {p, on_join_done, on_sync_done, on_record};
+    kc_gm_ops_t gops = {p, on_join_done, on_sync_done, on_record, on_topics};
     kc_offsets_ops_t oops = {p, on_record};
     *gm = kc_gm_new(&gcfg, &gops);
     *off = kc_offsets_new(&oops);
@@ -808,6 +845,7 @@ static void maybe_free(kc_coord_t *c)
     }
     void (*done)(void *) = c->done;
     void *arg = c->done_arg;
+    free(c->topics);
     free(c->parts);
     free(c);
     if (done)

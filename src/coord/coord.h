@@ -33,6 +33,9 @@ typedef struct kc_catalog_s {
     kc_topic_t *topics; /* n entries in the order they were added; owned */
     size_t n;
     size_t cap; /* entries allocated at `topics` */
+    /* Changes (grows) whenever a topic is added or removed, so that consumer groups notice a
+     * change of the topics they subscribe to by comparing it with the value they last saw. */
+    uint64_t version;
 } kc_catalog_t;
 
 /* Start a catalog for `cluster_id` holding the topics of the configuration. Returns 0, or -1

@@ -53,6 +53,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "group/cgroup.h"
 #include "group/errors.h"
 #include "group/strmap.h"
 #include "proto/gen_consumer.h"
@@ -158,7 +159,8 @@ typedef struct group_s {
 struct kc_gm_s {
     kc_gm_config_t cfg;
     kc_gm_ops_t ops;
-    kc_strmap_t groups;
+    kc_strmap_t groups; /* classic groups; consumer groups live in cgm */
+    kc_cgm_t *cgm;      /* the KIP-848 consumer groups (cgroup.c) */
     group_t **heap;
     size_t heap_n, heap_cap;
     int64_t now;
@@ -1582,6 +1584,11 @@ kc_gm_t *kc_gm_new(const kc_gm_config_t *cfg, const kc_gm_ops_t *ops)
     if (ops)
         gm->ops = *ops;
     kc_strmap_init(&gm->groups);
+    gm->cgm = kc_cgm_new(gm, cfg, ops);
+    if (!gm->cgm) {
+        free(gm);
+        return NULL;
+    }
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed))
         seed = (uint64_t)(uintptr_t)gm * 0x9e3779b97f4a7c15ull ^ (uint64_t)cfg->partition;
@@ -1604,13 +1611,16 @@ void kc_gm_free(kc_gm_t *gm)
             group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE);
     }
     kc_strmap_free(&gm->groups);
+    kc_cgm_free(gm->cgm);
     free(gm->heap);
     free(gm);
 }
 
 int64_t kc_gm_next_deadline(const kc_gm_t *gm)
 {
-    return gm->heap_n ? gm->heap[0]->heap_key : NEVER;
+    int64_t classic = gm->heap_n ? gm->heap[0]->heap_key : NEVER;
+    int64_t consumer = kc_cgm_next_deadline(gm->cgm);
+    return classic < consumer ? classic : consumer;
 }
 
 void kc_gm_tick(kc_gm_t *gm, int64_t now_ms)
@@ -1639,6 +1649,7 @@ void kc_gm_tick(kc_gm_t *gm, int64_t now_ms)
         deferred = g->defer_next;
         heap_push(gm, g, g->heap_key);
     }
+    kc_cgm_tick(gm->cgm, now_ms);
 }
 
 static void begin_request(kc_gm_t *gm, int64_t now_ms, int16_t version, void *waiter, kc_arena_t *a,
@@ -2088,6 +2099,28 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
         return;
     }
     bool unknown_member = !str_nonempty(jr->member_id);
+    if (kc_cgm_exists(gm->cgm, req->group_id)) {
+        /* GroupMetadataManager.classicGroupJoin on a consumer group. Kafka bridges classic
+         * members into a consumer group that has members; kcoord does not, and refuses them as
+         * Kafka refuses a group of another type. An empty consumer group becomes a classic
+         * group (its tombstones first), as in Kafka. */
+        if (!kc_cgm_is_empty(gm->cgm, req->group_id)) {
+            KC_INFO("group",
+                    "group %.*s is a consumer group with members: classic member %.*s refused",
+                    SV(req->group_id), SV(jr->member_id));
+            reply_join_error(gm, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, jr->member_id);
+            return;
+        }
+        if (!unknown_member) {
+            reply_join_error(gm, KC_ERR_UNKNOWN_MEMBER_ID, jr->member_id);
+            return;
+        }
+        if (kc_cgm_delete(gm->cgm, gm->now, req->group_id,
+                          "a classic member joins: the empty group becomes a classic group") != 0) {
+            reply_join_oom(gm, jr->member_id);
+            return;
+        }
+    }
     group_t *g = find_group(gm, req->group_id);
     bool created = false;
     if (!g) {
@@ -2204,6 +2237,16 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
         return;
     }
     group_t *g = find_group(gm, req->group_id);
+    if (!g && kc_cgm_exists(gm->cgm, req->group_id)) {
+        /* GroupMetadataManager.classicGroupSyncToConsumerGroup: no member of a kcoord consumer
+         * group uses the classic protocol. */
+        reply_sync_error(gm, kc_cgm_is_empty(gm->cgm, req->group_id)
+                                 ? KC_ERR_UNKNOWN_MEMBER_ID
+                                 : kc_cgm_classic_member_check(
+                                       gm->cgm, req->group_id, req->member_id,
+                                       version >= 3 ? req->group_instance_id : KC_STR_NULL));
+        return;
+    }
     if (!g || g->state == KC_GROUP_EMPTY) {
         reply_sync_error(gm, KC_ERR_UNKNOWN_MEMBER_ID);
         return;
@@ -2329,7 +2372,11 @@ void kc_gm_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
     }
     group_t *g = find_group(gm, req->group_id);
     if (!g) {
-        resp->error_code = KC_ERR_UNKNOWN_MEMBER_ID;
+        /* GroupMetadataManager.classicGroupHeartbeatToConsumerGroup: no member of a kcoord
+         * consumer group uses the classic protocol. */
+        resp->error_code =
+            kc_cgm_classic_member_check(gm->cgm, req->group_id, req->member_id,
+                                        version >= 3 ? req->group_instance_id : KC_STR_NULL);
         return;
     }
     if (g->state == KC_GROUP_DEAD) {
@@ -2406,7 +2453,25 @@ void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_gr
     }
 
     group_t *g = find_group(gm, req->group_id);
-    if (!g) {
+    if (!g && kc_cgm_exists(gm->cgm, req->group_id)) {
+        /* GroupMetadataManager.classicGroupLeaveToConsumerGroup: the members named are fenced
+         * (the admin client's "remove members" of a consumer group). */
+        int16_t *errs = n > 0 ? kc_arena_alloc(a, (size_t)n * sizeof(*errs)) : NULL;
+        kc_member_identity_t *idv = n > 0 ? kc_arena_alloc(a, (size_t)n * sizeof(*idv)) : NULL;
+        if (n > 0 && (!errs || !idv)) {
+            resp->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
+            resp->members.n = 0;
+            return;
+        }
+        for (int32_t i = 0; i < n; i++) {
+            idv[i] = ids[i];
+            idv[i].member_id = out[i].member_id;
+            idv[i].group_instance_id = out[i].group_instance_id;
+        }
+        kc_cgm_classic_leave(gm->cgm, now_ms, req->group_id, idv, n, errs);
+        for (int32_t i = 0; i < n; i++)
+            out[i].error_code = errs[i];
+    } else if (!g) {
         /* GroupCoordinatorService: an unknown group answers every member UNKNOWN_MEMBER_ID. */
         for (int32_t i = 0; i < n; i++)
             out[i].error_code = KC_ERR_UNKNOWN_MEMBER_ID;
@@ -2471,6 +2536,8 @@ void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_gr
 static void fill_info(const group_t *g, kc_group_info_t *out)
 {
     out->group_id = g->id;
+    out->type = "classic";
+    out->state_name = kc_group_state_name(g->state);
     out->state = g->state;
     out->protocol_type = g->ptype ? ptype_view(g) : KC_STR_EMPTY;
     out->protocol = g->pname_len >= 0 ? pname_view(g) : KC_STR_EMPTY;
@@ -2483,7 +2550,7 @@ int kc_gm_info(const kc_gm_t *gm, kc_str_t group_id, kc_group_info_t *out)
 {
     const group_t *g = find_group(gm, group_id);
     if (!g)
-        return -1;
+        return kc_cgm_info(gm->cgm, group_id, out);
     fill_info(g, out);
     return 0;
 }
@@ -2498,6 +2565,7 @@ void kc_gm_each(const kc_gm_t *gm, void (*fn)(void *arg, const kc_group_info_t *
         fill_info(g, &info);
         fn(arg, &info);
     }
+    kc_cgm_each(gm->cgm, fn, arg);
 }
 
 int16_t kc_gm_validate_commit(kc_gm_t *gm, int64_t now_ms, int16_t version, kc_str_t group_id,
@@ -2507,6 +2575,8 @@ int16_t kc_gm_validate_commit(kc_gm_t *gm, int64_t now_ms, int16_t version, kc_s
     if (group_id.len < 0)
         return KC_ERR_INVALID_GROUP_ID;
     group_t *g = find_group(gm, group_id);
+    if (!g && kc_cgm_exists(gm->cgm, group_id))
+        return kc_cgm_validate_commit(gm->cgm, version, group_id, generation, member_id);
     if (!g) {
         if (generation < 0) {
             /* A simple (manual-assignment) consumer or an admin client: Kafka creates an
@@ -2548,8 +2618,8 @@ int16_t kc_gm_validate_commit(kc_gm_t *gm, int64_t now_ms, int16_t version, kc_s
 int16_t kc_gm_validate_fetch(kc_gm_t *gm, kc_str_t group_id, kc_str_t member_id,
                              int32_t member_epoch)
 {
-    (void)member_id;
-    (void)member_epoch;
+    if (!find_group(gm, group_id) && kc_cgm_exists(gm->cgm, group_id))
+        return kc_cgm_validate_fetch(gm->cgm, group_id, member_id, member_epoch);
     /* ClassicGroup.validateOffsetFetch ignores the member fields (they are for KIP-848
      * groups); only a Dead group is refused. */
     const group_t *g = find_group(gm, group_id);
@@ -2561,15 +2631,17 @@ int16_t kc_gm_validate_fetch(kc_gm_t *gm, kc_str_t group_id, kc_str_t member_id,
 bool kc_gm_subscribed(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic)
 {
     const group_t *g = find_group(gm, group_id);
-    return g ? subscribed_to(g, topic) : false;
+    return g ? subscribed_to(g, topic) : kc_cgm_subscribed(gm->cgm, group_id, topic);
 }
 
 bool kc_gm_offsets_expirable(const kc_gm_t *gm, kc_str_t group_id, int64_t *base_ms)
 {
     const group_t *g = find_group(gm, group_id);
     *base_ms = -1;
+    /* A consumer group (Kafka's ConsumerGroup.offsetExpirationCondition) counts from each
+     * offset's commit time; kc_gm_subscribed protects the topics its members subscribe to. */
     if (!g || !g->ptype)
-        return true; /* unknown or simple group: from each offset's commit time */
+        return true; /* unknown, simple or consumer group: from each offset's commit time */
     if (g->state == KC_GROUP_EMPTY) {
         *base_ms = g->state_ts;
         return true;
@@ -2582,6 +2654,11 @@ bool kc_gm_offsets_expirable(const kc_gm_t *gm, kc_str_t group_id, int64_t *base
 int16_t kc_gm_validate_offset_delete(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic)
 {
     const group_t *g = find_group(gm, group_id);
+    if (!g && kc_cgm_exists(gm->cgm, group_id))
+        /* ConsumerGroup.validateOffsetDelete accepts; subscribed topics are refused. */
+        return topic.len >= 0 && kc_cgm_subscribed(gm->cgm, group_id, topic)
+                   ? KC_ERR_GROUP_SUBSCRIBED_TO_TOPIC
+                   : 0;
     if (!g || g->state == KC_GROUP_DEAD)
         return KC_ERR_GROUP_ID_NOT_FOUND;
     if (g->state != KC_GROUP_EMPTY && !uses_consumer_protocol(g))
@@ -2612,14 +2689,18 @@ void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
     if (!g || g->state == KC_GROUP_DEAD) {
         out->group_state = KC_STR_LIT("Dead");
         if (version >= 6) {
+            /* GroupMetadataManager.describeGroups: a consumer group is not a classic group. */
+            const char *fmt = !g && kc_cgm_exists(gm->cgm, group_id)
+                                  ? "Group %.*s is not a classic group."
+                                  : "Group %.*s not found.";
             out->error_code = KC_ERR_GROUP_ID_NOT_FOUND;
             char msg[64];
-            int len = snprintf(msg, sizeof(msg), "Group %.*s not found.", SV(group_id));
+            int len = snprintf(msg, sizeof(msg), fmt, SV(group_id));
             if (len >= (int)sizeof(msg)) {
                 size_t need = (size_t)len + 1;
                 char *p = kc_arena_alloc(a, need);
                 if (p) {
-                    snprintf(p, need, "Group %.*s not found.", SV(group_id));
+                    snprintf(p, need, fmt, SV(group_id));
                     out->error_message = (kc_str_t){p, len};
                 }
             } else {
@@ -2681,6 +2762,8 @@ int16_t kc_gm_delete(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id)
 {
     gm->now = now_ms;
     group_t *g = find_group(gm, group_id);
+    if (!g && kc_cgm_exists(gm->cgm, group_id))
+        return kc_cgm_delete(gm->cgm, now_ms, group_id, "deleted by DeleteGroups");
     if (!g || g->state == KC_GROUP_DEAD)
         return KC_ERR_GROUP_ID_NOT_FOUND;
     if (g->state != KC_GROUP_EMPTY)
@@ -2693,6 +2776,10 @@ void kc_gm_remove_if_empty(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id)
 {
     gm->now = now_ms;
     group_t *g = find_group(gm, group_id);
+    if (!g && kc_cgm_is_empty(gm->cgm, group_id)) {
+        kc_cgm_delete(gm->cgm, now_ms, group_id, "empty group without offsets removed");
+        return;
+    }
     if (!g || g->state != KC_GROUP_EMPTY)
         return;
     delete_group(gm, g, "empty group without offsets removed");
@@ -2810,6 +2897,7 @@ static int replay_group_metadata(kc_gm_t *gm, kc_reader_t *kr, kc_arena_t *a, co
         return -2;
     }
     group_t *old = find_group(gm, k.group);
+    kc_cgm_drop(gm->cgm, k.group); /* GroupMetadata replaces a consumer group, as in Kafka */
     if (!value) {
         if (old) {
             KC_DEBUG("group", "group %.*s: removed by a tombstone while loading", SV(k.group));
@@ -2853,7 +2941,7 @@ static int replay_offset_commit(kc_gm_t *gm, kc_reader_t *kr)
     kc_offset_commit_key_t k;
     int rc = 1;
     if (kc_offset_commit_key_decode(kr, &a, KC_RECORD_OFFSET_COMMIT_KEY, &k) == 0 &&
-        !find_group(gm, k.group)) {
+        !find_group(gm, k.group) && !kc_cgm_exists(gm->cgm, k.group)) {
         group_t *g = group_create(gm, k.group);
         if (g) {
             g->loading = LOAD_SIMPLE;
@@ -2879,6 +2967,9 @@ int kc_gm_replay(kc_gm_t *gm, const uint8_t *key, size_t key_len, const uint8_t 
     }
     if (type == 0 || type == KC_RECORD_OFFSET_COMMIT_KEY)
         return value ? replay_offset_commit(gm, &r) : 1;
+    if (type >= KC_RECORD_CONSUMER_GROUP_METADATA_KEY &&
+        type <= KC_RECORD_CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY)
+        return kc_cgm_replay(gm->cgm, type, key, key_len, value, value_len);
     if (type != GROUP_METADATA_KEY_VERSION)
         return 1;
     kc_arena_t a;
@@ -2920,4 +3011,41 @@ void kc_gm_load_complete(kc_gm_t *gm, int64_t now_ms)
     if (loaded > 0)
         KC_INFO("group", "partition %d: loaded %zu classic groups with %zu members",
                 (int)gm->cfg.partition, loaded, members);
+    kc_cgm_load_complete(gm->cgm, now_ms);
+}
+
+/* ---- For the consumer groups (cgroup.h) -------------------------------------------------- */
+
+kc_cgm_t *kc_gm__cgm(const kc_gm_t *gm)
+{
+    return gm->cgm;
+}
+
+int kc_gm__classic_kind(const kc_gm_t *gm, kc_str_t id)
+{
+    const group_t *g = find_group(gm, id);
+    if (!g)
+        return KC_CLASSIC_NONE;
+    if (g->state != KC_GROUP_EMPTY)
+        return KC_CLASSIC_ACTIVE;
+    /* ClassicGroup.isSimpleGroup */
+    return !g->ptype && g->pending.n == 0 ? KC_CLASSIC_SIMPLE : KC_CLASSIC_EMPTY;
+}
+
+void kc_gm__classic_remove(kc_gm_t *gm, int64_t now_ms, kc_str_t id, bool tombstone,
+                           const char *reason)
+{
+    gm->now = now_ms;
+    group_t *g = find_group(gm, id);
+    if (!g)
+        return;
+    if (tombstone)
+        delete_group(gm, g, reason);
+    else
+        group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE);
+}
+
+uint64_t kc_gm__random(kc_gm_t *gm)
+{
+    return rng_next(gm);
 }

@@ -1,4 +1,5 @@
-/* group.h - the group room's door: classic consumer groups of one __consumer_offsets partition.
+/* group.h - the group room's door: the groups of one __consumer_offsets partition, classic
+ * groups and KIP-848 consumer groups.
  *
  * A kc_gm_t ("group manager") owns the groups that hash to one partition: their members,
  * generations, protocols, assignments and timers. It is a pure state machine: it takes decoded
@@ -27,6 +28,7 @@
 #include <stdint.h>
 
 #include "proto/gen_admin.h"
+#include "proto/gen_consumer.h"
 #include "proto/gen_group.h"
 #include "util/arena.h"
 
@@ -50,7 +52,29 @@ typedef struct kc_gm_config_s {
     int32_t initial_rebalance_delay_ms; /* group.initial.rebalance.delay.ms, 3000 */
     int32_t max_size;                   /* group.max.size, Kafka's default 2147483647 */
     int32_t new_member_join_timeout_ms; /* Kafka's constant: 300000 */
+    /* KIP-848 consumer groups; 0 (or NULL) stands for Kafka's default. */
+    int32_t consumer_heartbeat_interval_ms; /* group.consumer.heartbeat.interval.ms, 5000 */
+    int32_t consumer_session_timeout_ms;    /* group.consumer.session.timeout.ms, 45000 */
+    int32_t consumer_max_size;              /* group.consumer.max.size, 2147483647 */
+    const char *consumer_assignors;         /* group.consumer.assignors, "uniform,range"; copied */
 } kc_gm_config_t;
+
+/* A topic consumer groups can subscribe to. `name` is NUL-terminated. */
+typedef struct kc_gm_topic_s {
+    kc_str_t name;
+    kc_uuid_t id;
+    int32_t partitions;
+} kc_gm_topic_t;
+
+/* The host's topics, as the ops' `topics` callback gives them: valid until the kc_gm_* call
+ * that asked for them returns. `version` changes whenever the list changes (a topic created
+ * or deleted); consumer groups compare it with the one they last saw to notice that the
+ * metadata of their subscribed topics may have changed. */
+typedef struct kc_gm_topics_s {
+    const kc_gm_topic_t *v;
+    size_t n;
+    uint64_t version;
+} kc_gm_topics_t;
 
 /* Callbacks to the host. Everything passed is valid only during the call. A callback must
  * not call back into the manager (it runs in the middle of a state change); the host may
@@ -66,6 +90,9 @@ typedef struct kc_gm_ops_s {
      * GroupMetadataValue v3 for a group's metadata. */
     void (*record)(void *ctx, const uint8_t *key, size_t key_len, const uint8_t *value,
                    size_t value_len);
+    /* The topics consumer groups subscribe to (NULL: none). Called from request handlers and
+     * kc_gm_tick / kc_gm_load_complete, never from kc_gm_replay. */
+    void (*topics)(void *ctx, kc_gm_topics_t *out);
 } kc_gm_ops_t;
 
 /* A new, empty manager. The config and ops are copied. NULL when out of memory. Generated
@@ -123,10 +150,15 @@ void kc_gm_tick(kc_gm_t *gm, int64_t now_ms);
 /* A group's summary. Strings are views valid until the manager next changes. */
 typedef struct kc_group_info_s {
     kc_str_t group_id;
+    const char *type;       /* "classic" or "consumer" (KIP-848) */
+    const char *state_name; /* Kafka's name of the state: a classic state, or for a consumer
+                             * group "Empty", "Assigning", "Reconciling" or "Stable" */
+    /* The classic state; a consumer group is KC_GROUP_EMPTY without members and
+     * KC_GROUP_STABLE with. */
     kc_group_state_t state;
     kc_str_t protocol_type; /* "" when none (a simple group holding only offsets) */
     kc_str_t protocol;      /* the selected protocol, "" when none */
-    int32_t generation;
+    int32_t generation;     /* a consumer group's group epoch */
     int32_t n_members;
     int64_t state_timestamp_ms; /* when the group last changed state */
 } kc_group_info_t;
@@ -216,7 +248,14 @@ void kc_gm_remove_if_empty(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id);
  * OffsetMetadataManager.replay creates: a "simple" Empty group without protocol type that
  * holds offsets, as a live commit with generation -1 does. The host should therefore hand
  * every record here first and give those answered 1 to kc_offsets_replay. Every other record
- * type (3-8 are KIP-848 groups, ignored for now) is answered 1 and changes nothing.
+ * type but 3-8 is answered 1 and changes nothing.
+ *
+ * Record types 3-8 (ConsumerGroupMetadata, ConsumerGroupPartitionMetadata,
+ * ConsumerGroupMemberMetadata, ConsumerGroupTargetAssignmentMetadata,
+ * ConsumerGroupTargetAssignmentMember, ConsumerGroupCurrentMemberAssignment) rebuild KIP-848
+ * consumer groups exactly as Kafka's replay methods do (a tombstone of an unknown group or
+ * member is ignored); a consumer group record for a group id held by a "simple" classic group
+ * (offsets only) replaces that group, as Kafka does.
  *
  * Returns 0 (applied), 1 (not a group record; see above), -1 when out of memory or -2 when
  * the key or value is malformed (both with nothing changed). A value that decodes but cannot
@@ -227,6 +266,8 @@ int kc_gm_replay(kc_gm_t *gm, const uint8_t *key, size_t key_len, const uint8_t 
                  size_t value_len);
 
 /* The last record has been replayed (Kafka's GroupMetadataManager.onLoaded): every member of
+ * a consumer group gets a fresh session timer (and, when it still has partitions to revoke, a
+ * fresh rebalance timer), and keeps its epoch and assignment; every member of
  * a group loaded by kc_gm_replay gets a fresh session that ends at now_ms + its session
  * timeout, so that a restart causes no rebalance; the group keeps its generation, leader and
  * assignments, so members keep heartbeating and committing with the generation they had. A
@@ -234,5 +275,48 @@ int kc_gm_replay(kc_gm_t *gm, const uint8_t *key, size_t key_len, const uint8_t 
  * simple group created from offsets gets now_ms as its state timestamp. Groups that were not
  * replayed since the last call are not touched. Emits no record. */
 void kc_gm_load_complete(kc_gm_t *gm, int64_t now_ms);
+
+/* ---- KIP-848 consumer groups ----------------------------------------------------------------
+ *
+ * Consumer groups share the group id space with classic groups: an id names at most one group
+ * of either kind. The classic entry points above also answer for consumer groups as Kafka does
+ * when classic members cannot join them (see kc_gm_join and friends in group.c): JoinGroup of
+ * an empty consumer group turns it into a classic group (tombstones first), JoinGroup of a
+ * non-empty one is refused with INCONSISTENT_GROUP_PROTOCOL, SyncGroup and Heartbeat get
+ * UNKNOWN_MEMBER_ID (FENCED_INSTANCE_ID for an instance id held by another member), LeaveGroup
+ * removes the named members (an admin's "remove members"), DescribeGroups describes it as
+ * not found ("Group G is not a classic group."). ListGroups, DeleteGroups, offset commits,
+ * fetches, deletes and retention cover both kinds. */
+
+/* ConsumerGroupHeartbeat (v0-1): join (epoch 0), heartbeat, leave (-1) and static temporary
+ * leave (-2), always answered at once. The request checks Kafka's GroupCoordinatorService
+ * makes come first (INVALID_REQUEST with Kafka's messages, UNSUPPORTED_ASSIGNOR); the host
+ * calls this before looking at the partition's state, as Kafka validates first.
+ * `client_id` and `client_host` ("/10.0.0.7") are recorded for ConsumerGroupDescribe. The
+ * response's strings and arrays come from `a`. Records are emitted through the ops; the answer
+ * must be held until they are durable. */
+void kc_gm_consumer_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
+                              const kc_consumer_group_heartbeat_request_t *req, kc_str_t client_id,
+                              kc_str_t client_host, kc_arena_t *a,
+                              kc_consumer_group_heartbeat_response_t *resp);
+
+/* The request checks of kc_gm_consumer_heartbeat alone, for the host to run before it knows
+ * whether the partition can serve. `assignors` is group.consumer.assignors (NULL: Kafka's
+ * default). Returns 0, or an error code with Kafka's message (from `a`) in *message. */
+int16_t kc_gm_consumer_heartbeat_check(const char *assignors, int16_t version,
+                                       const kc_consumer_group_heartbeat_request_t *req,
+                                       kc_arena_t *a, kc_str_t *message);
+
+/* ConsumerGroupDescribe (v0-1) of one group, from `a`: GROUP_ID_NOT_FOUND ("Group G not
+ * found." / "Group G is not a consumer group.") when there is no such consumer group. */
+void kc_gm_consumer_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
+                             bool include_authorized_operations, kc_arena_t *a,
+                             kc_consumer_group_describe_described_group_t *out);
+
+/* A consumer group's whole state as text (epochs, members with their metadata, states,
+ * assignments and targets, in a canonical order), for tests that compare a group with the
+ * one replaying its records gives, and for debugging. Returns the length it needs (like
+ * snprintf); 0 when there is no such consumer group. */
+size_t kc_gm_consumer_dump(const kc_gm_t *gm, kc_str_t group_id, char *buf, size_t len);
 
 #endif

@@ -181,6 +181,14 @@ static void test_defaults(void **state)
                              "group.max.session.timeout.ms=1800000  # default\n"
                              "group.initial.rebalance.delay.ms=3000  # default\n"
                              "group.max.size=2147483647  # default\n"
+                             "group.consumer.heartbeat.interval.ms=5000  # default\n"
+                             "group.consumer.min.heartbeat.interval.ms=5000  # default\n"
+                             "group.consumer.max.heartbeat.interval.ms=15000  # default\n"
+                             "group.consumer.session.timeout.ms=45000  # default\n"
+                             "group.consumer.min.session.timeout.ms=45000  # default\n"
+                             "group.consumer.max.session.timeout.ms=60000  # default\n"
+                             "group.consumer.max.size=2147483647  # default\n"
+                             "group.consumer.assignors=uniform,range  # default\n"
                              "offset.metadata.max.bytes=4096  # default\n"
                              "offsets.retention.minutes=10080  # default\n"
                              "offsets.retention.check.interval.ms=600000  # default\n"
@@ -359,6 +367,65 @@ static void test_string(void **state)
 }
 
 /* ---- listeners ---- */
+
+static void test_names(void **state)
+{
+    kc_conf_t c;
+
+    (void)state;
+    kc_conf_init(&c);
+    assert_string_equal(c.group_consumer_assignors, "uniform,range");
+    set_ok(&c, "group.consumer.assignors", " range , uniform ");
+    assert_string_equal(c.group_consumer_assignors, "range,uniform");
+    set_ok(&c, "group.consumer.assignors", "range");
+    assert_string_equal(c.group_consumer_assignors, "range");
+    set_err_is(&c, "group.consumer.assignors", "sticky",
+               "group.consumer.assignors: \"sticky\" names \"sticky\", which is not a valid value "
+               "(expected a comma-separated list of uniform, range)");
+    set_bad(&c, "group.consumer.assignors", "", "has an empty entry");
+    set_bad(&c, "group.consumer.assignors", "uniform,", "has an empty entry");
+    set_bad(&c, "group.consumer.assignors", "Uniform", "which is not a valid value");
+    set_bad(&c, "group.consumer.assignors", "range,uniform,range", "names \"range\" twice");
+    assert_string_equal(c.group_consumer_assignors, "range");
+    kc_conf_free(&c);
+}
+
+static void check_is(const kc_conf_t *c, const char *want)
+{
+    char err[512] = "";
+
+    assert_int_equal(kc_conf_check(c, err, sizeof err), want ? -1 : 0);
+    if (want)
+        assert_string_equal(err, want);
+}
+
+static void test_check(void **state)
+{
+    kc_conf_t c;
+
+    (void)state;
+    kc_conf_init(&c);
+    check_is(&c, NULL);
+    set_ok(&c, "group.consumer.session.timeout.ms", "6000");
+    check_is(&c, "group.consumer.min.session.timeout.ms (45000) must be at most "
+                 "group.consumer.session.timeout.ms (6000)");
+    set_ok(&c, "group.consumer.min.session.timeout.ms", "6000");
+    check_is(&c, NULL);
+    set_ok(&c, "group.consumer.session.timeout.ms", "70000");
+    check_is(&c, "group.consumer.session.timeout.ms (70000) must be at most "
+                 "group.consumer.max.session.timeout.ms (60000)");
+    set_ok(&c, "group.consumer.session.timeout.ms", "6000");
+    set_ok(&c, "group.consumer.min.heartbeat.interval.ms", "20000");
+    check_is(&c, "group.consumer.min.heartbeat.interval.ms (20000) must be at most "
+                 "group.consumer.max.heartbeat.interval.ms (15000)");
+    set_ok(&c, "group.consumer.min.heartbeat.interval.ms", "100");
+    set_ok(&c, "group.consumer.heartbeat.interval.ms", "6000");
+    check_is(&c, "group.consumer.heartbeat.interval.ms (6000) must be less than "
+                 "group.consumer.session.timeout.ms (6000)");
+    set_ok(&c, "group.consumer.heartbeat.interval.ms", "500");
+    check_is(&c, NULL);
+    kc_conf_free(&c);
+}
 
 static void test_parse_listeners(void **state)
 {
@@ -802,6 +869,14 @@ static void test_precedence(void **state)
                              "group.max.session.timeout.ms=1800000  # default\n"
                              "group.initial.rebalance.delay.ms=3000  # default\n"
                              "group.max.size=2147483647  # default\n"
+                             "group.consumer.heartbeat.interval.ms=5000  # default\n"
+                             "group.consumer.min.heartbeat.interval.ms=5000  # default\n"
+                             "group.consumer.max.heartbeat.interval.ms=15000  # default\n"
+                             "group.consumer.session.timeout.ms=45000  # default\n"
+                             "group.consumer.min.session.timeout.ms=45000  # default\n"
+                             "group.consumer.max.session.timeout.ms=60000  # default\n"
+                             "group.consumer.max.size=2147483647  # default\n"
+                             "group.consumer.assignors=uniform,range  # default\n"
                              "offset.metadata.max.bytes=4096  # default\n"
                              "offsets.retention.minutes=10080  # default\n"
                              "offsets.retention.check.interval.ms=600000  # default\n"
@@ -921,6 +996,14 @@ static void test_doc_content(void **state)
                                  "group.max.session.timeout.ms=1800000  # default\n"
                                  "group.initial.rebalance.delay.ms=3000  # default\n"
                                  "group.max.size=2147483647  # default\n"
+                                 "group.consumer.heartbeat.interval.ms=5000  # default\n"
+                                 "group.consumer.min.heartbeat.interval.ms=5000  # default\n"
+                                 "group.consumer.max.heartbeat.interval.ms=15000  # default\n"
+                                 "group.consumer.session.timeout.ms=45000  # default\n"
+                                 "group.consumer.min.session.timeout.ms=45000  # default\n"
+                                 "group.consumer.max.session.timeout.ms=60000  # default\n"
+                                 "group.consumer.max.size=2147483647  # default\n"
+                                 "group.consumer.assignors=uniform,range  # default\n"
                                  "offset.metadata.max.bytes=4096  # default\n"
                                  "offsets.retention.minutes=10080  # default\n"
                                  "offsets.retention.check.interval.ms=600000  # default\n"
@@ -946,6 +1029,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_long),
         cmocka_unit_test(test_enum),
         cmocka_unit_test(test_string),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_check),
         cmocka_unit_test(test_parse_listeners),
         cmocka_unit_test(test_listener_settings),
         cmocka_unit_test(test_topics),

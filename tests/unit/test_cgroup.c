@@ -1,0 +1,1478 @@
+/* test_cgroup.c - KIP-848 consumer groups: ConsumerGroupHeartbeat and its reconciliation,
+ * fencing, timers on a fake clock, the records emitted and their replay, and what the classic
+ * and admin entry points answer for consumer groups.
+ *
+ * Each test builds a manager with fake ops (records copied into the fixture, a topic list the
+ * test changes) and drives it with requests and a clock variable. Simulated clients (cl_t)
+ * behave as KIP-848 consumers do: they take the assignment they are sent at once and report
+ * what they own in their next heartbeat.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "group/errors.h"
+#include "group/group.h"
+#include "proto/gen_consumer.h"
+#include "proto/gen_records.h"
+#include "util/log.h"
+
+/* ---- Fixture ---------------------------------------------------------------------------- */
+
+#define MAXR 4096
+#define MAXT 16
+
+typedef struct rec_s {
+    uint8_t *key;
+    size_t klen;
+    uint8_t *val; /* NULL: tombstone */
+    size_t vlen;
+} rec_t;
+
+typedef struct fx_s {
+    kc_gm_t *gm;
+    kc_gm_config_t cfg;
+    int64_t now;
+    kc_arena_t a;
+    rec_t recs[MAXR];
+    int nr;
+    kc_gm_topic_t topics[MAXT];
+    char names[MAXT][32];
+    size_t nt;
+    uint64_t version;
+} fx_t;
+
+static void on_record(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen)
+{
+    fx_t *f = ctx;
+    assert_true(f->nr < MAXR);
+    rec_t *r = &f->recs[f->nr++];
+    r->key = malloc(klen);
+    memcpy(r->key, key, klen);
+    r->klen = klen;
+    r->val = NULL;
+    r->vlen = 0;
+    if (val) {
+        r->val = malloc(vlen ? vlen : 1);
+        memcpy(r->val, val, vlen);
+        r->vlen = vlen;
+    }
+}
+
+static void on_topics(void *ctx, kc_gm_topics_t *out)
+{
+    fx_t *f = ctx;
+    out->v = f->topics;
+    out->n = f->nt;
+    out->version = f->version;
+}
+
+static void on_join(void *ctx, void *w, const kc_join_group_response_t *r)
+{
+    (void)ctx;
+    (void)w;
+    (void)r;
+}
+
+static void on_sync(void *ctx, void *w, const kc_sync_group_response_t *r)
+{
+    (void)ctx;
+    (void)w;
+    (void)r;
+}
+
+static kc_uuid_t topic_uuid(const char *name)
+{
+    kc_uuid_t u;
+    memset(&u, 0, sizeof(u));
+    for (size_t i = 0; name[i] && i < 15; i++)
+        u.b[i + 1] = (uint8_t)name[i];
+    u.b[0] = 0x7a;
+    return u;
+}
+
+static void set_topic(fx_t *f, const char *name, int32_t partitions)
+{
+    for (size_t i = 0; i < f->nt; i++) {
+        if (strcmp(f->names[i], name) == 0) {
+            f->topics[i].partitions = partitions;
+            f->version++;
+            return;
+        }
+    }
+    assert_true(f->nt < MAXT);
+    snprintf(f->names[f->nt], sizeof(f->names[0]), "%s", name);
+    f->topics[f->nt].name = kc_str_c(f->names[f->nt]);
+    f->topics[f->nt].id = topic_uuid(name);
+    f->topics[f->nt].partitions = partitions;
+    f->nt++;
+    f->version++;
+}
+
+static void del_topic(fx_t *f, const char *name)
+{
+    for (size_t i = 0; i < f->nt; i++) {
+        if (strcmp(f->names[i], name) == 0) {
+            for (size_t j = i; j + 1 < f->nt; j++) {
+                memcpy(f->names[j], f->names[j + 1], sizeof(f->names[0]));
+                f->topics[j] = f->topics[j + 1];
+                f->topics[j].name = kc_str_c(f->names[j]);
+            }
+            f->nt--;
+            f->version++;
+            return;
+        }
+    }
+}
+
+static const char *topic_name(fx_t *f, const kc_uuid_t *id)
+{
+    for (size_t i = 0; i < f->nt; i++)
+        if (memcmp(f->topics[i].id.b, id->b, 16) == 0)
+            return f->names[i];
+    return "?";
+}
+
+static kc_gm_config_t default_cfg(void)
+{
+    kc_gm_config_t c = {
+        .partition = 3,
+        .min_session_timeout_ms = 6000,
+        .max_session_timeout_ms = 1800000,
+        .initial_rebalance_delay_ms = 3000,
+        .max_size = INT32_MAX,
+        .new_member_join_timeout_ms = 300000,
+        .consumer_heartbeat_interval_ms = 5000,
+        .consumer_session_timeout_ms = 45000,
+        .consumer_max_size = INT32_MAX,
+        .consumer_assignors = "uniform,range",
+    };
+    return c;
+}
+
+static fx_t *fx_new_cfg(const kc_gm_config_t *cfg)
+{
+    fx_t *f = calloc(1, sizeof(*f));
+    kc_arena_init(&f->a);
+    f->cfg = *cfg;
+    f->now = 1000000;
+    f->version = 1;
+    kc_gm_ops_t ops = {.ctx = f,
+                       .join_done = on_join,
+                       .sync_done = on_sync,
+                       .record = on_record,
+                       .topics = on_topics};
+    f->gm = kc_gm_new(&f->cfg, &ops);
+    assert_non_null(f->gm);
+    kc_gm_set_seed(f->gm, 7);
+    set_topic(f, "t", 6);
+    set_topic(f, "u", 3);
+    return f;
+}
+
+static fx_t *fx_new(void)
+{
+    kc_gm_config_t c = default_cfg();
+    return fx_new_cfg(&c);
+}
+
+static void free_recs(fx_t *f)
+{
+    for (int i = 0; i < f->nr; i++) {
+        free(f->recs[i].key);
+        free(f->recs[i].val);
+    }
+    f->nr = 0;
+}
+
+static void fx_free(fx_t *f)
+{
+    if (f->gm)
+        kc_gm_free(f->gm);
+    free_recs(f);
+    kc_arena_free(&f->a);
+    free(f);
+}
+
+/* Run every timer up to time t, each at its own deadline, as an event loop would. */
+static void advance_to(fx_t *f, int64_t t)
+{
+    for (int guard = 0; guard < 10000; guard++) {
+        int64_t d = kc_gm_next_deadline(f->gm);
+        if (d > t)
+            break;
+        if (d > f->now)
+            f->now = d;
+        kc_gm_tick(f->gm, f->now);
+    }
+    f->now = t;
+}
+
+static void advance(fx_t *f, int64_t ms)
+{
+    advance_to(f, f->now + ms);
+}
+
+static int16_t rec_type(const rec_t *r)
+{
+    return (int16_t)(r->key[0] << 8 | r->key[1]);
+}
+
+/* The records emitted since `from`, as "type" or "type-" (tombstone), space-separated. */
+static const char *rec_kinds(fx_t *f, int from)
+{
+    static char buf[4096];
+    size_t w = 0;
+    buf[0] = '\0';
+    for (int i = from; i < f->nr && w + 8 < sizeof(buf); i++)
+        w += (size_t)snprintf(buf + w, sizeof(buf) - w, "%s%d%s", w ? " " : "",
+                              rec_type(&f->recs[i]), f->recs[i].val ? "" : "-");
+    return buf;
+}
+
+/* "t:0,1;u:2" -> request topic partitions (NULL: a null list). */
+static void parse_tps(fx_t *f, const char *spec, kc_consumer_group_heartbeat_request_t *q)
+{
+    if (!spec) {
+        q->topic_partitions.v = NULL;
+        q->topic_partitions.n = -1;
+        return;
+    }
+    kc_consumer_group_heartbeat_topic_partitions_t *v = kc_arena_alloc(&f->a, 8 * sizeof(*v) + 1);
+    int n = 0;
+    const char *p = spec;
+    while (*p) {
+        char name[32];
+        int k = 0;
+        while (*p && *p != ':')
+            name[k++] = *p++;
+        name[k] = '\0';
+        assert_int_equal(*p, ':');
+        p++;
+        v[n].topic_id = topic_uuid(name);
+        v[n].partitions.v = kc_arena_alloc(&f->a, 64 * sizeof(int32_t));
+        v[n].partitions.n = 0;
+        while (*p && *p != ';') {
+            v[n].partitions.v[v[n].partitions.n++] = (int32_t)strtol(p, (char **)&p, 10);
+            if (*p == ',')
+                p++;
+        }
+        if (*p == ';')
+            p++;
+        n++;
+    }
+    q->topic_partitions.v = v;
+    q->topic_partitions.n = n;
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* An assignment as "t:0,1;u:2" (topics by name, partitions ascending); NULL for none. */
+static const char *asg_str(fx_t *f, const kc_consumer_group_heartbeat_assignment_t *as)
+{
+    if (!as)
+        return NULL;
+    char *parts[16];
+    int n = 0;
+    for (int32_t i = 0; i < as->topic_partitions.n; i++) {
+        char *s = kc_arena_alloc(&f->a, 512);
+        int w = snprintf(s, 512, "%s:", topic_name(f, &as->topic_partitions.v[i].topic_id));
+        int32_t m = as->topic_partitions.v[i].partitions.n;
+        int32_t *ps = kc_arena_dup(&f->a, as->topic_partitions.v[i].partitions.v,
+                                   (size_t)(m ? m : 1) * sizeof(int32_t));
+        for (int32_t a = 0; a < m; a++)
+            for (int32_t b = a + 1; b < m; b++)
+                if (ps[b] < ps[a]) {
+                    int32_t t = ps[a];
+                    ps[a] = ps[b];
+                    ps[b] = t;
+                }
+        for (int32_t j = 0; j < m; j++)
+            w += snprintf(s + w, (size_t)(512 - w), "%s%d", j ? "," : "", (int)ps[j]);
+        parts[n++] = s;
+    }
+    qsort(parts, (size_t)n, sizeof(parts[0]), cmp_cstr);
+    char *out = kc_arena_alloc(&f->a, 2048);
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        strcat(out, i ? ";" : "");
+        strcat(out, parts[i]);
+    }
+    return out;
+}
+
+/* A heartbeat request. Strings NULL = null; topics is a comma-separated list (NULL = null);
+ * owned as parse_tps. */
+typedef struct req_s {
+    int16_t version; /* 0: 1; -1: 0 */
+    const char *group;
+    const char *member;
+    int32_t epoch;
+    const char *instance, *rack, *regex, *assignor;
+    int32_t rebalance; /* 0: -1, unless epoch 0 (then 60000) */
+    const char *topics;
+    const char *owned;
+    bool owned_null; /* send a null owned list even with epoch 0 */
+} req_t;
+
+static kc_consumer_group_heartbeat_response_t send_hb(fx_t *f, const req_t *o)
+{
+    kc_consumer_group_heartbeat_request_t q;
+    kc_consumer_group_heartbeat_request_init(&q);
+    q.group_id = kc_str_c(o->group ? o->group : "g");
+    q.member_id = kc_str_c(o->member ? o->member : "");
+    q.member_epoch = o->epoch;
+    q.instance_id = kc_str_c(o->instance);
+    q.rack_id = kc_str_c(o->rack);
+    q.subscribed_topic_regex = kc_str_c(o->regex);
+    q.server_assignor = kc_str_c(o->assignor);
+    q.rebalance_timeout_ms = o->rebalance ? o->rebalance : o->epoch == 0 ? 60000 : -1;
+    if (o->topics) {
+        kc_str_t *v = kc_arena_alloc(&f->a, 16 * sizeof(kc_str_t));
+        int n = 0;
+        const char *p = o->topics;
+        while (*p) {
+            const char *e = strchr(p, ',');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            v[n++] = (kc_str_t){kc_arena_dup(&f->a, p, len + 1), (int32_t)len};
+            p += len + (e != NULL);
+        }
+        q.subscribed_topic_names.v = v;
+        q.subscribed_topic_names.n = n;
+    } else {
+        q.subscribed_topic_names.v = NULL;
+        q.subscribed_topic_names.n = -1;
+    }
+    parse_tps(f, o->owned ? o->owned : (o->epoch == 0 && !o->owned_null) ? "" : NULL, &q);
+    kc_consumer_group_heartbeat_response_t r;
+    int16_t version = o->version == 0 ? 1 : o->version < 0 ? 0 : o->version;
+    kc_gm_consumer_heartbeat(f->gm, f->now, version, &q, KC_STR_LIT("client"),
+                             KC_STR_LIT("/10.0.0.1"), &f->a, &r);
+    return r;
+}
+
+/* ---- Simulated KIP-848 clients ---------------------------------------------------------- */
+
+typedef struct cl_s {
+    const char *group; /* NULL: "g" */
+    char id[64];
+    const char *instance;
+    const char *topics;
+    const char *regex;
+    int32_t epoch;
+    char owned[512]; /* what it owns, as parse_tps ("" = nothing) */
+    int16_t err;
+    bool got; /* the last answer carried an assignment */
+} cl_t;
+
+static void cl_take(fx_t *f, cl_t *c, const kc_consumer_group_heartbeat_response_t *r)
+{
+    c->err = r->error_code;
+    c->got = false;
+    if (r->error_code)
+        return;
+    c->epoch = r->member_epoch;
+    if (r->assignment) {
+        c->got = true;
+        snprintf(c->owned, sizeof(c->owned), "%s", asg_str(f, r->assignment));
+    }
+}
+
+/* Join (epoch 0) with a full request. */
+static int16_t cl_join(fx_t *f, cl_t *c)
+{
+    req_t o = {.group = c->group,
+               .member = c->id,
+               .epoch = 0,
+               .instance = c->instance,
+               .topics = c->topics,
+               .regex = c->regex};
+    c->owned[0] = '\0';
+    kc_consumer_group_heartbeat_response_t r = send_hb(f, &o);
+    cl_take(f, c, &r);
+    return c->err;
+}
+
+/* A regular heartbeat reporting what it owns. */
+static int16_t cl_hb(fx_t *f, cl_t *c)
+{
+    req_t o = {.group = c->group,
+               .member = c->id,
+               .epoch = c->epoch,
+               .instance = c->instance,
+               .owned = c->owned};
+    kc_consumer_group_heartbeat_response_t r = send_hb(f, &o);
+    cl_take(f, c, &r);
+    return c->err;
+}
+
+static cl_t *cl_new(const char *id, const char *topics)
+{
+    cl_t *c = calloc(1, sizeof(*c));
+    snprintf(c->id, sizeof(c->id), "%s", id);
+    c->topics = topics;
+    return c;
+}
+
+/* The dump of group g. */
+static const char *dump(fx_t *f, const char *group)
+{
+    static char buf[2][16384];
+    static int k;
+    k ^= 1;
+    size_t n = kc_gm_consumer_dump(f->gm, kc_str_c(group), buf[k], sizeof(buf[k]));
+    assert_true(n < sizeof(buf[k]));
+    if (n == 0)
+        buf[k][0] = '\0';
+    return buf[k];
+}
+
+static kc_consumer_group_describe_described_group_t describe(fx_t *f, const char *group)
+{
+    kc_consumer_group_describe_described_group_t d;
+    kc_gm_consumer_describe(f->gm, 1, kc_str_c(group), false, &f->a, &d);
+    return d;
+}
+
+static const char *state_name(fx_t *f, const char *group)
+{
+    kc_group_info_t info;
+    if (kc_gm_info(f->gm, kc_str_c(group), &info) != 0)
+        return "none";
+    return info.state_name;
+}
+
+static void assert_str(kc_str_t s, const char *want)
+{
+    if (!want) {
+        assert_int_equal(s.len, -1);
+        return;
+    }
+    if (s.len < 0 || (size_t)s.len != strlen(want) || memcmp(s.p, want, (size_t)s.len) != 0)
+        fail_msg("got \"%.*s\", want \"%s\"", s.len > 0 ? s.len : 0, s.p ? s.p : "", want);
+}
+
+/* Heartbeat every client until nothing changes (at most `rounds` rounds). */
+static void settle(fx_t *f, cl_t **cs, int n, int rounds)
+{
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < n; i++)
+            assert_int_equal(cl_hb(f, cs[i]), 0);
+        if (strcmp(state_name(f, cs[0]->group ? cs[0]->group : "g"), "Stable") == 0)
+            return;
+    }
+}
+
+/* ---- Request validation ------------------------------------------------------------------ */
+
+static void expect_error(fx_t *f, const req_t *o, int16_t code, const char *msg)
+{
+    kc_consumer_group_heartbeat_response_t r = send_hb(f, o);
+    if (r.error_code != code)
+        fail_msg("error %d, want %d (%.*s)", r.error_code, code, r.error_message.len,
+                 r.error_message.p);
+    if (msg)
+        assert_str(r.error_message, msg);
+    assert_int_equal(r.member_id.len, -1);
+    assert_null(r.assignment);
+}
+
+static void test_validation(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    expect_error(f, &(req_t){.member = "", .epoch = 0, .topics = "t"}, KC_ERR_INVALID_REQUEST,
+                 "MemberId can't be empty.");
+    expect_error(f, &(req_t){.member = "  ", .group = "", .epoch = 0, .topics = "t"},
+                 KC_ERR_INVALID_REQUEST, "MemberId can't be empty.");
+    expect_error(f, &(req_t){.member = "m", .group = " ", .epoch = 0, .topics = "t"},
+                 KC_ERR_INVALID_REQUEST, "GroupId can't be empty.");
+    expect_error(f, &(req_t){.member = "m", .instance = "", .epoch = 0, .topics = "t"},
+                 KC_ERR_INVALID_REQUEST, "InstanceId can't be empty.");
+    expect_error(f, &(req_t){.member = "m", .rack = " ", .epoch = 0, .topics = "t"},
+                 KC_ERR_INVALID_REQUEST, "RackId can't be empty.");
+    expect_error(f, &(req_t){.member = "m", .epoch = 0, .rebalance = -1, .topics = "t"},
+                 KC_ERR_INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.");
+    expect_error(f, &(req_t){.member = "m", .epoch = 0, .topics = "t", .owned_null = true},
+                 KC_ERR_INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.");
+    expect_error(f, &(req_t){.member = "m", .epoch = 0, .topics = "t", .owned = "t:0"},
+                 KC_ERR_INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.");
+    expect_error(f, &(req_t){.member = "m", .epoch = 0}, KC_ERR_INVALID_REQUEST,
+                 "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                 "(re-)joining.");
+    expect_error(f, &(req_t){.member = "m", .epoch = -2}, KC_ERR_INVALID_REQUEST,
+                 "InstanceId can't be null.");
+    expect_error(f, &(req_t){.member = "m", .epoch = -3}, KC_ERR_INVALID_REQUEST,
+                 "MemberEpoch is invalid.");
+    expect_error(f, &(req_t){.member = "m", .epoch = 0, .topics = "t", .assignor = "sticky"},
+                 KC_ERR_UNSUPPORTED_ASSIGNOR,
+                 "ServerAssignor sticky is not supported. Supported assignors: uniform, range.");
+    /* v0: an empty member id is fine when joining, and the coordinator names the member. */
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.version = -1, .member = "", .epoch = 0, .topics = "t"});
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(r.member_id.len, 22);
+    assert_true(r.member_id.p[0] != '-');
+    assert_int_equal(r.member_epoch, 1);
+    assert_int_equal(r.heartbeat_interval_ms, 5000);
+    assert_non_null(r.assignment);
+    /* v0 still needs the member id when heartbeating or leaving. */
+    expect_error(f, &(req_t){.version = -1, .member = "", .epoch = 1}, KC_ERR_INVALID_REQUEST,
+                 "MemberId can't be empty.");
+    expect_error(f, &(req_t){.version = -1, .member = "", .epoch = -1}, KC_ERR_INVALID_REQUEST,
+                 "MemberId can't be empty.");
+    /* The group must exist unless joining. */
+    expect_error(f, &(req_t){.group = "nope", .member = "m", .epoch = 3}, KC_ERR_GROUP_ID_NOT_FOUND,
+                 "Consumer group nope not found.");
+    expect_error(f, &(req_t){.group = "nope", .member = "m", .epoch = -1},
+                 KC_ERR_GROUP_ID_NOT_FOUND, "Group nope not found.");
+    assert_int_equal(f->nr > 0, 1);
+    fx_free(f);
+}
+
+/* ---- Reconciliation ---------------------------------------------------------------------- */
+
+static int count_parts(const char *owned)
+{
+    int n = 0;
+    for (const char *p = owned; *p; p++) {
+        if (*p >= '0' && *p <= '9' && (p == owned || p[-1] == ':' || p[-1] == ','))
+            n++;
+    }
+    return n;
+}
+
+/* Three members split t (6 partitions) two each; a fourth joins and only the partition that
+ * moves to it is revoked: the others go to the new epoch at once, keeping theirs. */
+static void test_join_three_then_fourth(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cl_t *c[4] = {cl_new("m1", "t"), cl_new("m2", "t"), cl_new("m3", "t"), cl_new("m4", "t")};
+    assert_int_equal(cl_join(f, c[0]), 0);
+    assert_int_equal(c[0]->epoch, 1);
+    assert_string_equal(c[0]->owned, "t:0,1,2,3,4,5");
+    assert_string_equal(state_name(f, "g"), "Stable");
+    assert_int_equal(cl_join(f, c[1]), 0);
+    assert_int_equal(cl_join(f, c[2]), 0);
+    assert_string_equal(state_name(f, "g"), "Reconciling");
+    /* m2 and m3 wait for partitions m1 still holds. */
+    assert_string_equal(c[1]->owned, "");
+    assert_string_equal(c[2]->owned, "");
+    settle(f, c, 3, 6);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    int total = 0;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(c[i]->epoch, 3);
+        assert_int_equal(count_parts(c[i]->owned), 2);
+        total += count_parts(c[i]->owned);
+    }
+    assert_int_equal(total, 6);
+    char before[3][512];
+    for (int i = 0; i < 3; i++)
+        snprintf(before[i], sizeof(before[i]), "%s", c[i]->owned);
+
+    /* The fourth member. */
+    assert_int_equal(cl_join(f, c[3]), 0);
+    assert_int_equal(c[3]->epoch, 4);
+    assert_string_equal(c[3]->owned, ""); /* its partition is not released yet */
+    assert_string_equal(state_name(f, "g"), "Reconciling");
+    /* Each old member heartbeats once: the two that keep both partitions move to epoch 4 and
+     * stay with what they had; the one giving one up is asked to revoke it. */
+    int revokers = 0;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(cl_hb(f, c[i]), 0);
+        if (count_parts(c[i]->owned) == 2) {
+            assert_int_equal(c[i]->epoch, 4);
+            assert_string_equal(c[i]->owned, before[i]);
+        } else {
+            revokers++;
+            assert_int_equal(c[i]->epoch, 3); /* stays in its epoch until it revoked */
+            assert_int_equal(count_parts(c[i]->owned), 1);
+        }
+    }
+    assert_int_equal(revokers, 1);
+    /* It reports it revoked; it moves to epoch 4, and the new member then gets the partition. */
+    settle(f, c, 4, 4);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    total = 0;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(c[i]->epoch, 4);
+        total += count_parts(c[i]->owned);
+    }
+    assert_int_equal(total, 6);
+    assert_int_equal(count_parts(c[3]->owned), 1);
+    for (int i = 0; i < 4; i++)
+        free(c[i]);
+    fx_free(f);
+}
+
+/* A member leaves with epoch -1: its records are tombstoned (current assignment, target,
+ * metadata), the group epoch is bumped, and the others take its partitions. */
+static void test_leave(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cl_t *c[2] = {cl_new("m1", "t"), cl_new("m2", "t")};
+    cl_join(f, c[0]);
+    cl_join(f, c[1]);
+    settle(f, c, 2, 4);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    int from = f->nr;
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "m2", .epoch = c[1]->epoch});
+    assert_int_equal(r.error_code, KC_ERR_NONE); /* a plain heartbeat first */
+    from = f->nr;
+    r = send_hb(f, &(req_t){.member = "m2", .epoch = -1});
+    assert_int_equal(r.error_code, 0);
+    assert_str(r.member_id, "m2");
+    assert_int_equal(r.member_epoch, -1);
+    assert_null(r.assignment);
+    assert_string_equal(rec_kinds(f, from), "8- 7- 5- 3");
+    assert_string_equal(state_name(f, "g"), "Assigning");
+    assert_int_equal(cl_hb(f, c[0]), 0);
+    assert_int_equal(c[0]->epoch, c[1]->epoch + 1);
+    assert_string_equal(c[0]->owned, "t:0,1,2,3,4,5");
+    assert_string_equal(state_name(f, "g"), "Stable");
+    /* Gone: a heartbeat of m2 is refused. */
+    r = send_hb(f, &(req_t){.member = "m2", .epoch = 3});
+    assert_int_equal(r.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
+    assert_str(r.error_message, "Member m2 is not a member of group g.");
+    /* The last member leaves: Empty. */
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = -1});
+    assert_int_equal(r.error_code, 0);
+    assert_string_equal(state_name(f, "g"), "Empty");
+    free(c[0]);
+    free(c[1]);
+    fx_free(f);
+}
+
+/* A member that stops heartbeating is removed after the session timeout; the others carry
+ * on and take its partitions. */
+static void test_session_timeout(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cl_t *c[2] = {cl_new("m1", "t"), cl_new("m2", "t")};
+    cl_join(f, c[0]);
+    cl_join(f, c[1]);
+    settle(f, c, 2, 4);
+    int32_t epoch = c[0]->epoch;
+    for (int i = 0; i < 8; i++) {
+        advance(f, 5000);
+        assert_int_equal(cl_hb(f, c[0]), 0); /* m1 keeps heartbeating, m2 is silent */
+    }
+    advance(f, 4999);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    assert_int_equal(describe(f, "g").members.n, 2);
+    advance(f, 1); /* 45 s after m2's last heartbeat */
+    assert_string_equal(state_name(f, "g"), "Assigning");
+    kc_consumer_group_describe_described_group_t d = describe(f, "g");
+    assert_int_equal(d.members.n, 1);
+    assert_int_equal(d.group_epoch, epoch + 1);
+    assert_int_equal(cl_hb(f, c[0]), 0);
+    assert_string_equal(c[0]->owned, "t:0,1,2,3,4,5");
+    free(c[0]);
+    free(c[1]);
+    fx_free(f);
+}
+
+/* A member asked to revoke partitions that does not do so within its rebalance timeout is
+ * fenced; one that moved on in time is not. */
+static void test_rebalance_timeout(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cl_t *c[2] = {cl_new("m1", "t"), cl_new("m2", "t")};
+    cl_join(f, c[0]);
+    assert_string_equal(c[0]->owned, "t:0,1,2,3,4,5");
+    cl_join(f, c[1]);
+    /* m1 heartbeats and is asked to revoke three partitions; it keeps reporting them. */
+    req_t o = {.member = "m1", .epoch = c[0]->epoch, .owned = "t:0,1,2,3,4,5"};
+    kc_consumer_group_heartbeat_response_t r = send_hb(f, &o);
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(r.member_epoch, 1);
+    assert_non_null(r.assignment);
+    assert_int_equal(count_parts(asg_str(f, r.assignment)), 3);
+    for (int i = 0; i < 11; i++) {
+        advance(f, 5000);
+        r = send_hb(f, &o);
+        assert_int_equal(r.error_code, 0);
+        assert_int_equal(cl_hb(f, c[1]), 0);
+        assert_string_equal(c[1]->owned, "");
+    }
+    assert_int_equal(describe(f, "g").members.n, 2);
+    advance(f, 5001); /* 60 s (its rebalance timeout) after it was asked */
+    kc_consumer_group_describe_described_group_t d = describe(f, "g");
+    assert_int_equal(d.members.n, 1);
+    assert_str(d.members.v[0].member_id, "m2");
+    r = send_hb(f, &o);
+    assert_int_equal(r.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
+    /* m2 gets everything once the group settles. */
+    assert_int_equal(cl_hb(f, c[1]), 0);
+    assert_string_equal(c[1]->owned, "t:0,1,2,3,4,5");
+    free(c[0]);
+    free(c[1]);
+    fx_free(f);
+}
+
+/* ---- Fencing ------------------------------------------------------------------------------ */
+
+static void test_fencing(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cl_t *c[2] = {cl_new("m1", "t"), cl_new("m2", "t")};
+    cl_join(f, c[0]);
+    cl_join(f, c[1]);
+    settle(f, c, 2, 4);
+    assert_int_equal(c[0]->epoch, 2);
+    /* A greater epoch. */
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "m1", .epoch = 3, .owned = c[0]->owned});
+    assert_int_equal(r.error_code, KC_ERR_FENCED_MEMBER_EPOCH);
+    assert_str(r.error_message,
+               "The consumer group member has a greater member epoch (3) than the one known by "
+               "the group coordinator (2). The member must abandon all its partitions and "
+               "rejoin.");
+    /* The previous epoch with owned partitions that are a subset of the assignment: the
+     * answer that moved it may have been lost, so it is accepted (and told its epoch). */
+    char part[64];
+    snprintf(part, sizeof(part), "%.*s", 5, c[0]->owned); /* "t:0,1" or "t:3,4" style */
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .owned = c[0]->owned});
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(r.member_epoch, 2);
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .owned = ""});
+    assert_int_equal(r.error_code, 0);
+    /* ... but not when it reports a partition it does not have, nor without its list. */
+    const char *other = c[1]->owned;
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .owned = other});
+    assert_int_equal(r.error_code, KC_ERR_FENCED_MEMBER_EPOCH);
+    assert_str(r.error_message,
+               "The consumer group member has a smaller member epoch (1) than the one known by "
+               "the group coordinator (2). The member must abandon all its partitions and "
+               "rejoin.");
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1});
+    assert_int_equal(r.error_code, KC_ERR_FENCED_MEMBER_EPOCH);
+    /* An epoch that is neither the member's nor its previous one (m2 joined at epoch 2). */
+    r = send_hb(f, &(req_t){.member = "m2", .epoch = 1, .owned = ""});
+    assert_int_equal(r.error_code, KC_ERR_FENCED_MEMBER_EPOCH);
+    /* A fenced member rejoins with epoch 0 and the same id: it is accepted. */
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(r.member_epoch, 2);
+    assert_non_null(r.assignment);
+    /* Unknown member. */
+    r = send_hb(f, &(req_t){.member = "zz", .epoch = 2});
+    assert_int_equal(r.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
+    assert_str(r.error_message, "Member zz is not a member of group g.");
+    /* Static members: an instance id held by a live member cannot be taken... */
+    r = send_hb(f, &(req_t){.member = "s1", .instance = "i1", .epoch = 0, .topics = "t"});
+    assert_int_equal(r.error_code, 0);
+    r = send_hb(f, &(req_t){.member = "s2", .instance = "i1", .epoch = 0, .topics = "t"});
+    assert_int_equal(r.error_code, KC_ERR_UNRELEASED_INSTANCE_ID);
+    assert_str(r.error_message, "Static member s2 with instance id i1 cannot join the group "
+                                "because the instance id is owned by s1 member.");
+    /* ... another member id with a known instance id is fenced ... */
+    r = send_hb(f, &(req_t){.member = "s2", .instance = "i1", .epoch = 3});
+    assert_int_equal(r.error_code, KC_ERR_FENCED_INSTANCE_ID);
+    assert_str(r.error_message, "Static member s2 with instance id i1 was fenced by member s1.");
+    r = send_hb(f, &(req_t){.member = "s2", .instance = "i1", .epoch = -1});
+    assert_int_equal(r.error_code, KC_ERR_FENCED_INSTANCE_ID);
+    /* ... and an unknown instance id is unknown. */
+    r = send_hb(f, &(req_t){.member = "s9", .instance = "i9", .epoch = 3});
+    assert_int_equal(r.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
+    assert_str(r.error_message, "Instance id i9 is unknown.");
+    r = send_hb(f, &(req_t){.member = "s9", .instance = "i9", .epoch = -2});
+    assert_int_equal(r.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
+    /* A heartbeat to a consumer group that is a classic group. */
+    free(c[0]);
+    free(c[1]);
+    fx_free(f);
+}
+
+static void test_max_size(void **state)
+{
+    (void)state;
+    kc_gm_config_t cfg = default_cfg();
+    cfg.consumer_max_size = 2;
+    fx_t *f = fx_new_cfg(&cfg);
+    assert_int_equal(send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"}).error_code, 0);
+    assert_int_equal(send_hb(f, &(req_t){.member = "m2", .epoch = 0, .topics = "t"}).error_code, 0);
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "m3", .epoch = 0, .topics = "t"});
+    assert_int_equal(r.error_code, KC_ERR_GROUP_MAX_SIZE_REACHED);
+    assert_str(r.error_message, "The consumer group has reached its maximum capacity of 2 "
+                                "members.");
+    /* A member already in the full group is not refused. */
+    assert_int_equal(send_hb(f, &(req_t){.member = "m2", .epoch = 0, .topics = "t"}).error_code, 0);
+    fx_free(f);
+}
+
+/* A static member leaves temporarily (-2): it keeps its partitions, nothing moves; the same
+ * instance rejoins with a new member id and gets its partitions back at once. */
+static void test_static_leave_rejoin(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cl_t *c[2] = {cl_new("s1", "t"), cl_new("m2", "t")};
+    c[0]->instance = "i1";
+    cl_join(f, c[0]);
+    cl_join(f, c[1]);
+    settle(f, c, 2, 4);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    char mine[512];
+    snprintf(mine, sizeof(mine), "%s", c[0]->owned);
+    int32_t epoch = c[0]->epoch;
+    int from = f->nr;
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "s1", .instance = "i1", .epoch = -2});
+    assert_int_equal(r.error_code, 0);
+    assert_str(r.member_id, "s1");
+    assert_int_equal(r.member_epoch, -2);
+    assert_string_equal(rec_kinds(f, from), "8");
+    /* Nothing is reassigned while it is away. */
+    assert_int_equal(cl_hb(f, c[1]), 0);
+    assert_int_equal(c[1]->epoch, epoch);
+    assert_false(c[1]->got);
+    /* It comes back with a new member id. */
+    cl_t *back = cl_new("s1b", "t");
+    back->instance = "i1";
+    from = f->nr;
+    assert_int_equal(cl_join(f, back), 0);
+    /* Kafka's replaceMember (the old member's tombstones, the new one's metadata, target and
+     * assignment at epoch 0), then its reconciliation to the group's epoch. */
+    assert_string_equal(rec_kinds(f, from), "8- 7- 5- 5 7 8 8");
+    assert_int_equal(back->epoch, epoch);
+    assert_string_equal(back->owned, mine);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    kc_consumer_group_describe_described_group_t d = describe(f, "g");
+    assert_int_equal(d.members.n, 2);
+    assert_int_equal(d.group_epoch, epoch);
+    /* The old member id is fenced now. */
+    r = send_hb(f, &(req_t){.member = "s1", .instance = "i1", .epoch = epoch});
+    assert_int_equal(r.error_code, KC_ERR_FENCED_INSTANCE_ID);
+    /* A static member away for longer than the session timeout is removed. */
+    r = send_hb(f, &(req_t){.member = "s1b", .instance = "i1", .epoch = -2});
+    assert_int_equal(r.error_code, 0);
+    for (int i = 0; i < 10; i++) {
+        advance(f, 5000);
+        assert_int_equal(cl_hb(f, c[1]), 0);
+    }
+    d = describe(f, "g");
+    assert_int_equal(d.members.n, 1);
+    free(c[0]);
+    free(c[1]);
+    free(back);
+    fx_free(f);
+}
+
+/* ---- Records and replay ------------------------------------------------------------------ */
+
+/* Replay f's records into a fresh manager (as at start-up) and return it. */
+static fx_t *replayed(fx_t *f)
+{
+    fx_t *g = fx_new_cfg(&f->cfg);
+    g->nt = 0;
+    for (size_t i = 0; i < f->nt; i++)
+        set_topic(g, f->names[i], f->topics[i].partitions);
+    for (int i = 0; i < f->nr; i++) {
+        int rc =
+            kc_gm_replay(g->gm, f->recs[i].key, f->recs[i].klen, f->recs[i].val, f->recs[i].vlen);
+        assert_true(rc == 0 || rc == 1);
+    }
+    g->now = f->now;
+    kc_gm_load_complete(g->gm, g->now);
+    return g;
+}
+
+static void test_records_and_replay(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cl_t *c[3] = {cl_new("m1", "t,u"), cl_new("m2", "t"), cl_new("m3", "u")};
+    c[1]->instance = "i2";
+    /* The records of the first join, in Kafka's order. */
+    assert_int_equal(cl_join(f, c[0]), 0);
+    assert_string_equal(rec_kinds(f, 0), "5 3 7 6 8");
+    cl_join(f, c[1]);
+    cl_join(f, c[2]);
+    /* Mid-reconciliation: replay gives the same state. */
+    assert_int_equal(cl_hb(f, c[0]), 0);
+    fx_t *g = replayed(f);
+    assert_string_equal(dump(g, "g"), dump(f, "g"));
+    fx_free(g);
+    settle(f, c, 3, 6);
+    g = replayed(f);
+    assert_string_equal(dump(g, "g"), dump(f, "g"));
+    assert_string_equal(state_name(g, "g"), "Stable");
+    /* The loaded group carries on: heartbeats at the same epochs, no reassignment. */
+    int from = g->nr;
+    for (int i = 0; i < 3; i++) {
+        int32_t epoch = c[i]->epoch;
+        assert_int_equal(cl_hb(g, c[i]), 0);
+        assert_int_equal(c[i]->epoch, epoch);
+        assert_false(c[i]->got);
+    }
+    assert_int_equal(g->nr, from);
+    /* Fresh session timers: nobody expires right after the load. */
+    advance(g, 44000);
+    assert_int_equal(describe(g, "g").members.n, 3);
+    advance(g, 2000);
+    assert_int_equal(describe(g, "g").members.n, 0);
+    fx_free(g);
+    /* A leave, a static temporary leave, a deletion: replay each. */
+    send_hb(f, &(req_t){.member = "m3", .epoch = -1});
+    send_hb(f, &(req_t){.member = "m2", .instance = "i2", .epoch = -2});
+    g = replayed(f);
+    assert_string_equal(dump(g, "g"), dump(f, "g"));
+    fx_free(g);
+    send_hb(f, &(req_t){.member = "m1", .epoch = -1});
+    send_hb(f, &(req_t){.member = "m2", .instance = "i2", .epoch = -1});
+    assert_string_equal(state_name(f, "g"), "Empty");
+    from = f->nr;
+    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), 0);
+    /* Kafka's order: target epoch, partition metadata, group epoch (no members left). */
+    assert_string_equal(rec_kinds(f, from), "6- 4- 3-");
+    assert_string_equal(state_name(f, "g"), "none");
+    g = replayed(f);
+    assert_string_equal(state_name(g, "g"), "none");
+    fx_free(g);
+    for (int i = 0; i < 3; i++)
+        free(c[i]);
+    fx_free(f);
+}
+
+/* A record of a consumer group replaces the "simple" classic group an offset commit created
+ * while loading; a GroupMetadata record replaces a consumer group. */
+static void test_replay_group_types(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    /* An offset commit record of group "g" (type 1 key), then consumer group records. */
+    kc_writer_t w;
+    kc_wr_init(&w);
+    kc_wr_i16(&w, 1);
+    kc_offset_commit_key_t k = {KC_STR_LIT("g"), KC_STR_LIT("t"), 0};
+    kc_offset_commit_key_encode(&w, 1, &k);
+    /* OffsetCommitValue v3: offset 5, leader epoch -1, metadata "", commit time 1. */
+    uint8_t val[] = {0,    3,    0, 0, 0, 0, 0, 0, 0, 5, 0xff, 0xff,
+                     0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0,    1};
+    assert_int_equal(kc_gm_replay(f->gm, w.buf, w.len, val, sizeof(val)), 1);
+    kc_wr_free(&w);
+    assert_string_equal(state_name(f, "g"), "Empty");
+    kc_group_info_t info;
+    assert_int_equal(kc_gm_info(f->gm, KC_STR_LIT("g"), &info), 0);
+    assert_string_equal(info.type, "classic");
+    fx_t *src = fx_new();
+    send_hb(src, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
+    for (int i = 0; i < src->nr; i++)
+        assert_int_equal(kc_gm_replay(f->gm, src->recs[i].key, src->recs[i].klen, src->recs[i].val,
+                                      src->recs[i].vlen),
+                         0);
+    kc_gm_load_complete(f->gm, f->now);
+    assert_int_equal(kc_gm_info(f->gm, KC_STR_LIT("g"), &info), 0);
+    assert_string_equal(info.type, "consumer");
+    assert_string_equal(info.state_name, "Stable");
+    fx_free(src);
+    fx_free(f);
+}
+
+/* ---- Topic metadata ----------------------------------------------------------------------- */
+
+/* A topic the group subscribes to appears (or changes): the next heartbeat bumps the group
+ * epoch and the new partitions are assigned. */
+static void test_metadata_change(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cl_t *c[2] = {cl_new("m1", "t,w"), cl_new("m2", "t,w")};
+    cl_join(f, c[0]);
+    cl_join(f, c[1]);
+    settle(f, c, 2, 4);
+    int32_t epoch = c[0]->epoch;
+    /* Heartbeats without change: no record. */
+    int from = f->nr;
+    cl_hb(f, c[0]);
+    cl_hb(f, c[1]);
+    assert_int_equal(f->nr, from);
+    /* An unrelated topic: the version moved, the hash did not: no bump. */
+    set_topic(f, "other", 4);
+    cl_hb(f, c[0]);
+    assert_int_equal(c[0]->epoch, epoch);
+    assert_int_equal(f->nr, from);
+    /* w is created with 4 partitions. */
+    set_topic(f, "w", 4);
+    assert_int_equal(cl_hb(f, c[0]), 0);
+    assert_int_equal(c[0]->epoch, epoch + 1);
+    settle(f, c, 2, 4);
+    int total = count_parts(c[0]->owned) + count_parts(c[1]->owned);
+    assert_int_equal(total, 10);
+    /* w is deleted: its partitions are revoked. */
+    del_topic(f, "w");
+    settle(f, c, 2, 6);
+    total = count_parts(c[0]->owned) + count_parts(c[1]->owned);
+    assert_int_equal(total, 6);
+    assert_null(strstr(c[0]->owned, "w:"));
+    free(c[0]);
+    free(c[1]);
+    fx_free(f);
+}
+
+/* ---- Subscriptions ------------------------------------------------------------------------ */
+
+static void test_regex(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    set_topic(f, "orders.eu", 2);
+    set_topic(f, "orders.us", 2);
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "m1", .epoch = 0, .regex = "orders\\..*"});
+    assert_int_equal(r.error_code, 0);
+    assert_string_equal(asg_str(f, r.assignment), "orders.eu:0,1;orders.us:0,1");
+    /* A regex must match whole names; \d is understood. */
+    r = send_hb(f, &(req_t){.member = "m2", .epoch = 0, .group = "g2", .regex = "order"});
+    assert_int_equal(r.error_code, 0);
+    assert_string_equal(asg_str(f, r.assignment), "");
+    r = send_hb(f, &(req_t){.member = "m3", .epoch = 0, .group = "g3", .regex = "[tu]|\\d+"});
+    assert_string_equal(asg_str(f, r.assignment), "t:0,1,2,3,4,5;u:0,1,2");
+    /* A new topic matching the regex is picked up at the next heartbeat. */
+    set_topic(f, "orders.jp", 1);
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .owned = "orders.eu:0,1;orders.us:0,1"});
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(r.member_epoch, 2);
+    assert_string_equal(asg_str(f, r.assignment), "orders.eu:0,1;orders.jp:0;orders.us:0,1");
+    /* An invalid regex new to the group. */
+    r = send_hb(f, &(req_t){.member = "m9", .epoch = 0, .regex = "orders("});
+    assert_int_equal(r.error_code, KC_ERR_INVALID_REGULAR_EXPRESSION);
+    assert_true(r.error_message.len > 0);
+    assert_non_null(strstr(r.error_message.p, "SubscribedTopicRegex `orders(` is not a valid "
+                                              "regular expression: "));
+    fx_free(f);
+}
+
+/* Subscription changes: a topic dropped from the subscription is revoked at the same epoch
+ * before the new target is reached. */
+static void test_subscription_change(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t,u"});
+    assert_string_equal(asg_str(f, r.assignment), "t:0,1,2,3,4,5;u:0,1,2");
+    r = send_hb(
+        f, &(req_t){.member = "m1", .epoch = 1, .topics = "t", .owned = "t:0,1,2,3,4,5;u:0,1,2"});
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(r.member_epoch, 1); /* revoke u first */
+    assert_string_equal(asg_str(f, r.assignment), "t:0,1,2,3,4,5");
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .owned = "t:0,1,2,3,4,5"});
+    assert_int_equal(r.member_epoch, 2);
+    assert_null(r.assignment); /* unchanged: nothing sent */
+    fx_free(f);
+}
+
+/* The assignment is sent on a full request (and when joining), and when it changed. */
+static void test_assignment_when(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
+    assert_non_null(r.assignment);
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .owned = "t:0,1,2,3,4,5"});
+    assert_null(r.assignment);
+    r = send_hb(f, &(req_t){.member = "m1",
+                            .epoch = 1,
+                            .rebalance = 60000,
+                            .topics = "t",
+                            .owned = "t:0,1,2,3,4,5"});
+    assert_non_null(r.assignment);
+    assert_string_equal(asg_str(f, r.assignment), "t:0,1,2,3,4,5");
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .rebalance = 60000, .topics = "t"});
+    assert_null(r.assignment); /* no owned list: not a full request */
+    fx_free(f);
+}
+
+/* ---- Admin and offsets -------------------------------------------------------------------- */
+
+typedef struct lst_s {
+    char buf[1024];
+} lst_t;
+
+static void list_fn(void *arg, const kc_group_info_t *g)
+{
+    lst_t *l = arg;
+    size_t n = strlen(l->buf);
+    snprintf(l->buf + n, sizeof(l->buf) - n, "%s%.*s/%s/%s", n ? " " : "", g->group_id.len,
+             g->group_id.p, g->type, g->state_name);
+}
+
+static void test_describe_and_list(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    kc_consumer_group_heartbeat_response_t r = send_hb(f, &(req_t){.member = "m1",
+                                                                   .epoch = 0,
+                                                                   .topics = "t",
+                                                                   .instance = "i1",
+                                                                   .rack = "r1",
+                                                                   .assignor = "range"});
+    assert_int_equal(r.error_code, 0);
+    kc_consumer_group_describe_described_group_t d = describe(f, "g");
+    assert_int_equal(d.error_code, 0);
+    assert_str(d.group_state, "Stable");
+    assert_int_equal(d.group_epoch, 1);
+    assert_int_equal(d.assignment_epoch, 1);
+    assert_str(d.assignor_name, "range");
+    assert_int_equal(d.members.n, 1);
+    kc_member_t *m = &d.members.v[0];
+    assert_str(m->member_id, "m1");
+    assert_str(m->instance_id, "i1");
+    assert_str(m->rack_id, "r1");
+    assert_int_equal(m->member_epoch, 1);
+    assert_str(m->client_id, "client");
+    assert_str(m->client_host, "/10.0.0.1");
+    assert_int_equal(m->subscribed_topic_names.n, 1);
+    assert_str(m->subscribed_topic_names.v[0], "t");
+    assert_int_equal(m->assignment.topic_partitions.n, 1);
+    assert_str(m->assignment.topic_partitions.v[0].topic_name, "t");
+    assert_int_equal(m->assignment.topic_partitions.v[0].partitions.n, 6);
+    assert_int_equal(m->target_assignment.topic_partitions.n, 1);
+    assert_int_equal(m->member_type, 1);
+    assert_int_equal(d.authorized_operations, INT32_MIN);
+    /* Unknown and classic groups. */
+    d = describe(f, "nope");
+    assert_int_equal(d.error_code, KC_ERR_GROUP_ID_NOT_FOUND);
+    assert_str(d.error_message, "Group nope not found.");
+    /* The default assignor when nobody asks. */
+    send_hb(f, &(req_t){.group = "g2", .member = "m1", .epoch = 0, .topics = "t"});
+    d = describe(f, "g2");
+    assert_str(d.assignor_name, "uniform");
+    /* Listing shows the type and Kafka's consumer group states. */
+    lst_t l = {{0}};
+    kc_gm_each(f->gm, list_fn, &l);
+    assert_non_null(strstr(l.buf, "g/consumer/Stable"));
+    assert_non_null(strstr(l.buf, "g2/consumer/Stable"));
+    /* DescribeGroups (the classic API) of a consumer group. */
+    kc_describe_groups_described_group_t dg;
+    kc_gm_describe(f->gm, 6, KC_STR_LIT("g"), false, &f->a, &dg);
+    assert_int_equal(dg.error_code, KC_ERR_GROUP_ID_NOT_FOUND);
+    assert_str(dg.error_message, "Group g is not a classic group.");
+    assert_str(dg.group_state, "Dead");
+    kc_gm_describe(f->gm, 5, KC_STR_LIT("g"), false, &f->a, &dg);
+    assert_int_equal(dg.error_code, 0);
+    assert_str(dg.group_state, "Dead");
+    fx_free(f);
+}
+
+static void test_offsets(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
+    kc_str_t g = KC_STR_LIT("g"), m1 = KC_STR_LIT("m1");
+    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, 1, m1, KC_STR_NULL), 0);
+    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, 2, m1, KC_STR_NULL),
+                     KC_ERR_STALE_MEMBER_EPOCH);
+    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, 1, KC_STR_LIT("x"), KC_STR_NULL),
+                     KC_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 8, g, 1, m1, KC_STR_NULL),
+                     KC_ERR_UNSUPPORTED_VERSION);
+    /* epoch -1 (an admin client) only while the group is empty. */
+    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, -1, KC_STR_EMPTY, KC_STR_NULL),
+                     KC_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(kc_gm_validate_fetch(f->gm, g, m1, 1), 0);
+    assert_int_equal(kc_gm_validate_fetch(f->gm, g, m1, 0), KC_ERR_STALE_MEMBER_EPOCH);
+    assert_int_equal(kc_gm_validate_fetch(f->gm, g, KC_STR_LIT("x"), 1), KC_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(kc_gm_validate_fetch(f->gm, g, KC_STR_NULL, -1), 0);
+    assert_int_equal(kc_gm_validate_fetch(f->gm, g, KC_STR_EMPTY, -1), KC_ERR_UNKNOWN_MEMBER_ID);
+    /* Offsets of subscribed topics are protected and cannot be deleted. */
+    assert_true(kc_gm_subscribed(f->gm, g, KC_STR_LIT("t")));
+    assert_false(kc_gm_subscribed(f->gm, g, KC_STR_LIT("u")));
+    assert_int_equal(kc_gm_validate_offset_delete(f->gm, g, KC_STR_NULL), 0);
+    assert_int_equal(kc_gm_validate_offset_delete(f->gm, g, KC_STR_LIT("t")),
+                     KC_ERR_GROUP_SUBSCRIBED_TO_TOPIC);
+    assert_int_equal(kc_gm_validate_offset_delete(f->gm, g, KC_STR_LIT("u")), 0);
+    int64_t base;
+    assert_true(kc_gm_offsets_expirable(f->gm, g, &base));
+    assert_int_equal(base, -1);
+    /* DeleteGroups: not while it has members. */
+    assert_int_equal(kc_gm_delete(f->gm, f->now, g), KC_ERR_NON_EMPTY_GROUP);
+    send_hb(f, &(req_t){.member = "m1", .epoch = -1});
+    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, -1, KC_STR_EMPTY, KC_STR_NULL), 0);
+    assert_false(kc_gm_subscribed(f->gm, g, KC_STR_LIT("t")));
+    assert_int_equal(kc_gm_delete(f->gm, f->now, g), 0);
+    fx_free(f);
+}
+
+/* ---- Classic groups and consumer groups --------------------------------------------------- */
+
+static int16_t classic_join(fx_t *f, const char *group, const char *member, int *rc)
+{
+    kc_join_group_request_t req;
+    kc_join_group_request_init(&req);
+    req.group_id = kc_str_c(group);
+    req.member_id = kc_str_c(member);
+    req.protocol_type = KC_STR_LIT("consumer");
+    req.session_timeout_ms = 10000;
+    req.rebalance_timeout_ms = 10000;
+    kc_join_group_request_protocol_t p = {KC_STR_LIT("range"),
+                                          {(const uint8_t *)"\0\0\0\0\0\0", 6}};
+    req.protocols.v = &p;
+    req.protocols.n = 1;
+    kc_join_group_response_t resp;
+    *rc = kc_gm_join(f->gm, f->now, 5, &req, KC_STR_LIT("c"), KC_STR_LIT("/1.2.3.4"), (void *)1,
+                     &f->a, &resp);
+    return resp.error_code;
+}
+
+static void test_classic_interplay(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
+    int rc;
+    /* JoinGroup to a consumer group with members: refused. */
+    assert_int_equal(classic_join(f, "g", "", &rc), KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
+    assert_int_equal(rc, KC_GM_ANSWERED);
+    /* Heartbeat, SyncGroup: its members do not use the classic protocol. */
+    kc_heartbeat_request_t hq;
+    kc_heartbeat_request_init(&hq);
+    hq.group_id = KC_STR_LIT("g");
+    hq.member_id = KC_STR_LIT("m1");
+    hq.generation_id = 1;
+    kc_heartbeat_response_t hr;
+    kc_gm_heartbeat(f->gm, f->now, 4, &hq, &hr);
+    assert_int_equal(hr.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
+    /* LeaveGroup removes consumer-protocol members (the admin's "remove members"). */
+    kc_leave_group_request_t lq;
+    kc_leave_group_request_init(&lq);
+    lq.group_id = KC_STR_LIT("g");
+    kc_member_identity_t ids[2] = {{KC_STR_LIT("m1"), KC_STR_NULL, KC_STR_NULL},
+                                   {KC_STR_LIT("zz"), KC_STR_NULL, KC_STR_NULL}};
+    lq.members.v = ids;
+    lq.members.n = 2;
+    kc_leave_group_response_t lr;
+    int from = f->nr;
+    kc_gm_leave(f->gm, f->now, 5, &lq, &f->a, &lr);
+    assert_int_equal(lr.error_code, 0);
+    assert_int_equal(lr.members.n, 2);
+    assert_int_equal(lr.members.v[0].error_code, 0);
+    assert_int_equal(lr.members.v[1].error_code, KC_ERR_UNKNOWN_MEMBER_ID);
+    assert_string_equal(rec_kinds(f, from), "8- 7- 5- 3");
+    assert_string_equal(state_name(f, "g"), "Empty");
+    /* JoinGroup to the empty consumer group: its tombstones, then a classic group. */
+    from = f->nr;
+    assert_int_equal(classic_join(f, "g", "", &rc), KC_ERR_MEMBER_ID_REQUIRED);
+    assert_string_equal(rec_kinds(f, from), "6- 4- 3- 2"); /* and the new group's record */
+    kc_group_info_t info;
+    assert_int_equal(kc_gm_info(f->gm, KC_STR_LIT("g"), &info), 0);
+    assert_string_equal(info.type, "classic");
+    /* A consumer heartbeat joining the empty classic group converts it back (classic tombstone
+     * first). */
+    from = f->nr;
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "m2", .epoch = 0, .topics = "t"});
+    assert_int_equal(r.error_code, 0);
+    assert_string_equal(rec_kinds(f, from), "2- 5 3 7 6 8");
+    assert_int_equal(kc_gm_info(f->gm, KC_STR_LIT("g"), &info), 0);
+    assert_string_equal(info.type, "consumer");
+    /* A classic group with members cannot be joined by a consumer member. */
+    assert_int_equal(classic_join(f, "cg", "", &rc), KC_ERR_MEMBER_ID_REQUIRED);
+    r = send_hb(f, &(req_t){.group = "cg", .member = "m3", .epoch = 0, .topics = "t"});
+    assert_int_equal(r.error_code, 0); /* only a pending member: the group is still Empty */
+    fx_t *f2 = fx_new();
+    kc_join_group_request_t req;
+    kc_join_group_request_init(&req);
+    req.group_id = KC_STR_LIT("cg");
+    req.member_id = KC_STR_LIT("");
+    req.protocol_type = KC_STR_LIT("consumer");
+    req.session_timeout_ms = 10000;
+    req.rebalance_timeout_ms = 10000;
+    kc_join_group_request_protocol_t p = {KC_STR_LIT("range"), {(const uint8_t *)"x", 1}};
+    req.protocols.v = &p;
+    req.protocols.n = 1;
+    kc_join_group_response_t jr;
+    assert_int_equal(kc_gm_join(f2->gm, f2->now, 3, &req, KC_STR_LIT("c"), KC_STR_LIT("/h"),
+                                (void *)1, &f2->a, &jr),
+                     KC_GM_PARKED);
+    r = send_hb(f2, &(req_t){.group = "cg", .member = "m3", .epoch = 0, .topics = "t"});
+    assert_int_equal(r.error_code, KC_ERR_GROUP_ID_NOT_FOUND);
+    assert_str(r.error_message, "Cannot upgrade classic group cg to consumer group because "
+                                "online upgrade is disabled.");
+    r = send_hb(f2, &(req_t){.group = "cg", .member = "m3", .epoch = 4});
+    assert_int_equal(r.error_code, KC_ERR_GROUP_ID_NOT_FOUND);
+    assert_str(r.error_message, "Group cg is not a consumer group.");
+    r = send_hb(f2, &(req_t){.group = "cg", .member = "m3", .epoch = -1});
+    assert_str(r.error_message, "Group cg is not a consumer group.");
+    kc_consumer_group_describe_described_group_t d = describe(f2, "cg");
+    assert_int_equal(d.error_code, KC_ERR_GROUP_ID_NOT_FOUND);
+    assert_str(d.error_message, "Group cg is not a consumer group.");
+    fx_free(f2);
+    fx_free(f);
+}
+
+/* ---- Random sequences ------------------------------------------------------------------- */
+
+/* Parse the dump's "assigned [...] revoking [...]" lists: no partition may be held by two
+ * members at once (assigned or pending revocation), whatever happens. */
+static void check_exclusive(fx_t *f, const char *group)
+{
+    const char *d = dump(f, group);
+    static char seen[256][48];
+    int n = 0;
+    for (const char *p = d; *p; p++) {
+        if (strncmp(p, " assigned [", 11) == 0)
+            p += 10;
+        else if (strncmp(p, " revoking [", 11) == 0)
+            p += 10;
+        else
+            continue;
+        const char *e = strchr(p, ']');
+        assert_non_null(e);
+        const char *q = p + 1;
+        while (q < e) {
+            char topic[40];
+            int k = 0;
+            while (q < e && *q != ':' && k < 39)
+                topic[k++] = *q++;
+            topic[k] = '\0';
+            assert_true(q < e && *q == ':');
+            q++;
+            while (q < e && *q != ' ') {
+                int part = (int)strtol(q, (char **)&q, 10);
+                char key[48];
+                snprintf(key, sizeof(key), "%s:%d", topic, part);
+                for (int i = 0; i < n; i++)
+                    if (strcmp(seen[i], key) == 0)
+                        fail_msg("partition %s held twice:\n%s", key, d);
+                assert_true(n < 256);
+                snprintf(seen[n++], sizeof(seen[0]), "%s", key);
+                if (*q == ',')
+                    q++;
+            }
+            if (*q == ' ')
+                q++;
+        }
+    }
+}
+
+static void test_random_sequences(void **state)
+{
+    (void)state;
+    for (unsigned seed = 1; seed <= 12; seed++) {
+        fx_t *f = fx_new();
+        srand(seed);
+        enum { N = 5 };
+        cl_t *c[N];
+        bool in[N] = {false};
+        static const char *const subs[] = {"t", "t,u", "u"};
+        for (int i = 0; i < N; i++) {
+            char id[16];
+            snprintf(id, sizeof(id), "m%d", i);
+            c[i] = cl_new(id, "t");
+            c[i]->instance = i % 2 ? NULL : (i == 0 ? "s0" : i == 2 ? "s2" : "s4");
+        }
+        for (int step = 0; step < 400; step++) {
+            int i = rand() % N, act = rand() % 20;
+            cl_t *m = c[i];
+            if (act < 2) { /* (re)join */
+                m->topics = subs[rand() % 3];
+                if (cl_join(f, m) == 0)
+                    in[i] = true;
+            } else if (act < 12) {
+                if (in[i] && cl_hb(f, m) != 0) {
+                    in[i] = false; /* fenced or removed: it rejoins later */
+                    m->owned[0] = '\0';
+                }
+            } else if (act < 13 && in[i]) {
+                req_t o = {.member = m->id, .epoch = -1, .instance = m->instance};
+                send_hb(f, &o);
+                in[i] = false;
+                m->owned[0] = '\0';
+            } else if (act < 14 && in[i] && m->instance) {
+                req_t o = {.member = m->id, .epoch = -2, .instance = m->instance};
+                send_hb(f, &o);
+                in[i] = false;
+                m->owned[0] = '\0';
+                snprintf(m->id, sizeof(m->id), "m%d-%d", i, step); /* a new incarnation */
+            } else if (act < 15) {
+                advance(f, rand() % 20000);
+            } else if (act < 16) {
+                set_topic(f, "u", 1 + rand() % 5);
+            } else if (act < 17 && in[i]) { /* a stale epoch */
+                req_t o = {.member = m->id,
+                           .epoch = m->epoch - 1,
+                           .instance = m->instance,
+                           .owned = m->owned};
+                send_hb(f, &o);
+            } else {
+                advance(f, rand() % 3000);
+            }
+            check_exclusive(f, "g");
+            if (step % 50 == 49) {
+                fx_t *g = replayed(f);
+                assert_string_equal(dump(g, "g"), dump(f, "g"));
+                fx_free(g);
+            }
+        }
+        /* Everyone still in heartbeats every 5 s: members that left temporarily (or that the
+         * clients gave up on) expire, and the group settles. */
+        for (int r = 0; r < 20; r++) {
+            advance(f, 5000);
+            for (int i = 0; i < N; i++)
+                if (in[i] && cl_hb(f, c[i]) != 0) {
+                    in[i] = false;
+                    c[i]->owned[0] = '\0';
+                }
+            check_exclusive(f, "g");
+        }
+        kc_group_info_t info;
+        if (kc_gm_info(f->gm, KC_STR_LIT("g"), &info) == 0 && info.n_members > 0) {
+            bool any = false;
+            for (int i = 0; i < N; i++)
+                any |= in[i];
+            if (any)
+                assert_string_equal(info.state_name, "Stable");
+        }
+        for (int i = 0; i < N; i++)
+            free(c[i]);
+        fx_free(f);
+    }
+}
+
+int main(void)
+{
+    kc_log_set_level(KC_LOG_ERROR);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_validation),
+        cmocka_unit_test(test_join_three_then_fourth),
+        cmocka_unit_test(test_leave),
+        cmocka_unit_test(test_session_timeout),
+        cmocka_unit_test(test_rebalance_timeout),
+        cmocka_unit_test(test_fencing),
+        cmocka_unit_test(test_max_size),
+        cmocka_unit_test(test_static_leave_rejoin),
+        cmocka_unit_test(test_records_and_replay),
+        cmocka_unit_test(test_replay_group_types),
+        cmocka_unit_test(test_metadata_change),
+        cmocka_unit_test(test_regex),
+        cmocka_unit_test(test_subscription_change),
+        cmocka_unit_test(test_assignment_when),
+        cmocka_unit_test(test_describe_and_list),
+        cmocka_unit_test(test_offsets),
+        cmocka_unit_test(test_classic_interplay),
+        cmocka_unit_test(test_random_sequences),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
