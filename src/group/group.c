@@ -1330,6 +1330,15 @@ static void init_next_generation(group_t *g)
     clear_pending_sync(g);
 }
 
+/* The initial-rebalance timer never fires sooner than 1 ms, as Kafka's timer (1 ms ticks,
+ * expired by its own thread) does not with group.initial.rebalance.delay.ms=0: members that
+ * join together but arrive over a few socket reads then land in one generation, rather than
+ * a first generation of whoever came in the first loop turn and a second one for the rest. */
+static int32_t timer_delay(int32_t delay)
+{
+    return delay > 0 ? delay : 1;
+}
+
 /* Kafka's prepareRebalance. */
 static void prepare_rebalance(group_t *g, const char *reason)
 {
@@ -1345,7 +1354,7 @@ static void prepare_rebalance(group_t *g, const char *reason)
         int32_t remaining = group_rebalance_timeout(g) - delay;
         g->init_delay_ms = delay;
         g->init_remaining_ms = remaining > 0 ? remaining : 0;
-        set_join_timer(g, JOIN_TIMER_INITIAL, delay);
+        set_join_timer(g, JOIN_TIMER_INITIAL, timer_delay(delay));
     }
     set_state(g, KC_GROUP_PREPARING_REBALANCE, reason);
     if (initial)
@@ -1449,7 +1458,7 @@ static void try_complete_initial_rebalance(group_t *g, int32_t delay, int32_t re
         int32_t new_remaining = remaining - delay > 0 ? remaining - delay : 0;
         g->init_delay_ms = new_delay;
         g->init_remaining_ms = new_remaining;
-        set_join_timer(g, JOIN_TIMER_INITIAL, new_delay);
+        set_join_timer(g, JOIN_TIMER_INITIAL, timer_delay(new_delay));
     } else {
         complete_join_phase(g);
     }
