@@ -38,6 +38,10 @@
  * partitions to revoke, a rebalance deadline. The consumer-group side keeps a min-heap of groups
  * keyed by a deadline that may be early, like the classic side; kc_cgm_tick fires what is due.
  *
+ * Rebalance history: a plan that bumps the group epoch says why (rb_cause and friends in the
+ * plan); commit() opens the group's history entry for it (rb_plan), and the entry ends when
+ * the group is next Stable or Empty (rb_settle) or a newer bump comes first.
+ *
  * Extending: request handling validates first and fills a plan; only commit() changes state.
  * New records get an act kind, an encoder and an apply primitive that replay shares.
  */
@@ -477,6 +481,7 @@ typedef struct cmember_s {
     int64_t session_deadline;
     int64_t rebalance_deadline;
     int32_t rebalance_epoch; /* the epoch the rebalance timer was armed for */
+    int64_t last_hb_ms;      /* when its session was last renewed (for introspection) */
 } cmember_t;
 
 /* A member's target assignment (kept apart from the member: replay may see it first). */
@@ -512,7 +517,8 @@ typedef struct cgroup_s {
     int32_t n_rres;
     size_t heap_idx;
     int64_t heap_key;
-    bool loading; /* replayed, waiting for kc_cgm_load_complete */
+    bool loading;    /* replayed, waiting for kc_cgm_load_complete */
+    kc_rb_ring_t rb; /* one entry per group-epoch bump, ended when the group is Stable */
 } cgroup_t;
 
 struct kc_cgm_s {
@@ -627,13 +633,33 @@ static void note_state(cgroup_t *g, const char *reason)
     int s = compute_state(g);
     if (s == g->logged_state)
         return;
-    if (g->loading)
-        KC_DEBUG("group", "consumer group %.*s: %s -> %s: %s", SV(g->id),
-                 cg_state_names[g->logged_state], cg_state_names[s], reason);
-    else
-        KC_INFO("group", "consumer group %.*s: %s -> %s: %s", SV(g->id),
-                cg_state_names[g->logged_state], cg_state_names[s], reason);
+    /* Debug only: a completed rebalance logs one info line (kc_rb_log). */
+    KC_DEBUG("group", "consumer group %.*s: %s -> %s: %s", SV(g->id),
+             cg_state_names[g->logged_state], cg_state_names[s], reason);
     g->logged_state = s;
+}
+
+/* End the group's running history entry with `outcome` and log its line. */
+static void rb_finish(cgroup_t *g, const char *outcome)
+{
+    kc_rb_entry_t *e = kc_rb_current(&g->rb);
+    if (!e)
+        return;
+    e = kc_rb_end(&g->rb, g->c->now, e->generation, outcome);
+    kc_rb_log(e, "consumer group", g->id);
+}
+
+/* After a change: the running rebalance is over once every member is at the assignment
+ * epoch and Stable, or no member is left. */
+static void rb_settle(cgroup_t *g)
+{
+    if (!g->rb.open)
+        return;
+    int s = compute_state(g);
+    if (s == CG_STABLE)
+        rb_finish(g, "stable");
+    else if (s == CG_EMPTY)
+        rb_finish(g, "empty");
 }
 
 static cmember_t *member_alloc(kc_str_t id)
@@ -722,6 +748,7 @@ static void group_release(cgroup_t *g)
     kc_strmap_free(&g->by_instance);
     kc_strmap_free(&g->targets);
     rres_clear(g);
+    kc_rb_free(&g->rb);
     free(g);
 }
 
@@ -816,6 +843,7 @@ static int64_t group_earliest(const cgroup_t *g)
 
 static void set_session(cgroup_t *g, cmember_t *m)
 {
+    m->last_hb_ms = g->c->now;
     m->session_deadline = g->c->now + session_timeout(g->c);
     arm(g, m->session_deadline);
 }
@@ -1210,6 +1238,12 @@ typedef struct plan_s {
     size_t n, cap;
     size_t new_targets, new_instances; /* map entries reserved for the plan */
     bool oom;
+    /* Why the plan bumps the group epoch, for the rebalance history (views valid until the
+     * commit; rb_set false: the subscribed topics' metadata changed). */
+    bool rb_set;
+    int rb_cause;
+    kc_str_t rb_member, rb_reason;
+    kc_str_t rb_joined; /* the member that joins (null: none) */
 } plan_t;
 
 static act_t *plan_add(plan_t *p, int kind, kc_str_t member_id)
@@ -1580,18 +1614,50 @@ static void ap_group_del(kc_cgm_t *c, cgroup_t *g)
     group_release(g);
 }
 
+/* A plan that bumps the group epoch starts a rebalance: a new history entry (a running one
+ * ends as restarted), with the members the plan removes as dropped and the one it adds as
+ * joined. Called before the plan is applied, while its views are valid. */
+static void rb_plan(plan_t *p)
+{
+    cgroup_t *g = p->g;
+    const act_t *bump = NULL;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->v[i].kind == A_GROUP_EPOCH)
+            bump = &p->v[i];
+    if (!bump || g->loading)
+        return;
+    if (g->rb.open)
+        rb_finish(g, "restarted");
+    /* A view left zeroed (p == NULL) by the plan's initializer means none. */
+    int cause = p->rb_set ? p->rb_cause : KC_RB_METADATA_CHANGED;
+    kc_str_t who = p->rb_set && p->rb_member.p ? p->rb_member : KC_STR_NULL;
+    kc_str_t why = !p->rb_set       ? KC_STR_LIT("the subscribed topics' metadata changed")
+                   : p->rb_reason.p ? p->rb_reason
+                                    : KC_STR_NULL;
+    kc_rb_begin(&g->rb, kc_gm__stats(p->c->gm), p->c->now, cause, who, why);
+    kc_rb_entry_t *e = kc_rb_current(&g->rb);
+    if (e)
+        e->generation = bump->epoch;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->v[i].kind == A_META_DEL)
+            kc_rb_note(&g->rb, false, p->v[i].member_id);
+    if (p->rb_joined.p)
+        kc_rb_note(&g->rb, true, p->rb_joined);
+}
+
 /* Emit every planned record and apply it. Cannot fail: everything was prepared. */
 static void commit(plan_t *p, const char *reason)
 {
     kc_cgm_t *c = p->c;
     cgroup_t *g = p->g;
+    rb_plan(p);
     if (p->delete_classic)
         kc_gm__classic_remove(c->gm, c->now, g->id, true,
                               "the empty classic group becomes a consumer group");
     if (p->new_group) {
         kc_strmap_put(&c->groups, g->id.p, (size_t)g->id.len, g); /* reserved */
         p->new_group = false;
-        KC_INFO("group", "consumer group %.*s created", SV(g->id));
+        KC_DEBUG("group", "consumer group %.*s created", SV(g->id));
     }
     bool deleted = false;
     for (size_t i = 0; i < p->n; i++) {
@@ -1639,8 +1705,10 @@ static void commit(plan_t *p, const char *reason)
             break;
         }
     }
-    if (!deleted)
+    if (!deleted) {
         note_state(g, reason);
+        rb_settle(g);
+    }
     for (size_t i = 0; i < p->n; i++)
         act_free(&p->v[i]);
     p->n = 0;
@@ -2174,10 +2242,10 @@ static asg_t *plan_target_assignment(plan_t *p, const kc_gm_topics_t *tv, int32_
             plan_target(p, ids[i], na, now);
     }
     kc_assign_result_free(&res);
-    KC_INFO("group",
-            "consumer group %.*s: computed a new target assignment for epoch %d with the "
-            "%.*s assignor",
-            SV(g->id), (int)epoch, SV(name));
+    KC_DEBUG("group",
+             "consumer group %.*s: computed a new target assignment for epoch %d with the "
+             "%.*s assignor",
+             SV(g->id), (int)epoch, SV(name));
     act_t *ae = plan_add(p, A_TARGET_EPOCH, KC_STR_NULL);
     if (ae)
         ae->epoch = epoch;
@@ -2543,10 +2611,10 @@ static void do_heartbeat(hb_t *h)
             if (!st) {
                 old = find_member(g, mid);
             } else if (st->epoch != STATIC_LEAVE_EPOCH && !st->meta->classic) {
-                KC_INFO("group",
-                        "consumer group %.*s: static member %.*s with instance id %.*s cannot "
-                        "join: the instance id is owned by member %.*s",
-                        SV(gid), SV(mid), SV(inst), SV(st->id));
+                KC_DEBUG("group",
+                         "consumer group %.*s: static member %.*s with instance id %.*s cannot "
+                         "join: the instance id is owned by member %.*s",
+                         SV(gid), SV(mid), SV(inst), SV(st->id));
                 hb_fail(h, KC_ERR_UNRELEASED_INSTANCE_ID,
                         "Static member %.*s with instance id %.*s cannot join the group because "
                         "the instance id is owned by %.*s member.",
@@ -2561,10 +2629,10 @@ static void do_heartbeat(hb_t *h)
                 goto out;
             }
             if (!kc_str_eq(st->id, mid)) {
-                KC_INFO("group",
-                        "consumer group %.*s: static member %.*s with instance id %.*s is fenced "
-                        "by member %.*s",
-                        SV(gid), SV(mid), SV(inst), SV(st->id));
+                KC_DEBUG("group",
+                         "consumer group %.*s: static member %.*s with instance id %.*s is fenced "
+                         "by member %.*s",
+                         SV(gid), SV(mid), SV(inst), SV(st->id));
                 hb_fail(h, KC_ERR_FENCED_INSTANCE_ID,
                         "Static member %.*s with instance id %.*s was fenced by member %.*s.",
                         SV(mid), SV(inst), SV(st->id));
@@ -2601,10 +2669,10 @@ static void do_heartbeat(hb_t *h)
         }
         cur = (mview_t){0, 0, gone->state, gone->assigned, gone->revoking};
         base = gone->meta;
-        KC_INFO("group",
-                "consumer group %.*s: static member with instance id %.*s rejoins as %.*s, "
-                "replacing member %.*s",
-                SV(gid), SV(inst), SV(mid), SV(gone->id));
+        KC_DEBUG("group",
+                 "consumer group %.*s: static member with instance id %.*s rejoins as %.*s, "
+                 "replacing member %.*s",
+                 SV(gid), SV(inst), SV(mid), SV(gone->id));
     } else if (old) {
         cur = (mview_t){old->epoch, old->prev_epoch, old->state, old->assigned, old->revoking};
         base = old->meta;
@@ -2615,8 +2683,8 @@ static void do_heartbeat(hb_t *h)
             goto out;
         }
         base = dflt;
-        KC_INFO("group", "consumer group %.*s: member %.*s%s%.*s joins", SV(gid), SV(mid),
-                inst.len >= 0 ? " with instance id " : "", SV(inst));
+        KC_DEBUG("group", "consumer group %.*s: member %.*s%s%.*s joins", SV(gid), SV(mid),
+                 inst.len >= 0 ? " with instance id " : "", SV(inst));
     }
 
     /* 1. The member's metadata (Kafka's hasMemberSubscriptionChanged and
@@ -2679,8 +2747,25 @@ static void do_heartbeat(hb_t *h)
         if (bump) {
             group_epoch = g->epoch + 1;
             plan_group_epoch(&p, group_epoch, hash, now);
-            KC_INFO("group", "consumer group %.*s: group epoch %d (metadata hash %lld)", SV(gid),
-                    (int)group_epoch, (long long)hash);
+            KC_DEBUG("group", "consumer group %.*s: group epoch %d (metadata hash %lld)", SV(gid),
+                     (int)group_epoch, (long long)hash);
+            /* Why, for the rebalance history. */
+            if (gone) {
+                p.rb_set = true;
+                p.rb_cause = KC_RB_STATIC_REPLACED;
+                p.rb_member = mid;
+                p.rb_reason = KC_STR_LIT("a static member rejoined under a new member id");
+            } else if (!old) {
+                p.rb_set = true;
+                p.rb_cause = KC_RB_MEMBER_JOINED;
+                p.rb_member = mid;
+            } else if (sub_changed) {
+                p.rb_set = true;
+                p.rb_cause = KC_RB_METADATA_CHANGED;
+                p.rb_member = mid;
+                p.rb_reason = KC_STR_LIT("its subscription changed");
+            }
+            p.rb_joined = gone || !old ? mid : KC_STR_NULL;
         }
         if (g->has_partition_metadata)
             act_encode(&p, plan_add(&p, A_PARTMETA_DEL, KC_STR_NULL), gid, now);
@@ -2817,11 +2902,16 @@ out:
 /* Kafka's consumerGroupFenceMembers: remove the members (their records' tombstones) and bump
  * the group epoch with the metadata hash of what the others subscribe to. 0, or -1 when out
  * of memory (nothing changed). */
-static int fence(kc_cgm_t *c, cgroup_t *g, cmember_t **ms, size_t n, const char *reason)
+static int fence(kc_cgm_t *c, cgroup_t *g, cmember_t **ms, size_t n, const char *reason, int cause)
 {
     if (n == 0)
         return 0;
     plan_t p = {.c = c, .g = g};
+    p.rb_set = true;
+    p.rb_cause = cause;
+    p.rb_member = ms[0]->id;
+    p.rb_reason = cause == KC_RB_SYNC_TIMEOUT ? kc_str_c(reason) : KC_STR_NULL;
+    p.rb_joined = KC_STR_NULL;
     int64_t now = c->now;
     for (size_t i = 0; i < n; i++)
         plan_remove_member(&p, ms[i], now);
@@ -2849,10 +2939,10 @@ static int fence(kc_cgm_t *c, cgroup_t *g, cmember_t **ms, size_t n, const char 
         return -1;
     }
     for (size_t i = 0; i < n; i++)
-        KC_INFO("group", "consumer group %.*s: member %.*s fenced: %s", SV(g->id), SV(ms[i]->id),
-                reason);
-    KC_INFO("group", "consumer group %.*s: group epoch %d (metadata hash %lld)", SV(g->id),
-            (int)g->epoch + 1, (long long)hash);
+        KC_DEBUG("group", "consumer group %.*s: member %.*s fenced: %s", SV(g->id), SV(ms[i]->id),
+                 reason);
+    KC_DEBUG("group", "consumer group %.*s: group epoch %d (metadata hash %lld)", SV(g->id),
+             (int)g->epoch + 1, (long long)hash);
     commit(&p, reason);
     plan_free(&p);
     return 0;
@@ -2911,16 +3001,16 @@ static void do_leave(hb_t *h)
             hb_oom(h);
             return;
         }
-        KC_INFO("group",
-                "consumer group %.*s: static member %.*s with instance id %.*s left temporarily",
-                SV(gid), SV(m->id), SV(inst));
+        KC_DEBUG("group",
+                 "consumer group %.*s: static member %.*s with instance id %.*s left temporarily",
+                 SV(gid), SV(m->id), SV(inst));
         commit(&p, "a static member left temporarily");
         plan_free(&p);
         m->rebalance_deadline = NEVER;
         return;
     }
-    KC_INFO("group", "consumer group %.*s: member %.*s leaves", SV(gid), SV(m->id));
-    if (fence(c, g, &m, 1, "the member left the group") != 0)
+    KC_DEBUG("group", "consumer group %.*s: member %.*s leaves", SV(gid), SV(m->id));
+    if (fence(c, g, &m, 1, "the member left the group", KC_RB_MEMBER_LEFT) != 0)
         hb_oom(h);
 }
 
@@ -3009,7 +3099,8 @@ static void run_group_timers(cgroup_t *g)
             snprintf(reason, sizeof(reason), "it failed to transition from epoch %d within %dms",
                      (int)due->epoch, (int)due->meta->rebalance_timeout_ms);
         }
-        if (fence(c, g, &due, 1, reason) != 0) {
+        if (fence(c, g, &due, 1, reason, session ? KC_RB_SESSION_TIMEOUT : KC_RB_SYNC_TIMEOUT) !=
+            0) {
             /* Out of memory: try again in a second. */
             if (session)
                 due->session_deadline = c->now + 1000;
@@ -3192,7 +3283,8 @@ void kc_cgm_classic_leave(kc_cgm_t *c, int64_t now_ms, kc_str_t id, const kc_mem
         if (!dup && valid)
             valid[nv++] = m;
     }
-    if (nv > 0 && fence(c, g, valid, nv, "the members left through LeaveGroup") != 0)
+    if (nv > 0 &&
+        fence(c, g, valid, nv, "the members left through LeaveGroup", KC_RB_MEMBER_LEFT) != 0)
         for (int32_t i = 0; i < n; i++)
             errors[i] = KC_ERR_COORDINATOR_NOT_AVAILABLE;
     if (n > 0 && !valid)
@@ -3727,4 +3819,135 @@ void kc_gm_consumer_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
         do_leave(&h);
     else
         do_heartbeat(&h);
+}
+
+/* ---- Introspection (group.h's kc_gm_json_*) ------------------------------------------------ */
+
+/* An assignment as {"topic":[partitions]}; a topic the catalog no longer has is named by its
+ * id in hex. */
+static void json_assignment(const kc_gm_topics_t *tv, const asg_t *asg, kc_emit_fn emit, void *arg)
+{
+    emit(arg, "{", 1);
+    for (int32_t i = 0; asg && i < asg->n; i++) {
+        if (i)
+            emit(arg, ",", 1);
+        const kc_gm_topic_t *t = tv_id(tv, &asg->t[i].topic);
+        if (t) {
+            kc_gm__json_str(emit, arg, t->name);
+        } else {
+            static const char hex[] = "0123456789abcdef";
+            char id[34];
+            id[0] = '"';
+            for (int k = 0; k < 16; k++) {
+                id[1 + 2 * k] = hex[asg->t[i].topic.b[k] >> 4];
+                id[2 + 2 * k] = hex[asg->t[i].topic.b[k] & 15];
+            }
+            id[33] = '"';
+            emit(arg, id, sizeof(id));
+        }
+        emit(arg, ":[", 2);
+        for (int32_t k = 0; k < asg->t[i].n; k++) {
+            if (k)
+                emit(arg, ",", 1);
+            kc_gm__json_i64(emit, arg, asg->t[i].p[k]);
+        }
+        emit(arg, "]", 1);
+    }
+    emit(arg, "}", 1);
+}
+
+static void json_summary(const cgroup_t *g, kc_emit_fn emit, void *arg)
+{
+    kc_gm__json_lit(emit, arg, "{\"group_id\":");
+    kc_gm__json_str(emit, arg, g->id);
+    kc_gm__json_lit(emit, arg, ",\"type\":\"consumer\",\"state\":\"");
+    kc_gm__json_lit(emit, arg, cg_state_names[compute_state(g)]);
+    kc_gm__json_lit(emit, arg, "\",\"protocol_type\":\"consumer\",\"protocol\":");
+    kc_gm__json_str(emit, arg, preferred_assignor(g, NULL, NULL, NULL));
+    kc_gm__json_lit(emit, arg, ",\"generation\":");
+    kc_gm__json_i64(emit, arg, g->epoch);
+    kc_gm__json_lit(emit, arg, ",\"members\":");
+    kc_gm__json_i64(emit, arg, g->n_members);
+    kc_gm__json_lit(emit, arg, ",\"state_timestamp_ms\":-1,\"rebalance_count\":");
+    kc_gm__json_i64(emit, arg, g->rb.total);
+    kc_gm__json_lit(emit, arg, ",\"last_rebalance_end_ms\":");
+    kc_gm__json_i64(emit, arg, kc_rb_last_end(&g->rb));
+    emit(arg, "}", 1);
+}
+
+void kc_cgm_json_list(const kc_cgm_t *c, int64_t now_ms, kc_emit_fn emit, void *arg, bool *first)
+{
+    (void)now_ms;
+    for (size_t i = 0; i < c->groups.cap; i++) {
+        const cgroup_t *g = kc_strmap_slot(&c->groups, i);
+        if (!g)
+            continue;
+        if (!*first)
+            emit(arg, ",", 1);
+        *first = false;
+        json_summary(g, emit, arg);
+    }
+}
+
+int kc_cgm_json_group(const kc_cgm_t *c, int64_t now_ms, kc_str_t id, kc_emit_fn emit, void *arg)
+{
+    const cgroup_t *g = find_group(c, id);
+    if (!g)
+        return -1;
+    kc_gm_topics_t tv;
+    topics_of(c, &tv);
+    kc_gm__json_lit(emit, arg, "{\"group_id\":");
+    kc_gm__json_str(emit, arg, g->id);
+    kc_gm__json_lit(emit, arg, ",\"type\":\"consumer\",\"state\":\"");
+    kc_gm__json_lit(emit, arg, cg_state_names[compute_state(g)]);
+    kc_gm__json_lit(emit, arg, "\",\"protocol_type\":\"consumer\",\"protocol\":");
+    kc_gm__json_str(emit, arg, preferred_assignor(g, NULL, NULL, NULL));
+    kc_gm__json_lit(emit, arg, ",\"generation\":");
+    kc_gm__json_i64(emit, arg, g->epoch);
+    kc_gm__json_lit(emit, arg, ",\"assignment_epoch\":");
+    kc_gm__json_i64(emit, arg, g->assignment_epoch);
+    kc_gm__json_lit(emit, arg, ",\"leader\":null,\"members\":[");
+    for (const cmember_t *m = g->head; m; m = m->next) {
+        const cmeta_t *mt = m->meta;
+        if (m != g->head)
+            emit(arg, ",", 1);
+        kc_gm__json_lit(emit, arg, "{\"member_id\":");
+        kc_gm__json_str(emit, arg, m->id);
+        kc_gm__json_lit(emit, arg, ",\"instance_id\":");
+        kc_gm__json_str(emit, arg, mt->instance_id);
+        kc_gm__json_lit(emit, arg, ",\"client_id\":");
+        kc_gm__json_str(emit, arg, mt->client_id);
+        kc_gm__json_lit(emit, arg, ",\"client_host\":");
+        kc_gm__json_str(emit, arg, mt->client_host);
+        kc_gm__json_lit(emit, arg, ",\"assignment\":");
+        json_assignment(&tv, m->assigned, emit, arg);
+        kc_gm__json_lit(emit, arg, ",\"pending_revocation\":");
+        json_assignment(&tv, m->revoking, emit, arg);
+        kc_gm__json_lit(emit, arg, ",\"target_assignment\":");
+        json_assignment(&tv, target_of(g, m->id), emit, arg);
+        kc_gm__json_lit(emit, arg, ",\"last_heartbeat_age_ms\":");
+        int64_t age = now_ms - m->last_hb_ms;
+        kc_gm__json_i64(emit, arg, age > 0 ? age : 0);
+        kc_gm__json_lit(emit, arg, ",\"member_epoch\":");
+        kc_gm__json_i64(emit, arg, m->epoch);
+        kc_gm__json_lit(emit, arg, ",\"state\":\"");
+        kc_gm__json_lit(emit, arg, member_state_name(m->state));
+        kc_gm__json_lit(emit, arg, "\",\"subscribed_topics\":[");
+        for (int32_t k = 0; k < mt->n_topics; k++) {
+            if (k)
+                emit(arg, ",", 1);
+            kc_gm__json_str(emit, arg, mt->topics[k]);
+        }
+        kc_gm__json_lit(emit, arg, "],\"subscribed_regex\":");
+        kc_gm__json_str(emit, arg, mt->regex);
+        kc_gm__json_lit(emit, arg, ",\"assignor\":");
+        kc_gm__json_str(emit, arg, mt->assignor);
+        kc_gm__json_lit(emit, arg, ",\"rebalance_timeout_ms\":");
+        kc_gm__json_i64(emit, arg, mt->rebalance_timeout_ms);
+        emit(arg, "}", 1);
+    }
+    kc_gm__json_lit(emit, arg, "],\"rebalances\":");
+    kc_rb_json(&g->rb, now_ms, emit, arg);
+    emit(arg, "}", 1);
+    return 0;
 }

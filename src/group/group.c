@@ -38,6 +38,14 @@
  * kc_gm_load_complete (Kafka's onLoaded) then gives every loaded member a fresh session, so the
  * group carries on in its generation without a rebalance.
  *
+ * Rebalance history (group.h, the ring in cgroup.h): the event that starts a rebalance calls
+ * rb_start() with its cause just before it changes the group, so that the entry is open when
+ * group_add()/group_remove() note who joined and who dropped out; prepare_rebalance() keeps
+ * that entry (or opens an "other" one for a rebalance nobody named), init_next_generation()
+ * stamps the generation, and the entry ends (one info line) when the group is Stable, Empty,
+ * or restarted from CompletingRebalance. set_state() feeds the join and sync phase
+ * histograms. Per-request events are logged at debug level only.
+ *
  * Memory: a group owns copies of everything it keeps. Request paths allocate everything they
  * need before changing any state, so running out of memory answers the request with
  * COORDINATOR_NOT_AVAILABLE and leaves the group as it was.
@@ -48,6 +56,7 @@
  */
 #include "group/group.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +108,7 @@ typedef struct member_s {
     bool is_new;       /* joined and has not yet completed a join phase */
     bool pending_sync; /* expected to send SyncGroup in this generation */
     int64_t hb_deadline;
+    int64_t last_hb_ms; /* when its session was last renewed (for introspection) */
 } member_t;
 
 /* A KIP-394 member id handed out with MEMBER_ID_REQUIRED, waiting for its second JoinGroup. */
@@ -154,6 +164,10 @@ typedef struct group_s {
     int64_t heap_key;
     struct group_s *defer_next;
     int loading; /* LOAD_*: replayed and waiting for kc_gm_load_complete */
+    /* Rebalance history. rb_armed: rb_start opened the running entry for an event that is
+     * about to call prepare_rebalance, which must keep it. */
+    kc_rb_ring_t rb;
+    bool rb_armed;
 } group_t;
 
 struct kc_gm_s {
@@ -166,6 +180,7 @@ struct kc_gm_s {
     int64_t now;
     uint64_t rng;
     uint64_t next_seq;
+    kc_gm_stats_t stats; /* kc_gm_stats */
     /* The JoinGroup or SyncGroup being handled. */
     struct {
         uint64_t seq; /* 0 when none */
@@ -625,6 +640,7 @@ static void arm(group_t *g, int64_t deadline)
 
 static void set_hb(group_t *g, member_t *m, int64_t timeout_ms)
 {
+    m->last_hb_ms = g->gm->now;
     m->hb_deadline = g->gm->now + timeout_ms;
     arm(g, m->hb_deadline);
 }
@@ -679,7 +695,11 @@ static unsigned valid_previous(kc_group_state_t to)
     return 0;
 }
 
-/* The one place a group changes state. An illegal transition is refused and logged as an
+static void phase_observe(uint64_t *buckets, double *sum, int64_t ms);
+
+/* The one place a group changes state. Leaving PreparingRebalance or CompletingRebalance
+ * (other than for Dead) counts the time spent there in the join or sync phase histogram. An
+ * illegal transition is refused and logged as an
  * error (Kafka throws IllegalStateException). */
 static void set_state(group_t *g, kc_group_state_t to, const char *reason)
 {
@@ -688,8 +708,16 @@ static void set_state(group_t *g, kc_group_state_t to, const char *reason)
                  kc_group_state_name(g->state), kc_group_state_name(to), reason);
         return;
     }
-    KC_INFO("group", "group %.*s: %s -> %s: %s", SV(g->id), kc_group_state_name(g->state),
-            kc_group_state_name(to), reason);
+    KC_DEBUG("group", "group %.*s: %s -> %s: %s", SV(g->id), kc_group_state_name(g->state),
+             kc_group_state_name(to), reason);
+    if (to != KC_GROUP_DEAD) {
+        kc_gm_stats_t *st = &g->gm->stats;
+        int64_t spent = g->gm->now - g->state_ts;
+        if (g->state == KC_GROUP_PREPARING_REBALANCE)
+            phase_observe(st->join_phase, &st->join_phase_sum_s, spent);
+        else if (g->state == KC_GROUP_COMPLETING_REBALANCE)
+            phase_observe(st->sync_phase, &st->sync_phase_sum_s, spent);
+    }
     g->prev_state = g->state;
     g->state = to;
     g->state_ts = g->gm->now;
@@ -1039,6 +1067,7 @@ static void group_release(group_t *g)
     free(g->ptype);
     free(g->pname);
     free(g->subs);
+    kc_rb_free(&g->rb);
     free(g);
 }
 
@@ -1080,6 +1109,7 @@ static void group_add(group_t *g, member_t *m, char *ptype, int32_t ptype_len)
     g->n_members++;
     pc_add(g, m->protos, +1);
     pending_remove(g, m->id);
+    kc_rb_note(&g->rb, true, m->id);
 }
 
 /* Kafka's ClassicGroup.remove, plus answering the member's parked requests: a parked
@@ -1107,6 +1137,7 @@ static void group_remove(group_t *g, member_t *m)
     if (g->leader == m)
         g->leader = g->head;
     pending_remove(g, m->id);
+    kc_rb_note(&g->rb, false, m->id);
     member_free(m);
 }
 
@@ -1134,9 +1165,9 @@ static int16_t validate_member(group_t *g, kc_str_t member_id, kc_str_t instance
         if (!s)
             return KC_ERR_UNKNOWN_MEMBER_ID;
         if (!kc_str_eq(s->id, member_id)) {
-            KC_INFO("group",
-                    "group %.*s: member %.*s with instance id %.*s is fenced by member %.*s",
-                    SV(g->id), SV(member_id), SV(instance), SV(s->id));
+            KC_DEBUG("group",
+                     "group %.*s: member %.*s with instance id %.*s is fenced by member %.*s",
+                     SV(g->id), SV(member_id), SV(instance), SV(s->id));
             return KC_ERR_FENCED_INSTANCE_ID;
         }
     }
@@ -1243,6 +1274,37 @@ static bool subscribed_to(const group_t *g, kc_str_t topic)
 
 static void complete_join_phase(group_t *g);
 
+/* End the running history entry with the group's generation and log its line. */
+static void rb_finish(group_t *g, const char *outcome)
+{
+    kc_rb_entry_t *e = kc_rb_end(&g->rb, g->gm->now, g->generation, outcome);
+    if (e)
+        kc_rb_log(e, "group", g->id);
+}
+
+/* An event is about to start a rebalance: open the history entry for it before the event
+ * changes the group, so that the members it adds or removes are listed, and arm
+ * prepare_rebalance to keep it. A rebalance that reached CompletingRebalance ends as
+ * "restarted". Nothing when the group is preparing a rebalance already (the event joins that
+ * one) or when another event of the same request armed it. Call it only right before an event
+ * that moves the group to PreparingRebalance (through prepare_rebalance) when it is Stable,
+ * CompletingRebalance or Empty. */
+static void rb_start(group_t *g, int cause, kc_str_t member, kc_str_t reason)
+{
+    if (g->rb_armed || !can_rebalance(g))
+        return;
+    if (g->rb.open)
+        rb_finish(g, "restarted");
+    kc_rb_begin(&g->rb, &g->gm->stats, g->gm->now, cause, member, reason);
+    g->rb_armed = true;
+}
+
+/* A client's reason (JoinGroup v8+, LeaveGroup v5+), or null when it gave none. */
+static kc_str_t client_reason(int16_t version, int16_t since, kc_str_t reason)
+{
+    return version >= since && reason.len >= 0 ? reason : KC_STR_NULL;
+}
+
 /* Kafka's resetAndPropagateAssignmentWithError / setAndPropagateAssignment. */
 static void propagate_assignment(group_t *g, int16_t err)
 {
@@ -1280,18 +1342,18 @@ static bool maybe_elect_new_joined_leader(group_t *g)
         return true;
     for (member_t *m = g->head; m; m = m->next) {
         if (m->join.active) {
-            KC_INFO("group",
-                    "group %.*s: leader %.*s failed to join before the rebalance timeout; "
-                    "member %.*s is the new leader",
-                    SV(g->id), SV(g->leader->id), SV(m->id));
+            KC_DEBUG("group",
+                     "group %.*s: leader %.*s failed to join before the rebalance timeout; "
+                     "member %.*s is the new leader",
+                     SV(g->id), SV(g->leader->id), SV(m->id));
             g->leader = m;
             return true;
         }
     }
-    KC_INFO("group",
-            "group %.*s: leader %.*s failed to join before the rebalance timeout and no "
-            "member joined",
-            SV(g->id), SV(g->leader->id));
+    KC_DEBUG("group",
+             "group %.*s: leader %.*s failed to join before the rebalance timeout and no "
+             "member joined",
+             SV(g->id), SV(g->leader->id));
     return false;
 }
 
@@ -1300,6 +1362,9 @@ static void init_next_generation(group_t *g)
 {
     char reason[160];
     g->generation++;
+    kc_rb_entry_t *e = kc_rb_current(&g->rb);
+    if (e)
+        e->generation = g->generation;
     if (g->n_members > 0) {
         kc_str_t sel = select_protocol(g);
         if (sel.len >= 0 && (size_t)sel.len + 1 > g->pname_cap) {
@@ -1326,6 +1391,7 @@ static void init_next_generation(group_t *g)
         compute_subscriptions(g);
         snprintf(reason, sizeof(reason), "generation %d has no members", (int)g->generation);
         set_state(g, KC_GROUP_EMPTY, reason);
+        rb_finish(g, "empty");
     }
     clear_pending_sync(g);
 }
@@ -1343,6 +1409,13 @@ static int32_t timer_delay(int32_t delay)
 static void prepare_rebalance(group_t *g, const char *reason)
 {
     kc_gm_t *gm = g->gm;
+    if (!g->rb_armed) {
+        /* Started by something rb_start does not name (see kc_rb_begin's causes). */
+        if (g->rb.open)
+            rb_finish(g, "restarted");
+        kc_rb_begin(&g->rb, &gm->stats, gm->now, KC_RB_OTHER, KC_STR_NULL, kc_str_c(reason));
+    }
+    g->rb_armed = false;
     if (g->state == KC_GROUP_COMPLETING_REBALANCE)
         reset_and_propagate_error(g, KC_ERR_REBALANCE_IN_PROGRESS);
     clear_pending_sync(g);
@@ -1401,8 +1474,8 @@ static void complete_join_phase(group_t *g)
         }
     }
     if (removed)
-        KC_INFO("group", "group %.*s removed %d dynamic members that did not rejoin", SV(g->id),
-                removed);
+        KC_DEBUG("group", "group %.*s removed %d dynamic members that did not rejoin", SV(g->id),
+                 removed);
 
     if (g->state == KC_GROUP_DEAD)
         return;
@@ -1491,6 +1564,13 @@ static void expire_pending_sync(group_t *g, int32_t generation)
         return;
     char reason[200];
     int len = snprintf(reason, sizeof(reason), "removing members that did not sync:");
+    for (member_t *m = g->head; m; m = m->next) {
+        if (m->pending_sync) {
+            rb_start(g, KC_RB_SYNC_TIMEOUT, m->id,
+                     KC_STR_LIT("members did not send SyncGroup before the rebalance timeout"));
+            break;
+        }
+    }
     for (member_t *m = g->head, *next; m; m = next) {
         next = m->next;
         if (!m->pending_sync)
@@ -1513,7 +1593,9 @@ static void expire_member(group_t *g, member_t *m)
         return;
     char reason[160];
     snprintf(reason, sizeof(reason), "removing member %.*s on heartbeat expiration", SV(m->id));
-    KC_INFO("group", "group %.*s: member %.*s has failed, removing it", SV(g->id), SV(m->id));
+    KC_DEBUG("group", "group %.*s: member %.*s has failed, removing it", SV(g->id), SV(m->id));
+    if (g->state == KC_GROUP_STABLE || g->state == KC_GROUP_COMPLETING_REBALANCE)
+        rb_start(g, KC_RB_SESSION_TIMEOUT, m->id, KC_STR_NULL);
     remove_member_and_update(g, m, reason);
 }
 
@@ -1572,8 +1654,8 @@ static void run_group_timers(group_t *g)
             expire_member(g, bm);
             break;
         case T_PENDING:
-            KC_INFO("group", "group %.*s: pending member %.*s removed after its session timeout",
-                    SV(g->id), SV(bp->id));
+            KC_DEBUG("group", "group %.*s: pending member %.*s removed after its session timeout",
+                     SV(g->id), SV(bp->id));
             pending_remove(g, bp->id);
             if (g->state == KC_GROUP_PREPARING_REBALANCE && all_joined(g))
                 complete_join_phase(g);
@@ -1794,6 +1876,7 @@ static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t
     m->is_new = true;
     if (g->state == KC_GROUP_PREPARING_REBALANCE && g->prev_state == KC_GROUP_EMPTY)
         g->new_member_added = true;
+    rb_start(g, KC_RB_MEMBER_JOINED, m->id, client_reason(jr->version, 8, req->reason));
     group_add(g, m, ptype, rt.len);
     park_join(g, m);
     /* New members cannot heartbeat before they know their id: they get the (long) new-member
@@ -1822,7 +1905,7 @@ static void update_member(group_t *g, member_t *m, protoset_t *ps, const join_re
 
 /* Kafka's updateMemberThenRebalanceOrCompleteJoin. */
 static void update_member_then_rebalance(group_t *g, member_t *m, const join_req_t *jr,
-                                         const char *why)
+                                         const char *why, int cause)
 {
     kc_gm_t *gm = g->gm;
     protoset_t *ps = protoset_new(jr->req);
@@ -1831,12 +1914,26 @@ static void update_member_then_rebalance(group_t *g, member_t *m, const join_req
         reply_join_oom(gm, jr->member_id);
         return;
     }
+    rb_start(g, cause, m->id, client_reason(jr->version, 8, jr->req->reason));
     update_member(g, m, ps, jr);
 
     char reason[300];
     snprintf(reason, sizeof(reason), "%s %.*s during %s; client reason: %.*s", why, SV(m->id),
              kc_group_state_name(g->state), SV(jr->reason));
     maybe_prepare_rebalance_or_complete_join(g, reason);
+}
+
+/* History of a static member replaced by `m` (its old member id `old_id`) that starts or joins a
+ * rebalance: the old id dropped out, the new one joined. */
+static void rb_static_replaced(group_t *g, kc_str_t old_id, const member_t *m)
+{
+    char why[200];
+    int n = snprintf(why, sizeof(why), "group instance id %.*s replaced member %.*s",
+                     SV(m->instance_id), SV(old_id));
+    rb_start(g, KC_RB_STATIC_REPLACED, m->id,
+             (kc_str_t){why, n < (int)sizeof(why) ? n : (int)sizeof(why) - 1});
+    kc_rb_note(&g->rb, false, old_id);
+    kc_rb_note(&g->rb, true, m->id);
 }
 
 /* Kafka's updateStaticMemberThenRebalanceOrCompleteJoin: a known group.instance.id joins
@@ -1847,6 +1944,7 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
     kc_gm_t *gm = g->gm;
     bool oom = false;
     kc_str_t current_leader = g->leader ? arena_str(gm->cur.a, g->leader->id, &oom) : KC_STR_NULL;
+    kc_str_t old_id = arena_str(gm->cur.a, old->id, &oom); /* for the history */
     member_t *nm = member_new(new_id, old->instance_id, old->client_id, old->client_host);
     protoset_t *ps = protoset_new(jr->req);
     if (oom || !nm || !ps || pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0 ||
@@ -1856,11 +1954,11 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
         reply_join_oom(gm, jr->member_id);
         return;
     }
-    KC_INFO("group",
-            "group %.*s: static member with instance id %.*s joins with an unknown member id "
-            "in %s; replacing member %.*s with %.*s",
-            SV(g->id), SV(old->instance_id), kc_group_state_name(g->state), SV(old->id),
-            SV(new_id));
+    KC_DEBUG("group",
+             "group %.*s: static member with instance id %.*s joins with an unknown member id "
+             "in %s; replacing member %.*s with %.*s",
+             SV(g->id), SV(old->instance_id), kc_group_state_name(g->state), SV(old->id),
+             SV(new_id));
 
     /* ClassicGroup.replaceStaticMember: fence the old member's parked requests. */
     {
@@ -1913,10 +2011,10 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
     if (g->state == KC_GROUP_STABLE) {
         kc_str_t sel = select_protocol(g);
         if (kc_str_eq(pname_view(g), sel)) {
-            KC_INFO("group",
-                    "group %.*s: static member %.*s rejoins in Stable without changing the "
-                    "selected protocol; no rebalance",
-                    SV(g->id), SV(m->id));
+            KC_DEBUG("group",
+                     "group %.*s: static member %.*s rejoins in Stable without changing the "
+                     "selected protocol; no rebalance",
+                     SV(g->id), SV(m->id));
             kc_join_group_response_t r;
             if (emit_group_metadata(g, false, false, NULL) != 0) {
                 kc_join_group_response_init(&r);
@@ -1949,6 +2047,7 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
                  "group's selected protocol will change because static member %.*s with "
                  "instance id %.*s joined with a change of protocol; client reason: %.*s",
                  SV(m->id), SV(m->instance_id), SV(jr->reason));
+        rb_static_replaced(g, old_id, m);
         maybe_prepare_rebalance_or_complete_join(g, reason);
         return;
     }
@@ -1958,9 +2057,11 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
                  "updating metadata for static member %.*s with instance id %.*s; client "
                  "reason: %.*s",
                  SV(m->id), SV(m->instance_id), SV(jr->reason));
+        rb_static_replaced(g, old_id, m);
         prepare_rebalance(g, reason);
         return;
     }
+    rb_static_replaced(g, old_id, m);
     maybe_complete_join_phase(g);
 }
 
@@ -1986,8 +2087,8 @@ static void join_new_member(group_t *g, const join_req_t *jr)
         if (old) {
             update_static_member_then_rebalance(g, old, jr, new_id);
         } else {
-            KC_INFO("group", "group %.*s: static member with instance id %.*s joins in %s as %.*s",
-                    SV(g->id), SV(jr->instance_id), kc_group_state_name(g->state), SV(new_id));
+            KC_DEBUG("group", "group %.*s: static member with instance id %.*s joins in %s as %.*s",
+                     SV(g->id), SV(jr->instance_id), kc_group_state_name(g->state), SV(new_id));
             add_member_then_rebalance(g, jr, new_id);
         }
         return;
@@ -2008,13 +2109,13 @@ static void join_new_member(group_t *g, const join_req_t *jr)
         p->deadline = gm->now + jr->session_timeout_ms;
         kc_strmap_put(&g->pending, p->id.p, (size_t)p->id.len, p);
         arm(g, p->deadline);
-        KC_INFO("group", "group %.*s: dynamic member joins in %s; requesting it to rejoin as %.*s",
-                SV(g->id), kc_group_state_name(g->state), SV(new_id));
+        KC_DEBUG("group", "group %.*s: dynamic member joins in %s; requesting it to rejoin as %.*s",
+                 SV(g->id), kc_group_state_name(g->state), SV(new_id));
         reply_join_error(gm, KC_ERR_MEMBER_ID_REQUIRED, new_id);
         return;
     }
-    KC_INFO("group", "group %.*s: dynamic member joins in %s as %.*s", SV(g->id),
-            kc_group_state_name(g->state), SV(new_id));
+    KC_DEBUG("group", "group %.*s: dynamic member joins in %s as %.*s", SV(g->id),
+             kc_group_state_name(g->state), SV(new_id));
     add_member_then_rebalance(g, jr, new_id);
 }
 
@@ -2036,8 +2137,8 @@ static void join_existing_member(group_t *g, const join_req_t *jr)
             reply_join_error(gm, KC_ERR_UNKNOWN_SERVER_ERROR, id);
             return;
         }
-        KC_INFO("group", "group %.*s: pending member %.*s joins in %s", SV(g->id), SV(id),
-                kc_group_state_name(g->state));
+        KC_DEBUG("group", "group %.*s: pending member %.*s joins in %s", SV(g->id), SV(id),
+                 kc_group_state_name(g->state));
         add_member_then_rebalance(g, jr, id);
         return;
     }
@@ -2055,7 +2156,7 @@ static void join_existing_member(group_t *g, const join_req_t *jr)
     member_t *m = find_member(g, id);
     switch (g->state) {
     case KC_GROUP_PREPARING_REBALANCE:
-        update_member_then_rebalance(g, m, jr, "member is joining group:");
+        update_member_then_rebalance(g, m, jr, "member is joining group:", KC_RB_OTHER);
         return;
     case KC_GROUP_COMPLETING_REBALANCE:
         if (protoset_matches(m->protos, jr->req)) {
@@ -2071,15 +2172,18 @@ static void join_existing_member(group_t *g, const join_req_t *jr)
             reply_join(gm, &r);
             free(members);
         } else {
-            update_member_then_rebalance(g, m, jr, "updating metadata for member");
+            update_member_then_rebalance(g, m, jr, "updating metadata for member",
+                                         KC_RB_METADATA_CHANGED);
         }
         return;
     case KC_GROUP_STABLE:
         if (is_leader(g, m)) {
             /* The leader may rejoin to force a rebalance (e.g. topic metadata changed). */
-            update_member_then_rebalance(g, m, jr, "leader re-joining group:");
+            update_member_then_rebalance(g, m, jr,
+                                         "leader re-joining group:", KC_RB_LEADER_REJOINED);
         } else if (!protoset_matches(m->protos, jr->req)) {
-            update_member_then_rebalance(g, m, jr, "updating metadata for member");
+            update_member_then_rebalance(g, m, jr, "updating metadata for member",
+                                         KC_RB_METADATA_CHANGED);
         } else {
             kc_join_group_response_t r;
             join_result(g, m, &r, NULL, 0, g->leader ? g->leader->id : KC_STR_NULL, false);
@@ -2114,9 +2218,9 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
          * Kafka refuses a group of another type. An empty consumer group becomes a classic
          * group (its tombstones first), as in Kafka. */
         if (!kc_cgm_is_empty(gm->cgm, req->group_id)) {
-            KC_INFO("group",
-                    "group %.*s is a consumer group with members: classic member %.*s refused",
-                    SV(req->group_id), SV(jr->member_id));
+            KC_DEBUG("group",
+                     "group %.*s is a consumer group with members: classic member %.*s refused",
+                     SV(req->group_id), SV(jr->member_id));
             reply_join_error(gm, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, jr->member_id);
             return;
         }
@@ -2146,8 +2250,8 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
     }
 
     if (!accept_joining_member(g, jr->member_id)) {
-        KC_INFO("group", "group %.*s is full (group.max.size %d); rejecting member %.*s", SV(g->id),
-                (int)gm->cfg.max_size, SV(jr->member_id));
+        KC_DEBUG("group", "group %.*s is full (group.max.size %d); rejecting member %.*s",
+                 SV(g->id), (int)gm->cfg.max_size, SV(jr->member_id));
         group_remove_id(g, jr->member_id);
         reply_join_error(gm, KC_ERR_GROUP_MAX_SIZE_REACHED, KC_STR_EMPTY);
     } else if (unknown_member) {
@@ -2210,8 +2314,8 @@ static void remove_pending_sync_member(group_t *g, member_t *m)
  * member the leader left out), write the record, answer the parked members, become Stable. */
 static void leader_sync(group_t *g, member_t *leader, kc_bytes_t *assign, uint8_t **copies)
 {
-    KC_INFO("group", "group %.*s: assignment received from leader %.*s for generation %d",
-            SV(g->id), SV(leader->id), (int)g->generation);
+    KC_DEBUG("group", "group %.*s: assignment received from leader %.*s for generation %d",
+             SV(g->id), SV(leader->id), (int)g->generation);
     if (emit_group_metadata(g, false, false, assign) != 0) {
         /* Kafka's failed-append path. */
         int32_t i = 0;
@@ -2232,6 +2336,7 @@ static void leader_sync(group_t *g, member_t *leader, kc_bytes_t *assign, uint8_
     snprintf(reason, sizeof(reason), "assignment of generation %d received from the leader",
              (int)g->generation);
     set_state(g, KC_GROUP_STABLE, reason);
+    rb_finish(g, "stable");
 }
 
 static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t *req)
@@ -2506,8 +2611,9 @@ void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_gr
                 if (!m)
                     err = KC_ERR_UNKNOWN_MEMBER_ID;
             } else if (find_pending(g, mid)) {
-                KC_INFO("group", "group %.*s: pending member %.*s left; client reason: %.*s",
-                        SV(g->id), SV(mid), SV(why));
+                KC_DEBUG("group", "group %.*s: pending member %.*s left; client reason: %.*s",
+                         SV(g->id), SV(mid), SV(why));
+                rb_start(g, KC_RB_MEMBER_LEFT, mid, client_reason(version, 5, ids[i].reason));
                 pending_remove(g, mid);
             } else {
                 err = validate_member(g, mid, inst);
@@ -2515,8 +2621,9 @@ void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_gr
                     m = find_member(g, mid);
             }
             if (m) {
-                KC_INFO("group", "group %.*s: member %.*s left; client reason: %.*s", SV(g->id),
-                        SV(m->id), SV(why));
+                KC_DEBUG("group", "group %.*s: member %.*s left; client reason: %.*s", SV(g->id),
+                         SV(m->id), SV(why));
+                rb_start(g, KC_RB_MEMBER_LEFT, m->id, client_reason(version, 5, ids[i].reason));
                 if (len >= 0 && (size_t)len < sizeof(left))
                     len += snprintf(left + len, sizeof(left) - (size_t)len, "%s%.*s",
                                     valid ? ", " : "", SV(m->id));
@@ -2593,8 +2700,8 @@ int16_t kc_gm_validate_commit(kc_gm_t *gm, int64_t now_ms, int16_t version, kc_s
             g = group_create(gm, group_id);
             if (!g)
                 return KC_ERR_COORDINATOR_NOT_AVAILABLE;
-            KC_INFO("group", "group %.*s: created to hold the offsets of a simple consumer",
-                    SV(group_id));
+            KC_DEBUG("group", "group %.*s: created to hold the offsets of a simple consumer",
+                     SV(group_id));
             return 0;
         }
         return version >= 9 ? KC_ERR_GROUP_ID_NOT_FOUND : KC_ERR_ILLEGAL_GENERATION;
@@ -3057,4 +3164,458 @@ void kc_gm__classic_remove(kc_gm_t *gm, int64_t now_ms, kc_str_t id, bool tombst
 uint64_t kc_gm__random(kc_gm_t *gm)
 {
     return rng_next(gm);
+}
+
+kc_gm_stats_t *kc_gm__stats(kc_gm_t *gm)
+{
+    return &gm->stats;
+}
+
+/* ---- Rebalance history (cgroup.h) -------------------------------------------------------- */
+
+static const char *const rb_cause_names[KC_RB_CAUSES] = {
+    "member_joined",    "member_left",     "session_timeout", "static_member_replaced",
+    "metadata_changed", "leader_rejoined", "sync_timeout",    "other",
+};
+
+const char *kc_rb_cause_name(int cause)
+{
+    return cause >= 0 && cause < KC_RB_CAUSES ? rb_cause_names[cause] : "other";
+}
+
+/* A malloc'd copy of `s` (null for null, or when out of memory). */
+static kc_str_t own_str(kc_str_t s)
+{
+    if (s.len < 0)
+        return KC_STR_NULL;
+    char *p = malloc((size_t)s.len + 1);
+    if (!p)
+        return KC_STR_NULL;
+    if (s.len)
+        memcpy(p, s.p, (size_t)s.len);
+    p[s.len] = '\0';
+    return (kc_str_t){p, s.len};
+}
+
+static void own_free(kc_str_t s)
+{
+    free((void *)s.p);
+}
+
+static void rb_entry_clear(kc_rb_entry_t *e)
+{
+    own_free(e->member_id);
+    own_free(e->reason);
+    for (uint32_t i = 0; i < e->n_joined; i++)
+        own_free(e->joined[i]);
+    for (uint32_t i = 0; i < e->n_dropped; i++)
+        own_free(e->dropped[i]);
+    free(e->joined);
+    free(e->dropped);
+    memset(e, 0, sizeof(*e));
+}
+
+void kc_rb_begin(kc_rb_ring_t *r, kc_gm_stats_t *stats, int64_t now_ms, int cause,
+                 kc_str_t member_id, kc_str_t reason)
+{
+    if (cause < 0 || cause >= KC_RB_CAUSES)
+        cause = KC_RB_OTHER;
+    if (stats)
+        stats->rebalances[cause]++;
+    r->open = false;
+    if (!r->v) {
+        r->v = calloc(KC_RB_HISTORY, sizeof(*r->v));
+        if (!r->v)
+            return;
+    }
+    kc_rb_entry_t *e = &r->v[r->total % KC_RB_HISTORY];
+    rb_entry_clear(e);
+    e->generation = -1;
+    e->start_ms = now_ms;
+    e->cause = cause;
+    e->member_id = own_str(member_id);
+    e->reason = own_str(reason);
+    r->total++;
+    r->open = true;
+}
+
+kc_rb_entry_t *kc_rb_current(kc_rb_ring_t *r)
+{
+    return r->open && r->v && r->total > 0 ? &r->v[(r->total - 1) % KC_RB_HISTORY] : NULL;
+}
+
+void kc_rb_note(kc_rb_ring_t *r, bool joined, kc_str_t member_id)
+{
+    kc_rb_entry_t *e = kc_rb_current(r);
+    if (!e || member_id.len < 0)
+        return;
+    kc_str_t **list = joined ? &e->joined : &e->dropped;
+    uint32_t *n = joined ? &e->n_joined : &e->n_dropped;
+    uint32_t *more = joined ? &e->more_joined : &e->more_dropped;
+    for (uint32_t i = 0; i < *n; i++)
+        if (kc_str_eq((*list)[i], member_id))
+            return;
+    if (*n >= KC_RB_NAMES_MAX) {
+        (*more)++;
+        return;
+    }
+    if (!*list) {
+        *list = malloc(KC_RB_NAMES_MAX * sizeof(**list));
+        if (!*list) {
+            (*more)++;
+            return;
+        }
+    }
+    kc_str_t copy = own_str(member_id);
+    if (copy.len < 0) {
+        (*more)++;
+        return;
+    }
+    (*list)[(*n)++] = copy;
+}
+
+kc_rb_entry_t *kc_rb_end(kc_rb_ring_t *r, int64_t now_ms, int32_t generation, const char *outcome)
+{
+    kc_rb_entry_t *e = kc_rb_current(r);
+    r->open = false;
+    if (!e)
+        return NULL;
+    e->end_ms = now_ms;
+    e->generation = generation;
+    e->outcome = outcome;
+    return e;
+}
+
+int64_t kc_rb_last_end(const kc_rb_ring_t *r)
+{
+    if (!r->v || r->total == 0 || r->open)
+        return 0;
+    return r->v[(r->total - 1) % KC_RB_HISTORY].end_ms;
+}
+
+void kc_rb_free(kc_rb_ring_t *r)
+{
+    if (r->v)
+        for (uint32_t i = 0; i < KC_RB_HISTORY; i++)
+            rb_entry_clear(&r->v[i]);
+    free(r->v);
+    memset(r, 0, sizeof(*r));
+}
+
+/* A bounded text buffer for the log line (cut short, never overrun). */
+typedef struct tbuf_s {
+    char b[2048];
+    size_t n;
+} tbuf_t;
+
+__attribute__((format(printf, 2, 3))) static void tput(tbuf_t *t, const char *fmt, ...)
+{
+    if (t->n >= sizeof(t->b) - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(t->b + t->n, sizeof(t->b) - t->n, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        t->n += (size_t)k < sizeof(t->b) - t->n ? (size_t)k : sizeof(t->b) - 1 - t->n;
+}
+
+static void tput_names(tbuf_t *t, const char *label, const kc_str_t *v, uint32_t n, uint32_t more)
+{
+    enum { SHOWN = 10 };
+    tput(t, " %s [", label);
+    for (uint32_t i = 0; i < n && i < SHOWN; i++)
+        tput(t, "%s%.*s", i ? ", " : "", SV(v[i]));
+    uint32_t rest = more + (n > SHOWN ? n - SHOWN : 0);
+    if (rest)
+        tput(t, "%s+%u more", n ? ", " : "", (unsigned)rest);
+    tput(t, "]");
+}
+
+/* "session timeout of member X" and the like. */
+static void tput_cause(tbuf_t *t, const kc_rb_entry_t *e)
+{
+    static const char *const with_member[KC_RB_CAUSES] = {
+        "member %.*s joined",
+        "member %.*s left",
+        "session timeout of member %.*s",
+        "static member %.*s replaced",
+        "metadata changed by member %.*s",
+        "leader %.*s rejoined",
+        "sync timeout of member %.*s",
+        "other (member %.*s)",
+    };
+    int cause = e->cause >= 0 && e->cause < KC_RB_CAUSES ? e->cause : KC_RB_OTHER;
+    if (e->member_id.len >= 0)
+        tput(t, with_member[cause], SV(e->member_id));
+    else
+        tput(t, "%s", kc_rb_cause_name(cause));
+    if (e->reason.len >= 0)
+        tput(t, " (%.*s)", SV(e->reason));
+}
+
+void kc_rb_log(const kc_rb_entry_t *e, const char *kind, kc_str_t group_id)
+{
+    if (kc_log_get_level() > KC_LOG_INFO)
+        return;
+    tbuf_t t;
+    t.n = 0;
+    t.b[0] = '\0';
+    const char *how = "";
+    if (e->outcome && strcmp(e->outcome, "empty") == 0)
+        how = " (no members left)";
+    else if (e->outcome && strcmp(e->outcome, "restarted") == 0)
+        how = " (restarted before it was stable)";
+    tput(&t, "%s \"%.*s\" rebalance to generation %d took %lld ms%s: ", kind, SV(group_id),
+         (int)e->generation, (long long)(e->end_ms - e->start_ms), how);
+    tput_cause(&t, e);
+    tput(&t, ";");
+    tput_names(&t, "joined", e->joined, e->n_joined, e->more_joined);
+    tput_names(&t, "dropped", e->dropped, e->n_dropped, e->more_dropped);
+    KC_INFO("group", "%s", t.b);
+}
+
+/* ---- JSON -------------------------------------------------------------------------------- */
+
+void kc_gm__json_lit(kc_emit_fn emit, void *arg, const char *s)
+{
+    emit(arg, s, strlen(s));
+}
+
+void kc_gm__json_str(kc_emit_fn emit, void *arg, kc_str_t s)
+{
+    if (s.len < 0) {
+        emit(arg, "null", 4);
+        return;
+    }
+    emit(arg, "\"", 1);
+    kc_log_json_escape(s.p, (size_t)s.len, emit, arg);
+    emit(arg, "\"", 1);
+}
+
+void kc_gm__json_i64(kc_emit_fn emit, void *arg, int64_t v)
+{
+    char b[24];
+    int n = snprintf(b, sizeof(b), "%lld", (long long)v);
+    emit(arg, b, (size_t)n);
+}
+
+static void json_names(kc_emit_fn emit, void *arg, const kc_str_t *v, uint32_t n)
+{
+    emit(arg, "[", 1);
+    for (uint32_t i = 0; i < n; i++) {
+        if (i)
+            emit(arg, ",", 1);
+        kc_gm__json_str(emit, arg, v[i]);
+    }
+    emit(arg, "]", 1);
+}
+
+void kc_rb_json(const kc_rb_ring_t *r, int64_t now_ms, kc_emit_fn emit, void *arg)
+{
+    emit(arg, "[", 1);
+    uint32_t count = r->v ? (r->total < KC_RB_HISTORY ? r->total : KC_RB_HISTORY) : 0;
+    for (uint32_t k = 0; k < count; k++) {
+        const kc_rb_entry_t *e = &r->v[(r->total - count + k) % KC_RB_HISTORY];
+        bool running = r->open && k == count - 1;
+        if (k)
+            emit(arg, ",", 1);
+        kc_gm__json_lit(emit, arg, "{\"generation\":");
+        if (e->generation >= 0)
+            kc_gm__json_i64(emit, arg, e->generation);
+        else
+            kc_gm__json_lit(emit, arg, "null");
+        kc_gm__json_lit(emit, arg, ",\"start_ms\":");
+        kc_gm__json_i64(emit, arg, e->start_ms);
+        kc_gm__json_lit(emit, arg, ",\"end_ms\":");
+        kc_gm__json_i64(emit, arg, running ? 0 : e->end_ms);
+        kc_gm__json_lit(emit, arg, ",\"duration_ms\":");
+        int64_t d = (running ? now_ms : e->end_ms) - e->start_ms;
+        kc_gm__json_i64(emit, arg, d > 0 ? d : 0);
+        kc_gm__json_lit(emit, arg, ",\"cause\":\"");
+        kc_gm__json_lit(emit, arg, kc_rb_cause_name(e->cause));
+        kc_gm__json_lit(emit, arg, "\",\"member_id\":");
+        kc_gm__json_str(emit, arg, e->member_id);
+        kc_gm__json_lit(emit, arg, ",\"reason\":");
+        kc_gm__json_str(emit, arg, e->reason);
+        kc_gm__json_lit(emit, arg, ",\"outcome\":");
+        kc_gm__json_str(emit, arg, running || !e->outcome ? KC_STR_NULL : kc_str_c(e->outcome));
+        kc_gm__json_lit(emit, arg, ",\"joined\":");
+        json_names(emit, arg, e->joined, e->n_joined);
+        kc_gm__json_lit(emit, arg, ",\"dropped\":");
+        json_names(emit, arg, e->dropped, e->n_dropped);
+        if (e->more_joined) {
+            kc_gm__json_lit(emit, arg, ",\"joined_omitted\":");
+            kc_gm__json_i64(emit, arg, e->more_joined);
+        }
+        if (e->more_dropped) {
+            kc_gm__json_lit(emit, arg, ",\"dropped_omitted\":");
+            kc_gm__json_i64(emit, arg, e->more_dropped);
+        }
+        emit(arg, "}", 1);
+    }
+    emit(arg, "]", 1);
+}
+
+/* ---- Statistics -------------------------------------------------------------------------- */
+
+const double kc_gm_phase_bounds_s[KC_GM_PHASE_BUCKETS - 1] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5,
+                                                              1,     5,     10,   30,   60};
+
+static void phase_observe(uint64_t *buckets, double *sum, int64_t ms)
+{
+    double s = ms > 0 ? (double)ms / 1000.0 : 0.0;
+    int i = 0;
+    while (i < KC_GM_PHASE_BUCKETS - 1 && s > kc_gm_phase_bounds_s[i])
+        i++;
+    buckets[i]++;
+    *sum += s;
+}
+
+void kc_gm_stats(const kc_gm_t *gm, kc_gm_stats_t *out)
+{
+    const kc_gm_stats_t *s = &gm->stats;
+    for (int i = 0; i < KC_RB_CAUSES; i++)
+        out->rebalances[i] += s->rebalances[i];
+    for (int i = 0; i < KC_GM_PHASE_BUCKETS; i++) {
+        out->join_phase[i] += s->join_phase[i];
+        out->sync_phase[i] += s->sync_phase[i];
+    }
+    out->join_phase_sum_s += s->join_phase_sum_s;
+    out->sync_phase_sum_s += s->sync_phase_sum_s;
+}
+
+/* ---- Introspection of classic groups (group.h) --------------------------------------------- */
+
+/* A member's assignment: topic -> partitions when it is a ConsumerProtocolAssignment of a
+ * "consumer" group, its size in bytes otherwise. */
+static void json_classic_assignment(const group_t *g, const member_t *m, kc_emit_fn emit, void *arg)
+{
+    if (uses_consumer_protocol(g)) {
+        if (m->assignment_len <= 0) {
+            kc_gm__json_lit(emit, arg, ",\"assignment\":{}");
+            return;
+        }
+        kc_arena_t a;
+        kc_arena_init(&a);
+        kc_reader_t r;
+        kc_rd_init(&r, m->assignment, (size_t)m->assignment_len);
+        int16_t version = kc_rd_i16(&r);
+        kc_consumer_protocol_assignment_t as;
+        /* Every version is the v0 layout plus fields a reader may ignore, as Kafka reads a
+         * newer version with the newest schema it knows. */
+        if (!r.err && version >= 0 &&
+            kc_consumer_protocol_assignment_decode(&r, &a, version > 3 ? 3 : version, &as) == 0) {
+            kc_gm__json_lit(emit, arg, ",\"assignment\":{");
+            for (int32_t i = 0; i < as.assigned_partitions.n; i++) {
+                const kc_consumer_protocol_assignment_topic_partition_t *tp =
+                    &as.assigned_partitions.v[i];
+                if (i)
+                    emit(arg, ",", 1);
+                kc_gm__json_str(emit, arg, tp->topic.len >= 0 ? tp->topic : KC_STR_EMPTY);
+                emit(arg, ":[", 2);
+                for (int32_t j = 0; j < tp->partitions.n; j++) {
+                    if (j)
+                        emit(arg, ",", 1);
+                    kc_gm__json_i64(emit, arg, tp->partitions.v[j]);
+                }
+                emit(arg, "]", 1);
+            }
+            emit(arg, "}", 1);
+            kc_arena_free(&a);
+            return;
+        }
+        kc_arena_free(&a);
+    }
+    kc_gm__json_lit(emit, arg, ",\"assignment_bytes\":");
+    kc_gm__json_i64(emit, arg, m->assignment_len > 0 ? m->assignment_len : 0);
+}
+
+static void json_classic_summary(const group_t *g, kc_emit_fn emit, void *arg)
+{
+    kc_gm__json_lit(emit, arg, "{\"group_id\":");
+    kc_gm__json_str(emit, arg, g->id);
+    kc_gm__json_lit(emit, arg, ",\"type\":\"classic\",\"state\":\"");
+    kc_gm__json_lit(emit, arg, kc_group_state_name(g->state));
+    kc_gm__json_lit(emit, arg, "\",\"protocol_type\":");
+    kc_gm__json_str(emit, arg, g->ptype ? ptype_view(g) : KC_STR_EMPTY);
+    kc_gm__json_lit(emit, arg, ",\"protocol\":");
+    kc_gm__json_str(emit, arg, pname_view(g));
+    kc_gm__json_lit(emit, arg, ",\"generation\":");
+    kc_gm__json_i64(emit, arg, g->generation);
+    kc_gm__json_lit(emit, arg, ",\"members\":");
+    kc_gm__json_i64(emit, arg, g->n_members);
+    kc_gm__json_lit(emit, arg, ",\"state_timestamp_ms\":");
+    kc_gm__json_i64(emit, arg, g->state_ts);
+    kc_gm__json_lit(emit, arg, ",\"rebalance_count\":");
+    kc_gm__json_i64(emit, arg, g->rb.total);
+    kc_gm__json_lit(emit, arg, ",\"last_rebalance_end_ms\":");
+    kc_gm__json_i64(emit, arg, kc_rb_last_end(&g->rb));
+    emit(arg, "}", 1);
+}
+
+void kc_gm_json_list(const kc_gm_t *gm, int64_t now_ms, kc_emit_fn emit, void *arg, bool *first)
+{
+    for (size_t i = 0; i < gm->groups.cap; i++) {
+        const group_t *g = kc_strmap_slot(&gm->groups, i);
+        if (!g || g->state == KC_GROUP_DEAD)
+            continue;
+        if (!*first)
+            emit(arg, ",", 1);
+        *first = false;
+        json_classic_summary(g, emit, arg);
+    }
+    kc_cgm_json_list(gm->cgm, now_ms, emit, arg, first);
+}
+
+int kc_gm_json_group(const kc_gm_t *gm, int64_t now_ms, kc_str_t group_id, kc_emit_fn emit,
+                     void *arg)
+{
+    const group_t *g = find_group(gm, group_id);
+    if (!g)
+        return kc_cgm_json_group(gm->cgm, now_ms, group_id, emit, arg);
+    if (g->state == KC_GROUP_DEAD)
+        return -1;
+    kc_gm__json_lit(emit, arg, "{\"group_id\":");
+    kc_gm__json_str(emit, arg, g->id);
+    kc_gm__json_lit(emit, arg, ",\"type\":\"classic\",\"state\":\"");
+    kc_gm__json_lit(emit, arg, kc_group_state_name(g->state));
+    kc_gm__json_lit(emit, arg, "\",\"protocol_type\":");
+    kc_gm__json_str(emit, arg, g->ptype ? ptype_view(g) : KC_STR_EMPTY);
+    kc_gm__json_lit(emit, arg, ",\"protocol\":");
+    kc_gm__json_str(emit, arg, pname_view(g));
+    kc_gm__json_lit(emit, arg, ",\"generation\":");
+    kc_gm__json_i64(emit, arg, g->generation);
+    kc_gm__json_lit(emit, arg, ",\"leader\":");
+    kc_gm__json_str(emit, arg, g->leader ? g->leader->id : KC_STR_NULL);
+    kc_gm__json_lit(emit, arg, ",\"state_timestamp_ms\":");
+    kc_gm__json_i64(emit, arg, g->state_ts);
+    kc_gm__json_lit(emit, arg, ",\"members\":[");
+    for (const member_t *m = g->head; m; m = m->next) {
+        if (m != g->head)
+            emit(arg, ",", 1);
+        kc_gm__json_lit(emit, arg, "{\"member_id\":");
+        kc_gm__json_str(emit, arg, m->id);
+        kc_gm__json_lit(emit, arg, ",\"instance_id\":");
+        kc_gm__json_str(emit, arg, m->instance_id);
+        kc_gm__json_lit(emit, arg, ",\"client_id\":");
+        kc_gm__json_str(emit, arg, m->client_id);
+        kc_gm__json_lit(emit, arg, ",\"client_host\":");
+        kc_gm__json_str(emit, arg, m->client_host);
+        kc_gm__json_lit(emit, arg, ",\"leader\":");
+        kc_gm__json_lit(emit, arg, is_leader(g, m) ? "true" : "false");
+        kc_gm__json_lit(emit, arg, ",\"session_timeout_ms\":");
+        kc_gm__json_i64(emit, arg, m->session_timeout_ms);
+        kc_gm__json_lit(emit, arg, ",\"rebalance_timeout_ms\":");
+        kc_gm__json_i64(emit, arg, m->rebalance_timeout_ms);
+        json_classic_assignment(g, m, emit, arg);
+        kc_gm__json_lit(emit, arg, ",\"last_heartbeat_age_ms\":");
+        int64_t age = now_ms - m->last_hb_ms;
+        kc_gm__json_i64(emit, arg, age > 0 ? age : 0);
+        emit(arg, "}", 1);
+    }
+    kc_gm__json_lit(emit, arg, "],\"rebalances\":");
+    kc_rb_json(&g->rb, now_ms, emit, arg);
+    emit(arg, "}", 1);
+    return 0;
 }

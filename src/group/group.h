@@ -319,4 +319,88 @@ void kc_gm_consumer_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_
  * snprintf); 0 when there is no such consumer group. */
 size_t kc_gm_consumer_dump(const kc_gm_t *gm, kc_str_t group_id, char *buf, size_t len);
 
+/* ---- Introspection: rebalance history, JSON, statistics --------------------------------------
+ *
+ * Every group keeps its last KC_RB_HISTORY rebalances: for a classic group one entry per
+ * rebalance (from the event that moved it to PreparingRebalance until it is Stable again, or
+ * Empty, or restarted from CompletingRebalance by a new event), for a consumer group one entry
+ * per group-epoch bump. Each entry has the generation (group epoch) it produced, its start and
+ * end (end 0 while it runs), its cause (the event that started it, with the member involved
+ * and, for a LeaveGroup v5+, the member's reason) and the members that joined and dropped out
+ * while it ran. A completed classic rebalance logs one info line with all of that.
+ *
+ * The functions below only read the manager; the JSON they emit is UTF-8 with every string
+ * escaped (kc_log_json_escape), valid whatever bytes clients sent. */
+
+/* Appends `n` bytes at `s` to the caller's output. */
+typedef void (*kc_emit_fn)(void *arg, const char *s, size_t n);
+
+/* Emit, comma-separated, one JSON summary object per group of the manager (Dead excluded):
+ * {"group_id","type","state","protocol_type","protocol","generation","members" (a count),
+ *  "state_timestamp_ms" (-1 for consumer groups),"rebalance_count" (rebalances ever recorded),
+ *  "last_rebalance_end_ms" (0: none, or one is running)}. *first is true before the first
+ * object ever emitted (no comma is written before it) and is cleared when one is, so that the
+ * caller can list several managers into one JSON array. */
+void kc_gm_json_list(const kc_gm_t *gm, int64_t now_ms, kc_emit_fn emit, void *arg, bool *first);
+
+/* Emit the full JSON object of one group:
+ * {"group_id","type":"classic"|"consumer","state","protocol_type","protocol" (a consumer
+ *  group's: its preferred server assignor),"generation" (a consumer group's: the group epoch),
+ *  "leader" (null for consumer groups),"state_timestamp_ms" (classic),"assignment_epoch"
+ *  (consumer),"members":[{"member_id","instance_id" (null if none),"client_id","client_host",
+ *  "assignment":{"topic":[partitions]} (a classic member: decoded from its
+ *  ConsumerProtocolAssignment when the protocol type is "consumer", {} when it has none yet;
+ *  otherwise "assignment_bytes":N instead),"last_heartbeat_age_ms"; a classic member also
+ *  "leader","session_timeout_ms","rebalance_timeout_ms"; a consumer member also
+ *  "pending_revocation","target_assignment" (like "assignment"),"member_epoch","state",
+ *  "subscribed_topics","subscribed_regex","assignor","rebalance_timeout_ms"}],
+ *  "rebalances":[{"generation" (null while a classic join phase runs),"start_ms","end_ms" (0
+ *  while it runs),"duration_ms" (so far, while it runs),"cause" (kc_rb_cause_name),
+ *  "member_id","reason" (null when none),"outcome" (null while it runs, then "stable", "empty"
+ *  or "restarted": a newer rebalance began first),"joined":[..],"dropped":[..] (member ids, at
+ *  most 64 each; "joined_omitted"/"dropped_omitted":N count the rest)}] (oldest first)}.
+ * Returns 0, or -1 (nothing emitted) when there is no such group. */
+int kc_gm_json_group(const kc_gm_t *gm, int64_t now_ms, kc_str_t group_id, kc_emit_fn emit,
+                     void *arg);
+
+/* Rebalance causes. */
+enum {
+    KC_RB_MEMBER_JOINED,    /* a new member joined (member_id: the new member) */
+    KC_RB_MEMBER_LEFT,      /* a member left (LeaveGroup; reason: its v5+ reason) */
+    KC_RB_SESSION_TIMEOUT,  /* a member's session expired (member_id: that member) */
+    KC_RB_STATIC_REPLACED,  /* a static member rejoined under a new member id */
+    KC_RB_METADATA_CHANGED, /* a member rejoined with other protocols or subscription, or the
+                             * subscribed topics changed */
+    KC_RB_LEADER_REJOINED,  /* the leader of a Stable classic group rejoined */
+    KC_RB_SYNC_TIMEOUT,     /* members did not sync in time (classic), or a consumer member did
+                             * not revoke within its rebalance timeout and was fenced */
+    KC_RB_OTHER,
+    KC_RB_CAUSES
+};
+
+/* "member_joined", "member_left", "session_timeout", "static_member_replaced",
+ * "metadata_changed", "leader_rejoined", "sync_timeout", "other" ("other" out of range). */
+const char *kc_rb_cause_name(int cause);
+
+/* How many rebalances each group remembers. */
+#define KC_RB_HISTORY 32
+
+/* Histograms of the classic join phase (time in PreparingRebalance) and sync phase (time in
+ * CompletingRebalance). Bucket i counts durations <= kc_gm_phase_bounds_s[i] (and above the
+ * bound before it); the last bucket counts the rest (+Inf). */
+#define KC_GM_PHASE_BUCKETS 12
+extern const double kc_gm_phase_bounds_s[KC_GM_PHASE_BUCKETS - 1];
+
+typedef struct kc_gm_stats_s {
+    uint64_t rebalances[KC_RB_CAUSES];        /* rebalances started, by cause (both group kinds) */
+    uint64_t join_phase[KC_GM_PHASE_BUCKETS]; /* non-cumulative bucket counts */
+    double join_phase_sum_s;
+    uint64_t sync_phase[KC_GM_PHASE_BUCKETS];
+    double sync_phase_sum_s;
+} kc_gm_stats_t;
+
+/* ADD this manager's counters into *out (so a caller sums managers by calling it for each on
+ * a zeroed struct). */
+void kc_gm_stats(const kc_gm_t *gm, kc_gm_stats_t *out);
+
 #endif

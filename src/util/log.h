@@ -10,14 +10,45 @@
  * stdio call, so lines from different threads do not interleave. Use the KC_DEBUG..KC_ERROR
  * macros: they skip evaluating and formatting the arguments when the level is filtered out.
  *
+ * With kc_log_set_format(KC_LOG_JSON) each line is a JSON object instead (see below).
+ *
  * This is not the __consumer_offsets log (src/log/); it is only for humans.
  */
 #ifndef KC_UTIL_LOG_H
 #define KC_UTIL_LOG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum { KC_LOG_DEBUG, KC_LOG_INFO, KC_LOG_WARN, KC_LOG_ERROR } kc_log_level_t;
+
+typedef enum { KC_LOG_TEXT, KC_LOG_JSON } kc_log_format_t;
+
+/* How lines are written (process-wide, like the level). KC_LOG_TEXT is the default, the line
+ * shown above. KC_LOG_JSON writes one JSON object per line instead:
+ *     {"ts":"2026-12-02T16:42:57.123Z","level":"info","module":"net","msg":"message"}
+ * with the message JSON-escaped (kc_log_json_escape), so a line is always valid JSON. */
+void kc_log_set_format(kc_log_format_t fmt);
+kc_log_format_t kc_log_get_format(void);
+
+/* Parse "text" or "json" (any case) into *out. 0, or -1 (*out untouched) for anything else. */
+int kc_log_parse_format(const char *s, kc_log_format_t *out);
+
+/* Append the `n` bytes at `s` as the inside of a JSON string (no quotes) through `put`, which
+ * appends the bytes it is given: '"' and '\\' are escaped, control characters become \n, \r, \t,
+ * \b, \f or \u00XX, DEL becomes \u007f, and every byte that is not part of valid UTF-8 (stray
+ * continuation bytes, truncated or overlong sequences, surrogates, code points above
+ * U+10FFFF) becomes \ufffd, so the output is valid JSON whatever the input. Valid UTF-8 is
+ * copied as is. */
+void kc_log_json_escape(const void *s, size_t n, void (*put)(void *arg, const char *s, size_t n),
+                        void *arg);
+
+/* Format one JSON log line (newline included) into `buf` (capacity `cap`) for a message of
+ * `msg_len` bytes written at `ts_ms` (Unix milliseconds). Returns the length the whole line
+ * needs, like snprintf; the line is cut short (still NUL-terminated) when cap is too small.
+ * kc_log_write uses it in KC_LOG_JSON mode; tests call it with a fixed time. */
+size_t kc_log_json_line(char *buf, size_t cap, int64_t ts_ms, kc_log_level_t lvl,
+                        const char *module, const char *msg, size_t msg_len);
 
 /* Lines below `lvl` are dropped. The default is KC_LOG_INFO. */
 void kc_log_set_level(kc_log_level_t lvl);

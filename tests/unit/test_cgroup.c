@@ -9,6 +9,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1451,6 +1452,390 @@ static void test_random_sequences(void **state)
     }
 }
 
+/* ---- Rebalance history and JSON ------------------------------------------------------------ */
+
+/* A strict enough JSON syntax check (structure, numbers, strings without raw control
+ * characters, escapes, UTF-8 continuation bytes). */
+typedef struct jp_s {
+    const unsigned char *p, *e;
+} jp_t;
+
+static void jp_ws(jp_t *j)
+{
+    while (j->p < j->e && strchr(" \t\r\n", *j->p) && *j->p)
+        j->p++;
+}
+
+static bool jp_value(jp_t *j, int depth);
+
+static bool jp_string(jp_t *j)
+{
+    if (j->p >= j->e || *j->p++ != '"')
+        return false;
+    while (j->p < j->e) {
+        unsigned char c = *j->p++;
+        if (c == '"')
+            return true;
+        if (c < 0x20)
+            return false;
+        if (c == '\\') {
+            if (j->p >= j->e)
+                return false;
+            unsigned char x = *j->p++;
+            if (x == 'u') {
+                for (int i = 0; i < 4; i++)
+                    if (j->p >= j->e || !*j->p || !strchr("0123456789abcdefABCDEF", *j->p++))
+                        return false;
+            } else if (!x || !strchr("\"\\/bfnrt", x)) {
+                return false;
+            }
+        } else if (c >= 0x80) {
+            int extra = c >= 0xc2 && c <= 0xdf   ? 1
+                        : c >= 0xe0 && c <= 0xef ? 2
+                        : c >= 0xf0 && c <= 0xf4 ? 3
+                                                 : -1;
+            if (extra < 0 || j->e - j->p < extra)
+                return false;
+            for (int i = 0; i < extra; i++)
+                if ((*j->p++ & 0xc0) != 0x80)
+                    return false;
+        }
+    }
+    return false;
+}
+
+static bool jp_value(jp_t *j, int depth)
+{
+    jp_ws(j);
+    if (j->p >= j->e || depth > 64)
+        return false;
+    unsigned char c = *j->p;
+    if (c == '"')
+        return jp_string(j);
+    if (c == '{' || c == '[') {
+        unsigned char close = c == '{' ? '}' : ']';
+        j->p++;
+        jp_ws(j);
+        if (j->p < j->e && *j->p == close) {
+            j->p++;
+            return true;
+        }
+        for (;;) {
+            if (c == '{') {
+                jp_ws(j);
+                if (!jp_string(j))
+                    return false;
+                jp_ws(j);
+                if (j->p >= j->e || *j->p++ != ':')
+                    return false;
+            }
+            if (!jp_value(j, depth + 1))
+                return false;
+            jp_ws(j);
+            if (j->p >= j->e)
+                return false;
+            unsigned char d = *j->p++;
+            if (d == close)
+                return true;
+            if (d != ',')
+                return false;
+        }
+    }
+    static const char *const lits[] = {"true", "false", "null"};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(lits[i]);
+        if ((size_t)(j->e - j->p) >= n && memcmp(j->p, lits[i], n) == 0) {
+            j->p += n;
+            return true;
+        }
+    }
+    const unsigned char *s = j->p;
+    if (*j->p == '-')
+        j->p++;
+    while (j->p < j->e && *j->p >= '0' && *j->p <= '9')
+        j->p++;
+    return j->p > s && !(s[0] == '0' && j->p - s > 1) && s[j->p - s - 1] != '-';
+}
+
+static bool json_valid(const char *s, size_t n)
+{
+    jp_t j = {(const unsigned char *)s, (const unsigned char *)s + n};
+    if (!jp_value(&j, 0))
+        return false;
+    jp_ws(&j);
+    return j.p == j.e;
+}
+
+typedef struct jbuf_s {
+    char *p;
+    size_t n, cap;
+} jbuf_t;
+
+static void jb_emit(void *arg, const char *s, size_t n)
+{
+    jbuf_t *b = arg;
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        b->p = realloc(b->p, b->cap);
+        assert_non_null(b->p);
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static const char *group_json(fx_t *f, const char *group)
+{
+    jbuf_t b = {0};
+    assert_int_equal(kc_gm_json_group(f->gm, f->now, kc_str_c(group), jb_emit, &b), 0);
+    if (!json_valid(b.p, b.n))
+        fail_msg("invalid JSON: %s", b.p);
+    char *out = kc_arena_alloc(&f->a, b.n + 1);
+    memcpy(out, b.p, b.n + 1);
+    free(b.p);
+    return out;
+}
+
+static int rb_count(const char *json)
+{
+    const char *p = strstr(json, "\"rebalances\":[");
+    assert_non_null(p);
+    int n = 0;
+    while ((p = strstr(p, "{\"generation\":")) != NULL) {
+        n++;
+        p++;
+    }
+    return n;
+}
+
+/* Rebalance i of the group (negative: from the end), up to its closing brace. */
+static const char *rb_at(fx_t *f, const char *group, int i)
+{
+    const char *json = group_json(f, group);
+    int n = rb_count(json);
+    if (i < 0)
+        i += n;
+    assert_true(i >= 0 && i < n);
+    const char *p = strstr(json, "\"rebalances\":["), *hit = NULL;
+    for (int k = 0; k <= i; k++) {
+        hit = strstr(p, "{\"generation\":");
+        p = hit + 1;
+    }
+    const char *end = strchr(hit, '}');
+    size_t len = (size_t)(end - hit) + 1;
+    char *out = kc_arena_alloc(&f->a, len + 1);
+    memcpy(out, hit, len);
+    out[len] = '\0';
+    return out;
+}
+
+__attribute__((format(printf, 2, 3))) static void assert_has(const char *hay, const char *fmt, ...)
+{
+    char want[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(want, sizeof(want), fmt, ap);
+    va_end(ap);
+    if (!strstr(hay, want))
+        fail_msg("%s\ndoes not contain\n%s", hay, want);
+}
+
+/* One entry per group-epoch bump, with its cause; it ends when the group is Stable again. */
+static void test_rb_consumer_causes(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cl_t *c[3] = {cl_new("m1", "t"), cl_new("m2", "t"), cl_new("m3", "t")};
+    assert_int_equal(cl_join(f, c[0]), 0);
+    assert_string_equal(
+        rb_at(f, "g", -1),
+        "{\"generation\":1,\"start_ms\":1000000,\"end_ms\":1000000,\"duration_ms\":0,"
+        "\"cause\":\"member_joined\",\"member_id\":\"m1\",\"reason\":null,\"outcome\":\"stable\","
+        "\"joined\":[\"m1\"],\"dropped\":[]}");
+    advance(f, 100);
+    assert_int_equal(cl_join(f, c[1]), 0);
+    assert_has(rb_at(f, "g", -1),
+               "{\"generation\":2,\"start_ms\":1000100,\"end_ms\":0,\"duration_ms\":0,"
+               "\"cause\":\"member_joined\",\"member_id\":\"m2\",\"reason\":null,"
+               "\"outcome\":null,\"joined\":[\"m2\"],\"dropped\":[]}");
+    advance(f, 50);
+    settle(f, c, 2, 6);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    assert_has(rb_at(f, "g", -1),
+               "{\"generation\":2,\"start_ms\":1000100,\"end_ms\":1000150,\"duration_ms\":50,");
+    assert_has(rb_at(f, "g", -1), "\"outcome\":\"stable\",");
+
+    /* m2 subscribes to another topic as well. */
+    kc_consumer_group_heartbeat_response_t r = send_hb(
+        f, &(req_t){.member = "m2", .epoch = c[1]->epoch, .topics = "t,u", .owned = c[1]->owned});
+    assert_int_equal(r.error_code, 0);
+    cl_take(f, c[1], &r);
+    assert_has(rb_at(f, "g", -1),
+               "{\"generation\":3,\"start_ms\":1000150,\"end_ms\":0,\"duration_ms\":0,"
+               "\"cause\":\"metadata_changed\",\"member_id\":\"m2\",\"reason\":\"its "
+               "subscription changed\",\"outcome\":null,\"joined\":[],\"dropped\":[]}");
+    settle(f, c, 2, 6);
+
+    /* The subscribed topics change: no member named. */
+    set_topic(f, "t", 8);
+    assert_int_equal(cl_hb(f, c[0]), 0);
+    assert_has(rb_at(f, "g", -1),
+               "{\"generation\":4,\"start_ms\":1000150,\"end_ms\":0,\"duration_ms\":0,"
+               "\"cause\":\"metadata_changed\",\"member_id\":null,\"reason\":\"the subscribed "
+               "topics' metadata changed\",\"outcome\":null,");
+    settle(f, c, 2, 6);
+
+    /* m2 leaves. */
+    r = send_hb(f, &(req_t){.member = "m2", .epoch = -1});
+    assert_int_equal(r.error_code, 0);
+    assert_has(rb_at(f, "g", -1), "\"cause\":\"member_left\",\"member_id\":\"m2\",\"reason\":null,"
+                                  "\"outcome\":null,\"joined\":[],\"dropped\":[\"m2\"]}");
+    settle(f, c, 1, 4);
+
+    /* m3 joins, then goes silent: its session expires. */
+    assert_int_equal(cl_join(f, c[2]), 0);
+    cl_t *two[2] = {c[0], c[2]};
+    settle(f, two, 2, 6);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    for (int i = 0; i < 9; i++) {
+        advance(f, 5000);
+        assert_int_equal(cl_hb(f, c[0]), 0);
+    }
+    /* It expired at 1045150, when m1 heartbeated and took its partitions at once. */
+    assert_has(rb_at(f, "g", -1),
+               "{\"generation\":7,\"start_ms\":1045150,\"end_ms\":1045150,\"duration_ms\":0,"
+               "\"cause\":\"session_timeout\",\"member_id\":\"m3\",\"reason\":null,"
+               "\"outcome\":\"stable\",\"joined\":[],\"dropped\":[\"m3\"]}");
+    /* m1 leaves last: the rebalance ends with the group Empty. */
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = -1});
+    assert_int_equal(r.error_code, 0);
+    assert_has(rb_at(f, "g", -1), "\"cause\":\"member_left\",\"member_id\":\"m1\",");
+    assert_has(rb_at(f, "g", -1), "\"outcome\":\"empty\",\"joined\":[],\"dropped\":[\"m1\"]}");
+
+    const char *json = group_json(f, "g");
+    assert_int_equal(rb_count(json), 8);
+    assert_has(json, "{\"group_id\":\"g\",\"type\":\"consumer\",\"state\":\"Empty\",");
+    kc_gm_stats_t st;
+    memset(&st, 0, sizeof(st));
+    kc_gm_stats(f->gm, &st);
+    assert_int_equal(st.rebalances[KC_RB_MEMBER_JOINED], 3);
+    assert_int_equal(st.rebalances[KC_RB_METADATA_CHANGED], 2);
+    assert_int_equal(st.rebalances[KC_RB_MEMBER_LEFT], 2);
+    assert_int_equal(st.rebalances[KC_RB_SESSION_TIMEOUT], 1);
+    for (int i = 0; i < 3; i++)
+        free(c[i]);
+    fx_free(f);
+}
+
+/* A member that does not revoke within its rebalance timeout is fenced: sync_timeout. A newer
+ * bump before a rebalance ended marks that one "restarted". */
+static void test_rb_consumer_rebalance_timeout(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cl_t *c[2] = {cl_new("m1", "t"), cl_new("m2", "t")};
+    cl_join(f, c[0]);
+    cl_join(f, c[1]);
+    req_t o = {.member = "m1", .epoch = c[0]->epoch, .owned = "t:0,1,2,3,4,5"};
+    kc_consumer_group_heartbeat_response_t r = send_hb(f, &o);
+    assert_int_equal(r.error_code, 0);
+    for (int i = 0; i < 12; i++) {
+        advance(f, 5000);
+        send_hb(f, &o);
+        cl_hb(f, c[1]);
+    }
+    assert_has(rb_at(f, "g", -2), "{\"generation\":2,\"start_ms\":1000000,\"end_ms\":1060000,");
+    assert_has(rb_at(f, "g", -2), "\"outcome\":\"restarted\",");
+    assert_has(rb_at(f, "g", -1),
+               "{\"generation\":3,\"start_ms\":1060000,\"end_ms\":1060000,\"duration_ms\":0,"
+               "\"cause\":\"sync_timeout\",\"member_id\":\"m1\",\"reason\":\"it failed to "
+               "transition from epoch 1 within 60000ms\",\"outcome\":\"stable\",\"joined\":[],"
+               "\"dropped\":[\"m1\"]}");
+    free(c[0]);
+    free(c[1]);
+    fx_free(f);
+}
+
+/* A static member back under a new id with another subscription: static_member_replaced. */
+static void test_rb_consumer_static_replaced(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cl_t *c[2] = {cl_new("s1", "t"), cl_new("m2", "t")};
+    c[0]->instance = "i1";
+    cl_join(f, c[0]);
+    cl_join(f, c[1]);
+    settle(f, c, 2, 4);
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "s1", .instance = "i1", .epoch = -2});
+    assert_int_equal(r.error_code, 0);
+    int before = rb_count(group_json(f, "g"));
+    cl_t *back = cl_new("s1b", "t,u");
+    back->instance = "i1";
+    assert_int_equal(cl_join(f, back), 0);
+    assert_int_equal(rb_count(group_json(f, "g")), before + 1);
+    assert_has(rb_at(f, "g", -1),
+               "\"cause\":\"static_member_replaced\",\"member_id\":\"s1b\",\"reason\":\"a static "
+               "member rejoined under a new member id\",");
+    assert_has(rb_at(f, "g", -1), "\"joined\":[\"s1b\"],\"dropped\":[\"s1\"]}");
+    free(c[0]);
+    free(c[1]);
+    free(back);
+    fx_free(f);
+}
+
+/* The consumer group JSON: members with epochs, states, subscriptions and assignments by
+ * topic name; the summary list; the ring keeps 32. */
+static void test_json_consumer_group(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cl_t *c = cl_new("m1", "t");
+    assert_int_equal(cl_join(f, c), 0);
+    advance(f, 700);
+    const char *json = group_json(f, "g");
+    assert_has(json, "{\"group_id\":\"g\",\"type\":\"consumer\",\"state\":\"Stable\","
+                     "\"protocol_type\":\"consumer\",\"protocol\":\"uniform\",\"generation\":1,"
+                     "\"assignment_epoch\":1,\"leader\":null,\"members\":[{\"member_id\":\"m1\","
+                     "\"instance_id\":null,\"client_id\":\"client\",\"client_host\":"
+                     "\"/10.0.0.1\",\"assignment\":{\"t\":[0,1,2,3,4,5]},"
+                     "\"pending_revocation\":{},\"target_assignment\":{\"t\":[0,1,2,3,4,5]},"
+                     "\"last_heartbeat_age_ms\":700,\"member_epoch\":1,\"state\":\"STABLE\","
+                     "\"subscribed_topics\":[\"t\"],\"subscribed_regex\":null,\"assignor\":null,"
+                     "\"rebalance_timeout_ms\":60000}],\"rebalances\":[");
+    /* Flip the subscription 40 times: 41 bumps, the last 32 kept. */
+    for (int i = 0; i < 40; i++) {
+        kc_consumer_group_heartbeat_response_t r =
+            send_hb(f, &(req_t){.member = "m1",
+                                .epoch = c->epoch,
+                                .topics = i % 2 ? "t" : "t,u",
+                                .owned = c->owned});
+        assert_int_equal(r.error_code, 0);
+        cl_take(f, c, &r);
+        settle(f, &c, 1, 4);
+    }
+    json = group_json(f, "g");
+    assert_int_equal(rb_count(json), KC_RB_HISTORY);
+    assert_has(rb_at(f, "g", 0), "{\"generation\":10,");
+    assert_has(rb_at(f, "g", -1), "{\"generation\":41,");
+    /* The list. */
+    jbuf_t b = {0};
+    bool first = true;
+    kc_gm_json_list(f->gm, f->now, jb_emit, &b, &first);
+    assert_false(first);
+    assert_true(json_valid(b.p, b.n));
+    assert_has(b.p, "{\"group_id\":\"g\",\"type\":\"consumer\",\"state\":\"Stable\","
+                    "\"protocol_type\":\"consumer\",\"protocol\":\"uniform\",\"generation\":41,"
+                    "\"members\":1,\"state_timestamp_ms\":-1,\"rebalance_count\":41,"
+                    "\"last_rebalance_end_ms\":");
+    free(b.p);
+    jbuf_t none = {0};
+    assert_int_equal(kc_gm_json_group(f->gm, f->now, KC_STR_LIT("nope"), jb_emit, &none), -1);
+    assert_null(none.p);
+    free(c);
+    fx_free(f);
+}
+
 int main(void)
 {
     kc_log_set_level(KC_LOG_ERROR);
@@ -1473,6 +1858,10 @@ int main(void)
         cmocka_unit_test(test_offsets),
         cmocka_unit_test(test_classic_interplay),
         cmocka_unit_test(test_random_sequences),
+        cmocka_unit_test(test_rb_consumer_causes),
+        cmocka_unit_test(test_rb_consumer_rebalance_timeout),
+        cmocka_unit_test(test_rb_consumer_static_replaced),
+        cmocka_unit_test(test_json_consumer_group),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -2081,6 +2082,7 @@ static void test_strmap(void **state)
 /* ---- Logging ---------------------------------------------------------------------------- */
 
 /* Every transition is logged at info as "group G: Old -> New: reason". */
+/* Transitions are logged at debug level; each rebalance logs one info line when it ends. */
 static void test_transition_log(void **state)
 {
     (void)state;
@@ -2091,14 +2093,16 @@ static void test_transition_log(void **state)
     int saved = dup(2);
     assert_true(saved >= 0);
     dup2(fd, 2);
-    kc_log_set_level(KC_LOG_INFO);
+    kc_log_set_level(KC_LOG_DEBUG);
 
     fx_t *f = fx_new();
     kc_join_group_response_t r;
     assert_int_equal(join3(f, NULL, W(1), &r), KC_GM_PARKED);
     advance(f, 3000);
     kc_leave_group_response_t lr;
-    leave1(f, 3, "g", S(f, join_answer(f, W(1))->r.member_id), &lr);
+    char id[128];
+    snprintf(id, sizeof(id), "%s", S(f, join_answer(f, W(1))->r.member_id));
+    leave1(f, 3, "g", id, &lr);
     assert_int_equal(lr.error_code, 0);
     assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), 0);
     fx_free(f);
@@ -2113,7 +2117,7 @@ static void test_transition_log(void **state)
     unlink(path);
     assert_true(n > 0);
     buf[n] = '\0';
-    assert_non_null(strstr(buf, "INFO  group: group g: Empty -> PreparingRebalance: adding new "
+    assert_non_null(strstr(buf, "DEBUG group: group g: Empty -> PreparingRebalance: adding new "
                                 "member client-"));
     assert_non_null(strstr(buf, "group g: PreparingRebalance -> CompletingRebalance: generation 1 "
                                 "with 1 members, protocol range"));
@@ -2122,6 +2126,22 @@ static void test_transition_log(void **state)
     assert_non_null(strstr(buf, "group g: PreparingRebalance -> Empty: generation 2 has no "
                                 "members"));
     assert_non_null(strstr(buf, "group g: Empty -> Dead: deleted by DeleteGroups"));
+    char want[512];
+    snprintf(want, sizeof(want),
+             "INFO  group: group \"g\" rebalance to generation 1 took 3000 ms (restarted before "
+             "it was stable): member %s joined; joined [%s] dropped []\n",
+             id, id);
+    assert_non_null(strstr(buf, want));
+    snprintf(want, sizeof(want),
+             "INFO  group: group \"g\" rebalance to generation 2 took 0 ms (no members left): "
+             "member %s left; joined [] dropped [%s]\n",
+             id, id);
+    assert_non_null(strstr(buf, want));
+    /* Nothing else at info level. */
+    int info = 0;
+    for (const char *p = buf; (p = strstr(p, " INFO  ")) != NULL; p++)
+        info++;
+    assert_int_equal(info, 2);
 }
 
 /* ---- End to end ------------------------------------------------------------------------- */
@@ -2948,6 +2968,724 @@ static void test_replay_over_max_size(void **state)
     fx_free(f);
 }
 
+/* ---- Rebalance history, JSON and statistics ----------------------------------------------- */
+
+/* A strict JSON checker (RFC 8259): structure, numbers, string escapes, no raw control
+ * characters and valid UTF-8 in strings. */
+typedef struct jp_s {
+    const unsigned char *p, *e;
+} jp_t;
+
+static void jp_ws(jp_t *j)
+{
+    while (j->p < j->e && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+        j->p++;
+}
+
+static bool jp_string(jp_t *j)
+{
+    if (j->p >= j->e || *j->p != '"')
+        return false;
+    j->p++;
+    while (j->p < j->e) {
+        unsigned char c = *j->p;
+        if (c == '"') {
+            j->p++;
+            return true;
+        }
+        if (c < 0x20)
+            return false;
+        if (c == '\\') {
+            if (++j->p >= j->e)
+                return false;
+            unsigned char x = *j->p++;
+            if (x == 'u') {
+                for (int i = 0; i < 4; i++, j->p++)
+                    if (j->p >= j->e || !strchr("0123456789abcdefABCDEF", *j->p) || !*j->p)
+                        return false;
+            } else if (!strchr("\"\\/bfnrt", x) || !x) {
+                return false;
+            }
+            continue;
+        }
+        int extra = c < 0x80                 ? 0
+                    : c >= 0xc2 && c <= 0xdf ? 1
+                    : c >= 0xe0 && c <= 0xef ? 2
+                    : c >= 0xf0 && c <= 0xf4 ? 3
+                                             : -1;
+        if (extra < 0 || j->e - j->p <= extra)
+            return false;
+        for (int i = 1; i <= extra; i++)
+            if ((j->p[i] & 0xc0) != 0x80)
+                return false;
+        j->p += 1 + extra;
+    }
+    return false;
+}
+
+static bool jp_digits(jp_t *j)
+{
+    const unsigned char *s = j->p;
+    while (j->p < j->e && *j->p >= '0' && *j->p <= '9')
+        j->p++;
+    return j->p > s;
+}
+
+static bool jp_value(jp_t *j, int depth)
+{
+    jp_ws(j);
+    if (j->p >= j->e || depth > 64)
+        return false;
+    unsigned char c = *j->p;
+    if (c == '"')
+        return jp_string(j);
+    if (c == '{' || c == '[') {
+        unsigned char close = c == '{' ? '}' : ']';
+        j->p++;
+        jp_ws(j);
+        if (j->p < j->e && *j->p == close) {
+            j->p++;
+            return true;
+        }
+        for (;;) {
+            if (c == '{') {
+                jp_ws(j);
+                if (!jp_string(j))
+                    return false;
+                jp_ws(j);
+                if (j->p >= j->e || *j->p++ != ':')
+                    return false;
+            }
+            if (!jp_value(j, depth + 1))
+                return false;
+            jp_ws(j);
+            if (j->p >= j->e)
+                return false;
+            if (*j->p == ',') {
+                j->p++;
+                continue;
+            }
+            if (*j->p++ != close)
+                return false;
+            return true;
+        }
+    }
+    static const char *const lits[] = {"true", "false", "null"};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(lits[i]);
+        if ((size_t)(j->e - j->p) >= n && memcmp(j->p, lits[i], n) == 0) {
+            j->p += n;
+            return true;
+        }
+    }
+    if (*j->p == '-')
+        j->p++;
+    if (j->p < j->e && *j->p == '0')
+        j->p++;
+    else if (!jp_digits(j))
+        return false;
+    if (j->p < j->e && *j->p == '.') {
+        j->p++;
+        if (!jp_digits(j))
+            return false;
+    }
+    if (j->p < j->e && (*j->p == 'e' || *j->p == 'E')) {
+        j->p++;
+        if (j->p < j->e && (*j->p == '+' || *j->p == '-'))
+            j->p++;
+        if (!jp_digits(j))
+            return false;
+    }
+    return true;
+}
+
+static bool json_valid(const char *s, size_t n)
+{
+    jp_t j = {(const unsigned char *)s, (const unsigned char *)s + n};
+    if (!jp_value(&j, 0))
+        return false;
+    jp_ws(&j);
+    return j.p == j.e;
+}
+
+static void test_json_checker(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"{}", "[]", "{\"a\":[1,-2.5e3,true,null,\"\\u00e9\"]}",
+                                       "\"\xe2\x82\xac\"", "0"};
+    static const char *const bad[] = {"{",  "[1,]",    "{\"a\"}", "\"\x01\"",  "\"\xff\"",
+                                      "01", "\"\\x\"", "[1] 2",   "{\"a\":1,}"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        assert_true(json_valid(good[i], strlen(good[i])));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(json_valid(bad[i], strlen(bad[i])));
+}
+
+/* What the JSON emitters write, collected. */
+typedef struct jbuf_s {
+    char *p;
+    size_t n, cap;
+} jbuf_t;
+
+static void jb_emit(void *arg, const char *s, size_t n)
+{
+    jbuf_t *b = arg;
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        b->p = realloc(b->p, b->cap);
+        assert_non_null(b->p);
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+/* The JSON object of a group (checked valid), in the fixture's arena. */
+static const char *group_json(fx_t *f, const char *group)
+{
+    jbuf_t b = {0};
+    assert_int_equal(kc_gm_json_group(f->gm, f->now, kc_str_c(group), jb_emit, &b), 0);
+    assert_non_null(b.p);
+    if (!json_valid(b.p, b.n))
+        fail_msg("invalid JSON: %s", b.p);
+    char *out = kc_arena_alloc(&f->a, b.n + 1);
+    memcpy(out, b.p, b.n + 1);
+    free(b.p);
+    return out;
+}
+
+/* The rebalances of a group's JSON: how many, and the last one (up to its end). */
+static int rb_count(const char *json)
+{
+    const char *p = strstr(json, "\"rebalances\":[");
+    assert_non_null(p);
+    int n = 0;
+    while ((p = strstr(p, "{\"generation\":")) != NULL) {
+        n++;
+        p++;
+    }
+    return n;
+}
+
+static const char *rb_nth(fx_t *f, const char *json, int i)
+{
+    const char *p = strstr(json, "\"rebalances\":[");
+    assert_non_null(p);
+    const char *hit = NULL;
+    for (int k = 0; k <= i; k++) {
+        hit = strstr(p, "{\"generation\":");
+        assert_non_null(hit);
+        p = hit + 1;
+    }
+    const char *end = strchr(hit, '}');
+    assert_non_null(end);
+    size_t n = (size_t)(end - hit) + 1;
+    char *out = kc_arena_alloc(&f->a, n + 1);
+    memcpy(out, hit, n);
+    out[n] = '\0';
+    return out;
+}
+
+static const char *rb_last(fx_t *f, const char *group)
+{
+    const char *json = group_json(f, group);
+    return rb_nth(f, json, rb_count(json) - 1);
+}
+
+/* assert that `hay` contains the printf-formatted needle. */
+__attribute__((format(printf, 2, 3))) static void assert_has(const char *hay, const char *fmt, ...)
+{
+    char want[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(want, sizeof(want), fmt, ap);
+    va_end(ap);
+    if (!strstr(hay, want))
+        fail_msg("%s\ndoes not contain\n%s", hay, want);
+}
+
+static void test_rb_causes_names(void **state)
+{
+    (void)state;
+    static const char *const names[] = {
+        "member_joined",    "member_left",     "session_timeout", "static_member_replaced",
+        "metadata_changed", "leader_rejoined", "sync_timeout",    "other"};
+    for (int i = 0; i < KC_RB_CAUSES; i++)
+        assert_string_equal(kc_rb_cause_name(i), names[i]);
+    assert_string_equal(kc_rb_cause_name(-1), "other");
+    assert_string_equal(kc_rb_cause_name(KC_RB_CAUSES), "other");
+    double prev = 0;
+    for (int i = 0; i < KC_GM_PHASE_BUCKETS - 1; i++) {
+        assert_true(kc_gm_phase_bounds_s[i] > prev);
+        prev = kc_gm_phase_bounds_s[i];
+    }
+}
+
+/* The first rebalance of a new group: member_joined, both members joined, and the phase
+ * histograms count its join phase (6 s: the initial delay, extended once) and sync phase. */
+static void test_rb_member_joined_and_phases(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    char ids[2][128];
+    int leader = 0;
+    assert_int_equal(form_group(f, "g", 2, ids, &leader), 1);
+    const char *json = group_json(f, "g");
+    assert_int_equal(rb_count(json), 1);
+    assert_has(rb_nth(f, json, 0),
+               "{\"generation\":1,\"start_ms\":1000000,\"end_ms\":1006000,\"duration_ms\":6000,"
+               "\"cause\":\"member_joined\",\"member_id\":\"%s\",\"reason\":null,"
+               "\"outcome\":\"stable\",\"joined\":[\"%s\",\"%s\"],\"dropped\":[]}",
+               ids[0], ids[0], ids[1]);
+
+    kc_gm_stats_t st;
+    memset(&st, 0, sizeof(st));
+    kc_gm_stats(f->gm, &st);
+    assert_int_equal(st.rebalances[KC_RB_MEMBER_JOINED], 1);
+    for (int i = 0; i < KC_RB_CAUSES; i++)
+        if (i != KC_RB_MEMBER_JOINED)
+            assert_int_equal(st.rebalances[i], 0);
+    for (int i = 0; i < KC_GM_PHASE_BUCKETS; i++) {
+        assert_int_equal(st.join_phase[i], i == 8 ? 1 : 0); /* 5 s < 6 s <= 10 s */
+        assert_int_equal(st.sync_phase[i], i == 0 ? 1 : 0); /* 0 s */
+    }
+    assert_true(st.join_phase_sum_s > 5.999 && st.join_phase_sum_s < 6.001);
+    assert_true(st.sync_phase_sum_s < 0.000001);
+    /* kc_gm_stats adds. */
+    kc_gm_stats(f->gm, &st);
+    assert_int_equal(st.rebalances[KC_RB_MEMBER_JOINED], 2);
+    assert_int_equal(st.join_phase[8], 2);
+    fx_free(f);
+}
+
+/* A member that stops heartbeating: session_timeout naming it, in "dropped"; the rebalance
+ * shows as running (end 0) until the group is Stable again. */
+static void test_rb_session_timeout(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    char ids[2][128];
+    int leader = 0;
+    form_group(f, "g", 2, ids, &leader);
+    for (int i = 0; i < 4; i++) {
+        advance(f, 3000);
+        hb(f, "g", ids[0], 1, NULL);
+    }
+    assert_int_equal(state_of(f, "g"), KC_GROUP_PREPARING_REBALANCE);
+    const char *e = rb_last(f, "g");
+    assert_has(e, "\"start_ms\":1016000,\"end_ms\":0,\"duration_ms\":2000,");
+    assert_has(e,
+               "\"cause\":\"session_timeout\",\"member_id\":\"%s\",\"reason\":null,"
+               "\"outcome\":null,\"joined\":[],\"dropped\":[\"%s\"]}",
+               ids[1], ids[1]);
+    /* The survivor rejoins and, as the leader, syncs. */
+    kc_join_group_response_t r;
+    assert_int_equal(join3(f, ids[0], W(300), &r), KC_GM_ANSWERED);
+    assert_int_equal(r.generation_id, 2);
+    kc_sync_group_response_t s;
+    const char *mids[] = {ids[0]};
+    const char *as[] = {"A"};
+    advance(f, 10);
+    assert_int_equal(do_sync(f, 4, "g", ids[0], 2, NULL, 1, mids, as, W(301), &s), KC_GM_ANSWERED);
+    assert_int_equal(state_of(f, "g"), KC_GROUP_STABLE);
+    e = rb_last(f, "g");
+    assert_has(e,
+               "{\"generation\":2,\"start_ms\":1016000,\"end_ms\":1018010,\"duration_ms\":2010,"
+               "\"cause\":\"session_timeout\",\"member_id\":\"%s\",\"reason\":null,"
+               "\"outcome\":\"stable\",\"joined\":[],\"dropped\":[\"%s\"]}",
+               ids[1], ids[1]);
+    kc_gm_stats_t st;
+    memset(&st, 0, sizeof(st));
+    kc_gm_stats(f->gm, &st);
+    assert_int_equal(st.rebalances[KC_RB_SESSION_TIMEOUT], 1);
+    assert_int_equal(st.join_phase[7], 1); /* 1 s < 2 s <= 5 s */
+    assert_int_equal(st.sync_phase[2], 1); /* 5 ms < 10 ms <= 10 ms */
+    fx_free(f);
+}
+
+/* LeaveGroup v5 carries the member's reason; below v5 there is none. */
+static void test_rb_member_left(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    char ids[3][128];
+    int leader = 0;
+    form_group(f, "g", 3, ids, &leader);
+    kc_leave_group_response_t lr;
+    leave1(f, 5, "g", ids[1], &lr);
+    assert_int_equal(lr.error_code, 0);
+    assert_has(rb_last(f, "g"),
+               "\"cause\":\"member_left\",\"member_id\":\"%s\",\"reason\":\"test\","
+               "\"outcome\":null,\"joined\":[],\"dropped\":[\"%s\"]}",
+               ids[1], ids[1]);
+    /* A second leave during the rebalance joins it: dropped, not a new rebalance. */
+    leave1(f, 3, "g", ids[2], &lr);
+    assert_int_equal(lr.error_code, 0);
+    const char *json = group_json(f, "g");
+    assert_int_equal(rb_count(json), 2);
+    assert_has(rb_nth(f, json, 1), "\"dropped\":[\"%s\",\"%s\"]}", ids[1], ids[2]);
+    fx_free(f);
+}
+
+/* A follower rejoining with another subscription: metadata_changed; the leader rejoining a
+ * Stable group: leader_rejoined; a member that does not rejoin before the rebalance timeout
+ * is dropped from that rebalance. */
+static void test_rb_metadata_and_leader(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    char ids[2][128];
+    int leader = 0;
+    form_group(f, "g", 2, ids, &leader);
+    const char *L = ids[leader], *F = ids[1 - leader];
+    static const char *const t12[] = {"t1", "t2"};
+    jopt_t o = {.version = 3, .member = F, .nprotos = 1, .names = {"range"}};
+    o.metas[0] = subscription(f, 0, 2, t12);
+    kc_join_group_response_t r;
+    assert_int_equal(do_join(f, &o, W(300), &r), KC_GM_PARKED);
+    assert_has(rb_last(f, "g"),
+               "\"cause\":\"metadata_changed\",\"member_id\":\"%s\",\"reason\":null,"
+               "\"outcome\":null,\"joined\":[],\"dropped\":[]}",
+               F);
+    /* The leader rejoins (with what it had): the join phase completes, generation 2. */
+    assert_int_equal(join3(f, L, W(301), &r), KC_GM_ANSWERED);
+    kc_sync_group_response_t s;
+    const char *mids[] = {L, F};
+    const char *as[] = {"A", "B"};
+    assert_int_equal(do_sync(f, 4, "g", L, 2, NULL, 2, mids, as, W(302), &s), KC_GM_ANSWERED);
+    assert_int_equal(state_of(f, "g"), KC_GROUP_STABLE);
+    assert_has(rb_last(f, "g"), "{\"generation\":2,");
+
+    /* The leader rejoins a Stable group; the follower only heartbeats, never rejoins. */
+    assert_int_equal(join3(f, L, W(303), &r), KC_GM_PARKED);
+    int64_t t = f->now;
+    for (int i = 1; i <= 6; i++) {
+        advance_to(f, t + 3000 * i);
+        hb(f, "g", F, 2, NULL);
+    }
+    advance_to(f, t + 20000); /* the rebalance timeout */
+    assert_int_equal(state_of(f, "g"), KC_GROUP_COMPLETING_REBALANCE);
+    const char *e = rb_last(f, "g");
+    assert_has(e,
+               "{\"generation\":3,\"start_ms\":%lld,\"end_ms\":0,\"duration_ms\":20000,"
+               "\"cause\":\"leader_rejoined\",\"member_id\":\"%s\",\"reason\":null,"
+               "\"outcome\":null,\"joined\":[],\"dropped\":[\"%s\"]}",
+               (long long)t, L, F);
+    kc_gm_stats_t st;
+    memset(&st, 0, sizeof(st));
+    kc_gm_stats(f->gm, &st);
+    assert_int_equal(st.rebalances[KC_RB_METADATA_CHANGED], 1);
+    assert_int_equal(st.rebalances[KC_RB_LEADER_REJOINED], 1);
+    fx_free(f);
+}
+
+/* A static member rejoining under a new member id with a change of protocol. */
+static void test_rb_static_replaced(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    char a[128], b[128];
+    form_static(f, a, b);
+    kc_join_group_response_t r;
+    jopt_t sa = {.version = 5, .instance = "ia", .nprotos = 2, .names = {"range", "rr"}};
+    assert_int_equal(do_join(f, &sa, W(10), &r), KC_GM_ANSWERED); /* no rebalance */
+    char na[128];
+    snprintf(na, sizeof(na), "%s", S(f, r.member_id));
+    jopt_t sb = {.version = 5, .instance = "ib", .nprotos = 2, .names = {"rr", "range"}};
+    assert_int_equal(do_join(f, &sb, W(11), &r), KC_GM_ANSWERED);
+    char nb[128];
+    snprintf(nb, sizeof(nb), "%s", S(f, r.member_id));
+    assert_int_equal(rb_count(group_json(f, "g")), 1); /* replaced without rebalancing */
+    jopt_t sa2 = {.version = 5, .instance = "ia", .nprotos = 2, .names = {"rr", "range"}};
+    assert_int_equal(do_join(f, &sa2, W(12), &r), KC_GM_PARKED);
+    const char *e = rb_last(f, "g");
+    assert_has(e, "\"cause\":\"static_member_replaced\",");
+    assert_has(e, "\"reason\":\"group instance id ia replaced member %s\",", na);
+    assert_has(e, "\"dropped\":[\"%s\"]}", na);
+    jopt_t jb = {
+        .version = 5, .instance = "ib", .member = nb, .nprotos = 2, .names = {"rr", "range"}};
+    assert_int_equal(do_join(f, &jb, W(13), &r), KC_GM_ANSWERED);
+    const char *new_a = S(f, join_answer(f, W(12))->r.member_id);
+    e = rb_last(f, "g");
+    assert_has(e, "\"member_id\":\"%s\",", new_a);
+    assert_has(e, "\"joined\":[\"%s\"],\"dropped\":[\"%s\"]}", new_a, na);
+    fx_free(f);
+}
+
+/* Members that do not sync in time: sync_timeout. A rebalance that had reached
+ * CompletingRebalance ends as "restarted". */
+static void test_rb_sync_timeout(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    kc_join_group_response_t r;
+    assert_int_equal(join3(f, NULL, W(1), &r), KC_GM_PARKED);
+    assert_int_equal(join3(f, NULL, W(2), &r), KC_GM_PARKED);
+    advance(f, 6000);
+    int64_t t = f->now;
+    const char *m1 = S(f, join_answer(f, W(1))->r.member_id);
+    const char *m2 = S(f, join_answer(f, W(2))->r.member_id);
+    kc_sync_group_response_t s;
+    const char *ids[] = {m1, m2};
+    const char *as[] = {"1", "2"};
+    assert_int_equal(do_sync(f, 4, "g", m1, 1, NULL, 2, ids, as, W(3), &s), KC_GM_ANSWERED);
+    for (int i = 1; i < 7; i++) {
+        advance_to(f, t + 3000 * i);
+        hb(f, "g", m2, 1, NULL);
+        hb(f, "g", m1, 1, NULL);
+    }
+    advance_to(f, t + 20000);
+    assert_int_equal(state_of(f, "g"), KC_GROUP_PREPARING_REBALANCE);
+    assert_has(rb_last(f, "g"),
+               "\"start_ms\":%lld,\"end_ms\":0,\"duration_ms\":0,\"cause\":\"sync_timeout\","
+               "\"member_id\":\"%s\",\"reason\":\"members did not send SyncGroup before the "
+               "rebalance timeout\",\"outcome\":null,\"joined\":[],\"dropped\":[\"%s\"]}",
+               (long long)(t + 20000), m2, m2);
+
+    /* Nobody syncs: the completing rebalance is restarted by the timeout and ends Empty. */
+    fx_t *g = fx_new();
+    assert_int_equal(join3(g, NULL, W(1), &r), KC_GM_PARKED);
+    advance(g, 3000);
+    const char *only = S(g, join_answer(g, W(1))->r.member_id);
+    for (int i = 1; i < 7; i++) {
+        advance_to(g, 1003000 + 3000 * i);
+        hb(g, "g", only, 1, NULL);
+    }
+    advance_to(g, 1023000);
+    assert_int_equal(state_of(g, "g"), KC_GROUP_EMPTY);
+    const char *json = group_json(g, "g");
+    assert_int_equal(rb_count(json), 2);
+    assert_has(rb_nth(g, json, 0),
+               "{\"generation\":1,\"start_ms\":1000000,\"end_ms\":1023000,\"duration_ms\":23000,"
+               "\"cause\":\"member_joined\",\"member_id\":\"%s\",\"reason\":null,"
+               "\"outcome\":\"restarted\",",
+               only);
+    assert_has(rb_nth(g, json, 1),
+               "{\"generation\":2,\"start_ms\":1023000,\"end_ms\":1023000,\"duration_ms\":0,"
+               "\"cause\":\"sync_timeout\",\"member_id\":\"%s\",",
+               only);
+    assert_has(rb_nth(g, json, 1), "\"outcome\":\"empty\",\"joined\":[],\"dropped\":[\"%s\"]}",
+               only);
+    fx_free(g);
+    fx_free(f);
+}
+
+/* The ring keeps the last KC_RB_HISTORY rebalances, oldest first. */
+static void test_rb_ring_keeps_32(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    kc_join_group_response_t r;
+    assert_int_equal(join3(f, NULL, W(1), &r), KC_GM_PARKED);
+    advance(f, 3000);
+    char id[128];
+    snprintf(id, sizeof(id), "%s", S(f, join_answer(f, W(1))->r.member_id));
+    const char *mids[] = {id};
+    const char *as[] = {"A"};
+    kc_sync_group_response_t s;
+    assert_int_equal(do_sync(f, 4, "g", id, 1, NULL, 1, mids, as, W(2), &s), KC_GM_ANSWERED);
+    for (int i = 0; i < 40; i++) {
+        advance(f, 100);
+        assert_int_equal(join3(f, id, W(3), &r), KC_GM_ANSWERED);
+        assert_int_equal(r.generation_id, 2 + i);
+        assert_int_equal(do_sync(f, 4, "g", id, 2 + i, NULL, 1, mids, as, W(4), &s),
+                         KC_GM_ANSWERED);
+        assert_int_equal(s.error_code, 0);
+    }
+    const char *json = group_json(f, "g");
+    assert_int_equal(rb_count(json), KC_RB_HISTORY);
+    assert_has(rb_nth(f, json, 0), "{\"generation\":10,");
+    assert_has(rb_nth(f, json, 0), "\"cause\":\"leader_rejoined\",");
+    assert_has(rb_nth(f, json, KC_RB_HISTORY - 1), "{\"generation\":41,");
+    kc_gm_stats_t st;
+    memset(&st, 0, sizeof(st));
+    kc_gm_stats(f->gm, &st);
+    assert_int_equal(st.rebalances[KC_RB_MEMBER_JOINED], 1);
+    assert_int_equal(st.rebalances[KC_RB_LEADER_REJOINED], 40);
+    uint64_t joins = 0, syncs = 0;
+    for (int i = 0; i < KC_GM_PHASE_BUCKETS; i++) {
+        joins += st.join_phase[i];
+        syncs += st.sync_phase[i];
+    }
+    assert_int_equal(joins, 41);
+    assert_int_equal(syncs, 41);
+    /* The summary counts every rebalance. */
+    jbuf_t b = {0};
+    bool first = true;
+    kc_gm_json_list(f->gm, f->now, jb_emit, &b, &first);
+    assert_false(first);
+    assert_non_null(strstr(b.p, "\"rebalance_count\":41,"));
+    free(b.p);
+    fx_free(f);
+}
+
+/* A rebalance nothing named started: other, with the state machine's reason. */
+static void test_rb_other(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    trio_t t;
+    form_trio(f, &t);
+    f->cfg.max_size = 2;
+    fx_t *g = restart(f, 1000);
+    assert_int_equal(state_of(g, "g"), KC_GROUP_PREPARING_REBALANCE);
+    const char *e = rb_last(g, "g");
+    assert_has(e, "\"cause\":\"other\",\"member_id\":null,\"reason\":\"freshly-loaded group");
+    assert_has(e, "\"outcome\":null,\"joined\":[],\"dropped\":[]}");
+    fx_free(g);
+    fx_free(f);
+}
+
+/* A consumer-protocol assignment decoded as topic -> partitions. */
+static kc_bytes_t assignment_bytes(fx_t *f, int16_t version)
+{
+    int32_t p1[] = {0, 1}, p2[] = {3};
+    kc_consumer_protocol_assignment_topic_partition_t tp[2];
+    tp[0].topic = KC_STR_LIT("t1");
+    tp[0].partitions.v = p1;
+    tp[0].partitions.n = 2;
+    tp[1].topic = KC_STR_LIT("t\"2");
+    tp[1].partitions.v = p2;
+    tp[1].partitions.n = 1;
+    kc_consumer_protocol_assignment_t as;
+    kc_consumer_protocol_assignment_init(&as);
+    as.assigned_partitions.v = tp;
+    as.assigned_partitions.n = 2;
+    as.user_data = KC_BYTES_NULL;
+    kc_writer_t w;
+    kc_wr_init(&w);
+    kc_wr_i16(&w, version);
+    kc_consumer_protocol_assignment_encode(&w, version, &as);
+    kc_bytes_t b = dup_bytes(&f->a, (kc_bytes_t){w.buf, (int32_t)w.len});
+    kc_wr_free(&w);
+    return b;
+}
+
+/* A one-member group `group` of protocol type `ptype` whose leader syncs `assign`. */
+static const char *one_member_group(fx_t *f, const char *group, const char *ptype,
+                                    kc_bytes_t assign)
+{
+    kc_join_group_response_t r;
+    jopt_t o = {.version = 3, .group = group, .ptype = ptype};
+    assert_int_equal(do_join(f, &o, W(1), &r), KC_GM_PARKED);
+    advance(f, 3000);
+    const char *id = S(f, join_answer(f, W(1))->r.member_id);
+    kc_sync_group_request_t req;
+    kc_sync_group_request_init(&req);
+    req.group_id = kc_str_c(group);
+    req.member_id = kc_str_c(id);
+    req.generation_id = 1;
+    req.group_instance_id = KC_STR_NULL;
+    kc_sync_group_request_assignment_t a = {kc_str_c(id), assign};
+    req.assignments.v = &a;
+    req.assignments.n = 1;
+    kc_sync_group_response_t s;
+    assert_int_equal(kc_gm_sync(f->gm, f->now, 4, &req, W(2), &f->a, &s), KC_GM_ANSWERED);
+    assert_int_equal(s.error_code, 0);
+    return id;
+}
+
+static void test_json_classic_group(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    const char *id = one_member_group(f, "g", NULL, assignment_bytes(f, 1));
+    advance(f, 1500);
+    char want[2048];
+    snprintf(want, sizeof(want),
+             "{\"group_id\":\"g\",\"type\":\"classic\",\"state\":\"Stable\","
+             "\"protocol_type\":\"consumer\",\"protocol\":\"range\",\"generation\":1,"
+             "\"leader\":\"%s\",\"state_timestamp_ms\":1003000,\"members\":[{\"member_id\":\"%s\","
+             "\"instance_id\":null,\"client_id\":\"client\",\"client_host\":\"/10.0.0.1\","
+             "\"leader\":true,\"session_timeout_ms\":10000,\"rebalance_timeout_ms\":20000,"
+             "\"assignment\":{\"t1\":[0,1],\"t\\\"2\":[3]},\"last_heartbeat_age_ms\":1500}],"
+             "\"rebalances\":[{\"generation\":1,\"start_ms\":1000000,\"end_ms\":1003000,"
+             "\"duration_ms\":3000,\"cause\":\"member_joined\",\"member_id\":\"%s\","
+             "\"reason\":null,\"outcome\":\"stable\",\"joined\":[\"%s\"],\"dropped\":[]}]}",
+             id, id, id, id);
+    assert_string_equal(group_json(f, "g"), want);
+    /* A newer version of the assignment (v3) decodes the same way. */
+    one_member_group(f, "g3", NULL, assignment_bytes(f, 3));
+    assert_has(group_json(f, "g3"), "\"assignment\":{\"t1\":[0,1],\"t\\\"2\":[3]},");
+    /* Bytes that are no ConsumerProtocolAssignment: their size. */
+    one_member_group(f, "bad", NULL, (kc_bytes_t){(const uint8_t *)"\x00\x01\x00", 3});
+    assert_has(group_json(f, "bad"), "\"assignment_bytes\":3,");
+    one_member_group(f, "neg", NULL, (kc_bytes_t){(const uint8_t *)"\xff\xff\x00\x00\x00\x00", 6});
+    assert_has(group_json(f, "neg"), "\"assignment_bytes\":6,");
+    /* Another protocol type is not decoded; an empty consumer assignment is {}. */
+    one_member_group(f, "conn", "connect", assignment_bytes(f, 1));
+    assert_has(group_json(f, "conn"), "\"protocol_type\":\"connect\",");
+    assert_has(group_json(f, "conn"), "\"assignment_bytes\":");
+    one_member_group(f, "none", NULL, (kc_bytes_t){(const uint8_t *)"", 0});
+    assert_has(group_json(f, "none"), "\"assignment\":{},");
+    /* No such group: -1, nothing written. */
+    jbuf_t b = {0};
+    assert_int_equal(kc_gm_json_group(f->gm, f->now, KC_STR_LIT("nope"), jb_emit, &b), -1);
+    assert_null(b.p);
+    fx_free(f);
+}
+
+/* Whatever bytes clients send, the JSON is valid: quotes, backslashes, control characters
+ * and bytes that are not UTF-8 are escaped or replaced. */
+static void test_json_escaping(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    const char *gid = "q\"\\\x01\x7f\xff\xe2\x82\xac\xc0\xaf";
+    kc_join_group_response_t r;
+    jopt_t o = {.version = 3, .group = gid, .client_id = "c\n\t\xed\xa0\x80"};
+    assert_int_equal(do_join(f, &o, W(1), &r), KC_GM_PARKED);
+    const char *json = group_json(f, gid);
+    assert_has(json, "{\"group_id\":\"q\\\"\\\\\\u0001\\u007f\\ufffd\xe2\x82\xac\\ufffd\\ufffd\",");
+    assert_has(json, "\"client_id\":\"c\\n\\t\\ufffd\\ufffd\\ufffd\",");
+    jbuf_t b = {0};
+    bool first = true;
+    kc_gm_json_list(f->gm, f->now, jb_emit, &b, &first);
+    assert_true(json_valid(b.p, b.n));
+    assert_non_null(strstr(b.p, "\\u0001"));
+    free(b.p);
+    fx_free(f);
+}
+
+/* The list: one summary per group, comma-separated across calls through *first. */
+static void test_json_list(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    jbuf_t b = {0};
+    bool first = true;
+    kc_gm_json_list(f->gm, f->now, jb_emit, &b, &first);
+    assert_true(first); /* nothing yet */
+    assert_null(b.p);
+    char ids[2][128];
+    int leader = 0;
+    form_group(f, "a", 2, ids, &leader);
+    kc_join_group_response_t r;
+    jopt_t o = {.version = 3, .group = "b"};
+    assert_int_equal(do_join(f, &o, W(9), &r), KC_GM_PARKED);
+    jb_emit(&b, "[", 1);
+    kc_gm_json_list(f->gm, f->now, jb_emit, &b, &first);
+    assert_false(first);
+    kc_gm_json_list(f->gm, f->now, jb_emit, &b, &first); /* a second manager's worth */
+    jb_emit(&b, "]", 1);
+    assert_true(json_valid(b.p, b.n));
+    assert_non_null(strstr(b.p, "{\"group_id\":\"a\",\"type\":\"classic\",\"state\":\"Stable\","
+                                "\"protocol_type\":\"consumer\",\"protocol\":\"range\","
+                                "\"generation\":1,\"members\":2,\"state_timestamp_ms\":1006000,"
+                                "\"rebalance_count\":1,\"last_rebalance_end_ms\":1006000}"));
+    assert_non_null(strstr(b.p, "{\"group_id\":\"b\",\"type\":\"classic\","
+                                "\"state\":\"PreparingRebalance\",\"protocol_type\":\"consumer\","
+                                "\"protocol\":null,\"generation\":0,\"members\":1,"
+                                "\"state_timestamp_ms\":1006000,\"rebalance_count\":1,"
+                                "\"last_rebalance_end_ms\":0}"));
+    int n = 0;
+    for (const char *p = b.p; (p = strstr(p, "{\"group_id\"")) != NULL; p++)
+        n++;
+    assert_int_equal(n, 4);
+    free(b.p);
+    fx_free(f);
+}
+
 int main(void)
 {
     kc_log_set_level(KC_LOG_ERROR);
@@ -3006,6 +3744,19 @@ int main(void)
         cmocka_unit_test(test_replay_malformed),
         cmocka_unit_test(test_replay_offsets_create_simple_groups),
         cmocka_unit_test(test_replay_over_max_size),
+        cmocka_unit_test(test_json_checker),
+        cmocka_unit_test(test_rb_causes_names),
+        cmocka_unit_test(test_rb_member_joined_and_phases),
+        cmocka_unit_test(test_rb_session_timeout),
+        cmocka_unit_test(test_rb_member_left),
+        cmocka_unit_test(test_rb_metadata_and_leader),
+        cmocka_unit_test(test_rb_static_replaced),
+        cmocka_unit_test(test_rb_sync_timeout),
+        cmocka_unit_test(test_rb_ring_keeps_32),
+        cmocka_unit_test(test_rb_other),
+        cmocka_unit_test(test_json_classic_group),
+        cmocka_unit_test(test_json_escaping),
+        cmocka_unit_test(test_json_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

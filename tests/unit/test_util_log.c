@@ -1,0 +1,197 @@
+/* test_util_log.c - the diagnostic log of src/util/log.c: the JSON line format (log.format=json),
+ * the escaper it shares with the HTTP API's JSON, and the format setting.
+ *
+ * Lines are built with kc_log_json_line at a fixed time and compared whole; kc_log_write is
+ * checked by pointing stderr at a temporary file.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "util/log.h"
+
+/* 2026-12-02T16:42:57.123Z */
+#define TS 1796229777123LL
+
+typedef struct buf_s {
+    char b[4096];
+    size_t n;
+} buf_t;
+
+static void put(void *arg, const char *s, size_t n)
+{
+    buf_t *b = arg;
+    assert_true(b->n + n < sizeof(b->b));
+    memcpy(b->b + b->n, s, n);
+    b->n += n;
+    b->b[b->n] = '\0';
+}
+
+/* The escaped form of the n bytes at s. */
+static const char *esc(const char *s, size_t n)
+{
+    static buf_t b;
+    b.n = 0;
+    b.b[0] = '\0';
+    kc_log_json_escape(s, n, put, &b);
+    return b.b;
+}
+
+#define ESC(lit) esc((lit), sizeof(lit) - 1)
+
+static void test_escape(void **state)
+{
+    (void)state;
+    assert_string_equal(ESC(""), "");
+    assert_string_equal(ESC("plain text 123"), "plain text 123");
+    assert_string_equal(ESC("a\"b\\c/d"), "a\\\"b\\\\c/d");
+    assert_string_equal(ESC("\n\r\t\b\f"), "\\n\\r\\t\\b\\f");
+    assert_string_equal(ESC("\x01\x1f\x7f"), "\\u0001\\u001f\\u007f");
+    assert_string_equal(ESC("nul\0byte"), "nul\\u0000byte");
+    /* Valid UTF-8 of every length is kept. */
+    assert_string_equal(ESC("\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+                        "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    /* Everything else becomes U+FFFD, one per byte that does not start a valid sequence. */
+    assert_string_equal(ESC("\xff"), "\\ufffd");
+    assert_string_equal(ESC("a\x80z"), "a\\ufffdz");                   /* stray continuation */
+    assert_string_equal(ESC("\xe2\x82"), "\\ufffd\\ufffd");            /* truncated at the end */
+    assert_string_equal(ESC("\xe2\x82z"), "\\ufffd\\ufffdz");          /* truncated */
+    assert_string_equal(ESC("\xc0\xaf"), "\\ufffd\\ufffd");            /* overlong '/' */
+    assert_string_equal(ESC("\xe0\x80\xaf"), "\\ufffd\\ufffd\\ufffd"); /* overlong */
+    assert_string_equal(ESC("\xed\xa0\x80"), "\\ufffd\\ufffd\\ufffd"); /* a surrogate */
+    assert_string_equal(ESC("\xf4\x90\x80\x80"), "\\ufffd\\ufffd\\ufffd\\ufffd"); /* > U+10FFFF */
+    assert_string_equal(ESC("\xf5"), "\\ufffd");
+    assert_string_equal(ESC("\xed\x9f\xbf\xf4\x8f\xbf\xbf"), "\xed\x9f\xbf\xf4\x8f\xbf\xbf");
+}
+
+static void test_json_line(void **state)
+{
+    (void)state;
+    char buf[512];
+    const char *msg = "group \"g\" rebalance\nline two\t\x01\xff";
+    size_t n = kc_log_json_line(buf, sizeof(buf), TS, KC_LOG_INFO, "group", msg, strlen(msg));
+    const char *want =
+        "{\"ts\":\"2026-12-02T16:42:57.123Z\",\"level\":\"info\",\"module\":\"group\","
+        "\"msg\":\"group \\\"g\\\" rebalance\\nline two\\t\\u0001\\ufffd\"}\n";
+    assert_string_equal(buf, want);
+    assert_int_equal(n, strlen(want));
+
+    /* Every level; a NULL module is "-"; milliseconds are zero-padded. */
+    static const char *const names[] = {"debug", "info", "warn", "error"};
+    for (int l = KC_LOG_DEBUG; l <= KC_LOG_ERROR; l++) {
+        kc_log_json_line(buf, sizeof(buf), 1000LL * 86400 + 7, (kc_log_level_t)l, NULL, "x", 1);
+        char w[160];
+        snprintf(w, sizeof(w),
+                 "{\"ts\":\"1970-01-02T00:00:00.007Z\",\"level\":\"%s\",\"module\":\"-\","
+                 "\"msg\":\"x\"}\n",
+                 names[l]);
+        assert_string_equal(buf, w);
+    }
+
+    /* Too small a buffer: cut short but terminated, and the length needed is returned. */
+    char small[16];
+    size_t need = kc_log_json_line(small, sizeof(small), TS, KC_LOG_WARN, "m", "hello", 5);
+    assert_int_equal(strlen(small), sizeof(small) - 1);
+    size_t full = kc_log_json_line(buf, sizeof(buf), TS, KC_LOG_WARN, "m", "hello", 5);
+    assert_int_equal(need, full);
+    assert_memory_equal(small, buf, sizeof(small) - 1);
+}
+
+static void test_parse_format(void **state)
+{
+    (void)state;
+    kc_log_format_t f = KC_LOG_JSON;
+    assert_int_equal(kc_log_parse_format("text", &f), 0);
+    assert_int_equal(f, KC_LOG_TEXT);
+    assert_int_equal(kc_log_parse_format("JSON", &f), 0);
+    assert_int_equal(f, KC_LOG_JSON);
+    assert_int_equal(kc_log_parse_format("yaml", &f), -1);
+    assert_int_equal(kc_log_parse_format(NULL, &f), -1);
+    assert_int_equal(f, KC_LOG_JSON);
+    assert_int_equal(kc_log_get_format(), KC_LOG_TEXT); /* the default */
+}
+
+/* Capture what kc_log_write writes to stderr while fn runs. */
+static size_t capture(void (*fn)(void), char *out, size_t cap)
+{
+    char path[] = "/tmp/kc-util-log-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    assert_true(saved >= 0);
+    dup2(fd, 2);
+    fn();
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, out, cap - 1, 0);
+    close(fd);
+    unlink(path);
+    assert_true(n >= 0);
+    out[n] = '\0';
+    return (size_t)n;
+}
+
+static void write_some(void)
+{
+    kc_log_set_level(KC_LOG_INFO);
+    kc_log_set_format(KC_LOG_JSON);
+    KC_DEBUG("net", "filtered out");
+    KC_INFO("net", "closing %s: %s", "10.0.0.7:5555", "peer said \"bye\"\n");
+    char big[3000];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    KC_WARN("coord", "%s", big); /* longer than the stack buffers */
+    kc_log_set_format(KC_LOG_TEXT);
+    KC_ERROR("main", "text again");
+    kc_log_set_level(KC_LOG_ERROR);
+}
+
+static void test_write_json(void **state)
+{
+    (void)state;
+    static char out[16384];
+    capture(write_some, out, sizeof(out));
+    /* Line 1: the info line; its trailing newline is dropped, the quotes escaped. */
+    char *nl = strchr(out, '\n');
+    assert_non_null(nl);
+    *nl = '\0';
+    assert_int_equal(strncmp(out, "{\"ts\":\"20", 9), 0);
+    assert_int_equal(strlen(out),
+                     strlen("{\"ts\":\"2026-12-02T16:42:57.123Z\",") +
+                         strlen("\"level\":\"info\",\"module\":\"net\",\"msg\":\"closing "
+                                "10.0.0.7:5555: peer said \\\"bye\\\"\"}"));
+    assert_non_null(strstr(out, "Z\",\"level\":\"info\",\"module\":\"net\",\"msg\":\"closing "
+                                "10.0.0.7:5555: peer said \\\"bye\\\"\"}"));
+    /* Line 2: the long one, whole. */
+    char *l2 = nl + 1;
+    nl = strchr(l2, '\n');
+    assert_non_null(nl);
+    *nl = '\0';
+    assert_non_null(strstr(l2, "\"level\":\"warn\",\"module\":\"coord\",\"msg\":\"xxx"));
+    assert_int_equal(strlen(strstr(l2, "\"msg\":\"")), strlen("\"msg\":\"\"}") + 2999);
+    /* Line 3: back to text. */
+    char *l3 = nl + 1;
+    assert_non_null(strstr(l3, " ERROR main: text again\n"));
+    assert_null(strstr(out, "filtered out"));
+}
+
+int main(void)
+{
+    kc_log_set_level(KC_LOG_ERROR);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_escape),
+        cmocka_unit_test(test_json_line),
+        cmocka_unit_test(test_parse_format),
+        cmocka_unit_test(test_write_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
