@@ -46,6 +46,7 @@ typedef enum vtype_e {
 #define F_EMPTY_OK 0x1u /* "" (or, for lists, only blanks) is a valid value */
 #define F_ROUTABLE 0x2u /* listener lists: 0.0.0.0 and :: are rejected (nobody can connect) */
 #define F_SHOWN    0x4u /* kc_conf_write_doc writes `key=default` rather than `#key=default` */
+#define F_SINGLE   0x8u /* listener lists: at most one entry */
 
 typedef struct setting_s {
     const char *name; /* Kafka's dotted name; the key in files and after --set */
@@ -64,6 +65,8 @@ typedef struct setting_s {
 
 /* In KC_CONF_LOG_* order. */
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+/* In KC_CONF_LOG_TEXT, KC_CONF_LOG_JSON order. */
+static const char *const log_formats[] = {"text", "json", NULL};
 /* In KC_CONF_FLUSH_* and KC_CONF_CODEC_* order. */
 static const char *const flush_policies[] = {"always", "interval", "never", NULL};
 static const char *const compression_codecs[] = {"none", "zstd", NULL};
@@ -134,6 +137,13 @@ static const setting_t settings[] = {
      .def = "info",
      .values = log_levels,
      .doc = "The least severe messages that are logged."},
+    {.name = "log.format",
+     .type = T_ENUM,
+     .off = OFF(log_format),
+     .def = "text",
+     .values = log_formats,
+     .doc = "How log lines are written to stderr: text (time, level, module, message) or json "
+            "(one object per line with ts, level, module and msg)."},
     {.name = "topics",
      .type = T_TOPICS,
      .off = OFF(topics),
@@ -345,11 +355,24 @@ static const setting_t settings[] = {
      .unit = "milliseconds",
      .doc = "How often the cleaner looks for partitions whose closed segments are worth "
             "compacting (half of them written since the last compaction)."},
+    {.name = "metrics.listener",
+     .type = T_LISTENERS,
+     .off = OFF(metrics_listener),
+     .def = "127.0.0.1:9404",
+     .min = 0,
+     .max = 65535,
+     .flags = F_EMPTY_OK | F_SINGLE,
+     .doc = "One host:port for the HTTP listener that serves /metrics (Prometheus), /healthz, "
+            "/readyz and /v1/groups (docs/metrics.md); port 0 picks a free port, empty turns "
+            "it off. An address that cannot be listened on stops start-up, except the default "
+            "one, which is then skipped with a warning (another daemon on the host may hold "
+            "it)."},
 };
 
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
 _Static_assert(N_SETTINGS == KC_CONF_N_SETTINGS, "KC_CONF_N_SETTINGS must count settings[]");
 _Static_assert(KC_CONF_LOG_ERROR == 3, "log_levels[] follows KC_CONF_LOG_*");
+_Static_assert(KC_CONF_LOG_JSON == 1, "log_formats[] follows KC_CONF_LOG_TEXT/JSON");
 
 #define TOPIC_NAME_MAX 249
 #define QUOTE_MAX      80 /* size of a buffer for quote() */
@@ -635,6 +658,10 @@ static int check_listeners(const setting_t *s, const char *v, char *prob, size_t
         seterr(prob, problen, "is empty");
         return -1;
     }
+    if (n > 1 && (s->flags & F_SINGLE)) {
+        seterr(prob, problen, "is not a single host:port (it has %zu entries)", n);
+        return -1;
+    }
     ls = calloc(n, sizeof *ls);
     if (ls == NULL) {
         seterr(prob, problen, "could not be checked: out of memory");
@@ -834,9 +861,9 @@ static void write_bounds(const setting_t *s, char *buf, size_t len)
         }
         break;
     case T_LISTENERS:
-        seterr(buf, len,
-               "%shost:port or [ipv6]:port, comma-separated, port %" PRId64 "..%" PRId64 "%s",
-               s->flags & F_EMPTY_OK ? "empty or " : "", s->min, s->max,
+        seterr(buf, len, "%shost:port or [ipv6]:port%s, port %" PRId64 "..%" PRId64 "%s",
+               s->flags & F_EMPTY_OK ? "empty or " : "",
+               s->flags & F_SINGLE ? "" : ", comma-separated", s->min, s->max,
                s->flags & F_ROUTABLE ? ", not 0.0.0.0 or [::]" : "");
         break;
     case T_TOPICS:

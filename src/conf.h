@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 34
+#define KC_CONF_N_SETTINGS 36
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -41,6 +41,9 @@ enum {
     KC_CONF_LOG_WARN = 2,
     KC_CONF_LOG_ERROR = 3,
 };
+
+/* Values of kc_conf_t.log_format: the log module's kc_log_format_t values. */
+enum { KC_CONF_LOG_TEXT = 0, KC_CONF_LOG_JSON = 1 };
 
 /* Values of kc_conf_t.log_flush_policy and offsets_topic_compression_codec. */
 enum { KC_CONF_FLUSH_ALWAYS = 0, KC_CONF_FLUSH_INTERVAL = 1, KC_CONF_FLUSH_NEVER = 2 };
@@ -66,6 +69,7 @@ typedef struct kc_conf_s {
     int64_t connections_max_idle_ms;  /* connections.max.idle.ms */
     int32_t queued_max_requests;      /* queued.max.requests: per connection */
     int log_level;                    /* log.level: KC_CONF_LOG_DEBUG..KC_CONF_LOG_ERROR */
+    int log_format;                   /* log.format: KC_CONF_LOG_TEXT or KC_CONF_LOG_JSON */
     kc_conf_topic_t *topics;          /* topics: n_topics entries in the order given, or NULL */
     size_t n_topics;
     bool auto_create_topics_enable;           /* auto.create.topics.enable */
@@ -94,6 +98,7 @@ typedef struct kc_conf_s {
     int offsets_topic_compression_codec;     /* offsets.topic.compression.codec: KC_CONF_CODEC_* */
     int64_t log_cleaner_delete_retention_ms; /* log.cleaner.delete.retention.ms */
     int64_t log_cleaner_backoff_ms;          /* log.cleaner.backoff.ms */
+    char *metrics_listener; /* metrics.listener: "" (off) or one host:port for the HTTP listener */
     /* Where each setting's value came from, indexed in table order; use kc_conf_get_source. */
     kc_conf_source_t source[KC_CONF_N_SETTINGS];
 } kc_conf_t;

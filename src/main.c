@@ -18,6 +18,7 @@
 #include "log/log.h"
 #include "log/meta.h"
 #include "net/net.h"
+#include "obs/obs.h"
 #include "util/log.h"
 
 #ifndef KCOORD_VERSION
@@ -33,7 +34,8 @@ typedef struct daemon_s {
     uv_signal_t sigterm, sigint;
     kc_server_t *server;
     kc_coord_t *coord;
-    kc_api_ctx_t *api; /* its coord is cleared when the coordinator closes */
+    kc_api_ctx_t *api;    /* its coord is cleared when the coordinator closes */
+    kc_obs_server_t *obs; /* metrics.listener, or NULL */
     int stopping;
 } daemon_t;
 
@@ -69,6 +71,10 @@ static void on_signal(uv_signal_t *h, int signum)
         return;
     d->stopping = 1;
     KC_INFO("main", "%s: shutting down", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    if (d->obs != NULL) {
+        kc_obs_server_close(d->obs); /* before the coordinator it reads goes away */
+        d->obs = NULL;
+    }
     /* Parked JoinGroup/SyncGroup requests are answered first, then connections drain. */
     kc_coord_close(d->coord, NULL, NULL);
     d->coord = NULL;
@@ -156,6 +162,7 @@ int main(int argc, char **argv)
         return rc;
     }
     kc_log_set_level((kc_log_level_t)conf.log_level);
+    kc_log_set_format((kc_log_format_t)conf.log_format);
     signal(SIGPIPE, SIG_IGN);
 
     char err[512];
@@ -221,6 +228,36 @@ int main(int argc, char **argv)
             first_port = port;
     }
 
+    /* The HTTP listener for /metrics, /healthz, /readyz and /v1/groups, after the Kafka ones. */
+    kc_listener_t mlisten;
+    size_t n_mlisten = 0;
+    int mparse =
+        kc_conf_parse_listeners(conf.metrics_listener, &mlisten, 1, &n_mlisten, err, sizeof err);
+    if (rc == 0 && mparse == 0 && n_mlisten == 1) {
+        int mport = 0;
+        d.obs = kc_obs_server_new(&d.loop, d.coord);
+        rc = d.obs == NULL ? UV_ENOMEM
+                           : kc_obs_server_listen(d.obs, mlisten.host, mlisten.port, &mport);
+        const char *l = strchr(mlisten.host, ':') != NULL ? "[" : "";
+        const char *r = *l != '\0' ? "]" : "";
+        if (rc != 0 && kc_conf_get_source(&conf, "metrics.listener") == KC_CONF_SRC_DEFAULT) {
+            /* Only the default address: another daemon on this host may hold it. */
+            KC_WARN("main",
+                    "metrics.listener: cannot listen on the default %s%s%s:%d: %s; serving no "
+                    "metrics (set metrics.listener to choose an address)",
+                    l, mlisten.host, r, mlisten.port, uv_strerror(rc));
+            kc_obs_server_close(d.obs);
+            d.obs = NULL;
+            rc = 0;
+        } else if (rc != 0) {
+            KC_ERROR("main", "metrics.listener: cannot listen on %s%s%s:%d: %s", l, mlisten.host, r,
+                     mlisten.port, uv_strerror(rc));
+        } else {
+            KC_INFO("main", "metrics.listener: serving http://%s%s%s:%d/metrics", l, mlisten.host,
+                    r, mport);
+        }
+    }
+
     /* What clients are told to connect to: advertised.listeners, else the first listener
      * (the machine's host name when that listener is a wildcard address). */
     char hostname[256];
@@ -249,6 +286,10 @@ int main(int argc, char **argv)
                 KCOORD_VERSION, cluster_id, conf.node_id, ctx.host, ctx.port, catalog.n);
     } else {
         d.stopping = 1;
+        if (d.obs != NULL) {
+            kc_obs_server_close(d.obs);
+            d.obs = NULL;
+        }
         kc_coord_close(d.coord, NULL, NULL);
         d.coord = NULL;
         ctx.coord = NULL;

@@ -41,6 +41,7 @@ typedef struct kc_api_call_s {
     /* Partitions whose records this reply depends on (see kc_api_partition). */
     int32_t *parts;
     int32_t n_parts, cap_parts;
+    uint64_t start_ns; /* uv_hrtime() when the request was decoded, for the latency metric */
 } kc_api_call_t;
 
 /* Handler results. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "obs/metrics.h"
 #include "util/log.h"
 
 typedef struct handler_s {
@@ -145,6 +146,8 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     kc_req_status_t st = kc_request_parse(frame, len, a, kc_api_served, &req);
     if (st == KC_REQ_UNSUPPORTED) {
         if (req.api_key == KC_API_API_VERSIONS) {
+            kc_obs_request(req.api_key, req.api_version);
+            kc_obs_error(req.api_key, KC_ERR_UNSUPPORTED_VERSION);
             KC_DEBUG("api", "%s: ApiVersions v%d not served, answering with v0", kc_conn_peer(conn),
                      req.api_version);
             unsupported_api_versions(slot, &req);
@@ -153,6 +156,7 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
         char why[128];
         snprintf(why, sizeof(why), "unsupported API key %d version %d", req.api_key,
                  req.api_version);
+        kc_obs_refused(false);
         kc_slot_close(slot, why);
         return;
     }
@@ -160,6 +164,7 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
         char sample[72], why[160];
         kc_log_sanitize(sample, sizeof(sample), frame, len < 64 ? len : 64);
         snprintf(why, sizeof(why), "malformed request (%zu bytes: \"%s\")", len, sample);
+        kc_obs_refused(true);
         kc_slot_close(slot, why);
         return;
     }
@@ -177,6 +182,8 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     call->client_host = client_host(conn, a);
     call->ctx = ctx;
     call->request = req.body;
+    call->start_ns = uv_hrtime();
+    kc_obs_request(req.api_key, req.api_version);
     req.api->response.init(resp);
     int rc = handler_for(req.api_key)(ctx, call, &req, a, resp);
     if (rc == KC_API_DONE)
@@ -251,11 +258,19 @@ typedef struct held_s {
     kc_slot_t *slot;
     uint8_t *ok, *failed;
     size_t ok_len, failed_len;
+    int16_t api_key; /* for the metrics */
+    uint32_t n_ok;   /* offsets an OffsetCommit stores when it is durable */
+    uint64_t start_ns;
 } held_t;
 
 static void release_held(void *arg, bool ok)
 {
     held_t *h = arg;
+    if (ok)
+        kc_obs_commit(h->n_ok);
+    else
+        kc_obs_error(h->api_key, KC_ERR_NOT_COORDINATOR);
+    kc_obs_done(h->api_key, h->start_ns);
     if (ok) {
         free(h->failed);
         reply(h->slot, h->ok, h->ok_len);
@@ -272,7 +287,10 @@ void kc_api_call_reply(kc_api_call_t *call, const void *resp)
     uint8_t *buf = encode_response(&call->api->response, call->api->key, call->version,
                                    call->flexible, call->correlation_id, resp, &len);
     kc_api_ctx_t *ctx = call->ctx;
+    uint32_t n_ok = kc_obs_response(call->api->key, call->version, resp);
     if (buf == NULL || call->n_parts == 0 || ctx->coord == NULL) {
+        kc_obs_commit(n_ok);
+        kc_obs_done(call->api->key, call->start_ns);
         reply(call->slot, buf, len);
         return;
     }
@@ -282,6 +300,8 @@ void kc_api_call_reply(kc_api_call_t *call, const void *resp)
     held_t *h = malloc(sizeof(*h));
     if (copy == NULL || h == NULL) {
         free(h);
+        kc_obs_commit(n_ok);
+        kc_obs_done(call->api->key, call->start_ns);
         reply(call->slot, buf, len);
         return;
     }
@@ -289,17 +309,23 @@ void kc_api_call_reply(kc_api_call_t *call, const void *resp)
     h->slot = call->slot;
     h->ok = buf;
     h->ok_len = len;
+    h->api_key = call->api->key;
+    h->n_ok = n_ok;
+    h->start_ns = call->start_ns;
     h->failed = encode_response(&call->api->response, call->api->key, call->version, call->flexible,
                                 call->correlation_id, copy, &h->failed_len);
     if (h->failed == NULL ||
         !kc_coord_hold(ctx->coord, call->parts, (size_t)call->n_parts, release_held, h)) {
         free(h->failed);
         free(h);
+        kc_obs_commit(n_ok);
+        kc_obs_done(call->api->key, call->start_ns);
         reply(call->slot, buf, len);
     }
 }
 
 void kc_api_call_skip(kc_api_call_t *call)
 {
+    kc_obs_done(call->api->key, call->start_ns);
     kc_slot_skip(call->slot);
 }

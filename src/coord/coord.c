@@ -33,6 +33,7 @@
 
 #include "coord/coord.h"
 #include "log/log.h"
+#include "obs/metrics.h"
 #include "proto/errors.h"
 #include "util/log.h"
 
@@ -61,6 +62,7 @@ typedef struct part_s {
     bool job_is_load;
     kc_plog_clean_stats_t clean;
     uint64_t sync_target;
+    uint64_t sync_ns; /* how long the job's fsync took, for the metrics */
     int job_rc;
     char job_err[512];
     kc_gm_t *new_groups;
@@ -351,6 +353,15 @@ static void discard_new(part_t *p)
 
 static void maybe_free(kc_coord_t *c);
 
+/* Note the log's size for the metrics; only when no job uses the log. */
+static void note_log_size(part_t *p)
+{
+    if (p->log == NULL)
+        return;
+    p->pub.obs.log_bytes = kc_plog_size_bytes(p->log);
+    p->pub.obs.log_segments = (int64_t)kc_plog_segment_count(p->log);
+}
+
 static void on_retry(uv_timer_t *t)
 {
     part_t *p = t->data;
@@ -388,6 +399,8 @@ static void after_load(uv_work_t *w, int status)
     p->pub.state = KC_PART_ACTIVE;
     p->reloading = false;
     p->job_rc = 0;
+    p->pub.obs.load_ms = p->load_ms;
+    note_log_size(p);
     kc_gm_load_complete(p->pub.groups, kc_coord_now(c));
     p->touched = true;
     if (p->stats.records > 0 || p->malformed > 0)
@@ -437,6 +450,9 @@ static void write_failed(part_t *p, int rc)
              p->pub.index,
              p->log && kc_plog_error(p->log)[0] ? kc_plog_error(p->log) : kc_log_strerror(rc),
              (unsigned long long)(p->seq_emitted - p->seq_durable));
+    kc_obs_log_write_failed();
+    p->pub.obs.write_failing = true;
+    p->pub.obs.write_failed_ms = kc_coord_now(c);
     free_pending(p);
     p->pub.state = KC_PART_LOADING;
     check_waiters(c, p);
@@ -460,7 +476,9 @@ static void write_failed(part_t *p, int rc)
 static void sync_work(uv_work_t *w)
 {
     part_t *p = container_of(w, part_t, work);
+    uint64_t t0 = uv_hrtime();
     p->job_rc = kc_plog_sync(p->log);
+    p->sync_ns = uv_hrtime() - t0;
 }
 
 static void flush_partition(part_t *p);
@@ -472,6 +490,8 @@ static void after_sync(uv_work_t *w, int status)
     p->busy = false;
     c->jobs--;
     if (status == 0 && p->job_rc == 0) {
+        kc_obs_log_fsync(p->sync_ns);
+        p->pub.obs.write_failing = false;
         p->seq_synced = p->sync_target;
         if (p->seq_durable < p->sync_target)
             p->seq_durable = p->sync_target;
@@ -508,11 +528,17 @@ static void flush_partition(part_t *p)
         return;
     }
     if (p->n_pend > 0) {
+        int64_t size0 = kc_plog_size_bytes(p->log);
         int rc = kc_plog_append(p->log, p->pend, p->n_pend, kc_coord_now(c), NULL);
         if (rc != 0) {
             write_failed(p, rc);
             return;
         }
+        note_log_size(p);
+        int64_t grown = p->pub.obs.log_bytes - size0;
+        kc_obs_log_append(p->n_pend, grown > 0 ? (uint64_t)grown : 0);
+        if (c->conf->log_flush_policy != KC_CONF_FLUSH_ALWAYS)
+            p->pub.obs.write_failing = false; /* no fsync will say so */
         free_pending(p);
         p->seq_written = p->seq_emitted;
     }
@@ -520,7 +546,9 @@ static void flush_partition(part_t *p)
         return;
     int policy = c->conf->log_flush_policy;
     if (c->closing) {
+        uint64_t t0 = uv_hrtime();
         int rc = kc_plog_sync(p->log);
+        kc_obs_log_fsync(uv_hrtime() - t0);
         if (rc != 0) {
             write_failed(p, rc);
             return;
@@ -599,6 +627,8 @@ static void after_clean(uv_work_t *w, int status)
     kc_coord_t *c = p->coord;
     p->busy = false;
     c->jobs--;
+    kc_obs_cleaner_run(status == 0 && p->job_rc == 0, p->clean.bytes_before - p->clean.bytes_after);
+    note_log_size(p);
     if (status == 0 && p->job_rc == 0) {
         KC_INFO("coord",
                 "partition %d cleaned: %lld -> %lld bytes, %lld -> %lld records in closed "

@@ -85,6 +85,16 @@ enum {
     KC_PART_FAILED = 2, /* its log could not be loaded: NOT_COORDINATOR */
 };
 
+/* What the coordinator shows of a partition's log to observers (src/obs/), kept up to date on
+ * the loop thread: the log itself must not be read while a thread-pool job uses it. */
+typedef struct kc_partition_obs_s {
+    int64_t load_ms;         /* duration of the last successful load, 0 before the first */
+    int64_t log_bytes;       /* the log's size and segments after its last load, append or */
+    int64_t log_segments;    /* compaction */
+    bool write_failing;      /* its last append or fsync failed, and none has succeeded since */
+    int64_t write_failed_ms; /* when that last failure happened (kc_coord_now) */
+} kc_partition_obs_t;
+
 /* One __consumer_offsets partition: the groups and offsets it owns. `groups` and `offsets`
  * are NULL unless the state is KC_PART_ACTIVE. */
 typedef struct kc_partition_s {
@@ -92,6 +102,7 @@ typedef struct kc_partition_s {
     int state;
     kc_gm_t *groups;
     kc_offsets_t *offsets;
+    kc_partition_obs_t obs;
 } kc_partition_t;
 
 /* The Kafka error a request for a group of `p` gets now: 0 when ACTIVE,

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "net/net_int.h"
+#include "obs/metrics.h"
 #include "util/log.h"
 
 enum { READ_CHUNK = 64 * 1024, MAX_IOV = 128 };
@@ -377,6 +378,7 @@ static void on_handle_closed(uv_handle_t *h)
     }
     free(c->rbuf);
     kc_server_conn_gone(c->server, c);
+    kc_obs_conn_closed();
     free(c);
 }
 
@@ -447,6 +449,7 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
         s->conns->prev = c;
     s->conns = c;
     s->n_conns++;
+    kc_obs_conn_accepted();
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
         snprintf(c->peer, sizeof(c->peer), "?");
         kc_conn_close(c, NULL);

@@ -173,6 +173,7 @@ static void test_defaults(void **state)
                              "connections.max.idle.ms=600000  # default\n"
                              "queued.max.requests=500  # default\n"
                              "log.level=info  # default\n"
+                             "log.format=text  # default\n"
                              "topics=  # default\n"
                              "auto.create.topics.enable=false  # default\n"
                              "num.partitions=1  # default\n"
@@ -198,7 +199,8 @@ static void test_defaults(void **state)
                              "log.roll.ms=604800000  # default\n"
                              "offsets.topic.compression.codec=zstd  # default\n"
                              "log.cleaner.delete.retention.ms=86400000  # default\n"
-                             "log.cleaner.backoff.ms=15000  # default\n");
+                             "log.cleaner.backoff.ms=15000  # default\n"
+                             "metrics.listener=127.0.0.1:9404  # default\n");
     free(out);
     kc_conf_free(&c);
     kc_conf_free(&c); /* a freed struct is zeroed; freeing again is harmless */
@@ -861,6 +863,7 @@ static void test_precedence(void **state)
                              "connections.max.idle.ms=9223372036854775807  # --set\n"
                              "queued.max.requests=500  # default\n"
                              "log.level=warn  # env\n"
+                             "log.format=text  # default\n"
                              "topics=b:2,a:1  # --set\n"
                              "auto.create.topics.enable=false  # default\n"
                              "num.partitions=1  # default\n"
@@ -886,7 +889,8 @@ static void test_precedence(void **state)
                              "log.roll.ms=604800000  # default\n"
                              "offsets.topic.compression.codec=zstd  # default\n"
                              "log.cleaner.delete.retention.ms=86400000  # default\n"
-                             "log.cleaner.backoff.ms=15000  # default\n");
+                             "log.cleaner.backoff.ms=15000  # default\n"
+                             "metrics.listener=127.0.0.1:9404  # default\n");
     free(out);
     kc_conf_free(&c);
 }
@@ -988,6 +992,7 @@ static void test_doc_content(void **state)
                                  "connections.max.idle.ms=600000  # default\n"
                                  "queued.max.requests=500  # default\n"
                                  "log.level=info  # default\n"
+                                 "log.format=text  # default\n"
                                  "topics=  # default\n"
                                  "auto.create.topics.enable=false  # default\n"
                                  "num.partitions=1  # default\n"
@@ -1013,7 +1018,8 @@ static void test_doc_content(void **state)
                                  "log.roll.ms=604800000  # default\n"
                                  "offsets.topic.compression.codec=zstd  # default\n"
                                  "log.cleaner.delete.retention.ms=86400000  # default\n"
-                                 "log.cleaner.backoff.ms=15000  # default\n");
+                                 "log.cleaner.backoff.ms=15000  # default\n"
+                                 "metrics.listener=127.0.0.1:9404  # default\n");
     free(printed);
     kc_conf_free(&c);
     free(doc);

@@ -1,0 +1,414 @@
+/* http.c - the observability endpoints' HTTP/1.1 server: parse a request head, answer, close.
+ *
+ * A connection reads into a fixed buffer of KC_HTTP_MAX_REQUEST bytes; after each read the
+ * head is parsed again from the start (heads are small). Once it is complete (or malformed,
+ * or too big) the connection stops reading, builds the whole response in memory and writes
+ * it with one uv_write; the write callback closes the connection. A timer closes connections
+ * that take longer than KC_HTTP_TIMEOUT_MS. Handles are closed with uv_close and the memory
+ * freed in the close callbacks; the server frees itself after kc_http_close once its listener
+ * and its last connection are closed.
+ */
+#include "obs/http.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+typedef struct hconn_s {
+    struct hconn_s *next, *prev;
+    kc_http_t *server;
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    uv_write_t wreq;
+    int open_handles;
+    bool closing;
+    bool answered;
+    size_t len;
+    kc_obs_buf_t out;
+    char in[KC_HTTP_MAX_REQUEST];
+} hconn_t;
+
+struct kc_http_s {
+    uv_loop_t *loop;
+    kc_http_handler_fn fn;
+    void *app;
+    uv_tcp_t listener;
+    bool listener_init;
+    bool closing;
+    hconn_t *conns;
+    void (*done)(void *);
+    void *done_arg;
+};
+
+/* ---- Parsing ------------------------------------------------------------------------------ */
+
+static bool is_tchar(unsigned char c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+        return true;
+    return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* The end of the line starting at `p` (the index of its LF), or -1 when there is none yet. */
+static long line_end(const char *buf, size_t len, size_t p)
+{
+    const char *lf = memchr(buf + p, '\n', len - p);
+    return lf ? (long)(lf - buf) : -1;
+}
+
+int kc_http_parse(const char *buf, size_t len, size_t max, kc_http_req_t *out)
+{
+    size_t limit = len < max ? len : max;
+    long e = line_end(buf, limit, 0);
+    if (e < 0) {
+        /* Refuse at once what cannot become a request line (a Kafka or TLS client). */
+        size_t m = 0;
+        while (m < limit && is_tchar((unsigned char)buf[m]))
+            m++;
+        if (m < limit && (m == 0 || buf[m] != ' '))
+            return KC_HTTP_BAD;
+        return len >= max ? KC_HTTP_TOO_BIG : KC_HTTP_NEED_MORE;
+    }
+    size_t end = (size_t)e; /* request line: buf[0..end), without the CR */
+    if (end > 0 && buf[end - 1] == '\r')
+        end--;
+    memset(out, 0, sizeof(*out));
+    size_t i = 0;
+    while (i < end && is_tchar((unsigned char)buf[i]))
+        i++;
+    if (i == 0 || i >= end || buf[i] != ' ')
+        return KC_HTTP_BAD;
+    out->method = buf;
+    out->method_len = i;
+    size_t t = ++i;
+    while (i < end && buf[i] != ' ') {
+        unsigned char c = (unsigned char)buf[i];
+        if (c <= 0x20 || c == 0x7f)
+            return KC_HTTP_BAD;
+        i++;
+    }
+    if (i == t || i >= end || buf[t] != '/')
+        return KC_HTTP_BAD;
+    const char *q = memchr(buf + t, '?', i - t);
+    out->path = buf + t;
+    out->path_len = q ? (size_t)(q - (buf + t)) : i - t;
+    if (q) {
+        out->query = q + 1;
+        out->query_len = (size_t)(buf + i - (q + 1));
+    }
+    i++;
+    if (end - i != 8 || memcmp(buf + i, "HTTP/1.", 7) != 0 ||
+        (buf[i + 7] != '0' && buf[i + 7] != '1'))
+        return KC_HTTP_BAD;
+    out->minor = buf[i + 7] - '0';
+    /* Header lines, up to the empty line. */
+    size_t p = (size_t)e + 1;
+    for (;;) {
+        e = line_end(buf, limit, p);
+        if (e < 0)
+            return len >= max ? KC_HTTP_TOO_BIG : KC_HTTP_NEED_MORE;
+        end = (size_t)e;
+        if (end > p && buf[end - 1] == '\r')
+            end--;
+        if (end == p)
+            return (int)(e + 1);
+        size_t n = p;
+        while (n < end && is_tchar((unsigned char)buf[n]))
+            n++;
+        if (n == p || n >= end || buf[n] != ':')
+            return KC_HTTP_BAD; /* no name, a space before the colon, or no colon */
+        for (size_t k = n + 1; k < end; k++) {
+            unsigned char c = (unsigned char)buf[k];
+            if ((c < 0x20 && c != '\t') || c == 0x7f)
+                return KC_HTTP_BAD;
+        }
+        p = (size_t)e + 1;
+    }
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+long kc_http_percent_decode(const char *s, size_t n, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            out[o++] = s[i];
+            continue;
+        }
+        if (i + 2 >= n)
+            return -1;
+        int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[o++] = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    return (long)o;
+}
+
+const char *kc_http_reason(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Unknown";
+    }
+}
+
+/* ---- Connections ---------------------------------------------------------------------------- */
+
+static void maybe_free_server(kc_http_t *h)
+{
+    if (!h->closing || h->conns != NULL || h->listener_init)
+        return;
+    void (*done)(void *) = h->done;
+    void *arg = h->done_arg;
+    free(h);
+    if (done)
+        done(arg);
+}
+
+static void on_conn_closed(uv_handle_t *handle)
+{
+    hconn_t *c = handle->data;
+    if (--c->open_handles > 0)
+        return;
+    kc_http_t *h = c->server;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    kc_obs_buf_free(&c->out);
+    free(c);
+    maybe_free_server(h);
+}
+
+static void conn_close(hconn_t *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+    uv_close((uv_handle_t *)&c->timer, on_conn_closed);
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+    (void)status; /* UV_ECANCELED when the connection was closed meanwhile: nothing to do */
+    hconn_t *c = container_of(req, hconn_t, wreq);
+    conn_close(c);
+}
+
+static void answer(hconn_t *c, const kc_http_req_t *req)
+{
+    kc_http_resp_t resp = {.status = 200, .content_type = "text/plain; charset=utf-8"};
+    if (req->method_len != 3 || memcmp(req->method, "GET", 3) != 0) {
+        resp.status = 405;
+        kc_obs_buf_puts(&resp.body, "only GET is served\n");
+    } else {
+        c->server->fn(c->server->app, req, &resp);
+    }
+    if (resp.body.oom) {
+        kc_obs_buf_free(&resp.body);
+        resp.status = 500;
+        resp.content_type = "text/plain; charset=utf-8";
+        kc_obs_buf_puts(&resp.body, "out of memory\n");
+    }
+    kc_obs_http(resp.status);
+    kc_obs_buf_printf(&c->out,
+                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                      "Connection: close\r\n%s\r\n",
+                      resp.status, kc_http_reason(resp.status), resp.content_type, resp.body.len,
+                      resp.status == 405 ? "Allow: GET\r\n" : "");
+    kc_obs_buf_put(&c->out, resp.body.p ? resp.body.p : "", resp.body.len);
+    kc_obs_buf_free(&resp.body);
+    c->answered = true;
+    if (c->out.oom) {
+        conn_close(c);
+        return;
+    }
+    uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
+    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0)
+        conn_close(c);
+}
+
+/* Answer by the server itself (400, 431). */
+static void answer_error(hconn_t *c, int status, const char *body)
+{
+    kc_obs_http(status);
+    kc_obs_buf_printf(&c->out,
+                      "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                      "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                      status, kc_http_reason(status), strlen(body), body);
+    c->answered = true;
+    uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
+    if (c->out.oom || uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0)
+        conn_close(c);
+}
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    hconn_t *c = handle->data;
+    /* The head must fit in c->in: a connection whose buffer is full stops reading (431). */
+    *buf = uv_buf_init(c->in + c->len, (unsigned)(sizeof(c->in) - c->len));
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    hconn_t *c = stream->data;
+    if (nread == 0 || c->closing || c->answered)
+        return;
+    if (nread < 0) {
+        conn_close(c);
+        return;
+    }
+    c->len += (size_t)nread;
+    kc_http_req_t req;
+    int rc = kc_http_parse(c->in, c->len, KC_HTTP_MAX_REQUEST, &req);
+    if (rc == KC_HTTP_NEED_MORE && c->len < sizeof(c->in))
+        return;
+    uv_read_stop(stream);
+    if (rc == KC_HTTP_NEED_MORE || rc == KC_HTTP_TOO_BIG)
+        answer_error(c, 431, "request head too large\n");
+    else if (rc == KC_HTTP_BAD)
+        answer_error(c, 400, "malformed request\n");
+    else
+        answer(c, &req);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    conn_close(t->data);
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    kc_http_t *h = listener->data;
+    if (status < 0 || h->closing)
+        return;
+    hconn_t *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        KC_WARN("obs", "out of memory accepting an HTTP connection");
+        return;
+    }
+    c->server = h;
+    uv_tcp_init(h->loop, &c->tcp);
+    uv_timer_init(h->loop, &c->timer);
+    c->tcp.data = c;
+    c->timer.data = c;
+    c->open_handles = 2;
+    c->next = h->conns;
+    if (h->conns)
+        h->conns->prev = c;
+    h->conns = c;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 ||
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+        conn_close(c);
+        return;
+    }
+    uv_timer_start(&c->timer, on_timeout, KC_HTTP_TIMEOUT_MS, 0);
+}
+
+/* ---- The server ---------------------------------------------------------------------------- */
+
+kc_http_t *kc_http_new(uv_loop_t *loop, kc_http_handler_fn fn, void *app)
+{
+    kc_http_t *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return NULL;
+    h->loop = loop;
+    h->fn = fn;
+    h->app = app;
+    return h;
+}
+
+int kc_http_listen(kc_http_t *h, const char *host, int port, int *bound_port)
+{
+    if (h->listener_init)
+        return UV_EBUSY;
+    struct sockaddr_storage addr;
+    memset(&addr, 0, sizeof(addr));
+    if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
+        uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0) {
+        uv_getaddrinfo_t req;
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+        int rc = uv_getaddrinfo(h->loop, &req, NULL, host, NULL, &hints);
+        if (rc != 0)
+            return rc;
+        memcpy(&addr, req.addrinfo->ai_addr, req.addrinfo->ai_addrlen);
+        uv_freeaddrinfo(req.addrinfo);
+        if (addr.ss_family == AF_INET6)
+            ((struct sockaddr_in6 *)&addr)->sin6_port = htons((uint16_t)port);
+        else
+            ((struct sockaddr_in *)&addr)->sin_port = htons((uint16_t)port);
+    }
+    uv_tcp_init(h->loop, &h->listener);
+    h->listener.data = h;
+    h->listener_init = true;
+    int rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)&addr, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&h->listener, 64, on_connection);
+    if (rc != 0)
+        return rc; /* the handle is closed by kc_http_close */
+    struct sockaddr_storage bound;
+    int len = sizeof(bound);
+    uv_tcp_getsockname(&h->listener, (struct sockaddr *)&bound, &len);
+    if (bound.ss_family == AF_INET6)
+        *bound_port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+    else
+        *bound_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    return 0;
+}
+
+static void on_listener_closed(uv_handle_t *handle)
+{
+    kc_http_t *h = handle->data;
+    h->listener_init = false;
+    maybe_free_server(h);
+}
+
+void kc_http_close(kc_http_t *h, void (*done)(void *arg), void *arg)
+{
+    if (h->closing)
+        return;
+    h->closing = true;
+    h->done = done;
+    h->done_arg = arg;
+    for (hconn_t *c = h->conns; c; c = c->next)
+        conn_close(c);
+    if (h->listener_init)
+        uv_close((uv_handle_t *)&h->listener, on_listener_closed);
+    else
+        maybe_free_server(h);
+}

@@ -1,0 +1,80 @@
+/* http.h - a minimal HTTP/1.1 server on libuv, for the observability endpoints.
+ *
+ * One request per connection: the server reads the request head (at most KC_HTTP_MAX_REQUEST
+ * bytes), asks the application's handler for the response, writes it with
+ * `Connection: close` and closes the connection. A request body is ignored. What the server
+ * answers by itself: 400 to a malformed request, 431 to a head above the limit, 405 (with
+ * `Allow: GET`) to any method but GET; a connection still open KC_HTTP_TIMEOUT_MS after it
+ * was accepted is closed without an answer. Everything runs on the loop thread.
+ */
+#ifndef KC_OBS_HTTP_H
+#define KC_OBS_HTTP_H
+
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "obs/metrics.h"
+
+enum {
+    KC_HTTP_MAX_REQUEST = 8192, /* bytes of request line and headers */
+    KC_HTTP_TIMEOUT_MS = 10000, /* a connection is closed this long after it was accepted */
+};
+
+/* A parsed request head. The pointers are views into the buffer given to kc_http_parse. */
+typedef struct kc_http_req_s {
+    const char *method;
+    size_t method_len;
+    const char *path; /* the request target up to '?', still percent-encoded; starts with '/' */
+    size_t path_len;
+    const char *query; /* after '?', or NULL */
+    size_t query_len;
+    int minor; /* HTTP/1.<minor>: 0 or 1 */
+} kc_http_req_t;
+
+/* Results of kc_http_parse. */
+enum {
+    KC_HTTP_NEED_MORE = 0, /* no complete head yet */
+    KC_HTTP_BAD = -1,      /* malformed: answer 400 */
+    KC_HTTP_TOO_BIG = -2,  /* no complete head within `max` bytes: answer 431 */
+};
+
+/* Parse the request head at buf[0..len): a request line `METHOD SP target SP HTTP/1.x`, header
+ * lines `name: value`, and the empty line; lines end in CRLF (a bare LF is accepted). The
+ * method is a token, the target an origin-form path (starting with '/', no control characters
+ * or spaces), header names are tokens. Returns the head's length (> 0) and fills *out, or one
+ * of the codes above. */
+int kc_http_parse(const char *buf, size_t len, size_t max, kc_http_req_t *out);
+
+/* Decode %XX escapes of s[0..n) into out (at least n bytes); '+' stays '+'. Returns the
+ * decoded length, or -1 when an escape is not two hex digits. */
+long kc_http_percent_decode(const char *s, size_t n, char *out);
+
+/* The handler's answer: a status, a content type (static string) and a body. */
+typedef struct kc_http_resp_s {
+    int status;
+    const char *content_type;
+    kc_obs_buf_t body; /* freed by the server */
+} kc_http_resp_t;
+
+/* Called for each GET request. It fills resp (status 200 and text/plain are preset). */
+typedef void (*kc_http_handler_fn)(void *app, const kc_http_req_t *req, kc_http_resp_t *resp);
+
+typedef struct kc_http_s kc_http_t;
+
+/* A server on `loop` that hands requests to fn(app, ...). NULL when out of memory. */
+kc_http_t *kc_http_new(uv_loop_t *loop, kc_http_handler_fn fn, void *app);
+
+/* Listen on host:port (an IPv4 or IPv6 literal, or a name resolved synchronously); port 0 picks
+ * a free port, stored in *bound_port. Returns 0 or a libuv error code. At most one listener. */
+int kc_http_listen(kc_http_t *h, const char *host, int port, int *bound_port);
+
+/* Close the listener and every connection (responses being written are cut short) and free
+ * the server once the last handle is closed; done(arg), when not NULL, runs then, from the
+ * loop. `h` must not be used after this call. */
+void kc_http_close(kc_http_t *h, void (*done)(void *arg), void *arg);
+
+/* The reason phrase of a status code ("OK", "Not Found", ...). */
+const char *kc_http_reason(int status);
+
+#endif

@@ -1,0 +1,517 @@
+/* metrics.c - the process-wide counters and the Prometheus text format writer.
+ *
+ * Every kc_obs_* recorder is a bounds check and a few increments on `kc_obs`, called from the
+ * loop thread only (see metrics.h). kc_obs_response walks a response struct for its error
+ * codes, API by API, the same fields kc_api_fail fills. The kc_prom_* writers produce the text
+ * exposition format 0.0.4; kc_obs_write_counters writes the counters with them.
+ */
+#include "obs/metrics.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "proto/gen_api.h"
+
+kc_obs_counters_t kc_obs;
+
+const double kc_obs_latency_bounds_s[KC_OBS_LATENCY_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+    0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
+const double kc_obs_batch_bounds[KC_OBS_BATCH_BUCKETS] = {1,   2,   5,   10,   20,   50,
+                                                          100, 200, 500, 1000, 5000, 10000};
+
+_Static_assert(KC_OBS_LATENCY_BUCKETS <= KC_HIST_MAX_BUCKETS, "latency buckets fit kc_hist_t");
+_Static_assert(KC_OBS_BATCH_BUCKETS <= KC_HIST_MAX_BUCKETS, "batch buckets fit kc_hist_t");
+
+/* ---- The buffer ---------------------------------------------------------------------------- */
+
+void kc_obs_buf_put(kc_obs_buf_t *b, const char *s, size_t n)
+{
+    if (b->oom || n == 0)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+void kc_obs_buf_puts(kc_obs_buf_t *b, const char *s)
+{
+    kc_obs_buf_put(b, s, strlen(s));
+}
+
+void kc_obs_buf_printf(kc_obs_buf_t *b, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof(small)) {
+        kc_obs_buf_put(b, small, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (big == NULL) {
+        b->oom = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    kc_obs_buf_put(b, big, (size_t)n);
+    free(big);
+}
+
+void kc_obs_buf_free(kc_obs_buf_t *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+void kc_obs_buf_emit(void *arg, const char *s, size_t n)
+{
+    kc_obs_buf_put(arg, s, n);
+}
+
+/* ---- Histograms ----------------------------------------------------------------------------- */
+
+void kc_hist_observe(kc_hist_t *h, const double *bounds, size_t n_bounds, double v)
+{
+    size_t i = 0;
+    while (i < n_bounds && v > bounds[i])
+        i++;
+    h->counts[i]++;
+    h->sum += v;
+}
+
+/* ---- The text format ------------------------------------------------------------------------ */
+
+void kc_prom_family(kc_obs_buf_t *b, const char *name, const char *type, const char *help)
+{
+    kc_obs_buf_printf(b, "# HELP %s ", name);
+    for (const char *s = help; *s; s++) {
+        if (*s == '\\')
+            kc_obs_buf_puts(b, "\\\\");
+        else if (*s == '\n')
+            kc_obs_buf_puts(b, "\\n");
+        else
+            kc_obs_buf_put(b, s, 1);
+    }
+    kc_obs_buf_printf(b, "\n# TYPE %s %s\n", name, type);
+}
+
+void kc_prom_label_value(kc_obs_buf_t *b, const char *v, size_t n)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *esc = v[i] == '\\'   ? "\\\\"
+                          : v[i] == '"'  ? "\\\""
+                          : v[i] == '\n' ? "\\n"
+                                         : NULL;
+        if (esc == NULL) {
+            run++;
+            continue;
+        }
+        kc_obs_buf_put(b, v + i - run, run);
+        run = 0;
+        kc_obs_buf_puts(b, esc);
+    }
+    kc_obs_buf_put(b, v + n - run, run);
+}
+
+void kc_prom_number(kc_obs_buf_t *b, double v)
+{
+    if (isnan(v))
+        kc_obs_buf_puts(b, "NaN");
+    else if (isinf(v))
+        kc_obs_buf_puts(b, v > 0 ? "+Inf" : "-Inf");
+    else if (v == floor(v) && fabs(v) < 9007199254740992.0)
+        kc_obs_buf_printf(b, "%.0f", v);
+    else
+        kc_obs_buf_printf(b, "%.17g", v);
+}
+
+void kc_prom_sample(kc_obs_buf_t *b, const char *name, const char *labels, double v)
+{
+    kc_obs_buf_puts(b, name);
+    if (labels != NULL && *labels != '\0')
+        kc_obs_buf_printf(b, "{%s}", labels);
+    kc_obs_buf_puts(b, " ");
+    kc_prom_number(b, v);
+    kc_obs_buf_puts(b, "\n");
+}
+
+void kc_prom_histogram(kc_obs_buf_t *b, const char *name, const char *labels, const double *bounds,
+                       size_t n_bounds, const uint64_t *counts, double sum)
+{
+    const char *sep = labels != NULL && *labels != '\0' ? "," : "";
+    if (labels == NULL)
+        labels = "";
+    uint64_t cum = 0;
+    for (size_t i = 0; i <= n_bounds; i++) {
+        cum += counts[i];
+        kc_obs_buf_printf(b, "%s_bucket{%s%sle=\"", name, labels, sep);
+        if (i < n_bounds)
+            kc_obs_buf_printf(b, "%g", bounds[i]);
+        else
+            kc_obs_buf_puts(b, "+Inf");
+        kc_obs_buf_printf(b, "\"} %llu\n", (unsigned long long)cum);
+    }
+    char full[160];
+    snprintf(full, sizeof(full), "%s_sum", name);
+    kc_prom_sample(b, full, labels, sum);
+    snprintf(full, sizeof(full), "%s_count", name);
+    kc_prom_sample(b, full, labels, (double)cum);
+}
+
+/* ---- Recording ------------------------------------------------------------------------------- */
+
+int kc_obs_api_slot(int16_t key)
+{
+    const kc_api_info_t *api = kc_api_find(key);
+    if (api == NULL)
+        return -1;
+    ptrdiff_t i = api - kc_api_table;
+    return i >= 0 && i < KC_OBS_APIS ? (int)i : -1;
+}
+
+void kc_obs_request(int16_t key, int16_t version)
+{
+    int i = kc_obs_api_slot(key);
+    if (i >= 0 && version >= 0 && version < KC_OBS_VERSIONS)
+        kc_obs.requests[i][version]++;
+}
+
+void kc_obs_refused(bool malformed)
+{
+    kc_obs.requests_refused[malformed ? 1 : 0]++;
+}
+
+void kc_obs_error(int16_t key, int16_t code)
+{
+    int i = kc_obs_api_slot(key);
+    if (i >= 0 && code != 0 && code >= -1 && code < KC_OBS_ERRS - 1)
+        kc_obs.errors[i][code + 1]++;
+}
+
+/* Count the error codes of an array of structs that have an `error_code` member. */
+#define COUNT_EACH(key, arr)                                                                       \
+    do {                                                                                           \
+        for (int32_t i_ = 0; i_ < (arr).n; i_++)                                                   \
+            kc_obs_error((key), (arr).v[i_].error_code);                                           \
+    } while (0)
+
+static uint32_t offset_commit(const kc_offset_commit_response_t *r)
+{
+    uint32_t ok = 0;
+    for (int32_t i = 0; i < r->topics.n; i++) {
+        for (int32_t j = 0; j < r->topics.v[i].partitions.n; j++) {
+            int16_t e = r->topics.v[i].partitions.v[j].error_code;
+            if (e == 0)
+                ok++;
+            else
+                kc_obs_error(KC_API_OFFSET_COMMIT, e);
+        }
+    }
+    return ok;
+}
+
+static void offset_fetch(const kc_offset_fetch_response_t *r, int16_t version)
+{
+    const int16_t k = KC_API_OFFSET_FETCH;
+    if (version >= 8) {
+        for (int32_t i = 0; i < r->groups.n; i++) {
+            kc_obs_error(k, r->groups.v[i].error_code);
+            for (int32_t j = 0; j < r->groups.v[i].topics.n; j++)
+                COUNT_EACH(k, r->groups.v[i].topics.v[j].partitions);
+        }
+        return;
+    }
+    if (version >= 2)
+        kc_obs_error(k, r->error_code);
+    for (int32_t i = 0; i < r->topics.n; i++)
+        COUNT_EACH(k, r->topics.v[i].partitions);
+}
+
+uint32_t kc_obs_response(int16_t key, int16_t version, const void *resp)
+{
+    switch (key) {
+    case KC_API_PRODUCE: {
+        const kc_produce_response_t *r = resp;
+        for (int32_t i = 0; i < r->responses.n; i++)
+            COUNT_EACH(key, r->responses.v[i].partition_responses);
+        break;
+    }
+    case KC_API_FETCH: {
+        const kc_fetch_response_t *r = resp;
+        kc_obs_error(key, r->error_code);
+        for (int32_t i = 0; i < r->responses.n; i++)
+            COUNT_EACH(key, r->responses.v[i].partitions);
+        break;
+    }
+    case KC_API_LIST_OFFSETS: {
+        const kc_list_offsets_response_t *r = resp;
+        for (int32_t i = 0; i < r->topics.n; i++)
+            COUNT_EACH(key, r->topics.v[i].partitions);
+        break;
+    }
+    case KC_API_METADATA: {
+        const kc_metadata_response_t *r = resp;
+        kc_obs_error(key, r->error_code);
+        COUNT_EACH(key, r->topics);
+        break;
+    }
+    case KC_API_OFFSET_COMMIT:
+        return offset_commit(resp);
+    case KC_API_OFFSET_FETCH:
+        offset_fetch(resp, version);
+        break;
+    case KC_API_FIND_COORDINATOR: {
+        const kc_find_coordinator_response_t *r = resp;
+        if (version >= 4)
+            COUNT_EACH(key, r->coordinators);
+        else
+            kc_obs_error(key, r->error_code);
+        break;
+    }
+    case KC_API_JOIN_GROUP:
+        kc_obs_error(key, ((const kc_join_group_response_t *)resp)->error_code);
+        break;
+    case KC_API_HEARTBEAT:
+        kc_obs_error(key, ((const kc_heartbeat_response_t *)resp)->error_code);
+        break;
+    case KC_API_LEAVE_GROUP: {
+        const kc_leave_group_response_t *r = resp;
+        kc_obs_error(key, r->error_code);
+        COUNT_EACH(key, r->members);
+        break;
+    }
+    case KC_API_SYNC_GROUP:
+        kc_obs_error(key, ((const kc_sync_group_response_t *)resp)->error_code);
+        break;
+    case KC_API_DESCRIBE_GROUPS:
+        COUNT_EACH(key, ((const kc_describe_groups_response_t *)resp)->groups);
+        break;
+    case KC_API_LIST_GROUPS:
+        kc_obs_error(key, ((const kc_list_groups_response_t *)resp)->error_code);
+        break;
+    case KC_API_API_VERSIONS:
+        kc_obs_error(key, ((const kc_api_versions_response_t *)resp)->error_code);
+        break;
+    case KC_API_CREATE_TOPICS:
+        COUNT_EACH(key, ((const kc_create_topics_response_t *)resp)->topics);
+        break;
+    case KC_API_DELETE_TOPICS:
+        COUNT_EACH(key, ((const kc_delete_topics_response_t *)resp)->responses);
+        break;
+    case KC_API_DELETE_GROUPS:
+        COUNT_EACH(key, ((const kc_delete_groups_response_t *)resp)->results);
+        break;
+    case KC_API_OFFSET_DELETE: {
+        const kc_offset_delete_response_t *r = resp;
+        kc_obs_error(key, r->error_code);
+        for (int32_t i = 0; i < r->topics.n; i++)
+            COUNT_EACH(key, r->topics.v[i].partitions);
+        break;
+    }
+    case KC_API_DESCRIBE_CLUSTER:
+        kc_obs_error(key, ((const kc_describe_cluster_response_t *)resp)->error_code);
+        break;
+    case KC_API_CONSUMER_GROUP_HEARTBEAT:
+        kc_obs_error(key, ((const kc_consumer_group_heartbeat_response_t *)resp)->error_code);
+        break;
+    case KC_API_CONSUMER_GROUP_DESCRIBE:
+        COUNT_EACH(key, ((const kc_consumer_group_describe_response_t *)resp)->groups);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+void kc_obs_done(int16_t key, uint64_t start_ns)
+{
+    int i = kc_obs_api_slot(key);
+    if (i < 0 || start_ns == 0)
+        return;
+    uint64_t now = uv_hrtime();
+    double s = now > start_ns ? (double)(now - start_ns) / 1e9 : 0.0;
+    kc_hist_observe(&kc_obs.latency[i], kc_obs_latency_bounds_s, KC_OBS_LATENCY_BUCKETS, s);
+}
+
+void kc_obs_commit(uint32_t n_ok)
+{
+    if (n_ok == 0)
+        return;
+    kc_obs.offset_commits++;
+    kc_obs.offsets_committed += n_ok;
+}
+
+void kc_obs_conn_accepted(void)
+{
+    kc_obs.conn_accepted++;
+    kc_obs.conn_open++;
+}
+
+void kc_obs_conn_closed(void)
+{
+    if (kc_obs.conn_open > 0)
+        kc_obs.conn_open--;
+}
+
+void kc_obs_log_append(uint64_t records, uint64_t bytes)
+{
+    kc_obs.log_append_batches++;
+    kc_obs.log_append_bytes += bytes;
+    kc_hist_observe(&kc_obs.log_append_records, kc_obs_batch_bounds, KC_OBS_BATCH_BUCKETS,
+                    (double)records);
+}
+
+void kc_obs_log_fsync(uint64_t ns)
+{
+    kc_hist_observe(&kc_obs.fsync, kc_obs_latency_bounds_s, KC_OBS_LATENCY_BUCKETS,
+                    (double)ns / 1e9);
+}
+
+void kc_obs_log_write_failed(void)
+{
+    kc_obs.log_write_failures++;
+}
+
+void kc_obs_cleaner_run(bool ok, int64_t bytes_reclaimed)
+{
+    kc_obs.cleaner_runs[ok ? 0 : 1]++;
+    if (ok && bytes_reclaimed > 0)
+        kc_obs.cleaner_bytes_reclaimed += (uint64_t)bytes_reclaimed;
+}
+
+static const int http_codes[6] = {200, 400, 404, 405, 431, 503};
+
+void kc_obs_http(int status)
+{
+    size_t i = 0;
+    while (i < 6 && http_codes[i] != status)
+        i++;
+    kc_obs.http_requests[i]++;
+}
+
+/* ---- Writing the counters ------------------------------------------------------------------ */
+
+void kc_obs_write_counters(kc_obs_buf_t *b)
+{
+    const kc_obs_counters_t *c = &kc_obs;
+    char labels[160];
+    size_t n_apis = kc_api_count < KC_OBS_APIS ? kc_api_count : KC_OBS_APIS;
+
+    kc_prom_family(b, "kcoord_requests_total", "counter",
+                   "Kafka requests decoded, by API and version.");
+    for (size_t i = 0; i < n_apis; i++)
+        for (int v = 0; v < KC_OBS_VERSIONS; v++)
+            if (c->requests[i][v]) {
+                snprintf(labels, sizeof(labels), "api=\"%s\",version=\"%d\"", kc_api_table[i].name,
+                         v);
+                kc_prom_sample(b, "kcoord_requests_total", labels, (double)c->requests[i][v]);
+            }
+
+    kc_prom_family(b, "kcoord_requests_refused_total", "counter",
+                   "Kafka requests that closed their connection before a handler saw them: an "
+                   "API or version not served, or a malformed request.");
+    kc_prom_sample(b, "kcoord_requests_refused_total", "reason=\"unsupported\"",
+                   (double)c->requests_refused[0]);
+    kc_prom_sample(b, "kcoord_requests_refused_total", "reason=\"malformed\"",
+                   (double)c->requests_refused[1]);
+
+    kc_prom_family(b, "kcoord_errors_total", "counter",
+                   "Nonzero Kafka error codes in responses, by API and code (top-level, "
+                   "per-group, per-topic, per-partition and per-member codes).");
+    for (size_t i = 0; i < n_apis; i++)
+        for (int e = 0; e < KC_OBS_ERRS; e++)
+            if (c->errors[i][e]) {
+                snprintf(labels, sizeof(labels), "api=\"%s\",code=\"%d\"", kc_api_table[i].name,
+                         e - 1);
+                kc_prom_sample(b, "kcoord_errors_total", labels, (double)c->errors[i][e]);
+            }
+
+    kc_prom_family(b, "kcoord_request_duration_seconds", "histogram",
+                   "Time from a Kafka request's arrival to its response, by API (including the "
+                   "wait for fsync and for parked JoinGroup, SyncGroup and Fetch requests).");
+    for (size_t i = 0; i < n_apis; i++) {
+        uint64_t n = 0;
+        for (int k = 0; k <= KC_OBS_LATENCY_BUCKETS; k++)
+            n += c->latency[i].counts[k];
+        if (n == 0)
+            continue;
+        snprintf(labels, sizeof(labels), "api=\"%s\"", kc_api_table[i].name);
+        kc_prom_histogram(b, "kcoord_request_duration_seconds", labels, kc_obs_latency_bounds_s,
+                          KC_OBS_LATENCY_BUCKETS, c->latency[i].counts, c->latency[i].sum);
+    }
+
+    kc_prom_family(b, "kcoord_connections_open", "gauge", "Open Kafka client connections.");
+    kc_prom_sample(b, "kcoord_connections_open", NULL, (double)c->conn_open);
+    kc_prom_family(b, "kcoord_connections_accepted_total", "counter",
+                   "Kafka client connections accepted.");
+    kc_prom_sample(b, "kcoord_connections_accepted_total", NULL, (double)c->conn_accepted);
+
+    kc_prom_family(b, "kcoord_offset_commits_total", "counter",
+                   "OffsetCommit requests acknowledged with at least one offset stored.");
+    kc_prom_sample(b, "kcoord_offset_commits_total", NULL, (double)c->offset_commits);
+    kc_prom_family(b, "kcoord_offsets_committed_total", "counter",
+                   "Partition offsets stored by acknowledged OffsetCommit requests.");
+    kc_prom_sample(b, "kcoord_offsets_committed_total", NULL, (double)c->offsets_committed);
+
+    kc_prom_family(b, "kcoord_log_append_bytes_total", "counter",
+                   "Bytes appended to the __consumer_offsets partition logs.");
+    kc_prom_sample(b, "kcoord_log_append_bytes_total", NULL, (double)c->log_append_bytes);
+    kc_prom_family(b, "kcoord_log_append_batch_records", "histogram",
+                   "Records per batch appended to a partition log (one batch per partition per "
+                   "loop iteration: the group commit).");
+    kc_prom_histogram(b, "kcoord_log_append_batch_records", NULL, kc_obs_batch_bounds,
+                      KC_OBS_BATCH_BUCKETS, c->log_append_records.counts,
+                      c->log_append_records.sum);
+    kc_prom_family(b, "kcoord_log_fsync_duration_seconds", "histogram",
+                   "Duration of the fsyncs of the partition logs.");
+    kc_prom_histogram(b, "kcoord_log_fsync_duration_seconds", NULL, kc_obs_latency_bounds_s,
+                      KC_OBS_LATENCY_BUCKETS, c->fsync.counts, c->fsync.sum);
+    kc_prom_family(b, "kcoord_log_write_failures_total", "counter",
+                   "Failed appends or fsyncs of a partition log (each reloads its partition).");
+    kc_prom_sample(b, "kcoord_log_write_failures_total", NULL, (double)c->log_write_failures);
+
+    kc_prom_family(b, "kcoord_log_cleaner_runs_total", "counter",
+                   "Compactions of a partition log's closed segments, by result.");
+    kc_prom_sample(b, "kcoord_log_cleaner_runs_total", "result=\"ok\"", (double)c->cleaner_runs[0]);
+    kc_prom_sample(b, "kcoord_log_cleaner_runs_total", "result=\"failed\"",
+                   (double)c->cleaner_runs[1]);
+    kc_prom_family(b, "kcoord_log_cleaner_reclaimed_bytes_total", "counter",
+                   "Bytes of closed segments freed by compaction.");
+    kc_prom_sample(b, "kcoord_log_cleaner_reclaimed_bytes_total", NULL,
+                   (double)c->cleaner_bytes_reclaimed);
+
+    kc_prom_family(b, "kcoord_http_requests_total", "counter",
+                   "Requests to this HTTP listener, by response status.");
+    for (size_t i = 0; i < 7; i++) {
+        if (i < 6)
+            snprintf(labels, sizeof(labels), "code=\"%d\"", http_codes[i]);
+        else
+            snprintf(labels, sizeof(labels), "code=\"other\"");
+        kc_prom_sample(b, "kcoord_http_requests_total", labels, (double)c->http_requests[i]);
+    }
+}

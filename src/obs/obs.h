@@ -1,0 +1,49 @@
+/* obs.h - the observability room's door: an HTTP listener with Prometheus metrics, health,
+ * readiness and a JSON view of the groups.
+ *
+ * Endpoints (docs/metrics.md has the details and every metric):
+ *   GET /metrics          Prometheus text format 0.0.4: the counters of obs/metrics.h, and what
+ *                         is computed from the coordinator when scraped (groups by state and
+ *                         type, members, rebalances and phase durations, partition states, log
+ *                         sizes)
+ *   GET /healthz          200 "ok" while the event loop runs
+ *   GET /readyz           200 once every partition is active and no partition's log writes
+ *                         are failing (a write failed within KC_OBS_WRITE_FAIL_WINDOW_MS and
+ *                         none succeeded since); 503 otherwise, with the reasons in the body
+ *   GET /v1/groups        a JSON array with a summary of every group
+ *   GET /v1/groups/<id>   one group in full (members, assignments, heartbeat ages, recent
+ *                         rebalances); <id> percent-encoded; 404 with a JSON error when missing
+ * Everything runs on the loop thread and only reads the coordinator.
+ */
+#ifndef KC_OBS_OBS_H
+#define KC_OBS_OBS_H
+
+#include <uv.h>
+
+#include "coord/coord.h"
+#include "obs/metrics.h"
+
+/* How long after a partition's failed write /readyz keeps saying so when no write has been
+ * tried since (an idle partition cannot prove that its disk recovered). */
+#define KC_OBS_WRITE_FAIL_WINDOW_MS 30000
+
+typedef struct kc_obs_server_s kc_obs_server_t;
+
+/* A server on `loop` answering from `coord` (which may be NULL: then only /healthz and the
+ * counters are served, and /readyz says 503). NULL when out of memory. */
+kc_obs_server_t *kc_obs_server_new(uv_loop_t *loop, kc_coord_t *coord);
+
+/* Listen on host:port; port 0 picks one, stored in *bound_port. 0 or a libuv error code. */
+int kc_obs_server_listen(kc_obs_server_t *s, const char *host, int port, int *bound_port);
+
+/* Close the listener and its connections and free the server once they are closed (from the
+ * loop). Call it when the coordinator closes: the server never uses it after this call. */
+void kc_obs_server_close(kc_obs_server_t *s);
+
+/* Write the whole /metrics page for `coord` (NULL: the counters only) to `b`. */
+void kc_obs_render_metrics(kc_obs_buf_t *b, kc_coord_t *coord);
+
+/* The /readyz verdict: true when ready. A sentence per reason goes to `b`. */
+bool kc_obs_ready(kc_obs_buf_t *b, kc_coord_t *coord);
+
+#endif

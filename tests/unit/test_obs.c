@@ -1,0 +1,762 @@
+/* test_obs.c - unit tests for the observability room (src/obs/): the HTTP request parser and
+ * percent-decoding, the Prometheus text writers, the counters, the /metrics page and /readyz
+ * of a real coordinator (loading, active, failing fsync), and the HTTP server on a loop.
+ *
+ * Every /metrics page a test produces goes through a strict checker of the text format: each
+ * line is a # HELP or # TYPE line, or `name{label="value",...} number`; a sample's family has a
+ * TYPE line before it; counters end in _total; histogram buckets are cumulative and end with
+ * le="+Inf", whose count equals _count.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "coord/coord.h"
+#include "log/log.h"
+#include "obs/http.h"
+#include "obs/metrics.h"
+#include "obs/obs.h"
+#include "proto/errors.h"
+#include "proto/gen_api.h"
+
+/* ---- A strict checker of the text format ----------------------------------------------------- */
+
+static bool is_name_char(char c, bool first)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
+           (!first && c >= '0' && c <= '9');
+}
+
+/* Check one page; fails the test with the offending line. */
+static void check_exposition(const char *page)
+{
+    char types[256][96]; /* family name, then its type after a NUL */
+    char kinds[256][16];
+    size_t n_types = 0;
+    char hist[96] = "";
+    double last_bucket = -1;
+    bool saw_inf = false;
+    const char *p = page;
+    assert_true(page[strlen(page) - 1] == '\n');
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        assert_non_null(eol);
+        char line[1024];
+        size_t len = (size_t)(eol - p);
+        assert_true(len < sizeof(line));
+        memcpy(line, p, len);
+        line[len] = '\0';
+        p = eol + 1;
+        if (strncmp(line, "# HELP ", 7) == 0)
+            continue;
+        if (strncmp(line, "# TYPE ", 7) == 0) {
+            char name[96], type[16];
+            assert_int_equal(sscanf(line + 7, "%95s %15s", name, type), 2);
+            assert_true(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0 ||
+                        strcmp(type, "histogram") == 0);
+            if (strcmp(type, "counter") == 0)
+                assert_non_null(strstr(name, "_total"));
+            for (size_t i = 0; i < n_types; i++)
+                if (strcmp(types[i], name) == 0)
+                    fail_msg("family %s typed twice", name);
+            assert_true(n_types < 256);
+            snprintf(types[n_types], sizeof(types[0]), "%s", name);
+            snprintf(kinds[n_types], sizeof(kinds[0]), "%s", type);
+            n_types++;
+            continue;
+        }
+        assert_true(line[0] != '#');
+        /* name */
+        size_t i = 0;
+        while (is_name_char(line[i], i == 0))
+            i++;
+        if (i == 0)
+            fail_msg("bad sample line: %s", line);
+        char name[96];
+        assert_true(i < sizeof(name));
+        memcpy(name, line, i);
+        name[i] = '\0';
+        char le[32] = "";
+        if (line[i] == '{') {
+            i++;
+            while (line[i] != '}') {
+                size_t k = i;
+                while (is_name_char(line[i], i == k))
+                    i++;
+                if (i == k || line[i] != '=' || line[i + 1] != '"')
+                    fail_msg("bad label in: %s", line);
+                bool is_le = i - k == 2 && memcmp(line + k, "le", 2) == 0;
+                i += 2;
+                size_t v = 0;
+                while (line[i] != '"') {
+                    if (line[i] == '\0')
+                        fail_msg("unterminated label value in: %s", line);
+                    if (line[i] == '\\') {
+                        i++;
+                        if (line[i] != '\\' && line[i] != '"' && line[i] != 'n')
+                            fail_msg("bad escape in: %s", line);
+                    }
+                    if (is_le && v + 1 < sizeof(le))
+                        le[v++] = line[i];
+                    i++;
+                }
+                if (is_le)
+                    le[v] = '\0';
+                i++;
+                if (line[i] == ',')
+                    i++;
+                else if (line[i] != '}')
+                    fail_msg("bad label list in: %s", line);
+            }
+            i++;
+        }
+        if (line[i] != ' ')
+            fail_msg("no value in: %s", line);
+        char *end;
+        const char *val = line + i + 1;
+        double value = strcmp(val, "+Inf") == 0 ? 1e308 : strtod(val, &end);
+        if (strcmp(val, "+Inf") != 0 && (end == val || *end != '\0'))
+            fail_msg("bad value in: %s", line);
+        /* The family: the name itself, or without _bucket/_sum/_count for a histogram. */
+        const char *kind = NULL;
+        char fam[96];
+        snprintf(fam, sizeof(fam), "%s", name);
+        for (size_t t = 0; t < n_types && kind == NULL; t++)
+            if (strcmp(types[t], fam) == 0)
+                kind = kinds[t];
+        if (kind == NULL) {
+            static const char *const sfx[] = {"_bucket", "_sum", "_count"};
+            for (size_t s = 0; s < 3 && kind == NULL; s++) {
+                size_t nl = strlen(name), sl = strlen(sfx[s]);
+                if (nl > sl && strcmp(name + nl - sl, sfx[s]) == 0) {
+                    snprintf(fam, sizeof(fam), "%.*s", (int)(nl - sl), name);
+                    for (size_t t = 0; t < n_types; t++)
+                        if (strcmp(types[t], fam) == 0 && strcmp(kinds[t], "histogram") == 0)
+                            kind = kinds[t];
+                }
+            }
+        }
+        if (kind == NULL)
+            fail_msg("sample without a TYPE line: %s", line);
+        if (strcmp(kind, "histogram") == 0) {
+            size_t nl = strlen(name);
+            if (nl > 7 && strcmp(name + nl - 7, "_bucket") == 0) {
+                if (le[0] == '\0')
+                    fail_msg("bucket without le: %s", line);
+                if (strcmp(hist, fam) != 0 || saw_inf) {
+                    snprintf(hist, sizeof(hist), "%s", fam);
+                    last_bucket = -1;
+                    saw_inf = false;
+                }
+                if (value < last_bucket)
+                    fail_msg("buckets not cumulative: %s", line);
+                last_bucket = value;
+                saw_inf = strcmp(le, "+Inf") == 0;
+            } else if (nl > 6 && strcmp(name + nl - 6, "_count") == 0) {
+                if (!saw_inf || value != last_bucket)
+                    fail_msg("_count does not follow the +Inf bucket: %s", line);
+            }
+        }
+    }
+}
+
+/* ---- HTTP parsing -----------------------------------------------------------------------------
+ */
+
+static int parse(const char *s, kc_http_req_t *r)
+{
+    return kc_http_parse(s, strlen(s), KC_HTTP_MAX_REQUEST, r);
+}
+
+static void test_parse_requests(void **state)
+{
+    (void)state;
+    kc_http_req_t r;
+    const char *s = "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n";
+    assert_int_equal(parse(s, &r), (int)strlen(s));
+    assert_int_equal(r.method_len, 3);
+    assert_memory_equal(r.method, "GET", 3);
+    assert_int_equal(r.path_len, 8);
+    assert_memory_equal(r.path, "/metrics", 8);
+    assert_null(r.query);
+    assert_int_equal(r.minor, 1);
+
+    /* A query, HTTP/1.0, bare LFs, and bytes after the head (a body) not consumed. */
+    s = "POST /v1/groups/a%20b?x=1 HTTP/1.0\nContent-Length: 2\n\nab";
+    assert_int_equal(parse(s, &r), (int)strlen(s) - 2);
+    assert_memory_equal(r.method, "POST", 4);
+    assert_int_equal(r.path_len, strlen("/v1/groups/a%20b"));
+    assert_int_equal(r.query_len, 3);
+    assert_memory_equal(r.query, "x=1", 3);
+    assert_int_equal(r.minor, 0);
+
+    /* Incomplete heads. */
+    assert_int_equal(parse("", &r), KC_HTTP_NEED_MORE);
+    assert_int_equal(parse("GET /metrics HTTP/1.1\r\n", &r), KC_HTTP_NEED_MORE);
+    assert_int_equal(parse("GET /metrics HTTP/1.1\r\nHost: x\r\n", &r), KC_HTTP_NEED_MORE);
+}
+
+static void test_parse_malformed(void **state)
+{
+    (void)state;
+    kc_http_req_t r;
+    static const char *const bad[] = {
+        "\r\n\r\n",
+        "GET\r\n\r\n",
+        "GET /metrics\r\n\r\n",
+        "GET metrics HTTP/1.1\r\n\r\n",                     /* not origin-form */
+        "GET  /metrics HTTP/1.1\r\n\r\n",                   /* two spaces */
+        "GET /metrics HTTP/2.0\r\n\r\n",                    /* not HTTP/1.x */
+        "GET /metrics HTTP/1.1x\r\n\r\n",                   /* trailing garbage */
+        "GET /metrics HTTP/1.1 \r\n\r\n",                   /* trailing space */
+        "G(T /metrics HTTP/1.1\r\n\r\n",                    /* not a token */
+        "GET /a\x01 HTTP/1.1\r\n\r\n",                      /* control character in the target */
+        "GET /metrics HTTP/1.1\r\nHost x\r\n\r\n",          /* header without a colon */
+        "GET /metrics HTTP/1.1\r\nHost : x\r\n\r\n",        /* space before the colon */
+        "GET /metrics HTTP/1.1\r\n: x\r\n\r\n",             /* no header name */
+        "GET /metrics HTTP/1.1\r\nHost: a\x01\r\n\r\n",     /* control character in a value */
+        "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\n\n", /* a TLS hello */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (parse(bad[i], &r) != KC_HTTP_BAD)
+            fail_msg("case %zu was not refused", i);
+    }
+    /* Too big: no complete head within the limit. */
+    size_t n = KC_HTTP_MAX_REQUEST + 10;
+    char *big = malloc(n + 1);
+    assert_non_null(big);
+    memcpy(big, "GET /", 5);
+    memset(big + 5, 'a', n - 5);
+    big[n] = '\0';
+    assert_int_equal(kc_http_parse(big, n, KC_HTTP_MAX_REQUEST, &r), KC_HTTP_TOO_BIG);
+    assert_int_equal(kc_http_parse(big, KC_HTTP_MAX_REQUEST, KC_HTTP_MAX_REQUEST, &r),
+                     KC_HTTP_TOO_BIG);
+    assert_int_equal(kc_http_parse(big, 100, KC_HTTP_MAX_REQUEST, &r), KC_HTTP_NEED_MORE);
+    free(big);
+}
+
+static void test_percent_decode(void **state)
+{
+    (void)state;
+    char out[64];
+    assert_int_equal(kc_http_percent_decode("a%20b", 5, out), 3);
+    assert_memory_equal(out, "a b", 3);
+    assert_int_equal(kc_http_percent_decode("%2Fx%2f%25+", 11, out), 5);
+    assert_memory_equal(out, "/x/%+", 5);
+    assert_int_equal(kc_http_percent_decode("%00", 3, out), 1);
+    assert_int_equal(out[0], 0);
+    assert_int_equal(kc_http_percent_decode("%C3%A9", 6, out), 2);
+    assert_memory_equal(out, "\xc3\xa9", 2);
+    assert_int_equal(kc_http_percent_decode("%G1", 3, out), -1);
+    assert_int_equal(kc_http_percent_decode("ab%2", 4, out), -1);
+    assert_int_equal(kc_http_percent_decode("ab%", 3, out), -1);
+    assert_int_equal(kc_http_percent_decode("", 0, out), 0);
+}
+
+/* ---- The text format ---------------------------------------------------------------------------
+ */
+
+static void test_prom_writers(void **state)
+{
+    (void)state;
+    kc_obs_buf_t b = {0};
+    kc_prom_family(&b, "x_total", "counter", "a\\b\nc");
+    kc_obs_buf_puts(&b, "x_total{v=\"");
+    kc_prom_label_value(&b, "a\"b\\c\nd", 7);
+    kc_obs_buf_puts(&b, "\"} ");
+    kc_prom_number(&b, 3);
+    kc_obs_buf_puts(&b, "\n");
+    kc_prom_sample(&b, "y", NULL, 0.25);
+    kc_prom_sample(&b, "y", "a=\"1\"", 1e20);
+    assert_false(b.oom);
+    assert_string_equal(b.p, "# HELP x_total a\\\\b\\nc\n"
+                             "# TYPE x_total counter\n"
+                             "x_total{v=\"a\\\"b\\\\c\\nd\"} 3\n"
+                             "y 0.25\n"
+                             "y{a=\"1\"} 1e+20\n");
+    kc_obs_buf_free(&b);
+
+    const double bounds[] = {0.001, 0.5, 2};
+    uint64_t counts[] = {1, 0, 2, 4}; /* non-cumulative; the last is +Inf */
+    kc_prom_family(&b, "h_seconds", "histogram", "h");
+    kc_prom_histogram(&b, "h_seconds", "api=\"Fetch\"", bounds, 3, counts, 12.5);
+    kc_prom_histogram(&b, "h_seconds", NULL, bounds, 3, counts, 0);
+    assert_string_equal(b.p, "# HELP h_seconds h\n"
+                             "# TYPE h_seconds histogram\n"
+                             "h_seconds_bucket{api=\"Fetch\",le=\"0.001\"} 1\n"
+                             "h_seconds_bucket{api=\"Fetch\",le=\"0.5\"} 1\n"
+                             "h_seconds_bucket{api=\"Fetch\",le=\"2\"} 3\n"
+                             "h_seconds_bucket{api=\"Fetch\",le=\"+Inf\"} 7\n"
+                             "h_seconds_sum{api=\"Fetch\"} 12.5\n"
+                             "h_seconds_count{api=\"Fetch\"} 7\n"
+                             "h_seconds_bucket{le=\"0.001\"} 1\n"
+                             "h_seconds_bucket{le=\"0.5\"} 1\n"
+                             "h_seconds_bucket{le=\"2\"} 3\n"
+                             "h_seconds_bucket{le=\"+Inf\"} 7\n"
+                             "h_seconds_sum 0\n"
+                             "h_seconds_count 7\n");
+    check_exposition(b.p);
+    kc_obs_buf_free(&b);
+
+    kc_hist_t h;
+    memset(&h, 0, sizeof(h));
+    kc_hist_observe(&h, bounds, 3, 0.001); /* on a bound: that bucket */
+    kc_hist_observe(&h, bounds, 3, 0.0011);
+    kc_hist_observe(&h, bounds, 3, 99);
+    assert_int_equal(h.counts[0], 1);
+    assert_int_equal(h.counts[1], 1);
+    assert_int_equal(h.counts[2], 0);
+    assert_int_equal(h.counts[3], 1);
+}
+
+/* ---- The counters -----------------------------------------------------------------------------
+ */
+
+static void test_counters(void **state)
+{
+    (void)state;
+    memset(&kc_obs, 0, sizeof(kc_obs));
+    kc_obs_request(KC_API_OFFSET_COMMIT, 8);
+    kc_obs_request(KC_API_OFFSET_COMMIT, 8);
+    kc_obs_request(KC_API_API_VERSIONS, 3);
+    kc_obs_request(KC_API_API_VERSIONS, 999); /* out of range: not counted */
+    kc_obs_request(4242, 0);                  /* unknown API: not counted */
+    kc_obs_refused(true);
+
+    /* An OffsetCommit answer with two stored offsets and one error. */
+    kc_offset_commit_response_partition_t parts[3] = {
+        {.partition_index = 0, .error_code = 0},
+        {.partition_index = 1, .error_code = 25},
+        {.partition_index = 2, .error_code = 0},
+    };
+    kc_offset_commit_response_topic_t topic = {.partitions = {parts, 3}};
+    kc_offset_commit_response_t resp;
+    kc_offset_commit_response_init(&resp);
+    resp.topics.v = &topic;
+    resp.topics.n = 1;
+    uint32_t ok = kc_obs_response(KC_API_OFFSET_COMMIT, 8, &resp);
+    assert_int_equal(ok, 2);
+    kc_obs_commit(ok);
+    kc_obs_commit(0); /* nothing stored: not a commit */
+    kc_obs_done(KC_API_OFFSET_COMMIT, uv_hrtime());
+
+    kc_heartbeat_response_t hb;
+    kc_heartbeat_response_init(&hb);
+    hb.error_code = KC_ERR_REBALANCE_IN_PROGRESS;
+    assert_int_equal(kc_obs_response(KC_API_HEARTBEAT, 4, &hb), 0);
+    kc_obs_error(KC_API_HEARTBEAT, 0);   /* no error: not counted */
+    kc_obs_error(KC_API_HEARTBEAT, 999); /* out of range: not counted */
+
+    kc_obs_conn_accepted();
+    kc_obs_conn_accepted();
+    kc_obs_conn_closed();
+    kc_obs_log_append(3, 200);
+    kc_obs_log_fsync(2000000);
+    kc_obs_cleaner_run(true, 1000);
+    kc_obs_cleaner_run(false, 5);
+    kc_obs_http(200);
+    kc_obs_http(418);
+
+    kc_obs_buf_t b = {0};
+    kc_obs_render_metrics(&b, NULL);
+    assert_false(b.oom);
+    check_exposition(b.p);
+    static const char *const want[] = {
+        "\nkcoord_requests_total{api=\"OffsetCommit\",version=\"8\"} 2\n",
+        "\nkcoord_requests_total{api=\"ApiVersions\",version=\"3\"} 1\n",
+        "\nkcoord_requests_refused_total{reason=\"malformed\"} 1\n",
+        "\nkcoord_errors_total{api=\"OffsetCommit\",code=\"25\"} 1\n",
+        "\nkcoord_errors_total{api=\"Heartbeat\",code=\"27\"} 1\n",
+        "\nkcoord_request_duration_seconds_count{api=\"OffsetCommit\"} 1\n",
+        "\nkcoord_connections_open 1\n",
+        "\nkcoord_connections_accepted_total 2\n",
+        "\nkcoord_offset_commits_total 1\n",
+        "\nkcoord_offsets_committed_total 2\n",
+        "\nkcoord_log_append_bytes_total 200\n",
+        "\nkcoord_log_append_batch_records_bucket{le=\"5\"} 1\n",
+        "\nkcoord_log_append_batch_records_bucket{le=\"2\"} 0\n",
+        "\nkcoord_log_fsync_duration_seconds_bucket{le=\"0.0025\"} 1\n",
+        "\nkcoord_log_fsync_duration_seconds_bucket{le=\"0.001\"} 0\n",
+        "\nkcoord_log_cleaner_runs_total{result=\"ok\"} 1\n",
+        "\nkcoord_log_cleaner_runs_total{result=\"failed\"} 1\n",
+        "\nkcoord_log_cleaner_reclaimed_bytes_total 1000\n",
+        "\nkcoord_http_requests_total{code=\"200\"} 1\n",
+        "\nkcoord_http_requests_total{code=\"other\"} 1\n",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (strstr(b.p, want[i]) == NULL)
+            fail_msg("missing: %s", want[i] + 1);
+    assert_null(strstr(b.p, "code=\"0\""));
+    assert_null(strstr(b.p, "Heartbeat\",code=\"999"));
+    /* Nothing about partitions without a coordinator. */
+    assert_null(strstr(b.p, "kcoord_partition_state"));
+    kc_obs_buf_free(&b);
+    memset(&kc_obs, 0, sizeof(kc_obs));
+}
+
+/* ---- /metrics and /readyz of a real coordinator ---------------------------------------------- */
+
+static atomic_int fail_fsync;
+static int f_fsync(void *ctx, int fd)
+{
+    (void)ctx;
+    if (atomic_load(&fail_fsync))
+        return -EIO;
+    return kc_log_io_posix()->fsync(NULL, fd);
+}
+
+static void no_join(void *w, const kc_join_group_response_t *r)
+{
+    (void)w;
+    (void)r;
+}
+static void no_sync(void *w, const kc_sync_group_response_t *r)
+{
+    (void)w;
+    (void)r;
+}
+static const kc_coord_replies_t replies = {no_join, no_sync};
+
+static void on_release(void *arg, bool ok)
+{
+    *(int *)arg = ok ? 1 : 2;
+}
+
+static void run_until(uv_loop_t *loop, const int *flag)
+{
+    for (int i = 0; i < 100000 && !*flag; i++)
+        uv_run(loop, UV_RUN_ONCE);
+    assert_true(*flag);
+}
+
+static void run_until_loaded(uv_loop_t *loop, kc_coord_t *c)
+{
+    for (int i = 0; i < 100000 && kc_coord_loading(c) > 0; i++)
+        uv_run(loop, UV_RUN_ONCE);
+    assert_int_equal(kc_coord_loading(c), 0);
+}
+
+/* Until `p` serves: a reload that raced with the injected fault is retried after a while. */
+static void run_until_active(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p)
+{
+    for (int i = 0; i < 100000 && (kc_coord_loading(c) > 0 || p->state != KC_PART_ACTIVE); i++)
+        uv_run(loop, UV_RUN_ONCE);
+    assert_int_equal(p->state, KC_PART_ACTIVE);
+}
+
+static int commit_and_wait(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p, int64_t offset)
+{
+    kc_offset_t o = {.offset = offset,
+                     .leader_epoch = -1,
+                     .metadata = KC_STR_EMPTY,
+                     .commit_ts_ms = 1000,
+                     .expire_ts_ms = -1};
+    assert_int_equal(kc_offsets_commit(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), 0, &o), 0);
+    int released = 0;
+    int32_t idx = p->index;
+    assert_true(kc_coord_hold(c, &idx, 1, on_release, &released));
+    run_until(loop, &released);
+    return released;
+}
+
+static int closed;
+static void on_closed(void *arg)
+{
+    (void)arg;
+    closed = 1;
+}
+
+static char *ready_text(kc_coord_t *c, bool *ready)
+{
+    kc_obs_buf_t b = {0};
+    *ready = kc_obs_ready(&b, c);
+    assert_false(b.oom);
+    return b.p;
+}
+
+static void test_coordinator_metrics_and_readiness(void **state)
+{
+    (void)state;
+    memset(&kc_obs, 0, sizeof(kc_obs));
+    char dir[] = "/tmp/kc-obs-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    assert_int_equal(kc_conf_set(&conf, "data.dir", dir, KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    assert_int_equal(
+        kc_conf_set(&conf, "offsets.topic.num.partitions", "3", KC_CONF_SRC_SET, err, sizeof(err)),
+        0);
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
+    kc_log_io_t io = *kc_log_io_posix();
+    io.fsync = f_fsync;
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    kc_coord_t *c = kc_coord_new(&loop, &conf, &cat, &replies, &io);
+    assert_non_null(c);
+
+    /* Loading: not ready. */
+    bool ready;
+    char *text = ready_text(c, &ready);
+    assert_false(ready);
+    assert_non_null(strstr(text, "3 of 3 partitions loading"));
+    free(text);
+    kc_obs_buf_t b = {0};
+    kc_obs_render_metrics(&b, c);
+    check_exposition(b.p);
+    assert_non_null(strstr(b.p, "\nkcoord_partition_state{partition=\"2\"} 0\n"));
+    assert_non_null(strstr(b.p, "\nkcoord_partitions_loading 3\n"));
+    kc_obs_buf_free(&b);
+
+    run_until_loaded(&loop, c);
+    text = ready_text(c, &ready);
+    assert_true(ready);
+    assert_string_equal(text, "ready: all 3 partitions are active\n");
+    free(text);
+
+    /* A durable commit: an append of one record, an fsync, the log's size. */
+    kc_partition_t *p = kc_coord_partition(c, KC_STR_LIT("g"));
+    assert_int_equal(commit_and_wait(&loop, c, p, 7), 1);
+    assert_int_equal(kc_obs.log_append_batches, 1);
+    assert_true(kc_obs.log_append_bytes > 61); /* a batch header and a record */
+    assert_int_equal(kc_obs.log_append_records.counts[0], 1);
+    uint64_t fsyncs = 0;
+    for (int i = 0; i <= KC_OBS_LATENCY_BUCKETS; i++)
+        fsyncs += kc_obs.fsync.counts[i];
+    assert_int_equal(fsyncs, 1);
+    assert_int_equal(p->obs.log_bytes, (int64_t)kc_obs.log_append_bytes);
+    assert_int_equal(p->obs.log_segments, 1);
+
+    kc_obs_render_metrics(&b, c);
+    check_exposition(b.p);
+    char want[128];
+    snprintf(want, sizeof(want), "\nkcoord_partition_state{partition=\"%d\"} 1\n", p->index);
+    assert_non_null(strstr(b.p, want));
+    snprintf(want, sizeof(want), "\nkcoord_log_bytes{partition=\"%d\"} %lld\n", p->index,
+             (long long)p->obs.log_bytes);
+    assert_non_null(strstr(b.p, want));
+    assert_non_null(strstr(b.p, "\nkcoord_partitions_loading 0\n"));
+    assert_non_null(strstr(b.p, "\nkcoord_rebalances_total{cause=\"session_timeout\"} 0\n"));
+    assert_non_null(strstr(b.p, "\n# TYPE kcoord_rebalance_join_phase_seconds histogram\n"));
+    assert_non_null(strstr(b.p, "\nkcoord_group_members{type=\"classic\"} 0\n"));
+    kc_obs_buf_free(&b);
+
+    /* fsync fails: the write fails, the partition reloads, and it is not ready until a write
+     * succeeds again. */
+    atomic_store(&fail_fsync, 1);
+    assert_int_equal(commit_and_wait(&loop, c, p, 8), 2);
+    assert_int_equal(kc_obs.log_write_failures, 1);
+    assert_true(p->obs.write_failing);
+    text = ready_text(c, &ready);
+    assert_false(ready);
+    snprintf(want, sizeof(want), "partition %d: log writes failing", p->index);
+    assert_non_null(strstr(text, want));
+    free(text);
+    atomic_store(&fail_fsync, 0);
+    run_until_active(&loop, c, p);
+    text = ready_text(c, &ready); /* reloaded, but no write has succeeded yet */
+    assert_false(ready);
+    free(text);
+    p->obs.write_failed_ms -= KC_OBS_WRITE_FAIL_WINDOW_MS; /* long ago: no longer counts */
+    text = ready_text(c, &ready);
+    assert_true(ready);
+    free(text);
+    p->obs.write_failed_ms += KC_OBS_WRITE_FAIL_WINDOW_MS;
+    assert_int_equal(commit_and_wait(&loop, c, p, 9), 1);
+    assert_false(p->obs.write_failing);
+    text = ready_text(c, &ready);
+    assert_true(ready);
+    free(text);
+
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kc_catalog_free(&cat);
+    kc_conf_free(&conf);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    memset(&kc_obs, 0, sizeof(kc_obs));
+}
+
+/* ---- The server on a loop ---------------------------------------------------------------------
+ */
+
+typedef struct client_s {
+    uv_tcp_t tcp;
+    uv_connect_t conn;
+    uv_write_t wreq;
+    const char *request;
+    size_t request_len;
+    char resp[65536];
+    size_t len;
+    int done;
+} client_t;
+
+static void client_alloc(uv_handle_t *h, size_t s, uv_buf_t *buf)
+{
+    (void)s;
+    client_t *c = h->data;
+    *buf = uv_buf_init(c->resp + c->len, (unsigned)(sizeof(c->resp) - 1 - c->len));
+}
+
+static void client_closed(uv_handle_t *h)
+{
+    ((client_t *)h->data)->done = 1;
+}
+
+static void client_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    (void)buf;
+    client_t *c = s->data;
+    if (n > 0) {
+        c->len += (size_t)n;
+        c->resp[c->len] = '\0';
+    } else if (n < 0) {
+        uv_close((uv_handle_t *)&c->tcp, client_closed);
+    }
+}
+
+static void client_written(uv_write_t *w, int status)
+{
+    (void)w;
+    (void)status;
+}
+
+static void client_connected(uv_connect_t *req, int status)
+{
+    client_t *c = req->data;
+    assert_int_equal(status, 0);
+    uv_buf_t b = uv_buf_init((char *)c->request, (unsigned)c->request_len);
+    uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, client_written);
+    uv_read_start((uv_stream_t *)&c->tcp, client_alloc, client_read);
+}
+
+/* Send `request` to 127.0.0.1:port and return the whole answer (until the server closes). */
+static const char *roundtrip(uv_loop_t *loop, int port, client_t *c, const char *request,
+                             size_t len)
+{
+    memset(c, 0, sizeof(*c));
+    c->request = request;
+    c->request_len = len;
+    uv_tcp_init(loop, &c->tcp);
+    c->tcp.data = c;
+    c->conn.data = c;
+    struct sockaddr_in addr;
+    uv_ip4_addr("127.0.0.1", port, &addr);
+    assert_int_equal(
+        uv_tcp_connect(&c->conn, &c->tcp, (const struct sockaddr *)&addr, client_connected), 0);
+    run_until(loop, &c->done);
+    return c->resp;
+}
+
+static void test_server(void **state)
+{
+    (void)state;
+    memset(&kc_obs, 0, sizeof(kc_obs));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    kc_obs_server_t *s = kc_obs_server_new(&loop, NULL);
+    assert_non_null(s);
+    int port = 0;
+    assert_int_equal(kc_obs_server_listen(s, "127.0.0.1", 0, &port), 0);
+    assert_true(port > 0);
+    static client_t c;
+
+#define RT(req) roundtrip(&loop, port, &c, (req), sizeof(req) - 1)
+    const char *r = RT("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+    assert_non_null(strstr(r, "\r\nContent-Length: 3\r\n"));
+    assert_non_null(strstr(r, "\r\nConnection: close\r\n"));
+    assert_non_null(strstr(r, "\r\n\r\nok\n"));
+
+    r = RT("GET /readyz HTTP/1.1\r\n\r\n"); /* no coordinator */
+    assert_non_null(strstr(r, "HTTP/1.1 503 Service Unavailable\r\n"));
+
+    r = RT("GET /metrics HTTP/1.0\r\n\r\n");
+    assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+    assert_non_null(strstr(r, "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+    const char *body = strstr(r, "\r\n\r\n");
+    assert_non_null(body);
+    check_exposition(body + 4);
+    assert_non_null(strstr(body, "\nkcoord_http_requests_total{code=\"503\"} 1\n"));
+
+    r = RT("GET /nope HTTP/1.1\r\n\r\n");
+    assert_non_null(strstr(r, "HTTP/1.1 404 Not Found\r\n"));
+    r = RT("DELETE /metrics HTTP/1.1\r\n\r\n");
+    assert_non_null(strstr(r, "HTTP/1.1 405 Method Not Allowed\r\n"));
+    assert_non_null(strstr(r, "\r\nAllow: GET\r\n"));
+    r = RT("GET /metrics HTTP/1.1\r\nno colon\r\n\r\n");
+    assert_non_null(strstr(r, "HTTP/1.1 400 Bad Request\r\n"));
+    r = RT("\x00\x00\x00\x10\x00\x12\x00\x03"); /* a Kafka frame: refused at once */
+    assert_non_null(strstr(r, "HTTP/1.1 400 Bad Request\r\n"));
+    r = RT("GET /v1/groups HTTP/1.1\r\n\r\n"); /* no coordinator */
+    assert_non_null(strstr(r, "HTTP/1.1 503 "));
+    assert_non_null(strstr(r, "{\"error\":\"shutting down\"}"));
+
+    /* Exactly the limit, so that the server has read everything when it answers and closes. */
+    static char big[KC_HTTP_MAX_REQUEST];
+    memcpy(big, "GET /", 5);
+    memset(big + 5, 'a', sizeof(big) - 5);
+    r = roundtrip(&loop, port, &c, big, sizeof(big));
+    assert_non_null(strstr(r, "HTTP/1.1 431 "));
+#undef RT
+
+    /* Closing the server closes everything: the loop has no handles left. */
+    kc_obs_server_close(s);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    assert_int_equal(kc_obs.http_requests[0], 2); /* 200: /healthz, /metrics */
+    memset(&kc_obs, 0, sizeof(kc_obs));
+}
+
+/* ---- The setting --------------------------------------------------------------------------- */
+
+static void test_setting(void **state)
+{
+    (void)state;
+    kc_conf_t c;
+    kc_conf_init(&c);
+    char err[256];
+    assert_string_equal(c.metrics_listener, "127.0.0.1:9404");
+    assert_int_equal(kc_conf_set(&c, "metrics.listener", "", KC_CONF_SRC_SET, err, sizeof err), 0);
+    assert_string_equal(c.metrics_listener, "");
+    assert_int_equal(
+        kc_conf_set(&c, "metrics.listener", "[::1]:0", KC_CONF_SRC_SET, err, sizeof err), 0);
+    assert_int_equal(kc_conf_set(&c, "metrics.listener", "127.0.0.1:1,127.0.0.1:2", KC_CONF_SRC_SET,
+                                 err, sizeof err),
+                     -1);
+    assert_string_equal(err, "metrics.listener: \"127.0.0.1:1,127.0.0.1:2\" is not a single "
+                             "host:port (it has 2 entries) (expected empty or host:port or "
+                             "[ipv6]:port, port 0..65535)");
+    assert_int_equal(kc_conf_set(&c, "metrics.listener", "nope", KC_CONF_SRC_SET, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "metrics.listener: \"nope\""));
+    assert_string_equal(c.metrics_listener, "[::1]:0");
+    kc_conf_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_requests),
+        cmocka_unit_test(test_parse_malformed),
+        cmocka_unit_test(test_percent_decode),
+        cmocka_unit_test(test_prom_writers),
+        cmocka_unit_test(test_counters),
+        cmocka_unit_test(test_coordinator_metrics_and_readiness),
+        cmocka_unit_test(test_server),
+        cmocka_unit_test(test_setting),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
