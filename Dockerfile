@@ -1,21 +1,54 @@
-# kcoord container image: build on Debian bookworm, run on bookworm-slim as an unprivileged user.
+# kcoord container image: built on Debian bookworm, run on bookworm-slim as an unprivileged user.
+#
+#   docker build -t kcoord .
+#   docker run -p 9092:9092 -p 9404:9404 -v kcoord-data:/var/lib/kcoord \
+#       -e KCOORD_ADVERTISED_LISTENERS=localhost:9092 -e KCOORD_TOPICS=orders:3 kcoord
+#
+# Every setting of conf/kcoord.conf can be given as KCOORD_<KEY> (upper case, dots as
+# underscores); the environment wins over the file baked in at /etc/kcoord/kcoord.conf.
+# Clients must be able to reach the advertised address: with the wildcard listener below and no
+# KCOORD_ADVERTISED_LISTENERS, kcoord advertises the container's host name. Arguments after the
+# image name go to kcoord (`docker run --rm kcoord --print-config` shows the effective settings).
+# kcoord runs as uid/gid 10001: a named volume on /var/lib/kcoord gets that owner by itself, a
+# bind-mounted host directory must be writable by it.
+#
+# The health check asks the metrics listener (KCOORD_METRICS_LISTENER) for /healthz with bash's
+# /dev/tcp, so the runtime image needs no HTTP client. kcoord exits 0 on SIGTERM; the exec form
+# of ENTRYPOINT makes it PID 1, so `docker stop` reaches it directly (it handles SIGTERM and
+# SIGINT itself and starts no child processes, so it needs no init).
+# scripts/docker-smoke builds this image with podman and checks it end to end (`make compat`).
+
 FROM debian:bookworm-slim AS build
-RUN apt-get update && apt-get install -y --no-install-recommends \
-        build-essential pkg-config python3 libuv1-dev libzstd-dev \
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev make pkg-config \
+        libuv1-dev libzstd-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY . .
-RUN make clean && make all
+COPY Makefile ./
+COPY src ./src
+RUN make -j"$(nproc)" BUILD=/tmp/build /tmp/build/kcoord \
+    && install -D -s -m 0755 /tmp/build/kcoord /out/kcoord && rm -rf /tmp/build
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libuv1 libzstd1 \
-    && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --home-dir /var/lib/kcoord --shell /usr/sbin/nologin kcoord \
-    && mkdir -p /var/lib/kcoord && chown kcoord:kcoord /var/lib/kcoord
-COPY --from=build /src/build/kcoord /usr/local/bin/kcoord
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libuv1 libzstd1 \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb \
+    && groupadd --gid 10001 kcoord \
+    && useradd --uid 10001 --gid kcoord --home-dir /var/lib/kcoord \
+        --no-create-home --shell /usr/sbin/nologin kcoord \
+    && install -d -o kcoord -g kcoord -m 0750 /var/lib/kcoord
+COPY --from=build /out/kcoord /usr/local/bin/kcoord
 COPY conf/kcoord.conf /etc/kcoord/kcoord.conf
-USER kcoord
+ENV KCOORD_LISTENERS=0.0.0.0:9092 \
+    KCOORD_DATA_DIR=/var/lib/kcoord \
+    KCOORD_METRICS_LISTENER=0.0.0.0:9404
+USER 10001:10001
+WORKDIR /var/lib/kcoord
 VOLUME /var/lib/kcoord
-EXPOSE 9092
-ENV KCOORD_LISTENERS=0.0.0.0:9092 KCOORD_DATA_DIR=/var/lib/kcoord
+EXPOSE 9092 9404
+STOPSIGNAL SIGTERM
+# The port (and host, unless a wildcard) come from KCOORD_METRICS_LISTENER, so overriding it
+# keeps the check working.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+    CMD ["/bin/bash", "-c", "l=${KCOORD_METRICS_LISTENER:-127.0.0.1:9404}; h=${l%:*}; h=${h#[}; h=${h%]}; case $h in ''|0.0.0.0|::) h=127.0.0.1;; esac; exec 3<>/dev/tcp/$h/${l##*:} && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && read -r -t 2 s <&3 && [[ $s == *' 200 '* ]]"]
 ENTRYPOINT ["/usr/local/bin/kcoord", "-c", "/etc/kcoord/kcoord.conf"]

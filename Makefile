@@ -12,7 +12,8 @@
 #                        and a reference Kafka); writes docs/BENCHMARKS.md
 #   make log-interop     kcoord's log read by Kafka's DumpLogSegments, a Kafka broker's
 #                        __consumer_offsets loaded by kcoord
-#   make compat          scenarios with real clients against kcoord and a reference Kafka;
+#   make compat          scenarios with real clients against kcoord and a reference Kafka, and the
+#                        container smoke test (scripts/docker-smoke);
 #                        writes docs/COMPATIBILITY.md
 #
 # Quiet unless V=1. Objects go to build/ (build/san/ with SANITIZE=1).
@@ -158,8 +159,10 @@ $(BUILD)/bench/kcoord-bench: $(BENCH_TOOL_OBJS) $(BUILD)/libkcoord.a
 # builds the daemon, fetches the reference Kafka's jars (scripts/kafka-ref fetch), makes the
 # Python venv with the pinned PyPI clients (scripts/compat-venv), then runs every scenario with
 # every client against kcoord and against Kafka (scripts/compat) and regenerates
-# docs/COMPATIBILITY.md. Fails when a scenario fails on kcoord.
-.PHONY: compat
+# docs/COMPATIBILITY.md. Fails when a scenario fails on kcoord. Last, scripts/docker-smoke
+# builds the Dockerfile's image with podman and checks it end to end (group join, commit,
+# health check, SIGTERM); `make docker-smoke` runs that alone.
+.PHONY: compat docker-smoke
 
 compat:
 	$(Q)scripts/deps --compat
@@ -167,6 +170,11 @@ compat:
 	$(Q)scripts/kafka-ref fetch >/dev/null
 	$(Q)scripts/compat-venv >/dev/null
 	$(Q)scripts/compat --build $(BUILD)
+	$(Q)scripts/docker-smoke
+
+docker-smoke:
+	$(Q)scripts/deps --docker
+	$(Q)scripts/docker-smoke
 
 # make log-interop: kcoord's __consumer_offsets logs against a real Kafka broker and Kafka's
 # DumpLogSegments, in both directions (scripts/log-interop). Needs Java and Maven, which
