@@ -5,16 +5,18 @@ commit results) and, separately, by what the server itself says about the group.
 asks the server, with fixed old request versions that Kafka 4.x and kcoord both serve, so that
 the observer depends on no client library under test:
 
-    FindCoordinator v1, DescribeGroups v4, OffsetFetch v3, Metadata v1, CreateTopics v2
+    FindCoordinator v1, DescribeGroups v4, OffsetFetch v3, Metadata v1, CreateTopics v2,
+    ConsumerGroupDescribe v0 (KIP-848 consumer groups; flexible in every version)
 
-Every call opens its own connection, sends one request and reads one response (header v0,
-non-flexible versions only), and raises KwireError on a socket error, a short or garbled
+Every call opens its own connection, sends one request and reads one response (header v0, or
+v1 for the flexible ConsumerGroupDescribe), and raises KwireError on a socket error, a short or garbled
 response, or a Kafka error code the caller did not ask to tolerate. Coordinator errors that a
 waiting caller should retry (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
 NOT_COORDINATOR) raise KwireRetry, a subclass.
 
 To extend: write the request body with the Writer, parse the response with the Reader (it
-raises on a short read), and keep to versions below the first flexible one.
+raises on a short read), and keep to versions below the first flexible one where there is
+one (the Writer and Reader have the compact forms for an API that is flexible only).
 """
 import socket
 import struct
@@ -63,6 +65,23 @@ class Writer:
         self.parts.append(b)
         return self
 
+    def uvarint(self, v):
+        out = bytearray()
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+        self.parts.append(bytes(out))
+        return self
+
+    def compact_string(self, s):
+        if s is None:
+            return self.uvarint(0)
+        b = s.encode()
+        self.uvarint(len(b) + 1)
+        self.parts.append(b)
+        return self
+
     def bytes(self):
         return b"".join(self.parts)
 
@@ -103,6 +122,34 @@ class Reader:
         n = self.i32()
         return None if n < 0 else self.take(n)
 
+    def uvarint(self):
+        v, shift = 0, 0
+        while True:
+            b = self.take(1)[0]
+            v |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return v
+            shift += 7
+            if shift > 28:
+                raise KwireError("unsigned varint longer than 5 bytes")
+
+    def compact_string(self):
+        n = self.uvarint() - 1
+        return None if n < 0 else self.take(n).decode(errors="replace")
+
+    def compact_array(self, item):
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        if n > len(self.buf) - self.pos:
+            raise KwireError("array count %d exceeds the response" % n)
+        return [item(self) for _ in range(n)]
+
+    def tagged_fields(self):
+        for _ in range(self.uvarint()):
+            self.uvarint()  # tag
+            self.take(self.uvarint())
+
     def array(self, item):
         n = self.i32()
         if n < 0:
@@ -117,9 +164,13 @@ def split_addr(addr):
     return host.strip("[]"), int(port)
 
 
-def call(addr, api_key, version, body, timeout=10.0):
-    """Send one request to addr ("host:port") and return a Reader over the response body."""
-    header = Writer().i16(api_key).i16(version).i32(1).string(CLIENT_ID).bytes()
+def call(addr, api_key, version, body, timeout=10.0, flexible=False):
+    """Send one request to addr ("host:port") and return a Reader over the response body
+    (request header v1 and response header v0, or v2 and v1 when flexible)."""
+    header = Writer().i16(api_key).i16(version).i32(1).string(CLIENT_ID)
+    if flexible:
+        header.uvarint(0)  # no tagged fields
+    header = header.bytes()
     frame = header + body
     try:
         with socket.create_connection(split_addr(addr), timeout=timeout) as s:
@@ -133,6 +184,8 @@ def call(addr, api_key, version, body, timeout=10.0):
     r = Reader(payload)
     if r.i32() != 1:
         raise KwireError("response with another correlation id")
+    if flexible:
+        r.tagged_fields()
     return r
 
 
@@ -201,6 +254,56 @@ def describe_group(addr, group):
     g = groups[0]
     if g["error"] in RETRIABLE:
         raise KwireRetry("DescribeGroups(%s): error %d" % (group, g["error"]))
+    return g
+
+
+def consumer_group_describe(addr, group):
+    """ConsumerGroupDescribe v0 of one KIP-848 consumer group: a dict with error, state,
+    group_epoch, assignment_epoch, assignor and members (each member_id, instance_id,
+    member_epoch, client_id, topics, assignment and target, both {topic: [partitions]})."""
+    coord = find_coordinator(addr, group)
+    body = Writer().uvarint(2).compact_string(group).i8(0).uvarint(0).bytes()
+    r = call(coord, 69, 0, body, flexible=True)
+    r.i32()  # throttle
+
+    def assignment(r):
+        def tp(r):
+            r.take(16)  # topic id
+            t = (r.compact_string(), r.compact_array(Reader.i32))
+            r.tagged_fields()
+            return t
+
+        out = {}
+        for topic, parts in r.compact_array(tp) or []:
+            out.setdefault(topic, []).extend(parts or [])
+        r.tagged_fields()
+        return {t: sorted(p) for t, p in out.items()}
+
+    def member(r):
+        m = {"member_id": r.compact_string(), "instance_id": r.compact_string(),
+             "rack_id": r.compact_string(), "member_epoch": r.i32(),
+             "client_id": r.compact_string(), "client_host": r.compact_string(),
+             "topics": r.compact_array(Reader.compact_string),
+             "regex": r.compact_string(), "assignment": assignment(r),
+             "target": assignment(r)}
+        r.tagged_fields()
+        return m
+
+    def grp(r):
+        g = {"error": r.i16(), "message": r.compact_string(), "group": r.compact_string(),
+             "state": r.compact_string(), "group_epoch": r.i32(),
+             "assignment_epoch": r.i32(), "assignor": r.compact_string(),
+             "members": r.compact_array(member) or []}
+        r.i32()  # authorized operations
+        r.tagged_fields()
+        return g
+
+    groups = r.compact_array(grp)
+    if not groups or len(groups) != 1:
+        raise KwireError("ConsumerGroupDescribe returned %r" % groups)
+    g = groups[0]
+    if g["error"] in RETRIABLE:
+        raise KwireRetry("ConsumerGroupDescribe(%s): error %d" % (group, g["error"]))
     return g
 
 

@@ -2,7 +2,7 @@
 
     PYTHON tests/compat/rk_member.py --bootstrap H:P --group G --topic T --client-id C
                                      [--instance-id I] [--session-timeout MS] [--no-subscribe]
-                                     [--assignor NAME]
+                                     [--assignor NAME] [--group-protocol classic|consumer]
 
 It runs with any confluent-kafka from 1.7 on (Debian's python3-confluent-kafka on the system
 librdkafka, or the PyPI wheel in the suite's venv) and speaks the same language as Kafka's
@@ -11,7 +11,8 @@ on stdout, with a "name" of
 
     startup_complete     {"librdkafka": "2.0.2", "client": "1.7.0", "commit_metadata": false}
     partitions_assigned  {"partitions": [{"topic", "partition"}...]}  (rebalance callback)
-    partitions_revoked   {"partitions": [...]}
+    partitions_revoked   {"partitions": [...]}  (with --group-protocol consumer, also from the
+                         lost callback, with "lost": true)
     offsets_committed    {"offsets": [{"topic", "partition", "offset"}...], "success", "error"}
     committed            {"offsets": [{"topic", "partition", "offset", "metadata"}...]}
     error                {"error": "..."}  (a consumer error from poll, or a failed command)
@@ -27,6 +28,12 @@ SIGTERM, SIGINT and the end of stdin close the consumer (revoke, LeaveGroup for 
 member) and exit 0. With --no-subscribe it never joins: it only serves commands. With a
 cooperative assignor the callbacks carry the incremental changes (confluent-kafka then assigns
 incrementally by itself).
+
+With --group-protocol consumer (KIP-848, librdkafka 2.12 and later) the member heartbeats with
+ConsumerGroupHeartbeat and its callbacks are always incremental. The heartbeat interval, the
+session timeout and the assignor are the server's then: librdkafka refuses session.timeout.ms,
+heartbeat.interval.ms and partition.assignment.strategy with this protocol, so they are not
+set, and --assignor names the server-side assignor (group.remote.assignor).
 """
 import argparse
 import json
@@ -76,8 +83,11 @@ def main():
     ap.add_argument("--client-id", required=True)
     ap.add_argument("--instance-id")
     ap.add_argument("--session-timeout", type=int, default=30000)
-    ap.add_argument("--assignor", help="partition.assignment.strategy (default: librdkafka's)")
+    ap.add_argument("--assignor", help="partition.assignment.strategy, or with "
+                    "--group-protocol consumer group.remote.assignor (default: the client's, or "
+                    "the server's)")
     ap.add_argument("--no-subscribe", action="store_true")
+    ap.add_argument("--group-protocol", choices=["classic", "consumer"], default="classic")
     args = ap.parse_args()
 
     stop = []
@@ -96,16 +106,25 @@ def main():
     }
     if args.instance_id:
         conf["group.instance.id"] = args.instance_id
-    if args.assignor:
+    if args.group_protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+        del conf["session.timeout.ms"], conf["heartbeat.interval.ms"]
+        if args.assignor:
+            conf["group.remote.assignor"] = args.assignor
+    elif args.assignor:
         conf["partition.assignment.strategy"] = args.assignor
     c = Consumer(conf)
     v = confluent_kafka.version()  # a (str, int) tuple in 1.x, a str in 2.x
     emit("startup_complete", librdkafka=confluent_kafka.libversion()[0],
          client=v if isinstance(v, str) else v[0], commit_metadata=metadata_supported())
     if not args.no_subscribe:
-        c.subscribe([args.topic],
-                    on_assign=lambda _c, tps: emit("partitions_assigned", partitions=parts(tps)),
-                    on_revoke=lambda _c, tps: emit("partitions_revoked", partitions=parts(tps)))
+        callbacks = {
+            "on_assign": lambda _c, tps: emit("partitions_assigned", partitions=parts(tps)),
+            "on_revoke": lambda _c, tps: emit("partitions_revoked", partitions=parts(tps))}
+        if args.group_protocol == "consumer":
+            callbacks["on_lost"] = lambda _c, tps: emit("partitions_revoked",
+                                                        partitions=parts(tps), lost=True)
+        c.subscribe([args.topic], **callbacks)
 
     stdin_open = True
     pending = b""
