@@ -306,6 +306,70 @@ const kc_grp_counters_t *kc_grpset_counters(const kc_grpset_t *s);
 double kc_grpset_group_time(const kc_grpset_t *s, size_t g);
 size_t kc_grpset_completed(const kc_grpset_t *s);
 
+/* ---- KIP-848 consumer group members (bench_consumer.c) ------------------------------------- */
+
+typedef struct kc_cgrp_s kc_cgrp_t;
+
+typedef struct kc_cgrp_opts_s {
+    int32_t partitions;   /* of the subscribed topic: a stable group holds each exactly once */
+    int32_t rebalance_ms; /* sent when joining */
+    uint64_t hb_ms;       /* the bench's heartbeat interval (the server's is not used) */
+    int16_t version;      /* ConsumerGroupHeartbeat version; v1+: member ids made here */
+    const char *assignor; /* server assignor named when joining */
+} kc_cgrp_opts_t;
+
+typedef struct kc_cgrp_counters_s {
+    uint64_t sent, heartbeats;  /* heartbeats sent, answered (leaving not counted) */
+    uint64_t immediate;         /* sent at once after an answer that changed something */
+    uint64_t assignments;       /* answers that changed a member's assignment */
+    uint64_t epoch_changes;     /* answers that changed a member's epoch */
+    uint64_t hb_late;           /* interval passed with the previous heartbeat in flight */
+    uint64_t describes;         /* ConsumerGroupDescribe answers (confirming stability) */
+    uint64_t not_confirmed;     /* ... that did not confirm what the members saw */
+    int32_t server_interval_ms; /* heartbeat interval the coordinator returned (last) */
+    kc_bench_stats_t errors;    /* error answers and transport errors */
+} kc_cgrp_counters_t;
+
+/* One consumer group `group` of up to `capacity` members subscribed to `topic` (names copied).
+ * Returns NULL on allocation failure. */
+kc_cgrp_t *kc_cgrp_new(kc_bench_t *b, const char *group, const char *topic, int32_t capacity,
+                       const kc_cgrp_opts_t *opts);
+/* `n` members join at once, member i on conns[i]; *done when the group is stable (see
+ * bench_consumer.c) with all of them, which ConsumerGroupDescribe on `admin` (a connection no
+ * member uses) confirms. The time counts from this call. */
+void kc_cgrp_join(kc_cgrp_t *g, kc_bench_conn_t **conns, int32_t n, kc_bench_conn_t *admin,
+                  bool *done);
+/* One more member joins on `c` (the rolling join); *done when the group is stable again with
+ * it. The time counts from this call. */
+void kc_cgrp_add_member(kc_cgrp_t *g, kc_bench_conn_t *c, bool *done);
+/* Restart every member's heartbeat timer at a random point within one interval. */
+void kc_cgrp_spread(kc_cgrp_t *g);
+/* Seconds from the last join or add_member until stable, or -1 when it is not. */
+double kc_cgrp_time(const kc_cgrp_t *g);
+/* The highest member epoch any answer carried (the group epoch once stable). */
+int32_t kc_cgrp_epoch(const kc_cgrp_t *g);
+/* Members that acknowledged their assignment at that epoch. */
+int32_t kc_cgrp_acked(const kc_cgrp_t *g);
+const kc_cgrp_counters_t *kc_cgrp_counters(const kc_cgrp_t *g);
+
+/* What ConsumerGroupDescribe says of the group. */
+typedef struct kc_cgrp_describe_s {
+    int error; /* Kafka error code, or KC_BENCH_ECONN / KC_BENCH_EDECODE */
+    char state[32];
+    int32_t group_epoch, assignment_epoch;
+    int32_t members, members_at_epoch; /* members, and those whose epoch is the group epoch */
+} kc_cgrp_describe_t;
+
+/* The ConsumerGroupDescribe answer that confirmed the last completion (or, before one, the
+ * last that did not). */
+const kc_cgrp_describe_t *kc_cgrp_confirmed(const kc_cgrp_t *g);
+/* Every member leaves (heartbeat with epoch -1); errors go to `st`, *done when all answered.
+ * Heartbeats stop first and later answers to them are ignored. */
+void kc_cgrp_leave(kc_cgrp_t *g, kc_bench_stats_t *st, bool *done);
+/* As kc_grpset_stop and kc_grpset_free. */
+void kc_cgrp_stop(kc_cgrp_t *g);
+void kc_cgrp_free(kc_cgrp_t *g);
+
 /* ---- The echo server (bench_echo.c) -------------------------------------------------------- */
 
 /* Serve on `listen` ("host:port", port 0 = any) until SIGINT or SIGTERM: ApiVersions gets

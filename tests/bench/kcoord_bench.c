@@ -3,6 +3,7 @@
  *     kcoord-bench commit     [--groups G] [--partitions P] [--connections C] [--depth D]
  *                             [--duration S | --count N] [--warmup S]
  *     kcoord-bench join       [--members N] [--rolling] [--heartbeat-ms MS]
+ *                             [--protocol classic|consumer]
  *     kcoord-bench heartbeat  [--members M] [--group-size K] [--rate R] [--duration S]
  *     kcoord-bench memory     [--groups G] [--group-size K] [--offsets N] --server-pid PID
  *     kcoord-bench echo       [--listen HOST:PORT]
@@ -28,6 +29,10 @@
  * - join: N members join one new group at once (each on its own connection); the time until
  *   every member holds an assignment of a generation that has them all. --rolling then adds one
  *   member to the stable group and times the same until all N+1 hold their new assignment.
+ *   --protocol consumer: the same with KIP-848 members (bench_consumer.c: ConsumerGroupHeartbeat,
+ *   the server-side "uniform" assignor); the time until the group is stable: every member
+ *   acknowledged its assignment at the group epoch, the assignments are balanced and hold every
+ *   partition of the topic exactly once, and ConsumerGroupDescribe confirms it.
  * - heartbeat: M members in groups of K join (in lanes, see bench_group.c), then heartbeat at a
  *   total target rate; achieved rate, latency, and the server's CPU time per 10 000 hb/s.
  * - memory: G x K members join and stay, then their groups commit N offsets; the server's VmRSS
@@ -56,6 +61,7 @@ typedef struct opts_s {
     const char *listen;
     const char *dir;
     const char *probe;
+    const char *protocol;
     int server_pid;
     bool create_topic, rolling;
     long topic_partitions;
@@ -102,6 +108,8 @@ static void usage(FILE *f)
             "commit:    --groups G (100) --partitions P (10) --connections C (8) --depth D (16)\n"
             "           --duration S (10) | --count N, --warmup S (1)\n"
             "join:      --members N (100) --rolling --heartbeat-ms MS (100)\n"
+            "           --protocol classic|consumer (classic): JoinGroup/SyncGroup/Heartbeat,\n"
+            "           or KIP-848 ConsumerGroupHeartbeat with the server assignor uniform\n"
             "heartbeat: --members M (10000) --group-size K (10) --rate R (10000/s)\n"
             "           --connections C (1000) --duration S (10) --warmup S (2)\n"
             "memory:    --groups G (10000) --group-size K (10) --offsets N (1000000)\n"
@@ -196,6 +204,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
             o->listen = val;
         else if (strcmp(name, "--probe") == 0)
             o->probe = val;
+        else if (strcmp(name, "--protocol") == 0)
+            o->protocol = val;
         else if (strcmp(name, "--server-pid") == 0)
             rc = parse_long(name, val, 1, 1L << 30, &l), o->server_pid = (int)l;
         else if (strcmp(name, "--topic-partitions") == 0)
@@ -254,6 +264,8 @@ static void defaults(opts_t *o)
         o->topic = "kcoord-bench";
     if (o->listen == NULL)
         o->listen = "127.0.0.1:0";
+    if (o->protocol == NULL)
+        o->protocol = "classic";
     if (o->topic_partitions == 0)
         o->topic_partitions = 100;
     if (o->groups == 0)
@@ -651,10 +663,162 @@ static void leave_groups(ctx_t *x, kc_grpset_t *s, kc_bench_stats_t *st)
         printf("  LeaveGroup: not all answered\n");
 }
 
+/* ---- join --protocol consumer ------------------------------------------------------------- */
+
+static void print_cgrp(const kc_cgrp_t *g)
+{
+    const kc_cgrp_counters_t *c = kc_cgrp_counters(g);
+    printf("  heartbeats: %llu sent (%llu at once after an answer that changed the epoch or the "
+           "assignment), %llu answered; %llu assignment changes, %llu epoch changes; group "
+           "epoch %d; server interval %d ms\n",
+           (unsigned long long)c->sent, (unsigned long long)c->immediate,
+           (unsigned long long)c->heartbeats, (unsigned long long)c->assignments,
+           (unsigned long long)c->epoch_changes, kc_cgrp_epoch(g), c->server_interval_ms);
+    kc_stats_print(&c->errors, "  ");
+}
+
+static void print_confirmed(const char *what, const kc_cgrp_describe_t *d)
+{
+    printf("  %s: ConsumerGroupDescribe: %s, group epoch %d, assignment epoch %d, %d members, "
+           "%d at the group epoch\n",
+           what, d->state, d->group_epoch, d->assignment_epoch, d->members, d->members_at_epoch);
+}
+
+static void json_describe(kc_json_t *j, const char *prefix, const kc_cgrp_describe_t *d)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "%s_state", prefix);
+    kc_json_str(j, key, d->state);
+    snprintf(key, sizeof(key), "%s_group_epoch", prefix);
+    kc_json_int(j, key, d->group_epoch);
+    snprintf(key, sizeof(key), "%s_assignment_epoch", prefix);
+    kc_json_int(j, key, d->assignment_epoch);
+    snprintf(key, sizeof(key), "%s_members_at_epoch", prefix);
+    kc_json_int(j, key, d->members_at_epoch);
+}
+
+static int run_cjoin(opts_t *o)
+{
+    kc_cgrp_describe_t d_join, d_roll;
+    memset(&d_join, 0, sizeof(d_join));
+    memset(&d_roll, 0, sizeof(d_roll));
+    ctx_t x;
+    int status = 1;
+    kc_bench_conn_t **conns = NULL;
+    kc_cgrp_t *g = NULL;
+    kc_bench_stats_t leave_st;
+    kc_stats_reset(&leave_st);
+    if (setup(&x, o, "cjoin", 1) != 0)
+        goto out;
+    kc_cgrp_opts_t co = {
+        .partitions = (int32_t)o->topic_partitions,
+        .rebalance_ms = (int32_t)o->rebalance_ms,
+        .hb_ms = (uint64_t)o->heartbeat_ms,
+        .version = kc_bench_version(&x.b, KC_API_CONSUMER_GROUP_HEARTBEAT, 1),
+        .assignor = "uniform",
+    };
+    if (co.version < 0)
+        goto out;
+    size_t n = (size_t)o->members;
+    /* One connection per member, and one for ConsumerGroupDescribe. */
+    if (connect_coord(&x, n + 2, &conns) != 0)
+        goto out;
+    g = kc_cgrp_new(&x.b, x.groups[0], o->topic, (int32_t)n + (o->rolling ? 1 : 0), &co);
+    if (g == NULL)
+        goto out;
+    printf("join: %zu members join consumer group %s (ConsumerGroupHeartbeat v%d, assignor "
+           "uniform, %ld partitions; heartbeat every %.0f ms, at once after an answer that "
+           "changed the epoch or the assignment)\n",
+           n, x.groups[0], co.version, o->topic_partitions, o->heartbeat_ms);
+    fflush(stdout);
+    bool done = false;
+    kc_cgrp_join(g, conns, (int32_t)n, conns[n + 1], &done);
+    int rc = kc_bench_run_until(&x.b, &done, o->timeout);
+    double join_s = kc_cgrp_time(g);
+    if (rc != 0)
+        printf("join: not stable after %.0f s (%d of %zu members acknowledged epoch %d)\n",
+               o->timeout, kc_cgrp_acked(g), n, kc_cgrp_epoch(g));
+    else
+        printf("join: all %zu members acknowledged their assignment at epoch %d after %.3f s\n", n,
+               kc_cgrp_epoch(g), join_s);
+    int32_t join_epoch = kc_cgrp_epoch(g);
+    d_join = *kc_cgrp_confirmed(g);
+    print_confirmed("join", &d_join);
+    double roll_s = -1;
+    if (rc == 0 && o->rolling) {
+        /* As in the classic join: spread the heartbeats over the interval, let them settle. */
+        kc_cgrp_spread(g);
+        kc_bench_sleep(&x.b, 2 * o->heartbeat_ms / 1000 + 0.5);
+        bool done2 = false;
+        kc_cgrp_add_member(g, conns[n], &done2);
+        rc = kc_bench_run_until(&x.b, &done2, o->timeout);
+        roll_s = kc_cgrp_time(g);
+        if (rc != 0)
+            printf("join --rolling: not stable after %.0f s\n", o->timeout);
+        else
+            printf("join --rolling: one more member: all %zu acknowledged epoch %d after "
+                   "%.3f s\n",
+                   n + 1, kc_cgrp_epoch(g), roll_s);
+        d_roll = *kc_cgrp_confirmed(g);
+        print_confirmed("rolling", &d_roll);
+    }
+    print_cgrp(g);
+    const kc_cgrp_counters_t *c = kc_cgrp_counters(g);
+    uint64_t errors = c->errors.nerrors;
+    bool left = false;
+    kc_cgrp_leave(g, &leave_st, &left);
+    if (kc_bench_run_until(&x.b, &left, o->timeout) != 0)
+        printf("  leaving: not all answered\n");
+    kc_json_t j;
+    kc_json_begin(&j, o->rolling ? "join-rolling" : "join");
+    json_common(&j, &x);
+    kc_json_str(&j, "protocol", "consumer");
+    kc_json_int(&j, "members", (long long)n);
+    kc_json_num(&j, "heartbeat_ms", o->heartbeat_ms);
+    kc_json_int(&j, "server_heartbeat_interval_ms", c->server_interval_ms);
+    kc_json_int(&j, "heartbeat_version", co.version);
+    kc_json_int(&j, "partitions", o->topic_partitions);
+    if (join_s >= 0)
+        kc_json_num(&j, "join_s", join_s);
+    else
+        kc_json_null(&j, "join_s");
+    kc_json_int(&j, "join_epoch", join_epoch);
+    json_describe(&j, "join_described", &d_join);
+    if (o->rolling) {
+        if (roll_s >= 0)
+            kc_json_num(&j, "rolling_s", roll_s);
+        else
+            kc_json_null(&j, "rolling_s");
+        kc_json_int(&j, "rolling_epoch", kc_cgrp_epoch(g));
+        json_describe(&j, "rolling_described", &d_roll);
+    }
+    kc_json_int(&j, "describes", (long long)c->describes);
+    kc_json_int(&j, "describes_not_confirming", (long long)c->not_confirmed);
+    kc_json_int(&j, "heartbeats_sent", (long long)c->sent);
+    kc_json_int(&j, "heartbeats_immediate", (long long)c->immediate);
+    kc_json_int(&j, "assignment_changes", (long long)c->assignments);
+    kc_json_int(&j, "epoch_changes", (long long)c->epoch_changes);
+    kc_json_errors(&j, "errors", &c->errors);
+    kc_json_int(&j, "error_total", (long long)errors);
+    kc_json_int(&j, "leave_errors", (long long)leave_st.nerrors);
+    kc_json_end(&j);
+    status = rc == 0 && errors == 0 ? 0 : 1;
+out:
+    if (g != NULL)
+        kc_cgrp_stop(g);
+    if (ctx_fini(&x) != 0)
+        status = 1;
+    kc_cgrp_free(g);
+    free(conns);
+    return status;
+}
+
 /* ---- join -------------------------------------------------------------------------------- */
 
 static int run_join(opts_t *o)
 {
+    if (strcmp(o->protocol, "consumer") == 0)
+        return run_cjoin(o);
     ctx_t x;
     int status = 1;
     kc_bench_conn_t **conns = NULL;
@@ -1114,6 +1278,10 @@ int main(int argc, char **argv)
     if (o.warmup < 0)
         o.warmup = strcmp(o.scenario, "commit") == 0 ? 1 : 0;
     defaults(&o);
+    if (strcmp(o.protocol, "classic") != 0 && strcmp(o.protocol, "consumer") != 0) {
+        fprintf(stderr, "kcoord-bench: --protocol: classic or consumer, not \"%s\"\n", o.protocol);
+        return 2;
+    }
     srand((unsigned)uv_hrtime());
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strcmp(o.scenario, "commit") == 0)
