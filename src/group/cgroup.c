@@ -725,6 +725,11 @@ static cgroup_t *group_alloc(kc_cgm_t *c, kc_str_t id)
     char *cur = (char *)(g + 1);
     g->id = put_str(&cur, id);
     g->c = c;
+    /* Kafka 4.4 (KAFKA-20268): a group starts at group epoch 1 with an empty target assignment
+     * at epoch 1, so a member joining while its group's first assignment is still being
+     * computed (off the loop) can be given epoch 1, never the reserved epoch 0. */
+    g->epoch = 1;
+    g->assignment_epoch = 1;
     g->logged_state = CG_EMPTY;
     g->heap_idx = NOT_IN_HEAP;
     kc_strmap_init(&g->by_id);
@@ -2719,7 +2724,7 @@ static void do_heartbeat(hb_t *h)
     bool sub_changed = names_changed || regex_changed;
     /* kcoord resolves a regular expression at once, so a changed one is always "updated and
      * resolved" in Kafka's terms and bumps the epoch right away. */
-    bool bump = g->epoch == 0 || sub_changed;
+    bool bump = p.new_group || sub_changed;
 
     /* The metadata of the subscribed topics (Kafka's updateSubscriptionMetadata). */
     kc_gm_topics_t tv;

@@ -523,7 +523,7 @@ static void test_validation(void **state)
     assert_int_equal(r.error_code, 0);
     assert_int_equal(r.member_id.len, 22);
     assert_true(r.member_id.p[0] != '-');
-    assert_int_equal(r.member_epoch, 1);
+    assert_int_equal(r.member_epoch, 2);
     assert_int_equal(r.heartbeat_interval_ms, 5000);
     assert_non_null(r.assignment);
     /* v0 still needs the member id when heartbeating or leaving. */
@@ -560,7 +560,7 @@ static void test_join_three_then_fourth(void **state)
     fx_t *f = fx_new();
     cl_t *c[4] = {cl_new("m1", "t"), cl_new("m2", "t"), cl_new("m3", "t"), cl_new("m4", "t")};
     assert_int_equal(cl_join(f, c[0]), 0);
-    assert_int_equal(c[0]->epoch, 1);
+    assert_int_equal(c[0]->epoch, 2);
     assert_string_equal(c[0]->owned, "t:0,1,2,3,4,5");
     assert_string_equal(state_name(f, "g"), "Stable");
     assert_int_equal(cl_join(f, c[1]), 0);
@@ -573,7 +573,7 @@ static void test_join_three_then_fourth(void **state)
     assert_string_equal(state_name(f, "g"), "Stable");
     int total = 0;
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(c[i]->epoch, 3);
+        assert_int_equal(c[i]->epoch, 4);
         assert_int_equal(count_parts(c[i]->owned), 2);
         total += count_parts(c[i]->owned);
     }
@@ -584,30 +584,30 @@ static void test_join_three_then_fourth(void **state)
 
     /* The fourth member. */
     assert_int_equal(cl_join(f, c[3]), 0);
-    assert_int_equal(c[3]->epoch, 4);
+    assert_int_equal(c[3]->epoch, 5);
     assert_string_equal(c[3]->owned, ""); /* its partition is not released yet */
     assert_string_equal(state_name(f, "g"), "Reconciling");
-    /* Each old member heartbeats once: the two that keep both partitions move to epoch 4 and
+    /* Each old member heartbeats once: the two that keep both partitions move to epoch 5 and
      * stay with what they had; the one giving one up is asked to revoke it. */
     int revokers = 0;
     for (int i = 0; i < 3; i++) {
         assert_int_equal(cl_hb(f, c[i]), 0);
         if (count_parts(c[i]->owned) == 2) {
-            assert_int_equal(c[i]->epoch, 4);
+            assert_int_equal(c[i]->epoch, 5);
             assert_string_equal(c[i]->owned, before[i]);
         } else {
             revokers++;
-            assert_int_equal(c[i]->epoch, 3); /* stays in its epoch until it revoked */
+            assert_int_equal(c[i]->epoch, 4); /* stays in its epoch until it revoked */
             assert_int_equal(count_parts(c[i]->owned), 1);
         }
     }
     assert_int_equal(revokers, 1);
-    /* It reports it revoked; it moves to epoch 4, and the new member then gets the partition. */
+    /* It reports it revoked; it moves to epoch 5, and the new member then gets the partition. */
     settle(f, c, 4, 4);
     assert_string_equal(state_name(f, "g"), "Stable");
     total = 0;
     for (int i = 0; i < 4; i++) {
-        assert_int_equal(c[i]->epoch, 4);
+        assert_int_equal(c[i]->epoch, 5);
         total += count_parts(c[i]->owned);
     }
     assert_int_equal(total, 6);
@@ -701,7 +701,7 @@ static void test_rebalance_timeout(void **state)
     req_t o = {.member = "m1", .epoch = c[0]->epoch, .owned = "t:0,1,2,3,4,5"};
     kc_consumer_group_heartbeat_response_t r = send_hb(f, &o);
     assert_int_equal(r.error_code, 0);
-    assert_int_equal(r.member_epoch, 1);
+    assert_int_equal(r.member_epoch, 2);
     assert_non_null(r.assignment);
     assert_int_equal(count_parts(asg_str(f, r.assignment)), 3);
     for (int i = 0; i < 11; i++) {
@@ -736,44 +736,44 @@ static void test_fencing(void **state)
     cl_join(f, c[0]);
     cl_join(f, c[1]);
     settle(f, c, 2, 4);
-    assert_int_equal(c[0]->epoch, 2);
+    assert_int_equal(c[0]->epoch, 3);
     /* A greater epoch. */
     kc_consumer_group_heartbeat_response_t r =
-        send_hb(f, &(req_t){.member = "m1", .epoch = 3, .owned = c[0]->owned});
+        send_hb(f, &(req_t){.member = "m1", .epoch = 4, .owned = c[0]->owned});
     assert_int_equal(r.error_code, KC_ERR_FENCED_MEMBER_EPOCH);
     assert_str(r.error_message,
-               "The consumer group member has a greater member epoch (3) than the one known by "
-               "the group coordinator (2). The member must abandon all its partitions and "
+               "The consumer group member has a greater member epoch (4) than the one known by "
+               "the group coordinator (3). The member must abandon all its partitions and "
                "rejoin.");
     /* The previous epoch with owned partitions that are a subset of the assignment: the
      * answer that moved it may have been lost, so it is accepted (and told its epoch). */
     char part[64];
     snprintf(part, sizeof(part), "%.*s", 5, c[0]->owned); /* "t:0,1" or "t:3,4" style */
-    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .owned = c[0]->owned});
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 2, .owned = c[0]->owned});
     assert_int_equal(r.error_code, 0);
-    assert_int_equal(r.member_epoch, 2);
-    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .owned = ""});
+    assert_int_equal(r.member_epoch, 3);
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 2, .owned = ""});
     assert_int_equal(r.error_code, 0);
     /* ... but not when it reports a partition it does not have, nor without its list. */
     const char *other = c[1]->owned;
-    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .owned = other});
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 2, .owned = other});
     assert_int_equal(r.error_code, KC_ERR_FENCED_MEMBER_EPOCH);
     assert_str(r.error_message,
-               "The consumer group member has a smaller member epoch (1) than the one known by "
-               "the group coordinator (2). The member must abandon all its partitions and "
+               "The consumer group member has a smaller member epoch (2) than the one known by "
+               "the group coordinator (3). The member must abandon all its partitions and "
                "rejoin.");
-    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1});
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 2});
     assert_int_equal(r.error_code, KC_ERR_FENCED_MEMBER_EPOCH);
-    /* An epoch that is neither the member's nor its previous one (m2 joined at epoch 2). */
-    r = send_hb(f, &(req_t){.member = "m2", .epoch = 1, .owned = ""});
+    /* An epoch that is neither the member's nor its previous one (m2 joined at epoch 3). */
+    r = send_hb(f, &(req_t){.member = "m2", .epoch = 2, .owned = ""});
     assert_int_equal(r.error_code, KC_ERR_FENCED_MEMBER_EPOCH);
     /* A fenced member rejoins with epoch 0 and the same id: it is accepted. */
     r = send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
     assert_int_equal(r.error_code, 0);
-    assert_int_equal(r.member_epoch, 2);
+    assert_int_equal(r.member_epoch, 3);
     assert_non_null(r.assignment);
     /* Unknown member. */
-    r = send_hb(f, &(req_t){.member = "zz", .epoch = 2});
+    r = send_hb(f, &(req_t){.member = "zz", .epoch = 3});
     assert_int_equal(r.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     assert_str(r.error_message, "Member zz is not a member of group g.");
     /* Static members: an instance id held by a live member cannot be taken... */
@@ -1049,9 +1049,9 @@ static void test_regex(void **state)
     assert_string_equal(asg_str(f, r.assignment), "t:0,1,2,3,4,5;u:0,1,2");
     /* A new topic matching the regex is picked up at the next heartbeat. */
     set_topic(f, "orders.jp", 1);
-    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .owned = "orders.eu:0,1;orders.us:0,1"});
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 2, .owned = "orders.eu:0,1;orders.us:0,1"});
     assert_int_equal(r.error_code, 0);
-    assert_int_equal(r.member_epoch, 2);
+    assert_int_equal(r.member_epoch, 3);
     assert_string_equal(asg_str(f, r.assignment), "orders.eu:0,1;orders.jp:0;orders.us:0,1");
     /* An invalid regex new to the group. */
     r = send_hb(f, &(req_t){.member = "m9", .epoch = 0, .regex = "orders("});
@@ -1072,12 +1072,12 @@ static void test_subscription_change(void **state)
         send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t,u"});
     assert_string_equal(asg_str(f, r.assignment), "t:0,1,2,3,4,5;u:0,1,2");
     r = send_hb(
-        f, &(req_t){.member = "m1", .epoch = 1, .topics = "t", .owned = "t:0,1,2,3,4,5;u:0,1,2"});
+        f, &(req_t){.member = "m1", .epoch = 2, .topics = "t", .owned = "t:0,1,2,3,4,5;u:0,1,2"});
     assert_int_equal(r.error_code, 0);
-    assert_int_equal(r.member_epoch, 1); /* revoke u first */
+    assert_int_equal(r.member_epoch, 2); /* revoke u first */
     assert_string_equal(asg_str(f, r.assignment), "t:0,1,2,3,4,5");
-    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .owned = "t:0,1,2,3,4,5"});
-    assert_int_equal(r.member_epoch, 2);
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 2, .owned = "t:0,1,2,3,4,5"});
+    assert_int_equal(r.member_epoch, 3);
     assert_null(r.assignment); /* unchanged: nothing sent */
     fx_free(f);
 }
@@ -1090,16 +1090,16 @@ static void test_assignment_when(void **state)
     kc_consumer_group_heartbeat_response_t r =
         send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
     assert_non_null(r.assignment);
-    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .owned = "t:0,1,2,3,4,5"});
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 2, .owned = "t:0,1,2,3,4,5"});
     assert_null(r.assignment);
     r = send_hb(f, &(req_t){.member = "m1",
-                            .epoch = 1,
+                            .epoch = 2,
                             .rebalance = 60000,
                             .topics = "t",
                             .owned = "t:0,1,2,3,4,5"});
     assert_non_null(r.assignment);
     assert_string_equal(asg_str(f, r.assignment), "t:0,1,2,3,4,5");
-    r = send_hb(f, &(req_t){.member = "m1", .epoch = 1, .rebalance = 60000, .topics = "t"});
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 2, .rebalance = 60000, .topics = "t"});
     assert_null(r.assignment); /* no owned list: not a full request */
     fx_free(f);
 }
@@ -1132,15 +1132,15 @@ static void test_describe_and_list(void **state)
     kc_consumer_group_describe_described_group_t d = describe(f, "g");
     assert_int_equal(d.error_code, 0);
     assert_str(d.group_state, "Stable");
-    assert_int_equal(d.group_epoch, 1);
-    assert_int_equal(d.assignment_epoch, 1);
+    assert_int_equal(d.group_epoch, 2);
+    assert_int_equal(d.assignment_epoch, 2);
     assert_str(d.assignor_name, "range");
     assert_int_equal(d.members.n, 1);
     kc_member_t *m = &d.members.v[0];
     assert_str(m->member_id, "m1");
     assert_str(m->instance_id, "i1");
     assert_str(m->rack_id, "r1");
-    assert_int_equal(m->member_epoch, 1);
+    assert_int_equal(m->member_epoch, 2);
     assert_str(m->client_id, "client");
     assert_str(m->client_host, "/10.0.0.1");
     assert_int_equal(m->subscribed_topic_names.n, 1);
@@ -1176,25 +1176,93 @@ static void test_describe_and_list(void **state)
     fx_free(f);
 }
 
+/* The value of the last record of type `type` from `from` on, after its version (0). */
+static kc_reader_t rec_value(fx_t *f, int from, int16_t type)
+{
+    const rec_t *hit = NULL;
+    for (int i = from; i < f->nr; i++)
+        if (rec_type(&f->recs[i]) == type)
+            hit = &f->recs[i];
+    if (!hit || !hit->val)
+        fail_msg("no record of type %d in \"%s\"", (int)type, rec_kinds(f, from));
+    kc_reader_t r;
+    kc_rd_init(&r, hit->val, hit->vlen);
+    assert_int_equal(kc_rd_i16(&r), 0);
+    return r;
+}
+
+/* A new group starts at group epoch 1 with an (empty) target assignment at epoch 1, as Kafka
+ * 4.4 does (KAFKA-20268): the first member's join bumps it to 2 and the member gets epoch 2,
+ * never 1; the next join bumps it to 3. */
+static void test_new_group_epochs(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(r.member_epoch, 2);
+    assert_string_equal(rec_kinds(f, 0), "5 3 7 6 8");
+    kc_reader_t vr = rec_value(f, 0, KC_RECORD_CONSUMER_GROUP_METADATA_KEY);
+    kc_consumer_group_metadata_value_t gv;
+    assert_int_equal(kc_consumer_group_metadata_value_decode(&vr, &f->a, 0, &gv), 0);
+    assert_int_equal(gv.epoch, 2);
+    vr = rec_value(f, 0, KC_RECORD_CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY);
+    kc_consumer_group_target_assignment_metadata_value_t tv;
+    assert_int_equal(kc_consumer_group_target_assignment_metadata_value_decode(&vr, &f->a, 0, &tv),
+                     0);
+    assert_int_equal(tv.assignment_epoch, 2);
+    vr = rec_value(f, 0, KC_RECORD_CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY);
+    kc_consumer_group_current_member_assignment_value_t cv;
+    assert_int_equal(kc_consumer_group_current_member_assignment_value_decode(&vr, &f->a, 0, &cv),
+                     0);
+    assert_int_equal(cv.member_epoch, 2);
+    assert_int_equal(cv.previous_member_epoch, 0);
+    kc_consumer_group_describe_described_group_t d = describe(f, "g");
+    assert_str(d.group_state, "Stable");
+    assert_int_equal(d.group_epoch, 2);
+    assert_int_equal(d.assignment_epoch, 2);
+    assert_int_equal(d.members.n, 1);
+    assert_int_equal(d.members.v[0].member_epoch, 2);
+    /* A second member joins: group and assignment epoch 3, and it is given epoch 3. */
+    int from = f->nr;
+    r = send_hb(f, &(req_t){.member = "m2", .epoch = 0, .topics = "t"});
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(r.member_epoch, 3);
+    vr = rec_value(f, from, KC_RECORD_CONSUMER_GROUP_METADATA_KEY);
+    assert_int_equal(kc_consumer_group_metadata_value_decode(&vr, &f->a, 0, &gv), 0);
+    assert_int_equal(gv.epoch, 3);
+    d = describe(f, "g");
+    assert_int_equal(d.group_epoch, 3);
+    assert_int_equal(d.assignment_epoch, 3);
+    assert_int_equal(d.members.n, 2);
+    /* Replayed, the group is the same. */
+    fx_t *g = replayed(f);
+    assert_string_equal(dump(g, "g"), dump(f, "g"));
+    assert_int_equal(describe(g, "g").group_epoch, 3);
+    fx_free(g);
+    fx_free(f);
+}
+
 static void test_offsets(void **state)
 {
     (void)state;
     fx_t *f = fx_new();
     send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
     kc_str_t g = KC_STR_LIT("g"), m1 = KC_STR_LIT("m1");
-    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, 1, m1, KC_STR_NULL), 0);
-    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, 2, m1, KC_STR_NULL),
+    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, 2, m1, KC_STR_NULL), 0);
+    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, 3, m1, KC_STR_NULL),
                      KC_ERR_STALE_MEMBER_EPOCH);
-    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, 1, KC_STR_LIT("x"), KC_STR_NULL),
+    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, 2, KC_STR_LIT("x"), KC_STR_NULL),
                      KC_ERR_UNKNOWN_MEMBER_ID);
-    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 8, g, 1, m1, KC_STR_NULL),
+    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 8, g, 2, m1, KC_STR_NULL),
                      KC_ERR_UNSUPPORTED_VERSION);
     /* epoch -1 (an admin client) only while the group is empty. */
     assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, -1, KC_STR_EMPTY, KC_STR_NULL),
                      KC_ERR_UNKNOWN_MEMBER_ID);
-    assert_int_equal(kc_gm_validate_fetch(f->gm, g, m1, 1), 0);
-    assert_int_equal(kc_gm_validate_fetch(f->gm, g, m1, 0), KC_ERR_STALE_MEMBER_EPOCH);
-    assert_int_equal(kc_gm_validate_fetch(f->gm, g, KC_STR_LIT("x"), 1), KC_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(kc_gm_validate_fetch(f->gm, g, m1, 2), 0);
+    assert_int_equal(kc_gm_validate_fetch(f->gm, g, m1, 1), KC_ERR_STALE_MEMBER_EPOCH);
+    assert_int_equal(kc_gm_validate_fetch(f->gm, g, KC_STR_LIT("x"), 2), KC_ERR_UNKNOWN_MEMBER_ID);
     assert_int_equal(kc_gm_validate_fetch(f->gm, g, KC_STR_NULL, -1), 0);
     assert_int_equal(kc_gm_validate_fetch(f->gm, g, KC_STR_EMPTY, -1), KC_ERR_UNKNOWN_MEMBER_ID);
     /* Offsets of subscribed topics are protected and cannot be deleted. */
@@ -1251,7 +1319,7 @@ static void test_classic_interplay(void **state)
     kc_heartbeat_request_init(&hq);
     hq.group_id = KC_STR_LIT("g");
     hq.member_id = KC_STR_LIT("m1");
-    hq.generation_id = 1;
+    hq.generation_id = 2;
     kc_heartbeat_response_t hr;
     kc_gm_heartbeat(f->gm, f->now, 4, &hq, &hr);
     assert_int_equal(hr.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
@@ -1649,20 +1717,20 @@ static void test_rb_consumer_causes(void **state)
     assert_int_equal(cl_join(f, c[0]), 0);
     assert_string_equal(
         rb_at(f, "g", -1),
-        "{\"generation\":1,\"start_ms\":1000000,\"end_ms\":1000000,\"duration_ms\":0,"
+        "{\"generation\":2,\"start_ms\":1000000,\"end_ms\":1000000,\"duration_ms\":0,"
         "\"cause\":\"member_joined\",\"member_id\":\"m1\",\"reason\":null,\"outcome\":\"stable\","
         "\"joined\":[\"m1\"],\"dropped\":[]}");
     advance(f, 100);
     assert_int_equal(cl_join(f, c[1]), 0);
     assert_has(rb_at(f, "g", -1),
-               "{\"generation\":2,\"start_ms\":1000100,\"end_ms\":0,\"duration_ms\":0,"
+               "{\"generation\":3,\"start_ms\":1000100,\"end_ms\":0,\"duration_ms\":0,"
                "\"cause\":\"member_joined\",\"member_id\":\"m2\",\"reason\":null,"
                "\"outcome\":null,\"joined\":[\"m2\"],\"dropped\":[]}");
     advance(f, 50);
     settle(f, c, 2, 6);
     assert_string_equal(state_name(f, "g"), "Stable");
     assert_has(rb_at(f, "g", -1),
-               "{\"generation\":2,\"start_ms\":1000100,\"end_ms\":1000150,\"duration_ms\":50,");
+               "{\"generation\":3,\"start_ms\":1000100,\"end_ms\":1000150,\"duration_ms\":50,");
     assert_has(rb_at(f, "g", -1), "\"outcome\":\"stable\",");
 
     /* m2 subscribes to another topic as well. */
@@ -1671,7 +1739,7 @@ static void test_rb_consumer_causes(void **state)
     assert_int_equal(r.error_code, 0);
     cl_take(f, c[1], &r);
     assert_has(rb_at(f, "g", -1),
-               "{\"generation\":3,\"start_ms\":1000150,\"end_ms\":0,\"duration_ms\":0,"
+               "{\"generation\":4,\"start_ms\":1000150,\"end_ms\":0,\"duration_ms\":0,"
                "\"cause\":\"metadata_changed\",\"member_id\":\"m2\",\"reason\":\"its "
                "subscription changed\",\"outcome\":null,\"joined\":[],\"dropped\":[]}");
     settle(f, c, 2, 6);
@@ -1680,7 +1748,7 @@ static void test_rb_consumer_causes(void **state)
     set_topic(f, "t", 8);
     assert_int_equal(cl_hb(f, c[0]), 0);
     assert_has(rb_at(f, "g", -1),
-               "{\"generation\":4,\"start_ms\":1000150,\"end_ms\":0,\"duration_ms\":0,"
+               "{\"generation\":5,\"start_ms\":1000150,\"end_ms\":0,\"duration_ms\":0,"
                "\"cause\":\"metadata_changed\",\"member_id\":null,\"reason\":\"the subscribed "
                "topics' metadata changed\",\"outcome\":null,");
     settle(f, c, 2, 6);
@@ -1703,7 +1771,7 @@ static void test_rb_consumer_causes(void **state)
     }
     /* It expired at 1045150, when m1 heartbeated and took its partitions at once. */
     assert_has(rb_at(f, "g", -1),
-               "{\"generation\":7,\"start_ms\":1045150,\"end_ms\":1045150,\"duration_ms\":0,"
+               "{\"generation\":8,\"start_ms\":1045150,\"end_ms\":1045150,\"duration_ms\":0,"
                "\"cause\":\"session_timeout\",\"member_id\":\"m3\",\"reason\":null,"
                "\"outcome\":\"stable\",\"joined\":[],\"dropped\":[\"m3\"]}");
     /* m1 leaves last: the rebalance ends with the group Empty. */
@@ -1744,12 +1812,12 @@ static void test_rb_consumer_rebalance_timeout(void **state)
         send_hb(f, &o);
         cl_hb(f, c[1]);
     }
-    assert_has(rb_at(f, "g", -2), "{\"generation\":2,\"start_ms\":1000000,\"end_ms\":1060000,");
+    assert_has(rb_at(f, "g", -2), "{\"generation\":3,\"start_ms\":1000000,\"end_ms\":1060000,");
     assert_has(rb_at(f, "g", -2), "\"outcome\":\"restarted\",");
     assert_has(rb_at(f, "g", -1),
-               "{\"generation\":3,\"start_ms\":1060000,\"end_ms\":1060000,\"duration_ms\":0,"
+               "{\"generation\":4,\"start_ms\":1060000,\"end_ms\":1060000,\"duration_ms\":0,"
                "\"cause\":\"sync_timeout\",\"member_id\":\"m1\",\"reason\":\"it failed to "
-               "transition from epoch 1 within 60000ms\",\"outcome\":\"stable\",\"joined\":[],"
+               "transition from epoch 2 within 60000ms\",\"outcome\":\"stable\",\"joined\":[],"
                "\"dropped\":[\"m1\"]}");
     free(c[0]);
     free(c[1]);
@@ -1795,12 +1863,12 @@ static void test_json_consumer_group(void **state)
     advance(f, 700);
     const char *json = group_json(f, "g");
     assert_has(json, "{\"group_id\":\"g\",\"type\":\"consumer\",\"state\":\"Stable\","
-                     "\"protocol_type\":\"consumer\",\"protocol\":\"uniform\",\"generation\":1,"
-                     "\"assignment_epoch\":1,\"leader\":null,\"members\":[{\"member_id\":\"m1\","
+                     "\"protocol_type\":\"consumer\",\"protocol\":\"uniform\",\"generation\":2,"
+                     "\"assignment_epoch\":2,\"leader\":null,\"members\":[{\"member_id\":\"m1\","
                      "\"instance_id\":null,\"client_id\":\"client\",\"client_host\":"
                      "\"/10.0.0.1\",\"assignment\":{\"t\":[0,1,2,3,4,5]},"
                      "\"pending_revocation\":{},\"target_assignment\":{\"t\":[0,1,2,3,4,5]},"
-                     "\"last_heartbeat_age_ms\":700,\"member_epoch\":1,\"state\":\"STABLE\","
+                     "\"last_heartbeat_age_ms\":700,\"member_epoch\":2,\"state\":\"STABLE\","
                      "\"subscribed_topics\":[\"t\"],\"subscribed_regex\":null,\"assignor\":null,"
                      "\"rebalance_timeout_ms\":60000}],\"rebalances\":[");
     /* Flip the subscription 40 times: 41 bumps, the last 32 kept. */
@@ -1816,8 +1884,8 @@ static void test_json_consumer_group(void **state)
     }
     json = group_json(f, "g");
     assert_int_equal(rb_count(json), KC_RB_HISTORY);
-    assert_has(rb_at(f, "g", 0), "{\"generation\":10,");
-    assert_has(rb_at(f, "g", -1), "{\"generation\":41,");
+    assert_has(rb_at(f, "g", 0), "{\"generation\":11,");
+    assert_has(rb_at(f, "g", -1), "{\"generation\":42,");
     /* The list. */
     jbuf_t b = {0};
     bool first = true;
@@ -1825,7 +1893,7 @@ static void test_json_consumer_group(void **state)
     assert_false(first);
     assert_true(json_valid(b.p, b.n));
     assert_has(b.p, "{\"group_id\":\"g\",\"type\":\"consumer\",\"state\":\"Stable\","
-                    "\"protocol_type\":\"consumer\",\"protocol\":\"uniform\",\"generation\":41,"
+                    "\"protocol_type\":\"consumer\",\"protocol\":\"uniform\",\"generation\":42,"
                     "\"members\":1,\"state_timestamp_ms\":-1,\"rebalance_count\":41,"
                     "\"last_rebalance_end_ms\":");
     free(b.p);
@@ -1855,6 +1923,7 @@ int main(void)
         cmocka_unit_test(test_subscription_change),
         cmocka_unit_test(test_assignment_when),
         cmocka_unit_test(test_describe_and_list),
+        cmocka_unit_test(test_new_group_epochs),
         cmocka_unit_test(test_offsets),
         cmocka_unit_test(test_classic_interplay),
         cmocka_unit_test(test_random_sequences),
