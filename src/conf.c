@@ -275,6 +275,24 @@ static const setting_t settings[] = {
      .values = consumer_assignors,
      .doc = "The server-side assignors consumer groups may ask for (their group.remote.assignor), "
             "comma-separated; the first is used when no member asks for one."},
+    {.name = "group.consumer.assignor.offload.enable",
+     .type = T_BOOL,
+     .off = OFF(group_consumer_assignor_offload_enable),
+     .def = "true",
+     .doc = "Compute large consumer-group target assignments on a worker thread instead of the "
+            "event loop, as Kafka does with this setting. Meanwhile the group is Assigning and "
+            "its members keep their current targets; they get the new one at their next "
+            "heartbeat."},
+    {.name = "group.consumer.assignor.offload.threshold",
+     .type = T_LONG,
+     .off = OFF(group_consumer_assignor_offload_threshold),
+     .def = "10000",
+     .min = 0,
+     .max = INT64_MAX,
+     .doc = "kcoord's own: with offload enabled, a target assignment is computed on a worker "
+            "thread when the group's members plus the partitions of its subscribed topics reach "
+            "this many (0: always); smaller ones are computed at once, so the heartbeat that "
+            "caused them already carries the new assignment."},
     {.name = "offset.metadata.max.bytes",
      .type = T_INT,
      .off = OFF(offset_metadata_max_bytes),

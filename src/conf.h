@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 36
+#define KC_CONF_N_SETTINGS 38
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -88,13 +88,15 @@ typedef struct kc_conf_s {
     int32_t group_consumer_max_session_timeout_ms;    /* group.consumer.max.session.timeout.ms */
     int32_t group_consumer_max_size;                  /* group.consumer.max.size */
     char *group_consumer_assignors; /* group.consumer.assignors: "uniform,range"; first = default */
-    int32_t offset_metadata_max_bytes;           /* offset.metadata.max.bytes */
-    int32_t offsets_retention_minutes;           /* offsets.retention.minutes */
-    int64_t offsets_retention_check_interval_ms; /* offsets.retention.check.interval.ms */
-    int log_flush_policy;                        /* log.flush.policy: KC_CONF_FLUSH_* */
-    int64_t log_flush_interval_ms;               /* log.flush.interval.ms */
-    int32_t offsets_topic_segment_bytes;         /* offsets.topic.segment.bytes */
-    int64_t log_roll_ms;                         /* log.roll.ms */
+    bool group_consumer_assignor_offload_enable;       /* group.consumer.assignor.offload.enable */
+    int64_t group_consumer_assignor_offload_threshold; /* ...offload.threshold (kcoord's) */
+    int32_t offset_metadata_max_bytes;                 /* offset.metadata.max.bytes */
+    int32_t offsets_retention_minutes;                 /* offsets.retention.minutes */
+    int64_t offsets_retention_check_interval_ms;       /* offsets.retention.check.interval.ms */
+    int log_flush_policy;                              /* log.flush.policy: KC_CONF_FLUSH_* */
+    int64_t log_flush_interval_ms;                     /* log.flush.interval.ms */
+    int32_t offsets_topic_segment_bytes;               /* offsets.topic.segment.bytes */
+    int64_t log_roll_ms;                               /* log.roll.ms */
     int offsets_topic_compression_codec;     /* offsets.topic.compression.codec: KC_CONF_CODEC_* */
     int64_t log_cleaner_delete_retention_ms; /* log.cleaner.delete.retention.ms */
     int64_t log_cleaner_backoff_ms;          /* log.cleaner.backoff.ms */

@@ -269,6 +269,56 @@ static void check_waiters(kc_coord_t *c, const part_t *failed)
 
 static void on_part_timer(uv_timer_t *t);
 static void start_load(part_t *p);
+static void maybe_free(kc_coord_t *c);
+
+/* A consumer group's target assignment on the thread pool (the manager's offload op). The
+ * job is self-contained; the partition's manager may be freed (reload, close) while it runs,
+ * and kc_gm_job_done copes with that. */
+typedef struct assign_req_s {
+    uv_work_t work;
+    part_t *p;
+    kc_gm_job_t *job;
+} assign_req_t;
+
+static void assign_work(uv_work_t *w)
+{
+    assign_req_t *r = container_of(w, assign_req_t, work);
+    kc_gm_job_run(r->job);
+}
+
+static void after_assign(uv_work_t *w, int status)
+{
+    assign_req_t *r = container_of(w, assign_req_t, work);
+    part_t *p = r->p;
+    kc_coord_t *c = p->coord;
+    c->jobs--;
+    if (status != 0) /* cancelled before it ran: compute it here */
+        kc_gm_job_run(r->job);
+    kc_gm_job_done(r->job, kc_coord_now(c));
+    p->touched = true;
+    free(r);
+    if (c->closing)
+        maybe_free(c);
+}
+
+static int on_offload(void *ctx, kc_gm_job_t *job)
+{
+    part_t *p = ctx;
+    kc_coord_t *c = p->coord;
+    if (c->closing)
+        return -1;
+    assign_req_t *r = malloc(sizeof(*r));
+    if (r == NULL)
+        return -1;
+    r->p = p;
+    r->job = job;
+    if (uv_queue_work(c->loop, &r->work, assign_work, after_assign) != 0) {
+        free(r);
+        return -1;
+    }
+    c->jobs++;
+    return 0;
+}
 
 static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
 {
@@ -284,8 +334,12 @@ static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
         .consumer_session_timeout_ms = conf->group_consumer_session_timeout_ms,
         .consumer_max_size = conf->group_consumer_max_size,
         .consumer_assignors = conf->group_consumer_assignors,
+        .consumer_offload_threshold = !conf->group_consumer_assignor_offload_enable ? -1
+                                      : conf->group_consumer_assignor_offload_threshold > 0
+                                          ? conf->group_consumer_assignor_offload_threshold
+                                          : 1,
     };
-    kc_gm_ops_t gops = {p, on_join_done, on_sync_done, on_record, on_topics};
+    kc_gm_ops_t gops = {p, on_join_done, on_sync_done, on_record, on_topics, on_offload};
     kc_offsets_ops_t oops = {p, on_record};
     *gm = kc_gm_new(&gcfg, &gops);
     *off = kc_offsets_new(&oops);

@@ -34,6 +34,17 @@
  * hash). Regular expressions are resolved synchronously against the host's topics and are not
  * persisted (Kafka's record type 16): they are resolved again after a restart.
  *
+ * Target assignments: the assignor runs on a self-contained copy of the group (a job: member
+ * ids, subscriptions, current targets, topics). A small one runs inside the heartbeat that
+ * bumped the group epoch, which then already answers with the new target. One whose members
+ * plus subscribed partitions reach the offload threshold is handed to the host (the ops'
+ * offload, Kafka's group.consumer.assignor.offload.enable) after the heartbeat's records are
+ * committed; until it comes back the group is Assigning, members reconcile towards the
+ * previous target, and no second job starts for the group. Its result is applied at its own
+ * epoch, leaving out members that left meanwhile and giving a replaced static member's share
+ * to its successor (as Kafka does); if the group epoch moved on meanwhile, the next job starts
+ * at once, so a burst of joins costs one assignment per job rather than one per join.
+ *
  * Timers: each member has a session deadline (reset by every heartbeat) and, while it has
  * partitions to revoke, a rebalance deadline. The consumer-group side keeps a min-heap of groups
  * keyed by a deadline that may be early, like the classic side; kc_cgm_tick fires what is due.
@@ -53,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "group/assignor.h"
 #include "group/errors.h"
@@ -517,8 +529,9 @@ typedef struct cgroup_s {
     int32_t n_rres;
     size_t heap_idx;
     int64_t heap_key;
-    bool loading;    /* replayed, waiting for kc_cgm_load_complete */
-    kc_rb_ring_t rb; /* one entry per group-epoch bump, ended when the group is Stable */
+    bool loading;     /* replayed, waiting for kc_cgm_load_complete */
+    kc_rb_ring_t rb;  /* one entry per group-epoch bump, ended when the group is Stable */
+    kc_gm_job_t *job; /* the target assignment being computed off the loop, or NULL */
 } cgroup_t;
 
 struct kc_cgm_s {
@@ -738,9 +751,13 @@ static cgroup_t *group_alloc(kc_cgm_t *c, kc_str_t id)
     return g;
 }
 
+static void job_orphan(kc_gm_job_t *job);
+
 /* Free a group that is in neither the map nor the heap. */
 static void group_release(cgroup_t *g)
 {
+    if (g->job)
+        job_orphan(g->job); /* the host still finishes it; it then only frees itself */
     cmember_t *m = g->head;
     while (m) {
         cmember_t *next = m->next;
@@ -2105,129 +2122,251 @@ static kc_str_t preferred_assignor(const cgroup_t *g, const cmember_t *skip1,
     return best;
 }
 
-/* Kafka's updateTargetAssignment: compute the target assignment of every member for `epoch`,
- * with `upd_meta` as the metadata of member `upd_id` (whose entry before the update, if any,
- * is `upd_old`) and `gone` (a static member being replaced by it) left out; plan a record for
- * every member whose target changed, then the assignment epoch record. Returns the new target
- * of the updated member (owned by the caller); *err is set to a Kafka error when the assignor
- * fails (p->oom when memory runs out). */
-static asg_t *plan_target_assignment(plan_t *p, const kc_gm_topics_t *tv, int32_t epoch,
-                                     kc_str_t upd_id, const cmeta_t *upd_meta,
-                                     const cmember_t *upd_old, const cmember_t *gone, int64_t now,
-                                     int16_t *err)
+/* ---- Assignment jobs ---------------------------------------------------------------------- */
+
+/* An assignment to compute (Kafka's TargetAssignmentBuilder input), self-contained: the spec
+ * and everything it points to are copies in the job's arena, so the assignor can run on
+ * another thread while the group changes (see kc_gm_job_t in group.h). */
+struct kc_gm_job_s {
+    cgroup_t *g;     /* the group; NULL once it is gone (the job then only frees itself) */
+    int32_t epoch;   /* the group epoch the assignment is for */
+    bool offloaded;  /* handed to the host's offload op */
+    uint64_t weight; /* members plus the partitions of the subscribed topics */
+    kc_arena_t a;    /* the spec, the ids and the topic ids */
+    kc_assign_spec_t spec;
+    kc_str_t *ids;          /* member ids, in spec order */
+    kc_str_t *instance_ids; /* their instance ids (null: dynamic) */
+    kc_uuid_t *topic_ids;   /* per spec topic */
+    kc_str_t assignor;      /* its name, for logs */
+    const kc_assignor_t *asr;
+    kc_assign_result_t res;
+    int rc;
+    uint64_t run_ns;
+};
+
+static void job_orphan(kc_gm_job_t *job)
 {
-    cgroup_t *g = p->g;
-    kc_arena_t a;
-    kc_arena_init(&a);
-    asg_t *mine = NULL;
+    job->g = NULL;
+}
+
+static void job_free(kc_gm_job_t *job)
+{
+    if (!job)
+        return;
+    kc_assign_result_free(&job->res);
+    kc_arena_free(&job->a);
+    free(job);
+}
+
+static kc_str_t arena_copy(kc_arena_t *a, kc_str_t s, bool *oom)
+{
+    if (s.len < 0)
+        return KC_STR_NULL;
+    char *p = kc_arena_alloc(a, (size_t)s.len + 1);
+    if (!p) {
+        *oom = true;
+        return KC_STR_NULL;
+    }
+    if (s.len)
+        memcpy(p, s.p, (size_t)s.len);
+    p[s.len] = '\0';
+    return (kc_str_t){p, s.len};
+}
+
+/* The job computing the target assignment of group `g` for `epoch`: every member except
+ * `upd_old` and `gone`, plus, when `upd_meta` is not NULL, member `upd_id` with that metadata
+ * (the member a heartbeat is updating; its current target, or that of `gone`, the static
+ * member it replaces, is its starting point). NULL when out of memory. */
+static kc_gm_job_t *job_build(cgroup_t *g, const kc_gm_topics_t *tv, int32_t epoch, kc_str_t upd_id,
+                              const cmeta_t *upd_meta, const cmember_t *upd_old,
+                              const cmember_t *gone)
+{
+    kc_gm_job_t *job = calloc(1, sizeof(*job));
+    if (!job)
+        return NULL;
+    kc_arena_init(&job->a);
+    kc_arena_t *a = &job->a;
+    job->epoch = epoch;
+    bool oom = false;
     uint32_t nm = 0;
     for (const cmember_t *m = g->head; m; m = m->next)
         if (m != upd_old && m != gone)
             nm++;
-    nm++;
-    kc_assign_member_t *members = kc_arena_alloc(&a, nm * sizeof(*members));
-    kc_assign_topic_t *topics = tv->n ? kc_arena_alloc(&a, tv->n * sizeof(*topics)) : NULL;
-    const cmeta_t **metas = kc_arena_alloc(&a, nm * sizeof(*metas));
-    kc_str_t *ids = kc_arena_alloc(&a, nm * sizeof(*ids));
-    if (!members || !metas || !ids || (tv->n && !topics)) {
-        p->oom = true;
-        goto out;
-    }
-    for (size_t i = 0; i < tv->n; i++) {
-        topics[i].name = tv->v[i].name.p;
-        topics[i].name_len = (size_t)tv->v[i].name.len;
+    if (upd_meta)
+        nm++;
+    size_t nt = tv->n;
+    kc_assign_member_t *members = nm ? kc_arena_alloc(a, nm * sizeof(*members)) : NULL;
+    kc_assign_topic_t *topics = nt ? kc_arena_alloc(a, nt * sizeof(*topics)) : NULL;
+    const cmeta_t **metas = nm ? kc_arena_alloc(a, nm * sizeof(*metas)) : NULL;
+    job->ids = nm ? kc_arena_alloc(a, nm * sizeof(kc_str_t)) : NULL;
+    job->instance_ids = nm ? kc_arena_alloc(a, nm * sizeof(kc_str_t)) : NULL;
+    job->topic_ids = nt ? kc_arena_alloc(a, nt * sizeof(kc_uuid_t)) : NULL;
+    bool *used = nt ? kc_arena_alloc(a, nt * sizeof(bool)) : NULL;
+    if ((nm && (!members || !metas || !job->ids || !job->instance_ids)) ||
+        (nt && (!topics || !job->topic_ids || !used)))
+        goto oom;
+    for (size_t i = 0; i < nt; i++) {
+        kc_str_t name = arena_copy(a, tv->v[i].name, &oom);
+        topics[i].name = name.p;
+        topics[i].name_len = name.len > 0 ? (size_t)name.len : 0;
         topics[i].partitions = tv->v[i].partitions;
+        job->topic_ids[i] = tv->v[i].id;
+        used[i] = false;
     }
     uint32_t k = 0;
     for (const cmember_t *m = g->head; m; m = m->next) {
         if (m == upd_old || m == gone)
             continue;
-        ids[k] = m->id;
+        job->ids[k] = m->id;
         metas[k++] = m->meta;
     }
-    ids[k] = upd_id;
-    metas[k++] = upd_meta;
-    for (uint32_t i = 0; i < nm; i++) {
+    if (upd_meta) {
+        job->ids[k] = upd_id;
+        metas[k++] = upd_meta;
+    }
+    for (uint32_t i = 0; i < nm && !oom; i++) {
         kc_assign_member_t *am = &members[i];
         const cmeta_t *mt = metas[i];
-        am->id = ids[i].p;
-        am->id_len = (size_t)ids[i].len;
-        am->instance_id = mt->instance_id.len >= 0 ? mt->instance_id.p : NULL;
-        am->instance_id_len = mt->instance_id.len >= 0 ? (size_t)mt->instance_id.len : 0;
-        am->rack = mt->rack_id.len >= 0 ? mt->rack_id.p : NULL;
-        am->rack_len = mt->rack_id.len >= 0 ? (size_t)mt->rack_id.len : 0;
+        /* The current target, for stickiness: a replaced static member's for its successor
+         * (looked up before the id is copied). */
+        const asg_t *cur = target_of(g, job->ids[i]);
+        if (!find_target(g, job->ids[i]) && upd_meta && i == nm - 1 && gone)
+            cur = target_of(g, gone->id);
+        job->ids[i] = arena_copy(a, job->ids[i], &oom);
+        job->instance_ids[i] = arena_copy(a, mt->instance_id, &oom);
+        kc_str_t rack = arena_copy(a, mt->rack_id, &oom);
+        am->id = job->ids[i].p;
+        am->id_len = job->ids[i].len > 0 ? (size_t)job->ids[i].len : 0;
+        am->instance_id = job->instance_ids[i].p;
+        am->instance_id_len = job->instance_ids[i].len > 0 ? (size_t)job->instance_ids[i].len : 0;
+        am->rack = rack.p;
+        am->rack_len = rack.len > 0 ? (size_t)rack.len : 0;
         /* Subscribed topic indexes. */
         strv_t names = {0};
         keep_t keep = {0};
         member_subs(g, tv, mt, &names, &keep);
-        uint32_t *idx = names.n ? kc_arena_alloc(&a, names.n * sizeof(*idx)) : NULL;
+        uint32_t *idx = names.n ? kc_arena_alloc(a, names.n * sizeof(*idx)) : NULL;
         uint32_t ni = 0;
         for (size_t j = 0; idx && j < names.n; j++) {
             int64_t x = tv_index(tv, names.v[j]);
-            if (x >= 0)
+            if (x >= 0) {
                 idx[ni++] = (uint32_t)x;
+                used[x] = true;
+            }
         }
-        bool bad = names.oom || (names.n && !idx);
+        if (names.oom || (names.n && !idx))
+            oom = true;
         strv_free(&names);
         keep_free(&keep);
-        if (bad) {
-            p->oom = true;
-            goto out;
-        }
         am->topics = idx;
         am->n_topics = ni;
-        /* The current target, for stickiness: a replaced static member's for its successor. */
-        const asg_t *cur = target_of(g, ids[i]);
-        if (!find_target(g, ids[i]) && i == nm - 1 && gone)
-            cur = target_of(g, gone->id);
-        uint32_t nt = 0;
+        uint32_t ntp = 0;
         kc_assign_tparts_t *tp =
-            cur && cur->n ? kc_arena_alloc(&a, (size_t)cur->n * sizeof(*tp)) : NULL;
-        if (cur && cur->n && !tp) {
-            p->oom = true;
-            goto out;
-        }
-        for (int32_t j = 0; cur && j < cur->n; j++) {
+            cur && cur->n ? kc_arena_alloc(a, (size_t)cur->n * sizeof(*tp)) : NULL;
+        if (cur && cur->n && !tp)
+            oom = true;
+        for (int32_t j = 0; tp && j < cur->n; j++) {
             const kc_gm_topic_t *t = tv_id(tv, &cur->t[j].topic);
             if (!t)
                 continue;
-            tp[nt].topic = (uint32_t)(t - tv->v);
-            tp[nt].n_partitions = (uint32_t)cur->t[j].n;
-            tp[nt].partitions = cur->t[j].p;
-            nt++;
+            int32_t *parts = kc_arena_dup(a, cur->t[j].p, (size_t)cur->t[j].n * sizeof(int32_t));
+            if (!parts && cur->t[j].n) {
+                oom = true;
+                break;
+            }
+            tp[ntp].topic = (uint32_t)(t - tv->v);
+            tp[ntp].n_partitions = (uint32_t)cur->t[j].n;
+            tp[ntp].partitions = parts;
+            ntp++;
         }
         am->current.topics = tp;
-        am->current.n_topics = nt;
+        am->current.n_topics = ntp;
     }
-    kc_assign_spec_t spec = {
-        .members = members, .n_members = nm, .topics = topics, .n_topics = (uint32_t)tv->n};
+    if (oom)
+        goto oom;
+    job->weight = nm;
+    for (size_t i = 0; i < nt; i++)
+        if (used[i] && tv->v[i].partitions > 0)
+            job->weight += (uint64_t)tv->v[i].partitions;
+    job->spec = (kc_assign_spec_t){
+        .members = members, .n_members = nm, .topics = topics, .n_topics = (uint32_t)nt};
     kc_str_t name = preferred_assignor(g, upd_old, gone, upd_meta);
-    const kc_assignor_t *asr = kc_assignor_find(name.p, (size_t)name.len);
-    if (!asr)
-        asr = kc_assignor_at(0);
-    kc_assign_result_t res;
-    int rc = asr ? asr->assign(&spec, &res) : -1;
-    if (rc != 0) {
-        if (rc == -ENOMEM) {
+    job->asr = kc_assignor_find(name.p, (size_t)name.len);
+    if (!job->asr)
+        job->asr = kc_assignor_at(0);
+    job->assignor = arena_copy(a, job->asr ? kc_str_c(job->asr->name) : name, &oom);
+    if (oom)
+        goto oom;
+    return job;
+oom:
+    job_free(job);
+    return NULL;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Run the assignor. Touches nothing but the job, so any thread may call it. The clock is read
+ * only to measure the run for the metrics; nothing decides on it. */
+void kc_gm_job_run(kc_gm_job_t *job)
+{
+    uint64_t t0 = mono_ns();
+    job->rc = job->asr ? job->asr->assign(&job->spec, &job->res) : -EINVAL;
+    job->run_ns = mono_ns() - t0;
+}
+
+/* Whether the id is one of the job's members. */
+static bool job_has(const kc_gm_job_t *job, kc_str_t id)
+{
+    for (uint32_t i = 0; i < job->spec.n_members; i++)
+        if (kc_str_eq(job->ids[i], id))
+            return true;
+    return false;
+}
+
+/* Kafka's updateTargetAssignment, second half: plan a target record for every member whose
+ * target the job changed, then the assignment epoch record. With `remap` (the job ran off the
+ * loop while the group went on), members that left since are skipped and the result of a
+ * static member that was replaced since goes to its successor, as if those changes came after
+ * the assignment. Returns a copy of the new target of member `mine` (null id: none; owned by
+ * the caller); *err is a Kafka error when the assignor failed (p->oom when memory ran out). */
+static asg_t *job_plan(plan_t *p, const kc_gm_job_t *job, bool remap, kc_str_t mine, int64_t now,
+                       int16_t *err)
+{
+    cgroup_t *g = p->g;
+    asg_t *my = NULL;
+    if (job->rc != 0) {
+        if (job->rc == -ENOMEM) {
             p->oom = true;
         } else {
             *err = KC_ERR_UNKNOWN_SERVER_ERROR;
             KC_ERROR("group",
                      "consumer group %.*s: failed to compute a new target assignment for epoch "
                      "%d with the %.*s assignor (error %d)",
-                     SV(g->id), (int)epoch, SV(name), rc);
+                     SV(g->id), (int)job->epoch, SV(job->assignor), job->rc);
         }
-        goto out;
+        return NULL;
     }
-    for (uint32_t i = 0; i < nm && !p->oom; i++) {
+    for (uint32_t i = 0; i < job->spec.n_members && !p->oom; i++) {
+        kc_str_t to = job->ids[i];
+        if (remap && !find_member(g, to)) {
+            cmember_t *s = find_static(g, job->instance_ids[i]);
+            if (!s || job_has(job, s->id))
+                continue;
+            to = s->id;
+        }
         tpv_t l = {0};
-        const kc_assign_owned_t *o = &res.members[i];
+        const kc_assign_owned_t *o = &job->res.members[i];
         for (uint32_t j = 0; j < o->n_topics; j++) {
             const kc_assign_tparts_t *t = &o->topics[j];
-            if (t->topic >= tv->n)
+            if (t->topic >= job->spec.n_topics)
                 continue;
             for (uint32_t q = 0; q < t->n_partitions; q++)
-                tpv_add(&l, &tv->v[t->topic].id, t->partitions[q]);
+                tpv_add(&l, &job->topic_ids[t->topic], t->partitions[q]);
         }
         bool oom = false;
         asg_t *na = asg_build(&l, &oom);
@@ -2236,32 +2375,144 @@ static asg_t *plan_target_assignment(plan_t *p, const kc_gm_topics_t *tv, int32_
             p->oom = true;
             break;
         }
-        if (i == nm - 1) {
-            mine = asg_dup(na, &oom);
+        if (mine.p && kc_str_eq(to, mine)) {
+            my = asg_dup(na, &oom);
             if (oom)
                 p->oom = true;
         }
-        if (find_target(g, ids[i]) && asg_eq(na, target_of(g, ids[i])))
+        if (find_target(g, to) && asg_eq(na, target_of(g, to)))
             free(na);
         else
-            plan_target(p, ids[i], na, now);
+            plan_target(p, to, na, now);
     }
-    kc_assign_result_free(&res);
     KC_DEBUG("group",
              "consumer group %.*s: computed a new target assignment for epoch %d with the "
-             "%.*s assignor",
-             SV(g->id), (int)epoch, SV(name));
+             "%.*s assignor in %.3f ms%s",
+             SV(g->id), (int)job->epoch, SV(job->assignor), (double)job->run_ns / 1e6,
+             job->offloaded ? " off the loop" : "");
     act_t *ae = plan_add(p, A_TARGET_EPOCH, KC_STR_NULL);
     if (ae)
-        ae->epoch = epoch;
+        ae->epoch = job->epoch;
     act_encode(p, ae, g->id, now);
-out:
-    kc_arena_free(&a);
     if (p->oom || *err) {
-        free(mine);
-        mine = NULL;
+        free(my);
+        my = NULL;
     }
-    return mine;
+    return my;
+}
+
+/* Whether `job` runs off the loop: the host can, it is enabled, and the job is large enough
+ * (a group still at assignment epoch 0, written by an older kcoord, is computed inline: its
+ * joining members could only be given the reserved epoch 0 meanwhile). */
+static bool job_offload_wanted(const kc_cgm_t *c, const cgroup_t *g, const kc_gm_job_t *job)
+{
+    int64_t threshold = c->cfg.consumer_offload_threshold;
+    if (!c->ops.offload || threshold < 0 || g->assignment_epoch < 1)
+        return false;
+    return job->weight >= (uint64_t)(threshold ? threshold : KC_GM_OFFLOAD_THRESHOLD_DEFAULT);
+}
+
+static void job_count(kc_cgm_t *c, const kc_gm_job_t *job)
+{
+    kc_gm_stats_t *st = kc_gm__stats(c->gm);
+    int mode = job->offloaded ? 1 : 0;
+    if (job->rc != 0) {
+        st->assign_failed++;
+        return;
+    }
+    double s = (double)job->run_ns / 1e9;
+    int i = 0;
+    while (i < KC_GM_ASSIGN_BUCKETS - 1 && s > kc_gm_assign_bounds_s[i])
+        i++;
+    st->assign_time[mode][i]++;
+    st->assign_time_sum_s[mode] += s;
+}
+
+static void job_finish(kc_gm_job_t *job);
+
+/* Attach `job` (built for the committed group `g`) to it and hand it to the host when
+ * `offload`; compute and apply it at once when not, or when the host cannot take it. */
+static void job_start(cgroup_t *g, kc_gm_job_t *job, bool offload)
+{
+    kc_cgm_t *c = g->c;
+    g->job = job;
+    job->g = g;
+    if (offload) {
+        job->offloaded = true;
+        KC_DEBUG("group",
+                 "consumer group %.*s: target assignment for epoch %d (%u members, weight "
+                 "%llu) goes off the loop",
+                 SV(g->id), (int)job->epoch, job->spec.n_members, (unsigned long long)job->weight);
+        if (c->ops.offload(c->ops.ctx, job) == 0)
+            return;
+        KC_WARN("group",
+                "consumer group %.*s: the target assignment for epoch %d could not be handed "
+                "to a worker; computing it on the loop",
+                SV(g->id), (int)job->epoch);
+        job->offloaded = false;
+    }
+    kc_gm_job_run(job);
+    job_finish(job);
+}
+
+/* A target assignment that was computed off the loop: apply it when it is newer than the
+ * group's, then, when the group epoch moved on meanwhile, start the next one. */
+static void job_finish(kc_gm_job_t *job)
+{
+    cgroup_t *g = job->g;
+    if (!g) {
+        job_free(job);
+        return;
+    }
+    kc_cgm_t *c = g->c;
+    g->job = NULL;
+    job->g = NULL;
+    job_count(c, job);
+    if (job->epoch > g->assignment_epoch) {
+        plan_t p = {.c = c, .g = g};
+        int16_t err = 0;
+        job_plan(&p, job, true, KC_STR_NULL, c->now, &err);
+        if (p.oom)
+            KC_ERROR("group",
+                     "consumer group %.*s: out of memory applying the target assignment for "
+                     "epoch %d; the next heartbeat computes it again",
+                     SV(g->id), (int)job->epoch);
+        else if (!err)
+            commit(&p, "target assignment computed");
+        bool failed = err || p.oom;
+        plan_free(&p);
+        if (failed) {
+            job_free(job);
+            return; /* the next heartbeat tries again */
+        }
+    } else {
+        KC_DEBUG("group",
+                 "consumer group %.*s: target assignment for epoch %d dropped (assignment "
+                 "epoch already %d)",
+                 SV(g->id), (int)job->epoch, (int)g->assignment_epoch);
+    }
+    job_free(job);
+    if (g->n_members > 0 && g->epoch > g->assignment_epoch) {
+        kc_gm_topics_t tv;
+        topics_of(c, &tv);
+        kc_gm_job_t *next = job_build(g, &tv, g->epoch, KC_STR_NULL, NULL, NULL, NULL);
+        if (!next) {
+            KC_ERROR("group",
+                     "consumer group %.*s: out of memory preparing the target assignment for "
+                     "epoch %d; the next heartbeat tries again",
+                     SV(g->id), (int)g->epoch);
+            return;
+        }
+        job_start(g, next, job_offload_wanted(c, g, next));
+    }
+}
+
+/* Called by the host on the loop thread once the job ran (group.h). */
+void kc_gm_job_done(kc_gm_job_t *job, int64_t now_ms)
+{
+    if (job->g)
+        job->g->c->now = now_ms;
+    job_finish(job);
 }
 
 /* ---- ConsumerGroupHeartbeat ---------------------------------------------------------------- */
@@ -2547,6 +2798,7 @@ static void do_heartbeat(hb_t *h)
     int32_t n_new_rres = 0;
     tpv_t held = {0};
     kc_uuid_t *sub_ids = NULL;
+    kc_gm_job_t *job = NULL, *ran = NULL;
     recon_t rc;
     memset(&rc, 0, sizeof(rc));
 
@@ -2779,10 +3031,21 @@ static void do_heartbeat(hb_t *h)
     /* 2. The target assignment, when the group epoch is ahead of it. */
     int32_t target_epoch = g->assignment_epoch;
     const asg_t *target;
-    if (group_epoch > g->assignment_epoch) {
+    if (group_epoch > g->assignment_epoch && !g->job) {
+        job = job_build(g, &tv, group_epoch, mview_id, upd, old, gone);
+        if (!job) {
+            hb_oom(h);
+            goto out;
+        }
+    }
+    if (job && !job_offload_wanted(c, g, job)) {
+        /* Small enough to compute now: the member gets its new target in this answer. */
         int16_t err = 0;
-        my_target =
-            plan_target_assignment(&p, &tv, group_epoch, mview_id, upd, old, gone, now, &err);
+        kc_gm_job_run(job);
+        job_count(c, job);
+        my_target = job_plan(&p, job, false, mview_id, now, &err);
+        ran = job; /* the plan's records name members by the job's copies of their ids */
+        job = NULL;
         if (err) {
             hb_fail(h, err, "Failed to compute a new target assignment for epoch %d.",
                     (int)group_epoch);
@@ -2791,6 +3054,9 @@ static void do_heartbeat(hb_t *h)
         target_epoch = group_epoch;
         target = my_target;
     } else {
+        /* Computed off the loop (job, started after the commit, or one already running): the
+         * member reconciles towards the group's current target meanwhile, as in Kafka with
+         * group.consumer.assignor.offload.enable. */
         target = find_target(g, mview_id) ? target_of(g, mview_id)
                  : gone                   ? target_of(g, gone->id)
                                           : NULL;
@@ -2867,6 +3133,10 @@ static void do_heartbeat(hb_t *h)
     snprintf(reason, sizeof(reason), "heartbeat of member %.*s at epoch %d", SV(mid),
              (int)q->member_epoch);
     commit(&p, reason);
+    if (job) {
+        job_start(g, job, true);
+        job = NULL;
+    }
 
     /* Soft state: timers and the metadata check. */
     cmember_t *m = find_member(g, mview_id);
@@ -2887,6 +3157,8 @@ static void do_heartbeat(hb_t *h)
         g->topics_version = tv.version;
     }
 out:
+    job_free(job);
+    job_free(ran);
     free(upd);
     free(dflt);
     free(my_target);

@@ -3472,9 +3472,18 @@ static void phase_observe(uint64_t *buckets, double *sum, int64_t ms)
     *sum += s;
 }
 
+const double kc_gm_assign_bounds_s[KC_GM_ASSIGN_BUCKETS - 1] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5};
+
 void kc_gm_stats(const kc_gm_t *gm, kc_gm_stats_t *out)
 {
     const kc_gm_stats_t *s = &gm->stats;
+    for (int m = 0; m < 2; m++) {
+        for (int i = 0; i < KC_GM_ASSIGN_BUCKETS; i++)
+            out->assign_time[m][i] += s->assign_time[m][i];
+        out->assign_time_sum_s[m] += s->assign_time_sum_s[m];
+    }
+    out->assign_failed += s->assign_failed;
     for (int i = 0; i < KC_RB_CAUSES; i++)
         out->rebalances[i] += s->rebalances[i];
     for (int i = 0; i < KC_GM_PHASE_BUCKETS; i++) {

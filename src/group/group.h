@@ -57,7 +57,27 @@ typedef struct kc_gm_config_s {
     int32_t consumer_session_timeout_ms;    /* group.consumer.session.timeout.ms, 45000 */
     int32_t consumer_max_size;              /* group.consumer.max.size, 2147483647 */
     const char *consumer_assignors;         /* group.consumer.assignors, "uniform,range"; copied */
+    /* Compute a consumer group's target assignment off the loop (through the ops' offload)
+     * when its members plus the partitions of its subscribed topics reach this; 0: the
+     * default, KC_GM_OFFLOAD_THRESHOLD_DEFAULT; -1: never. */
+    int64_t consumer_offload_threshold;
 } kc_gm_config_t;
+
+#define KC_GM_OFFLOAD_THRESHOLD_DEFAULT 10000
+
+/* A consumer group's target assignment being computed off the loop (see the ops' offload). */
+typedef struct kc_gm_job_s kc_gm_job_t;
+
+/* Compute the job's assignment. Touches nothing but the job: any thread may call it, while
+ * the loop thread goes on using the manager. */
+void kc_gm_job_run(kc_gm_job_t *job);
+
+/* On the loop thread, after kc_gm_job_run: apply the result to its group (when the group is
+ * still there and has not moved to a newer assignment meanwhile; records are emitted through
+ * the ops as by kc_gm_tick) and free the job. When the group's epoch moved on while the job
+ * ran, the next assignment is started. Also the only correct call for a job whose manager was
+ * freed meanwhile: the job then only frees itself. */
+void kc_gm_job_done(kc_gm_job_t *job, int64_t now_ms);
 
 /* A topic consumer groups can subscribe to. `name` is NUL-terminated. */
 typedef struct kc_gm_topic_s {
@@ -93,6 +113,13 @@ typedef struct kc_gm_ops_s {
     /* The topics consumer groups subscribe to (NULL: none). Called from request handlers and
      * kc_gm_tick / kc_gm_load_complete, never from kc_gm_replay. */
     void (*topics)(void *ctx, kc_gm_topics_t *out);
+    /* Run `job` off the loop (NULL: every assignment is computed inline). The host calls
+     * kc_gm_job_run(job) on another thread, then kc_gm_job_done(job, now) on the loop
+     * thread, exactly once each, even if the manager is freed in between. Returns 0, or -1
+     * when it cannot (the manager then computes the assignment inline). Kafka's
+     * group.consumer.assignor.offload.enable: meanwhile the group is Assigning and its members
+     * keep reconciling towards the previous target assignment. */
+    int (*offload)(void *ctx, kc_gm_job_t *job);
 } kc_gm_ops_t;
 
 /* A new, empty manager. The config and ops are copied. NULL when out of memory. Generated
@@ -391,12 +418,21 @@ const char *kc_rb_cause_name(int cause);
 #define KC_GM_PHASE_BUCKETS 12
 extern const double kc_gm_phase_bounds_s[KC_GM_PHASE_BUCKETS - 1];
 
+/* Histogram of the time consumer groups' target assignments took to compute (the assignor's
+ * run, on the loop or off it), the same way. */
+#define KC_GM_ASSIGN_BUCKETS 12
+extern const double kc_gm_assign_bounds_s[KC_GM_ASSIGN_BUCKETS - 1];
+
 typedef struct kc_gm_stats_s {
     uint64_t rebalances[KC_RB_CAUSES];        /* rebalances started, by cause (both group kinds) */
     uint64_t join_phase[KC_GM_PHASE_BUCKETS]; /* non-cumulative bucket counts */
     double join_phase_sum_s;
     uint64_t sync_phase[KC_GM_PHASE_BUCKETS];
     double sync_phase_sum_s;
+    /* Target assignments computed: [0] on the loop, [1] off it (offloaded). */
+    uint64_t assign_time[2][KC_GM_ASSIGN_BUCKETS];
+    double assign_time_sum_s[2];
+    uint64_t assign_failed; /* assignor runs that failed (out of memory, invalid input) */
 } kc_gm_stats_t;
 
 /* ADD this manager's counters into *out (so a caller sums managers by calling it for each on

@@ -112,6 +112,19 @@ static void write_coord(kc_obs_buf_t *b, kc_coord_t *coord)
     phase_histogram(b, "kcoord_rebalance_sync_phase_seconds",
                     "Time classic groups spent in CompletingRebalance (the sync phase).",
                     st.sync_phase, st.sync_phase_sum_s);
+    kc_prom_family(b, "kcoord_consumer_assignment_seconds", "histogram",
+                   "Time the server-side assignor took to compute a consumer group's target "
+                   "assignment, on the event loop (mode=\"inline\") or on a worker thread "
+                   "(mode=\"offloaded\", group.consumer.assignor.offload.*).");
+    kc_prom_histogram(b, "kcoord_consumer_assignment_seconds", "mode=\"inline\"",
+                      kc_gm_assign_bounds_s, KC_GM_ASSIGN_BUCKETS - 1, st.assign_time[0],
+                      st.assign_time_sum_s[0]);
+    kc_prom_histogram(b, "kcoord_consumer_assignment_seconds", "mode=\"offloaded\"",
+                      kc_gm_assign_bounds_s, KC_GM_ASSIGN_BUCKETS - 1, st.assign_time[1],
+                      st.assign_time_sum_s[1]);
+    kc_prom_family(b, "kcoord_consumer_assignment_failures_total", "counter",
+                   "Consumer group target assignments the assignor failed to compute.");
+    kc_prom_sample(b, "kcoord_consumer_assignment_failures_total", NULL, (double)st.assign_failed);
 
     kc_prom_family(b, "kcoord_partitions", "gauge", "__consumer_offsets partitions.");
     kc_prom_sample(b, "kcoord_partitions", NULL, (double)n);

@@ -94,9 +94,10 @@ class Kcoord:
     """The daemon on a fixed port and data directory (so that it can be restarted in place),
     its stderr drained into self.log by a thread so that it never blocks."""
 
-    def __init__(self, data_dir, port):
+    def __init__(self, data_dir, port, extra=()):
         self.dir = data_dir
         self.port = port
+        self.extra = list(extra)
         self.log = b""
         self.proc = None
         self.drainer = None
@@ -105,7 +106,7 @@ class Kcoord:
     def start(self):
         args = [BIN, "--set", "listeners=127.0.0.1:%d" % self.port, "--set",
                 "data.dir=" + self.dir, "--set", "log.level=debug"]
-        for s in SETTINGS:
+        for s in SETTINGS + self.extra:
             args += ["--set", s]
         env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
         self.proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
@@ -248,9 +249,11 @@ def all_partitions():
 
 
 class ConsumerProtocolTest(unittest.TestCase):
+    EXTRA = []  # more settings for kcoord
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="kc-848-")
-        self.kc = Kcoord(self.dir, free_port())
+        self.kc = Kcoord(self.dir, free_port(), self.EXTRA)
         self.members = []
 
     def tearDown(self):
@@ -403,6 +406,20 @@ class ConsumerProtocolTest(unittest.TestCase):
         desc = admin.describe_consumer_groups(["g"])["g"].result(timeout=WAIT_S)
         self.assertEqual(desc.state.name, "STABLE")
         self.assertEqual(len(desc.members), 2)
+
+
+
+class OffloadedAssignmentTest(ConsumerProtocolTest):
+    """Every scenario again with each target assignment computed on a worker thread
+    (group.consumer.assignor.offload.threshold=0): a member then learns of its new target at
+    the heartbeat after the one that caused it, and the group is Assigning meanwhile."""
+
+    EXTRA = ["group.consumer.assignor.offload.threshold=0"]
+
+    def tearDown(self):
+        offloaded = b"goes off the loop" in self.kc.log
+        super().tearDown()
+        self.assertTrue(offloaded, "an assignment was computed off the loop")
 
 
 if __name__ == "__main__":

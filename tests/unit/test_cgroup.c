@@ -47,6 +47,11 @@ typedef struct fx_s {
     char names[MAXT][32];
     size_t nt;
     uint64_t version;
+    /* Assignment jobs handed to the fake host's offload op, waiting for run_jobs(). */
+    kc_gm_job_t *jobs[16];
+    int njobs;
+    int offloads;     /* jobs ever taken */
+    bool refuse_jobs; /* the op answers -1, as a host that cannot queue work */
 } fx_t;
 
 static void on_record(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen)
@@ -86,6 +91,30 @@ static void on_sync(void *ctx, void *w, const kc_sync_group_response_t *r)
     (void)ctx;
     (void)w;
     (void)r;
+}
+
+static int on_offload(void *ctx, kc_gm_job_t *job)
+{
+    fx_t *f = ctx;
+    if (f->refuse_jobs)
+        return -1;
+    assert_true(f->njobs < 16);
+    f->jobs[f->njobs++] = job;
+    f->offloads++;
+    return 0;
+}
+
+/* The host's side of offloading: run each waiting job, then finish it on the "loop", in the
+ * order they were handed over (finishing one may hand over the next). */
+static void run_jobs(fx_t *f)
+{
+    while (f->njobs > 0) {
+        kc_gm_job_t *job = f->jobs[0];
+        memmove(f->jobs, f->jobs + 1, (size_t)(f->njobs - 1) * sizeof(f->jobs[0]));
+        f->njobs--;
+        kc_gm_job_run(job);
+        kc_gm_job_done(job, f->now);
+    }
 }
 
 static kc_uuid_t topic_uuid(const char *name)
@@ -168,7 +197,8 @@ static fx_t *fx_new_cfg(const kc_gm_config_t *cfg)
                        .join_done = on_join,
                        .sync_done = on_sync,
                        .record = on_record,
-                       .topics = on_topics};
+                       .topics = on_topics,
+                       .offload = on_offload};
     f->gm = kc_gm_new(&f->cfg, &ops);
     assert_non_null(f->gm);
     kc_gm_set_seed(f->gm, 7);
@@ -196,6 +226,7 @@ static void fx_free(fx_t *f)
 {
     if (f->gm)
         kc_gm_free(f->gm);
+    run_jobs(f); /* jobs outlive their manager: they only free themselves */
     free_recs(f);
     kc_arena_free(&f->a);
     free(f);
@@ -1904,6 +1935,252 @@ static void test_json_consumer_group(void **state)
     fx_free(f);
 }
 
+/* ---- Assignments computed off the loop (group.consumer.assignor.offload.*) ---------------- */
+
+static fx_t *fx_offload(int64_t threshold)
+{
+    kc_gm_config_t c = default_cfg();
+    c.consumer_offload_threshold = threshold;
+    return fx_new_cfg(&c);
+}
+
+/* Run only the oldest waiting job. */
+static void run_one(fx_t *f)
+{
+    assert_true(f->njobs > 0);
+    kc_gm_job_t *job = f->jobs[0];
+    memmove(f->jobs, f->jobs + 1, (size_t)(f->njobs - 1) * sizeof(f->jobs[0]));
+    f->njobs--;
+    kc_gm_job_run(job);
+    kc_gm_job_done(job, f->now);
+}
+
+static void assert_replays(fx_t *f)
+{
+    fx_t *r = replayed(f);
+    assert_string_equal(dump(r, "g"), dump(f, "g"));
+    fx_free(r);
+}
+
+/* A join whose assignment goes off the loop: the member is in at once, at the group's current
+ * (empty) assignment of epoch 1 (why a new group starts at epoch 1), and gets its partitions
+ * at the first heartbeat after the job finished; the job writes the target records. */
+static void test_offload_join(void **state)
+{
+    (void)state;
+    fx_t *f = fx_offload(1);
+    cl_t *a = cl_new("m1", "t");
+    int from = f->nr;
+    assert_int_equal(cl_join(f, a), 0);
+    assert_int_equal(a->epoch, 1);
+    assert_true(a->got);
+    assert_string_equal(a->owned, "");
+    assert_string_equal(rec_kinds(f, from), "5 3 8");
+    assert_int_equal(f->njobs, 1);
+    assert_string_equal(state_name(f, "g"), "Assigning");
+    kc_consumer_group_describe_described_group_t d = describe(f, "g");
+    assert_int_equal(d.group_epoch, 2);
+    assert_int_equal(d.assignment_epoch, 1);
+    /* Heartbeats meanwhile change nothing and start no second job. */
+    from = f->nr;
+    assert_int_equal(cl_hb(f, a), 0);
+    assert_int_equal(a->epoch, 1);
+    assert_false(a->got);
+    assert_int_equal(f->nr, from);
+    assert_int_equal(f->njobs, 1);
+    /* The result: the member's target, then the assignment epoch, as Kafka writes them. */
+    run_jobs(f);
+    assert_string_equal(rec_kinds(f, from), "7 6");
+    assert_string_equal(state_name(f, "g"), "Reconciling");
+    assert_int_equal(cl_hb(f, a), 0);
+    assert_int_equal(a->epoch, 2);
+    assert_string_equal(a->owned, "t:0,1,2,3,4,5");
+    assert_int_equal(cl_hb(f, a), 0);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    assert_replays(f);
+    kc_gm_stats_t st;
+    memset(&st, 0, sizeof(st));
+    kc_gm_stats(f->gm, &st);
+    uint64_t inl = 0, off = 0;
+    for (int i = 0; i < KC_GM_ASSIGN_BUCKETS; i++) {
+        inl += st.assign_time[0][i];
+        off += st.assign_time[1][i];
+    }
+    assert_int_equal(inl, 0);
+    assert_int_equal(off, 1);
+    free(a);
+    fx_free(f);
+}
+
+/* Members join while a job runs: no second job starts; when the first finishes its result is
+ * applied at its own epoch (the group at that epoch) and the next one starts at once for the
+ * newest epoch, until the assignment catches up with the group. */
+static void test_offload_churn(void **state)
+{
+    (void)state;
+    fx_t *f = fx_offload(1);
+    cl_t *c[3] = {cl_new("m1", "t"), cl_new("m2", "t"), cl_new("m3", "t")};
+    assert_int_equal(cl_join(f, c[0]), 0);
+    assert_int_equal(cl_join(f, c[1]), 0);
+    assert_int_equal(c[1]->epoch, 1);
+    assert_int_equal(f->njobs, 1);
+    assert_int_equal(describe(f, "g").group_epoch, 3);
+    int from = f->nr;
+    run_one(f);
+    /* Epoch 2's assignment knew only m1. */
+    assert_string_equal(rec_kinds(f, from), "7 6");
+    assert_int_equal(describe(f, "g").assignment_epoch, 2);
+    assert_int_equal(f->njobs, 1);
+    assert_int_equal(f->offloads, 2);
+    assert_int_equal(cl_hb(f, c[0]), 0);
+    assert_int_equal(c[0]->epoch, 2);
+    assert_string_equal(c[0]->owned, "t:0,1,2,3,4,5");
+    /* m3 joins while epoch 3's runs. */
+    assert_int_equal(cl_join(f, c[2]), 0);
+    assert_int_equal(c[2]->epoch, 2);
+    assert_string_equal(c[2]->owned, "");
+    run_jobs(f);
+    assert_int_equal(f->offloads, 3);
+    kc_consumer_group_describe_described_group_t d = describe(f, "g");
+    assert_int_equal(d.group_epoch, 4);
+    assert_int_equal(d.assignment_epoch, 4);
+    settle(f, c, 3, 6);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(c[i]->epoch, 4);
+        assert_int_equal(count_parts(c[i]->owned), 2);
+    }
+    check_exclusive(f, "g");
+    assert_replays(f);
+    for (int i = 0; i < 3; i++)
+        free(c[i]);
+    fx_free(f);
+}
+
+/* The group changes while a job runs: a member that left gets no target from the result, and
+ * the result for a static member that was replaced goes to its successor. */
+static void test_offload_members_change(void **state)
+{
+    (void)state;
+    fx_t *f = fx_offload(1);
+    cl_t *c[3] = {cl_new("s1", "t"), cl_new("m2", "t"), cl_new("m3", "t")};
+    c[0]->instance = "i1";
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(cl_join(f, c[i]), 0);
+        run_jobs(f);
+    }
+    settle(f, c, 3, 6);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    /* m4 joins: a job for epoch 5 starts with the four of them. */
+    cl_t *m4 = cl_new("m4", "t");
+    assert_int_equal(cl_join(f, m4), 0);
+    assert_int_equal(f->njobs, 1);
+    /* Meanwhile m3 leaves and s1 is replaced by s1b (same instance id). */
+    kc_consumer_group_heartbeat_response_t r = send_hb(f, &(req_t){.member = "m3", .epoch = -1});
+    assert_int_equal(r.error_code, 0);
+    r = send_hb(f, &(req_t){.member = "s1", .instance = "i1", .epoch = -2});
+    assert_int_equal(r.error_code, 0);
+    cl_t *back = cl_new("s1b", "t");
+    back->instance = "i1";
+    assert_int_equal(cl_join(f, back), 0);
+    int from = f->nr;
+    run_one(f);
+    /* Epoch 5's split of the four (2, 2, 1, 1): s1's share goes to s1b, m4 gets its first
+     * partition, m2 keeps its two; nothing for m3, which left. Then the epoch. */
+    assert_string_equal(rec_kinds(f, from), "7 7 6");
+    const char *d1 = dump(f, "g");
+    assert_null(strstr(d1, "target m3 "));
+    assert_null(strstr(d1, "target s1 "));
+    assert_non_null(strstr(d1, "target s1b [7a740000000000000000000000000000:0]\n"));
+    assert_non_null(strstr(d1, "target m4 [7a740000000000000000000000000000:1]\n"));
+    assert_int_equal(describe(f, "g").assignment_epoch, 5);
+    assert_replays(f);
+    /* m3's leaving bumped the epoch after the job began: the next job balances the three. */
+    run_jobs(f);
+    cl_t *now[3] = {back, c[1], m4};
+    settle(f, now, 3, 8);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(count_parts(now[i]->owned), 2);
+    check_exclusive(f, "g");
+    assert_replays(f);
+    for (int i = 0; i < 3; i++)
+        free(c[i]);
+    free(m4);
+    free(back);
+    fx_free(f);
+}
+
+/* A job whose group or manager is gone when it finishes only frees itself (run under ASan). */
+static void test_offload_orphans(void **state)
+{
+    (void)state;
+    fx_t *f = fx_offload(1);
+    cl_t *a = cl_new("m1", "t");
+    assert_int_equal(cl_join(f, a), 0);
+    assert_int_equal(f->njobs, 1);
+    /* The member leaves and the empty group is deleted while the job runs. */
+    kc_consumer_group_heartbeat_response_t r = send_hb(f, &(req_t){.member = "m1", .epoch = -1});
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), 0);
+    int from = f->nr;
+    run_jobs(f);
+    assert_int_equal(f->nr, from);
+    assert_string_equal(state_name(f, "g"), "none");
+    /* A job still out when its manager is freed (fx_free runs it after kc_gm_free). */
+    assert_int_equal(cl_join(f, a), 0);
+    assert_int_equal(f->njobs, 1);
+    free(a);
+    fx_free(f);
+}
+
+/* Only large assignments leave the loop; a host that cannot take a job gets none (the
+ * assignment is then computed at once, after the heartbeat's own records). */
+static void test_offload_threshold_and_refusal(void **state)
+{
+    (void)state;
+    fx_t *f = fx_offload(100);
+    cl_t *a = cl_new("m1", "t"), *b = cl_new("m2", "t,big");
+    /* 1 member + 6 partitions: computed in the heartbeat. */
+    assert_int_equal(cl_join(f, a), 0);
+    assert_int_equal(f->njobs, 0);
+    assert_string_equal(a->owned, "t:0,1,2,3,4,5");
+    /* 2 members + 6 + 120 partitions: off the loop. */
+    set_topic(f, "big", 120);
+    assert_int_equal(cl_join(f, b), 0);
+    assert_int_equal(f->njobs, 1);
+    run_jobs(f);
+    /* Refused: the heartbeat answers from the old target and the result follows at once. */
+    f->refuse_jobs = true;
+    cl_t *c = cl_new("m3", "t,big");
+    int from = f->nr;
+    assert_int_equal(cl_join(f, c), 0);
+    assert_int_equal(f->njobs, 0);
+    assert_string_equal(c->owned, "");
+    const char *kinds = rec_kinds(f, from);
+    assert_string_equal(kinds + strlen(kinds) - 1, "6");
+    kc_consumer_group_describe_described_group_t d = describe(f, "g");
+    assert_int_equal(d.assignment_epoch, d.group_epoch);
+    cl_t *all[3] = {a, b, c};
+    settle(f, all, 3, 8);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    check_exclusive(f, "g");
+    assert_replays(f);
+    /* Disabled (-1): never off the loop, however large. */
+    fx_t *g = fx_offload(-1);
+    set_topic(g, "big", 120);
+    cl_t *x = cl_new("x", "t,big");
+    assert_int_equal(cl_join(g, x), 0);
+    assert_int_equal(g->offloads, 0);
+    assert_int_equal(count_parts(x->owned), 126);
+    free(a);
+    free(b);
+    free(c);
+    free(x);
+    fx_free(f);
+    fx_free(g);
+}
+
 int main(void)
 {
     kc_log_set_level(KC_LOG_ERROR);
@@ -1931,6 +2208,11 @@ int main(void)
         cmocka_unit_test(test_rb_consumer_rebalance_timeout),
         cmocka_unit_test(test_rb_consumer_static_replaced),
         cmocka_unit_test(test_json_consumer_group),
+        cmocka_unit_test(test_offload_join),
+        cmocka_unit_test(test_offload_churn),
+        cmocka_unit_test(test_offload_members_change),
+        cmocka_unit_test(test_offload_orphans),
+        cmocka_unit_test(test_offload_threshold_and_refusal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
