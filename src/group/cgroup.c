@@ -70,10 +70,10 @@
 #include "group/errors.h"
 #include "group/strmap.h"
 #include "proto/gen_records.h"
+#include "util/heap.h"
 #include "util/log.h"
 
-#define NEVER       INT64_MAX
-#define NOT_IN_HEAP SIZE_MAX
+#define NEVER INT64_MAX
 
 /* For "%.*s" with a kc_str_t. */
 #define SV(s) (int)((s).len > 0 ? (s).len : 0), ((s).p ? (s).p : "")
@@ -527,11 +527,10 @@ typedef struct cgroup_s {
     uint64_t topics_version;
     rres_t **rres;
     int32_t n_rres;
-    size_t heap_idx;
-    int64_t heap_key;
-    bool loading;     /* replayed, waiting for kc_cgm_load_complete */
-    kc_rb_ring_t rb;  /* one entry per group-epoch bump, ended when the group is Stable */
-    kc_gm_job_t *job; /* the target assignment being computed off the loop, or NULL */
+    kc_heap_node_t timer; /* in the heap of groups with timers */
+    bool loading;         /* replayed, waiting for kc_cgm_load_complete */
+    kc_rb_ring_t rb;      /* one entry per group-epoch bump, ended when the group is Stable */
+    kc_gm_job_t *job;     /* the target assignment being computed off the loop, or NULL */
 } cgroup_t;
 
 struct kc_cgm_s {
@@ -540,8 +539,7 @@ struct kc_cgm_s {
     char *assignors; /* owned copy of cfg.consumer_assignors */
     kc_gm_ops_t ops;
     kc_strmap_t groups;
-    cgroup_t **heap;
-    size_t heap_n, heap_cap;
+    kc_heap_t heap; /* groups with timers, by earliest deadline */
     int64_t now;
 };
 
@@ -744,7 +742,7 @@ static cgroup_t *group_alloc(kc_cgm_t *c, kc_str_t id)
     g->epoch = 1;
     g->assignment_epoch = 1;
     g->logged_state = CG_EMPTY;
-    g->heap_idx = NOT_IN_HEAP;
+    kc_heap_node_init(&g->timer);
     kc_strmap_init(&g->by_id);
     kc_strmap_init(&g->by_instance);
     kc_strmap_init(&g->targets);
@@ -774,81 +772,13 @@ static void group_release(cgroup_t *g)
     free(g);
 }
 
-/* ---- The heap of groups with timers ------------------------------------------------------- */
-
-static void heap_place(kc_cgm_t *c, size_t i, cgroup_t *g)
-{
-    c->heap[i] = g;
-    g->heap_idx = i;
-}
-
-static void sift_up(kc_cgm_t *c, size_t i)
-{
-    cgroup_t *g = c->heap[i];
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (c->heap[parent]->heap_key <= g->heap_key)
-            break;
-        heap_place(c, i, c->heap[parent]);
-        i = parent;
-    }
-    heap_place(c, i, g);
-}
-
-static void sift_down(kc_cgm_t *c, size_t i)
-{
-    cgroup_t *g = c->heap[i];
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        int64_t key = g->heap_key;
-        if (l < c->heap_n && c->heap[l]->heap_key < key) {
-            m = l;
-            key = c->heap[l]->heap_key;
-        }
-        if (r < c->heap_n && c->heap[r]->heap_key < key)
-            m = r;
-        if (m == i)
-            break;
-        heap_place(c, i, c->heap[m]);
-        i = m;
-    }
-    heap_place(c, i, g);
-}
-
-/* The heap always has room for every group (reserved when a group is created). */
-static void heap_push(kc_cgm_t *c, cgroup_t *g, int64_t key)
-{
-    g->heap_key = key;
-    heap_place(c, c->heap_n++, g);
-    sift_up(c, g->heap_idx);
-}
-
-static void heap_remove(kc_cgm_t *c, cgroup_t *g)
-{
-    size_t i = g->heap_idx;
-    if (i == NOT_IN_HEAP)
-        return;
-    g->heap_idx = NOT_IN_HEAP;
-    cgroup_t *last = c->heap[--c->heap_n];
-    if (last == g)
-        return;
-    heap_place(c, i, last);
-    sift_down(c, i);
-    sift_up(c, last->heap_idx);
-}
+/* ---- Timers ------------------------------------------------------------------------------- */
 
 /* Make sure the group is looked at no later than `deadline`. */
 static void arm(cgroup_t *g, int64_t deadline)
 {
-    kc_cgm_t *c = g->c;
-    if (deadline == NEVER || g->loading)
-        return;
-    if (g->heap_idx == NOT_IN_HEAP) {
-        heap_push(c, g, deadline);
-    } else if (deadline < g->heap_key) {
-        g->heap_key = deadline;
-        sift_up(c, g->heap_idx);
-    }
+    if (deadline != NEVER && !g->loading)
+        kc_heap_arm(&g->c->heap, &g->timer, deadline);
 }
 
 static int64_t group_earliest(const cgroup_t *g)
@@ -881,14 +811,8 @@ static void set_rebalance(cgroup_t *g, cmember_t *m)
 /* Room for one more group in the map and the heap. 0, or -1 when out of memory. */
 static int reserve_group(kc_cgm_t *c)
 {
-    if (c->heap_cap < c->groups.n + 1) {
-        size_t cap = c->heap_cap ? c->heap_cap * 2 : 16;
-        cgroup_t **h = realloc(c->heap, cap * sizeof(*h));
-        if (!h)
-            return -1;
-        c->heap = h;
-        c->heap_cap = cap;
-    }
+    if (kc_heap_reserve(&c->heap, c->groups.n + 1) != 0)
+        return -1;
     return kc_strmap_reserve(&c->groups, 1);
 }
 
@@ -1631,7 +1555,7 @@ static void ap_group_del(kc_cgm_t *c, cgroup_t *g)
     if (g->n_members > 0 || g->targets.n > 0)
         KC_WARN("group", "consumer group %.*s deleted with %d members and %zu targets left",
                 SV(g->id), (int)g->n_members, g->targets.n);
-    heap_remove(c, g);
+    kc_heap_remove(&c->heap, &g->timer);
     kc_strmap_del(&c->groups, g->id.p, (size_t)g->id.len);
     group_release(g);
 }
@@ -3334,7 +3258,7 @@ void kc_cgm_drop(kc_cgm_t *c, kc_str_t id)
     if (!g)
         return;
     KC_DEBUG("group", "consumer group %.*s: replaced by a classic group record", SV(id));
-    heap_remove(c, g);
+    kc_heap_remove(&c->heap, &g->timer);
     kc_strmap_del(&c->groups, g->id.p, (size_t)g->id.len);
     group_release(g);
 }
@@ -3390,20 +3314,22 @@ static void run_group_timers(cgroup_t *g)
 
 int64_t kc_cgm_next_deadline(const kc_cgm_t *c)
 {
-    return c->heap_n ? c->heap[0]->heap_key : NEVER;
+    const kc_heap_node_t *top = kc_heap_top(&c->heap);
+    return top ? top->key : NEVER;
 }
 
 void kc_cgm_tick(kc_cgm_t *c, int64_t now_ms)
 {
     c->now = now_ms;
-    while (c->heap_n > 0 && c->heap[0]->heap_key <= now_ms) {
-        cgroup_t *g = c->heap[0];
-        heap_remove(c, g);
+    kc_heap_node_t *top;
+    while ((top = kc_heap_top(&c->heap)) != NULL && top->key <= now_ms) {
+        cgroup_t *g = kc_heap_entry(top, cgroup_t, timer);
+        kc_heap_remove(&c->heap, &g->timer);
         run_group_timers(g);
-        heap_remove(c, g); /* arm() may have put it back */
+        kc_heap_remove(&c->heap, &g->timer); /* arm() may have put it back */
         int64_t next = group_earliest(g);
         if (next != NEVER)
-            heap_push(c, g, next > now_ms ? next : now_ms + 1);
+            kc_heap_push(&c->heap, &g->timer, next > now_ms ? next : now_ms + 1);
     }
 }
 
@@ -4071,7 +3997,7 @@ void kc_cgm_free(kc_cgm_t *c)
             group_release(g);
     }
     kc_strmap_free(&c->groups);
-    free(c->heap);
+    kc_heap_free(&c->heap);
     free(c->assignors);
     free(c);
 }

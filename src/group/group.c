@@ -67,10 +67,10 @@
 #include "group/strmap.h"
 #include "proto/gen_consumer.h"
 #include "proto/gen_records.h"
+#include "util/heap.h"
 #include "util/log.h"
 
-#define NEVER       INT64_MAX
-#define NOT_IN_HEAP SIZE_MAX
+#define NEVER INT64_MAX
 
 /* __consumer_offsets record versions Kafka writes for a classic group. */
 #define GROUP_METADATA_KEY_VERSION   2
@@ -160,8 +160,7 @@ typedef struct group_s {
     int32_t init_delay_ms, init_remaining_ms;
     int64_t sync_deadline;
     int32_t sync_generation;
-    size_t heap_idx;
-    int64_t heap_key;
+    kc_heap_node_t timer; /* in the manager's heap of groups with timers */
     struct group_s *defer_next;
     int loading; /* LOAD_*: replayed and waiting for kc_gm_load_complete */
     /* Rebalance history. rb_armed: rb_start opened the running entry for an event that is
@@ -175,8 +174,7 @@ struct kc_gm_s {
     kc_gm_ops_t ops;
     kc_strmap_t groups; /* classic groups; consumer groups live in cgm */
     kc_cgm_t *cgm;      /* the KIP-848 consumer groups (cgroup.c) */
-    group_t **heap;
-    size_t heap_n, heap_cap;
+    kc_heap_t heap;     /* groups with timers, by earliest deadline */
     int64_t now;
     uint64_t rng;
     uint64_t next_seq;
@@ -563,79 +561,11 @@ static int32_t group_rebalance_timeout(const group_t *g)
 
 /* ---- Timers and the heap ---------------------------------------------------------------- */
 
-static void heap_place(kc_gm_t *gm, size_t i, group_t *g)
-{
-    gm->heap[i] = g;
-    g->heap_idx = i;
-}
-
-static void sift_up(kc_gm_t *gm, size_t i)
-{
-    group_t *g = gm->heap[i];
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (gm->heap[parent]->heap_key <= g->heap_key)
-            break;
-        heap_place(gm, i, gm->heap[parent]);
-        i = parent;
-    }
-    heap_place(gm, i, g);
-}
-
-static void sift_down(kc_gm_t *gm, size_t i)
-{
-    group_t *g = gm->heap[i];
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        int64_t key = g->heap_key;
-        if (l < gm->heap_n && gm->heap[l]->heap_key < key) {
-            m = l;
-            key = gm->heap[l]->heap_key;
-        }
-        if (r < gm->heap_n && gm->heap[r]->heap_key < key)
-            m = r;
-        if (m == i)
-            break;
-        heap_place(gm, i, gm->heap[m]);
-        i = m;
-    }
-    heap_place(gm, i, g);
-}
-
-/* The heap always has room for every group (reserved when a group is created). */
-static void heap_push(kc_gm_t *gm, group_t *g, int64_t key)
-{
-    g->heap_key = key;
-    heap_place(gm, gm->heap_n++, g);
-    sift_up(gm, g->heap_idx);
-}
-
-static void heap_remove(kc_gm_t *gm, group_t *g)
-{
-    size_t i = g->heap_idx;
-    if (i == NOT_IN_HEAP)
-        return;
-    g->heap_idx = NOT_IN_HEAP;
-    group_t *last = gm->heap[--gm->heap_n];
-    if (last == g)
-        return;
-    heap_place(gm, i, last);
-    sift_down(gm, i);
-    sift_up(gm, last->heap_idx);
-}
-
 /* Make sure the group is looked at no later than `deadline`. */
 static void arm(group_t *g, int64_t deadline)
 {
-    kc_gm_t *gm = g->gm;
-    if (deadline == NEVER)
-        return;
-    if (g->heap_idx == NOT_IN_HEAP) {
-        heap_push(gm, g, deadline);
-    } else if (deadline < g->heap_key) {
-        g->heap_key = deadline;
-        sift_up(gm, g->heap_idx);
-    }
+    if (deadline != NEVER)
+        kc_heap_arm(&g->gm->heap, &g->timer, deadline);
 }
 
 static void set_hb(group_t *g, member_t *m, int64_t timeout_ms)
@@ -1002,14 +932,8 @@ static group_t *find_group(const kc_gm_t *gm, kc_str_t id)
  * (and later in the heap) cannot fail. 0, or -1 when out of memory (nothing changed). */
 static int reserve_group(kc_gm_t *gm)
 {
-    if (gm->heap_cap < gm->groups.n + 1) {
-        size_t cap = gm->heap_cap ? gm->heap_cap * 2 : 16;
-        group_t **h = realloc(gm->heap, cap * sizeof(*h));
-        if (!h)
-            return -1;
-        gm->heap = h;
-        gm->heap_cap = cap;
-    }
+    if (kc_heap_reserve(&gm->heap, gm->groups.n + 1) != 0)
+        return -1;
     return kc_strmap_reserve(&gm->groups, 1);
 }
 
@@ -1028,7 +952,7 @@ static group_t *group_alloc(kc_gm_t *gm, kc_str_t id)
     g->pname_len = -1;
     g->join_deadline = NEVER;
     g->sync_deadline = NEVER;
-    g->heap_idx = NOT_IN_HEAP;
+    kc_heap_node_init(&g->timer);
     kc_strmap_init(&g->by_id);
     kc_strmap_init(&g->by_instance);
     kc_strmap_init(&g->pending);
@@ -1074,7 +998,7 @@ static void group_release(group_t *g)
 /* Free a group. Parked requests get `err` (COORDINATOR_NOT_AVAILABLE). */
 static void group_destroy(kc_gm_t *gm, group_t *g, int16_t err)
 {
-    heap_remove(gm, g);
+    kc_heap_remove(&gm->heap, &g->timer);
     kc_strmap_del(&gm->groups, g->id.p, (size_t)g->id.len);
     for (member_t *m = g->head; m; m = m->next) {
         finish_join_error(g, m, err, m->id);
@@ -1703,13 +1627,14 @@ void kc_gm_free(kc_gm_t *gm)
     }
     kc_strmap_free(&gm->groups);
     kc_cgm_free(gm->cgm);
-    free(gm->heap);
+    kc_heap_free(&gm->heap);
     free(gm);
 }
 
 int64_t kc_gm_next_deadline(const kc_gm_t *gm)
 {
-    int64_t classic = gm->heap_n ? gm->heap[0]->heap_key : NEVER;
+    const kc_heap_node_t *top = kc_heap_top(&gm->heap);
+    int64_t classic = top ? top->key : NEVER;
     int64_t consumer = kc_cgm_next_deadline(gm->cgm);
     return classic < consumer ? classic : consumer;
 }
@@ -1718,27 +1643,28 @@ void kc_gm_tick(kc_gm_t *gm, int64_t now_ms)
 {
     gm->now = now_ms;
     group_t *deferred = NULL;
-    while (gm->heap_n > 0 && gm->heap[0]->heap_key <= now_ms) {
-        group_t *g = gm->heap[0];
-        heap_remove(gm, g);
+    kc_heap_node_t *top;
+    while ((top = kc_heap_top(&gm->heap)) != NULL && top->key <= now_ms) {
+        group_t *g = kc_heap_entry(top, group_t, timer);
+        kc_heap_remove(&gm->heap, &g->timer);
         run_group_timers(g);
-        heap_remove(gm, g); /* arm() may have put it back */
+        kc_heap_remove(&gm->heap, &g->timer); /* arm() may have put it back */
         int64_t next = group_earliest(g);
         if (next == NEVER)
             continue;
         if (next <= now_ms) {
             /* Still due (its timer budget ran out): look again at the next tick. */
-            g->heap_key = next;
+            g->timer.key = next;
             g->defer_next = deferred;
             deferred = g;
         } else {
-            heap_push(gm, g, next);
+            kc_heap_push(&gm->heap, &g->timer, next);
         }
     }
     while (deferred) {
         group_t *g = deferred;
         deferred = g->defer_next;
-        heap_push(gm, g, g->heap_key);
+        kc_heap_push(&gm->heap, &g->timer, g->timer.key);
     }
     kc_cgm_tick(gm->cgm, now_ms);
 }
@@ -3112,7 +3038,7 @@ void kc_gm_load_complete(kc_gm_t *gm, int64_t now_ms)
         KC_DEBUG("group", "group %.*s: loaded in %s with %d members, generation %d", SV(g->id),
                  kc_group_state_name(g->state), (int)g->n_members, (int)g->generation);
         /* A fresh session for every member: a restart is no reason to rebalance. */
-        heap_remove(gm, g);
+        kc_heap_remove(&gm->heap, &g->timer);
         for (member_t *m = g->head; m; m = m->next)
             set_hb(g, m, m->session_timeout_ms);
         if (g->n_members > gm->cfg.max_size) {
