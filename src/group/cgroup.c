@@ -2082,21 +2082,6 @@ static void job_free(kc_gm_job_t *job)
     free(job);
 }
 
-static kc_str_t arena_copy(kc_arena_t *a, kc_str_t s, bool *oom)
-{
-    if (s.len < 0)
-        return KC_STR_NULL;
-    char *p = kc_arena_alloc(a, (size_t)s.len + 1);
-    if (!p) {
-        *oom = true;
-        return KC_STR_NULL;
-    }
-    if (s.len)
-        memcpy(p, s.p, (size_t)s.len);
-    p[s.len] = '\0';
-    return (kc_str_t){p, s.len};
-}
-
 /* The job computing the target assignment of group `g` for `epoch`: every member except
  * `upd_old` and `gone`, plus, when `upd_meta` is not NULL, member `upd_id` with that metadata
  * (the member a heartbeat is updating; its current target, or that of `gone`, the static
@@ -2130,7 +2115,7 @@ static kc_gm_job_t *job_build(cgroup_t *g, const kc_gm_topics_t *tv, int32_t epo
         (nt && (!topics || !job->topic_ids || !used)))
         goto oom;
     for (size_t i = 0; i < nt; i++) {
-        kc_str_t name = arena_copy(a, tv->v[i].name, &oom);
+        kc_str_t name = arena_str(a, tv->v[i].name, &oom);
         topics[i].name = name.p;
         topics[i].name_len = name.len > 0 ? (size_t)name.len : 0;
         topics[i].partitions = tv->v[i].partitions;
@@ -2156,9 +2141,9 @@ static kc_gm_job_t *job_build(cgroup_t *g, const kc_gm_topics_t *tv, int32_t epo
         const asg_t *cur = target_of(g, job->ids[i]);
         if (!find_target(g, job->ids[i]) && upd_meta && i == nm - 1 && gone)
             cur = target_of(g, gone->id);
-        job->ids[i] = arena_copy(a, job->ids[i], &oom);
-        job->instance_ids[i] = arena_copy(a, mt->instance_id, &oom);
-        kc_str_t rack = arena_copy(a, mt->rack_id, &oom);
+        job->ids[i] = arena_str(a, job->ids[i], &oom);
+        job->instance_ids[i] = arena_str(a, mt->instance_id, &oom);
+        kc_str_t rack = arena_str(a, mt->rack_id, &oom);
         am->id = job->ids[i].p;
         am->id_len = job->ids[i].len > 0 ? (size_t)job->ids[i].len : 0;
         am->instance_id = job->instance_ids[i].p;
@@ -2218,7 +2203,7 @@ static kc_gm_job_t *job_build(cgroup_t *g, const kc_gm_topics_t *tv, int32_t epo
     job->asr = kc_assignor_find(name.p, (size_t)name.len);
     if (!job->asr)
         job->asr = kc_assignor_at(0);
-    job->assignor = arena_copy(a, job->asr ? kc_str_c(job->asr->name) : name, &oom);
+    job->assignor = arena_str(a, job->asr ? kc_str_c(job->asr->name) : name, &oom);
     if (oom)
         goto oom;
     return job;
