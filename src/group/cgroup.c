@@ -385,6 +385,129 @@ static bool pairs_has(const tpv_t *l, const kc_uuid_t *topic, int32_t part)
     return l->n > 0 && bsearch(&key, l->v, l->n, sizeof(tp_t), tp_cmp) != NULL;
 }
 
+/* ---- Who holds which partition ------------------------------------------------------------ */
+
+/* Per group: (topic, partition) -> how many members hold it (assigned or pending revocation),
+ * kept up to date by the apply primitives, so that a heartbeat asks in O(1) whether another
+ * member still holds a partition (Kafka keeps its currentPartitionEpoch map for this) instead
+ * of collecting and sorting every member's partitions at every heartbeat. Open addressing with
+ * linear probing and backward-shift deletion; a slot with count 0 is empty. Keeping it up to
+ * date is best effort: when memory runs out it is dropped (valid false) and rebuilt by the
+ * next heartbeat that needs it, so applying records still cannot fail. */
+typedef struct hslot_s {
+    kc_uuid_t topic;
+    int32_t part;
+    int32_t count;
+} hslot_t;
+
+typedef struct holders_s {
+    hslot_t *v;
+    size_t cap; /* 0 or a power of two */
+    size_t n;   /* slots in use */
+    bool valid;
+} holders_t;
+
+static size_t tp_hash(const kc_uuid_t *topic, int32_t part)
+{
+    uint64_t a, b;
+    memcpy(&a, topic->b, 8);
+    memcpy(&b, topic->b + 8, 8);
+    uint64_t x = a ^ (b * 0x9e3779b97f4a7c15u) ^ ((uint64_t)(uint32_t)part << 17);
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9u;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebu;
+    x ^= x >> 31;
+    return (size_t)x;
+}
+
+static size_t holders_find(const holders_t *h, const kc_uuid_t *topic, int32_t part)
+{
+    size_t mask = h->cap - 1;
+    for (size_t i = tp_hash(topic, part) & mask;; i = (i + 1) & mask) {
+        const hslot_t *s = &h->v[i];
+        if (s->count == 0 || (s->part == part && uuid_cmp(&s->topic, topic) == 0))
+            return i;
+    }
+}
+
+static int32_t holders_count(const holders_t *h, const kc_uuid_t *topic, int32_t part)
+{
+    return h->cap ? h->v[holders_find(h, topic, part)].count : 0;
+}
+
+static int holders_grow(holders_t *h)
+{
+    size_t cap = h->cap ? h->cap * 2 : 64;
+    hslot_t *v = calloc(cap, sizeof(*v));
+    if (!v)
+        return -1;
+    holders_t nh = {v, cap, 0, true};
+    for (size_t i = 0; i < h->cap; i++)
+        if (h->v[i].count > 0) {
+            nh.v[holders_find(&nh, &h->v[i].topic, h->v[i].part)] = h->v[i];
+            nh.n++;
+        }
+    free(h->v);
+    *h = nh;
+    return 0;
+}
+
+/* Add `delta` (+1 or -1) holders of a partition. 0, or -1 when out of memory. */
+static int holders_add(holders_t *h, const kc_uuid_t *topic, int32_t part, int delta)
+{
+    if (delta > 0 && (h->n + 1) * 4 > h->cap * 3 && holders_grow(h) != 0)
+        return -1;
+    if (h->cap == 0)
+        return 0;
+    size_t mask = h->cap - 1, i = holders_find(h, topic, part);
+    hslot_t *s = &h->v[i];
+    if (s->count == 0) {
+        if (delta < 0)
+            return 0; /* not held: nothing to take away */
+        s->topic = *topic;
+        s->part = part;
+        s->count = delta;
+        h->n++;
+        return 0;
+    }
+    s->count += delta;
+    if (s->count > 0)
+        return 0;
+    /* Emptied: shift back the entries of the run after it that may move. */
+    s->count = 0;
+    h->n--;
+    for (size_t j = (i + 1) & mask; h->v[j].count != 0; j = (j + 1) & mask) {
+        size_t k = tp_hash(&h->v[j].topic, h->v[j].part) & mask;
+        bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (stays)
+            continue;
+        h->v[i] = h->v[j];
+        h->v[j].count = 0;
+        i = j;
+    }
+    return 0;
+}
+
+static void holders_drop(holders_t *h)
+{
+    free(h->v);
+    memset(h, 0, sizeof(*h));
+}
+
+/* Count (delta +1) or uncount (-1) the partitions of `a`; drops the map when memory runs out. */
+static void holders_apply(holders_t *h, const asg_t *a, int delta)
+{
+    if (!h->valid)
+        return;
+    for (int32_t i = 0; a && i < a->n; i++)
+        for (int32_t j = 0; j < a->t[i].n; j++)
+            if (holders_add(h, &a->t[i].topic, a->t[i].p[j], delta) != 0) {
+                holders_drop(h);
+                return;
+            }
+}
+
 /* ---- Member metadata ---------------------------------------------------------------------- */
 
 /* What ConsumerGroupMemberMetadataValue holds: one allocation, immutable. */
@@ -522,6 +645,7 @@ typedef struct cgroup_s {
     kc_strmap_t by_id;       /* member id -> cmember_t */
     kc_strmap_t by_instance; /* instance id -> cmember_t */
     kc_strmap_t targets;     /* member id -> ctarget_t */
+    holders_t holders;       /* (topic, partition) -> members holding it */
     /* The metadata check (Kafka's metadata refresh): the topics version last looked at (0 =
      * look at the next heartbeat) and the regular expressions as resolved then. */
     uint64_t topics_version;
@@ -746,6 +870,7 @@ static cgroup_t *group_alloc(kc_cgm_t *c, kc_str_t id)
     kc_strmap_init(&g->by_id);
     kc_strmap_init(&g->by_instance);
     kc_strmap_init(&g->targets);
+    g->holders.valid = true;
     return g;
 }
 
@@ -767,6 +892,7 @@ static void group_release(cgroup_t *g)
     kc_strmap_free(&g->by_id);
     kc_strmap_free(&g->by_instance);
     kc_strmap_free(&g->targets);
+    holders_drop(&g->holders);
     rres_clear(g);
     kc_rb_free(&g->rb);
     free(g);
@@ -1493,6 +1619,8 @@ static void ap_meta_del(cgroup_t *g, kc_str_t member_id)
     else
         g->tail = m->prev;
     g->n_members--;
+    holders_apply(&g->holders, m->assigned, -1);
+    holders_apply(&g->holders, m->revoking, -1);
     member_free(m);
 }
 
@@ -1508,6 +1636,10 @@ static void ap_current(cgroup_t *g, kc_str_t member_id, int32_t epoch, int32_t p
     m->epoch = epoch;
     m->prev_epoch = prev;
     m->state = state;
+    holders_apply(&g->holders, m->assigned, -1);
+    holders_apply(&g->holders, m->revoking, -1);
+    holders_apply(&g->holders, assigned, 1);
+    holders_apply(&g->holders, revoking, 1);
     free(m->assigned);
     free(m->revoking);
     m->assigned = assigned;
@@ -1522,6 +1654,8 @@ static void ap_current_del(cgroup_t *g, kc_str_t member_id)
         return;
     m->epoch = LEAVE_EPOCH;
     m->prev_epoch = LEAVE_EPOCH;
+    holders_apply(&g->holders, m->assigned, -1);
+    holders_apply(&g->holders, m->revoking, -1);
     free(m->assigned);
     free(m->revoking);
     m->assigned = m->revoking = NULL;
@@ -1796,10 +1930,29 @@ typedef struct rin_s {
     size_t n_subs;
     int32_t target_epoch;
     const asg_t *target;
-    const tpv_t *held; /* partitions other members hold (assigned or pending revocation), sorted */
+    /* Who holds what (assigned or pending revocation): the group's map, in which the member
+     * itself and the static member it replaces (when any) do not count. */
+    const holders_t *holders;
+    const cmember_t *skip1, *skip2;
     const owned_t *owned;
     bool sub_changed;
 } rin_t;
+
+static bool held_by_member(const cmember_t *m, const kc_uuid_t *topic, int32_t part)
+{
+    return m && (asg_has(m->assigned, topic, part) || asg_has(m->revoking, topic, part));
+}
+
+/* Whether a member other than the one reconciled still holds the partition. */
+static bool held_by_others(const rin_t *in, const kc_uuid_t *topic, int32_t part)
+{
+    int32_t n = holders_count(in->holders, topic, part);
+    if (n > 0 && held_by_member(in->skip1, topic, part))
+        n--;
+    if (n > 0 && held_by_member(in->skip2, topic, part))
+        n--;
+    return n > 0;
+}
 
 static bool subscribed_id(const rin_t *in, const kc_uuid_t *topic)
 {
@@ -1840,8 +1993,7 @@ static void compute_next(const rin_t *in, int32_t member_epoch, recon_t *out)
         for (int32_t j = 0; j < t->n; j++) {
             if (asg_has(m->assigned, &t->topic, t->p[j]))
                 continue;
-            if (pairs_has(in->held, &t->topic, t->p[j]) &&
-                !asg_has(m->revoking, &t->topic, t->p[j]))
+            if (held_by_others(in, &t->topic, t->p[j]) && !asg_has(m->revoking, &t->topic, t->p[j]))
                 unreleased = true;
             else
                 tpv_add(&pending, &t->topic, t->p[j]);
@@ -2626,18 +2778,18 @@ static int refresh_regexes(const cgroup_t *g, const kc_gm_topics_t *tv, const cm
     return 0;
 }
 
-/* The partitions held by every member but `skip1` and `skip2`, sorted. */
-static void held_partitions(const cgroup_t *g, const cmember_t *skip1, const cmember_t *skip2,
-                            tpv_t *out)
+/* Rebuild the group's map of who holds what after it was dropped. 0, or -1 when out of
+ * memory. */
+static int holders_ensure(cgroup_t *g)
 {
-    for (const cmember_t *m = g->head; m; m = m->next) {
-        if (m == skip1 || m == skip2)
-            continue;
-        asg_pairs(m->assigned, out);
-        asg_pairs(m->revoking, out);
+    if (g->holders.valid)
+        return 0;
+    g->holders.valid = true;
+    for (const cmember_t *m = g->head; m && g->holders.valid; m = m->next) {
+        holders_apply(&g->holders, m->assigned, 1);
+        holders_apply(&g->holders, m->revoking, 1);
     }
-    if (!out->oom && out->n > 1)
-        qsort(out->v, out->n, sizeof(tp_t), tp_cmp);
+    return g->holders.valid ? 0 : -1;
 }
 
 /* The response's assignment, from `a`. */
@@ -2705,7 +2857,6 @@ static void do_heartbeat(hb_t *h)
     asg_t *my_target = NULL;
     rres_t **new_rres = NULL;
     int32_t n_new_rres = 0;
-    tpv_t held = {0};
     kc_uuid_t *sub_ids = NULL;
     kc_gm_job_t *job = NULL, *ran = NULL;
     recon_t rc;
@@ -2977,12 +3128,12 @@ static void do_heartbeat(hb_t *h)
 
     /* 3. Reconcile the member towards its target. */
     size_t n_sub_ids = 0;
-    held_partitions(g, old, gone, &held);
-    if (held.oom || member_topic_ids(g, &tv, upd, &sub_ids, &n_sub_ids) != 0) {
+    if (holders_ensure(g) != 0 || member_topic_ids(g, &tv, upd, &sub_ids, &n_sub_ids) != 0) {
         hb_oom(h);
         goto out;
     }
-    rin_t in = {&cur, sub_ids, n_sub_ids, target_epoch, target, &held, &owned, sub_changed};
+    rin_t in = {&cur,        sub_ids, n_sub_ids, target_epoch, target,
+                &g->holders, old,     gone,      &owned,       sub_changed};
     reconcile(&in, &rc);
     if (rc.err) {
         hb_fail(h, rc.err,
@@ -3074,7 +3225,6 @@ out:
     free(sub_ids);
     free(rc.assigned);
     free(rc.revoking);
-    tpv_free(&held);
     if (new_rres) {
         for (int32_t i = 0; i < n_new_rres; i++)
             free(new_rres[i]);
