@@ -16,8 +16,10 @@
  * arrives (kc_bench_run_until), so they can only be called from outside loop callbacks.
  *
  * Other modules: bench_stats.c (histograms, error counts, JSON, /proc readers), bench_group.c
- * (classic group members: join, sync, heartbeat), bench_echo.c (the network-floor server),
- * kcoord_bench.c (the command line and the scenarios).
+ * (classic group members: join, sync, heartbeat), bench_consumer.c (KIP-848 members),
+ * bench_probe.c (the stall probe: a thread of its own with a blocking socket, the one part that
+ * does not run on the loop), bench_echo.c (the network-floor server), kcoord_bench.c (the
+ * command line and the scenarios).
  */
 #ifndef KC_BENCH_H
 #define KC_BENCH_H
@@ -369,6 +371,36 @@ void kc_cgrp_leave(kc_cgrp_t *g, kc_bench_stats_t *st, bool *done);
 /* As kc_grpset_stop and kc_grpset_free. */
 void kc_cgrp_stop(kc_cgrp_t *g);
 void kc_cgrp_free(kc_cgrp_t *g);
+
+/* ---- The stall probe (bench_probe.c) ------------------------------------------------------- */
+
+/* Phases of a probed run: each round trip counts in the phase current when it was sent. */
+enum {
+    KC_PROBE_IDLE,    /* before the measured work: the floor */
+    KC_PROBE_JOIN,    /* from the first join heartbeat until the group is stable */
+    KC_PROBE_STEADY,  /* then, while the stable group heartbeats (before a rolling join) */
+    KC_PROBE_ROLLING, /* from the rolling member's first heartbeat until stable again */
+    KC_PROBE_AFTER,   /* after the last measured phase: not recorded; a round trip sent now
+                       * is abandoned when the probe stops */
+    KC_PROBE_PHASES,
+};
+
+typedef struct kc_probe_s kc_probe_t;
+
+/* Connect to `addr` and start probing on a thread of its own: ApiVersions v0 every
+ * `interval_ms`, one in flight, in phase KC_PROBE_IDLE. An answer may take `timeout_s` before
+ * the probe gives up. Returns NULL (after printing why) when it cannot connect. */
+kc_probe_t *kc_probe_start(const struct sockaddr *addr, double interval_ms, double timeout_s);
+/* Round trips sent from now on count in `phase`. */
+void kc_probe_phase(kc_probe_t *p, int phase);
+/* Stop the thread (after the request in flight is answered, unless it was sent in
+ * KC_PROBE_AFTER). Returns 0, or the error that
+ * stopped the probe early (a Kafka code, KC_BENCH_ECONN or KC_BENCH_EDECODE). The statistics
+ * may be read once this returned. */
+int kc_probe_stop(kc_probe_t *p);
+const kc_bench_stats_t *kc_probe_stats(const kc_probe_t *p, int phase);
+/* Stop if needed, close, free. NULL is fine. */
+void kc_probe_free(kc_probe_t *p);
 
 /* ---- The echo server (bench_echo.c) -------------------------------------------------------- */
 

@@ -3,7 +3,7 @@
  *     kcoord-bench commit     [--groups G] [--partitions P] [--connections C] [--depth D]
  *                             [--duration S | --count N] [--warmup S]
  *     kcoord-bench join       [--members N] [--rolling] [--heartbeat-ms MS]
- *                             [--protocol classic|consumer]
+ *                             [--protocol classic|consumer [--stall-probe] [--no-leave]]
  *     kcoord-bench heartbeat  [--members M] [--group-size K] [--rate R] [--duration S]
  *     kcoord-bench memory     [--groups G] [--group-size K] [--offsets N] --server-pid PID
  *     kcoord-bench echo       [--listen HOST:PORT]
@@ -33,6 +33,12 @@
  *   the server-side "uniform" assignor); the time until the group is stable: every member
  *   acknowledged its assignment at the group epoch, the assignments are balanced and hold every
  *   partition of the topic exactly once, and ConsumerGroupDescribe confirms it.
+ *   --stall-probe: meanwhile one more connection, on a thread of its own (bench_probe.c), sends
+ *   ApiVersions every --stall-probe-ms (5) with one in flight, for --stall-probe-idle seconds
+ *   (1) before the join (the floor), then from the first join heartbeat until the group is
+ *   stable (and again during the rolling join); its round trips (median, p99, max) show how
+ *   long the coordinator's event loop kept other requests waiting. --no-leave: the members do
+ *   not leave at the end (the connections just close), for a server that is thrown away next.
  * - heartbeat: M members in groups of K join (in lanes, see bench_group.c), then heartbeat at a
  *   total target rate; achieved rate, latency, and the server's CPU time per 10 000 hb/s.
  * - memory: G x K members join and stay, then their groups commit N offsets; the server's VmRSS
@@ -63,11 +69,11 @@ typedef struct opts_s {
     const char *probe;
     const char *protocol;
     int server_pid;
-    bool create_topic, rolling;
+    bool create_topic, rolling, stall_probe, no_leave;
     long topic_partitions;
     long groups, partitions, connections, depth, count;
     long members, group_size, offsets, size;
-    double duration, warmup, rate, heartbeat_ms, timeout;
+    double duration, warmup, rate, heartbeat_ms, timeout, probe_ms, probe_idle;
     long session_ms, rebalance_ms;
 } opts_t;
 
@@ -110,6 +116,10 @@ static void usage(FILE *f)
             "join:      --members N (100) --rolling --heartbeat-ms MS (100)\n"
             "           --protocol classic|consumer (classic): JoinGroup/SyncGroup/Heartbeat,\n"
             "           or KIP-848 ConsumerGroupHeartbeat with the server assignor uniform\n"
+            "           consumer only: --stall-probe: ApiVersions round trips on a connection\n"
+            "           of its own during the join (--stall-probe-ms MS (5) apart, one in\n"
+            "           flight; --stall-probe-idle S (1): first, before the join, the floor);\n"
+            "           --no-leave: the members do not leave at the end\n"
             "heartbeat: --members M (10000) --group-size K (10) --rate R (10000/s)\n"
             "           --connections C (1000) --duration S (10) --warmup S (2)\n"
             "memory:    --groups G (10000) --group-size K (10) --offsets N (1000000)\n"
@@ -183,6 +193,14 @@ static int parse_args(int argc, char **argv, opts_t *o)
             o->rolling = true;
             continue;
         }
+        if (strcmp(name, "--stall-probe") == 0) {
+            o->stall_probe = true;
+            continue;
+        }
+        if (strcmp(name, "--no-leave") == 0) {
+            o->no_leave = true;
+            continue;
+        }
         if (val == NULL) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "kcoord-bench: %s needs a value\n", name);
@@ -242,6 +260,10 @@ static int parse_args(int argc, char **argv, opts_t *o)
             rc = parse_double(name, val, 1, &o->heartbeat_ms);
         else if (strcmp(name, "--timeout") == 0)
             rc = parse_double(name, val, 0.001, &o->timeout);
+        else if (strcmp(name, "--stall-probe-ms") == 0)
+            rc = parse_double(name, val, 0.1, &o->probe_ms);
+        else if (strcmp(name, "--stall-probe-idle") == 0)
+            rc = parse_double(name, val, 0, &o->probe_idle);
         else {
             fprintf(stderr, "kcoord-bench: unknown option %s\n", name);
             return -1;
@@ -296,6 +318,10 @@ static void defaults(opts_t *o)
         o->session_ms = memory ? 120000 : 30000;
     if (o->rebalance_ms == 0)
         o->rebalance_ms = 60000;
+    if (o->probe_ms == 0)
+        o->probe_ms = 5;
+    if (o->probe_idle < 0)
+        o->probe_idle = 1;
 }
 
 static double now_s(void)
@@ -697,6 +723,44 @@ static void json_describe(kc_json_t *j, const char *prefix, const kc_cgrp_descri
     kc_json_int(j, key, d->members_at_epoch);
 }
 
+static const char *const PROBE_PHASE_NAMES[KC_PROBE_PHASES] = {"idle", "join", "steady", "rolling",
+                                                               "after"};
+
+static void print_probe(const kc_probe_t *p, int phase, double interval_ms)
+{
+    const kc_bench_stats_t *s = kc_probe_stats(p, phase);
+    if (s->n == 0) {
+        printf("  stall probe, %s: no round trip\n", PROBE_PHASE_NAMES[phase]);
+        return;
+    }
+    printf("  stall probe, %s: %llu ApiVersions round trips (%.0f ms apart, one in flight): "
+           "median %.3f ms, p99 %.3f ms, max %.3f ms\n",
+           PROBE_PHASE_NAMES[phase], (unsigned long long)s->n, interval_ms,
+           (double)kc_stats_quantile(s, 0.5) / 1e6, (double)kc_stats_quantile(s, 0.99) / 1e6,
+           (double)s->max_ns / 1e6);
+}
+
+/* "probe_<phase>_n", _p50_ms, _p99_ms, _max_ms (null when there was no round trip). */
+static void json_probe(kc_json_t *j, const kc_probe_t *p, int phase)
+{
+    const kc_bench_stats_t *s = kc_probe_stats(p, phase);
+    char key[64];
+    snprintf(key, sizeof(key), "probe_%s_n", PROBE_PHASE_NAMES[phase]);
+    kc_json_int(j, key, (long long)s->n);
+    static const struct {
+        const char *name;
+        double q;
+    } qs[] = {{"p50", 0.5}, {"p99", 0.99}, {"max", 1}};
+    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+        snprintf(key, sizeof(key), "probe_%s_%s_ms", PROBE_PHASE_NAMES[phase], qs[i].name);
+        if (s->n == 0)
+            kc_json_null(j, key);
+        else
+            kc_json_num(j, key,
+                        (double)(qs[i].q >= 1 ? s->max_ns : kc_stats_quantile(s, qs[i].q)) / 1e6);
+    }
+}
+
 static int run_cjoin(opts_t *o)
 {
     kc_cgrp_describe_t d_join, d_roll;
@@ -706,6 +770,8 @@ static int run_cjoin(opts_t *o)
     int status = 1;
     kc_bench_conn_t **conns = NULL;
     kc_cgrp_t *g = NULL;
+    kc_probe_t *probe = NULL;
+    int probe_err = 0;
     kc_bench_stats_t leave_st;
     kc_stats_reset(&leave_st);
     if (setup(&x, o, "cjoin", 1) != 0)
@@ -731,9 +797,19 @@ static int run_cjoin(opts_t *o)
            "changed the epoch or the assignment)\n",
            n, x.groups[0], co.version, o->topic_partitions, o->heartbeat_ms);
     fflush(stdout);
+    if (o->stall_probe) {
+        probe = kc_probe_start((struct sockaddr *)&x.coord_addr, o->probe_ms, o->timeout);
+        if (probe == NULL)
+            goto out;
+        if (o->probe_idle > 0) /* a 0 s sleep would block: its timer fires before the poll */
+            kc_bench_sleep(&x.b, o->probe_idle);
+        kc_probe_phase(probe, KC_PROBE_JOIN);
+    }
     bool done = false;
     kc_cgrp_join(g, conns, (int32_t)n, conns[n + 1], &done);
     int rc = kc_bench_run_until(&x.b, &done, o->timeout);
+    if (probe != NULL)
+        kc_probe_phase(probe, rc == 0 && o->rolling ? KC_PROBE_STEADY : KC_PROBE_AFTER);
     double join_s = kc_cgrp_time(g);
     if (rc != 0)
         printf("join: not stable after %.0f s (%d of %zu members acknowledged epoch %d)\n",
@@ -750,8 +826,12 @@ static int run_cjoin(opts_t *o)
         kc_cgrp_spread(g);
         kc_bench_sleep(&x.b, 2 * o->heartbeat_ms / 1000 + 0.5);
         bool done2 = false;
+        if (probe != NULL)
+            kc_probe_phase(probe, KC_PROBE_ROLLING);
         kc_cgrp_add_member(g, conns[n], &done2);
         rc = kc_bench_run_until(&x.b, &done2, o->timeout);
+        if (probe != NULL)
+            kc_probe_phase(probe, KC_PROBE_AFTER);
         roll_s = kc_cgrp_time(g);
         if (rc != 0)
             printf("join --rolling: not stable after %.0f s\n", o->timeout);
@@ -763,12 +843,22 @@ static int run_cjoin(opts_t *o)
         print_confirmed("rolling", &d_roll);
     }
     print_cgrp(g);
+    if (probe != NULL) {
+        probe_err = kc_probe_stop(probe);
+        if (probe_err != 0)
+            printf("  stall probe: stopped early: %s (%d)\n", kc_err_name(probe_err), probe_err);
+        for (int ph = KC_PROBE_IDLE; ph < KC_PROBE_AFTER; ph++)
+            if (ph <= KC_PROBE_JOIN || o->rolling)
+                print_probe(probe, ph, o->probe_ms);
+    }
     const kc_cgrp_counters_t *c = kc_cgrp_counters(g);
     uint64_t errors = c->errors.nerrors;
-    bool left = false;
-    kc_cgrp_leave(g, &leave_st, &left);
-    if (kc_bench_run_until(&x.b, &left, o->timeout) != 0)
-        printf("  leaving: not all answered\n");
+    if (!o->no_leave) {
+        bool left = false;
+        kc_cgrp_leave(g, &leave_st, &left);
+        if (kc_bench_run_until(&x.b, &left, o->timeout) != 0)
+            printf("  leaving: not all answered\n");
+    }
     kc_json_t j;
     kc_json_begin(&j, o->rolling ? "join-rolling" : "join");
     json_common(&j, &x);
@@ -792,6 +882,13 @@ static int run_cjoin(opts_t *o)
         kc_json_int(&j, "rolling_epoch", kc_cgrp_epoch(g));
         json_describe(&j, "rolling_described", &d_roll);
     }
+    if (probe != NULL) {
+        kc_json_num(&j, "probe_interval_ms", o->probe_ms);
+        for (int ph = KC_PROBE_IDLE; ph < KC_PROBE_AFTER; ph++)
+            if (ph <= KC_PROBE_JOIN || o->rolling)
+                json_probe(&j, probe, ph);
+        kc_json_int(&j, "probe_error", probe_err);
+    }
     kc_json_int(&j, "describes", (long long)c->describes);
     kc_json_int(&j, "describes_not_confirming", (long long)c->not_confirmed);
     kc_json_int(&j, "heartbeats_sent", (long long)c->sent);
@@ -802,8 +899,9 @@ static int run_cjoin(opts_t *o)
     kc_json_int(&j, "error_total", (long long)errors);
     kc_json_int(&j, "leave_errors", (long long)leave_st.nerrors);
     kc_json_end(&j);
-    status = rc == 0 && errors == 0 ? 0 : 1;
+    status = rc == 0 && errors == 0 && probe_err == 0 ? 0 : 1;
 out:
+    kc_probe_free(probe);
     if (g != NULL)
         kc_cgrp_stop(g);
     if (ctx_fini(&x) != 0)
@@ -1270,6 +1368,7 @@ int main(int argc, char **argv)
     opts_t o;
     memset(&o, 0, sizeof(o));
     o.warmup = -1;
+    o.probe_idle = -1;
     int rc = parse_args(argc, argv, &o);
     if (rc != 0) {
         usage(rc > 0 ? stdout : stderr);
@@ -1280,6 +1379,12 @@ int main(int argc, char **argv)
     defaults(&o);
     if (strcmp(o.protocol, "classic") != 0 && strcmp(o.protocol, "consumer") != 0) {
         fprintf(stderr, "kcoord-bench: --protocol: classic or consumer, not \"%s\"\n", o.protocol);
+        return 2;
+    }
+    if ((o.stall_probe || o.no_leave) &&
+        (strcmp(o.scenario, "join") != 0 || strcmp(o.protocol, "consumer") != 0)) {
+        fprintf(stderr, "kcoord-bench: --stall-probe and --no-leave are for join --protocol "
+                        "consumer\n");
         return 2;
     }
     srand((unsigned)uv_hrtime());
