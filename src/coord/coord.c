@@ -25,7 +25,9 @@
  *
  * Threading: the loop thread owns everything, except that while a partition's job runs (load,
  * fsync or compaction) the job's thread uses that partition's log (and, for a load, the new manager
- * and store) and the loop thread does not touch them.
+ * and store) and the loop thread does not touch them. A consumer group's large target
+ * assignment also runs on the thread pool (on_offload), on a copy of the group that only the
+ * job touches; any number of those may run next to a partition's job.
  */
 #include <stdlib.h>
 #include <string.h>
