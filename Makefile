@@ -47,7 +47,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
-UNIT_SUPPORT_OBJS := $(BUILD)/tests/unit/gen_fill.o
+UNIT_SUPPORT_OBJS := $(BUILD)/tests/unit/gen_fill.o $(BUILD)/tests/unit/json_check.o
 
 INTEG_SRCS := $(sort $(wildcard tests/integration/test_*.c))
 INTEG_BINS := $(INTEG_SRCS:tests/integration/%.c=$(BUILD)/tests/integration/%)

@@ -24,6 +24,8 @@
 #include "proto/gen_records.h"
 #include "util/log.h"
 
+#include "json_check.h"
+
 /* ---- Fixture ---------------------------------------------------------------------------- */
 
 #define MAXR 4096
@@ -1552,136 +1554,6 @@ static void test_random_sequences(void **state)
 }
 
 /* ---- Rebalance history and JSON ------------------------------------------------------------ */
-
-/* A strict enough JSON syntax check (structure, numbers, strings without raw control
- * characters, escapes, UTF-8 continuation bytes). */
-typedef struct jp_s {
-    const unsigned char *p, *e;
-} jp_t;
-
-static void jp_ws(jp_t *j)
-{
-    while (j->p < j->e && strchr(" \t\r\n", *j->p) && *j->p)
-        j->p++;
-}
-
-static bool jp_value(jp_t *j, int depth);
-
-static bool jp_string(jp_t *j)
-{
-    if (j->p >= j->e || *j->p++ != '"')
-        return false;
-    while (j->p < j->e) {
-        unsigned char c = *j->p++;
-        if (c == '"')
-            return true;
-        if (c < 0x20)
-            return false;
-        if (c == '\\') {
-            if (j->p >= j->e)
-                return false;
-            unsigned char x = *j->p++;
-            if (x == 'u') {
-                for (int i = 0; i < 4; i++)
-                    if (j->p >= j->e || !*j->p || !strchr("0123456789abcdefABCDEF", *j->p++))
-                        return false;
-            } else if (!x || !strchr("\"\\/bfnrt", x)) {
-                return false;
-            }
-        } else if (c >= 0x80) {
-            int extra = c >= 0xc2 && c <= 0xdf   ? 1
-                        : c >= 0xe0 && c <= 0xef ? 2
-                        : c >= 0xf0 && c <= 0xf4 ? 3
-                                                 : -1;
-            if (extra < 0 || j->e - j->p < extra)
-                return false;
-            for (int i = 0; i < extra; i++)
-                if ((*j->p++ & 0xc0) != 0x80)
-                    return false;
-        }
-    }
-    return false;
-}
-
-static bool jp_value(jp_t *j, int depth)
-{
-    jp_ws(j);
-    if (j->p >= j->e || depth > 64)
-        return false;
-    unsigned char c = *j->p;
-    if (c == '"')
-        return jp_string(j);
-    if (c == '{' || c == '[') {
-        unsigned char close = c == '{' ? '}' : ']';
-        j->p++;
-        jp_ws(j);
-        if (j->p < j->e && *j->p == close) {
-            j->p++;
-            return true;
-        }
-        for (;;) {
-            if (c == '{') {
-                jp_ws(j);
-                if (!jp_string(j))
-                    return false;
-                jp_ws(j);
-                if (j->p >= j->e || *j->p++ != ':')
-                    return false;
-            }
-            if (!jp_value(j, depth + 1))
-                return false;
-            jp_ws(j);
-            if (j->p >= j->e)
-                return false;
-            unsigned char d = *j->p++;
-            if (d == close)
-                return true;
-            if (d != ',')
-                return false;
-        }
-    }
-    static const char *const lits[] = {"true", "false", "null"};
-    for (int i = 0; i < 3; i++) {
-        size_t n = strlen(lits[i]);
-        if ((size_t)(j->e - j->p) >= n && memcmp(j->p, lits[i], n) == 0) {
-            j->p += n;
-            return true;
-        }
-    }
-    const unsigned char *s = j->p;
-    if (*j->p == '-')
-        j->p++;
-    while (j->p < j->e && *j->p >= '0' && *j->p <= '9')
-        j->p++;
-    return j->p > s && !(s[0] == '0' && j->p - s > 1) && s[j->p - s - 1] != '-';
-}
-
-static bool json_valid(const char *s, size_t n)
-{
-    jp_t j = {(const unsigned char *)s, (const unsigned char *)s + n};
-    if (!jp_value(&j, 0))
-        return false;
-    jp_ws(&j);
-    return j.p == j.e;
-}
-
-typedef struct jbuf_s {
-    char *p;
-    size_t n, cap;
-} jbuf_t;
-
-static void jb_emit(void *arg, const char *s, size_t n)
-{
-    jbuf_t *b = arg;
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->p = realloc(b->p, b->cap);
-        assert_non_null(b->p);
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
 
 static const char *group_json(fx_t *f, const char *group)
 {
