@@ -30,9 +30,9 @@
 #include "obs/metrics.h"
 
 enum {
-    KC_HTTP_MAX_REQUEST = 8192,   /* bytes of request line and headers */
-    KC_HTTP_LINGER_MS = 2000,     /* after the answer, how long to wait for the client to close */
-    KC_HTTP_DISCARD_MAX = 262144, /* bytes after the head read and dropped before closing */
+    KC_HTTP_MAX_REQUEST = 8192,    /* bytes of request line and headers */
+    KC_HTTP_LINGER_MS = 2000,      /* after the answer, how long to wait for the client to close */
+    KC_HTTP_DISCARD_MAX = 4194304, /* bytes after the head read and dropped before closing */
 };
 
 /* The server's bounds; kc_http_new starts with the defaults of metrics.max.connections,
