@@ -259,7 +259,8 @@ typedef struct glist_s {
 
 static int id_cmp(const char *a, int32_t alen, const char *b, int32_t blen)
 {
-    int r = memcmp(a, b, (size_t)(alen < blen ? alen : blen));
+    int32_t n = alen < blen ? alen : blen;
+    int r = n > 0 ? memcmp(a, b, (size_t)n) : 0;
     if (r != 0)
         return r;
     return alen < blen ? -1 : alen > blen;
@@ -287,7 +288,7 @@ static void collect_id(void *arg, const kc_group_info_t *g)
         l->refs = r;
         l->cap = cap;
     }
-    if (l->ids_len + len > l->ids_cap) {
+    if (l->ids == NULL || l->ids_len + len > l->ids_cap) {
         size_t cap = l->ids_cap ? l->ids_cap : 1024;
         while (cap < l->ids_len + len)
             cap *= 2;
@@ -319,7 +320,8 @@ static void copy_partition(glist_t *l, kc_coord_t *coord, int32_t i)
         return;
     for (size_t k = 0; k < l->n; k++)
         l->refs[k].p = l->ids + l->refs[k].off;
-    qsort(l->refs, l->n, sizeof(*l->refs), ref_cmp);
+    if (l->n > 1)
+        qsort(l->refs, l->n, sizeof(*l->refs), ref_cmp);
     if (l->has_after && i == l->after_part)
         while (l->pos < l->n &&
                id_cmp(l->refs[l->pos].p, l->refs[l->pos].len, l->after, l->after_len) <= 0)

@@ -1133,7 +1133,13 @@ static void test_groups_streamed(void **state)
         kc_obs_buf_puts(&j, "]\n");
         again = j.p;
     }
-    assert_string_equal(again, full); /* same order, same bytes */
+    assert_string_equal(again, full);                   /* same order, same bytes */
+    percent_encode(after, id_of(last_obj, after), enc); /* after the last group: nothing */
+    snprintf(req, sizeof(req), "GET /v1/groups?after=%s HTTP/1.1\r\n\r\n", enc);
+    r = roundtrip(&loop, port, &c, req, strlen(req));
+    char *empty = body_of(r, c.len, &n_chunks, &largest);
+    assert_string_equal(empty, "[]\n");
+    free(empty);
     free(again);
     free_objects(got, n_paged);
     r = roundtrip(&loop, port, &c, "GET /v1/groups?limit=0 HTTP/1.1\r\n\r\n", 36);
