@@ -7,7 +7,7 @@
  * log figures (kc_partition_t.obs). A partition that reloads starts its group manager's
  * counters again from zero, so the rebalance counters may go down then, which Prometheus'
  * rate() treats as a counter reset. The JSON views come from the group manager's own emitters
- * (kc_gm_json_list, kc_gm_json_group).
+ * (kc_gm_json_summary per group of a streamed list, kc_gm_json_group).
  */
 #include "obs/obs.h"
 

@@ -1019,7 +1019,7 @@ static size_t id_of(const char *obj, char *out)
     return n;
 }
 
-enum { N_GROUPS = 400 };
+enum { N_CLASSIC = 400, N_CONSUMER = 8, N_GROUPS = N_CLASSIC + N_CONSUMER };
 
 static void test_groups_streamed(void **state)
 {
@@ -1046,7 +1046,7 @@ static void test_groups_streamed(void **state)
 
     /* Groups holding only offsets (Empty, no protocol), with ids that need escaping. */
     static const char *const odd[] = {"quote\"d", "back\\slash", "ctl\x01z", "new\nline", "a"};
-    for (int i = 0; i < N_GROUPS; i++) {
+    for (int i = 0; i < N_CLASSIC; i++) {
         char id[32];
         int len = i < 5 ? (int)strlen(odd[i]) : snprintf(id, sizeof(id), "group-%04d", i);
         kc_str_t gid = {i < 5 ? odd[i] : id, len};
@@ -1054,6 +1054,29 @@ static void test_groups_streamed(void **state)
         assert_int_equal(
             kc_gm_validate_commit(p->groups, 1000, 8, gid, -1, KC_STR_EMPTY, KC_STR_NULL), 0);
     }
+    /* And a few KIP-848 consumer groups, with a member each. */
+    kc_arena_t arena;
+    kc_arena_init(&arena);
+    for (int i = 0; i < N_CONSUMER; i++) {
+        char id[32];
+        kc_str_t gid = {id, snprintf(id, sizeof(id), "cg-%d", i)};
+        kc_consumer_group_heartbeat_request_t q;
+        kc_consumer_group_heartbeat_request_init(&q);
+        q.group_id = gid;
+        q.member_id = KC_STR_EMPTY;
+        q.member_epoch = 0;
+        q.rebalance_timeout_ms = 60000;
+        static kc_str_t topics[] = {{"t", 1}};
+        q.subscribed_topic_names.v = topics;
+        q.subscribed_topic_names.n = 1;
+        q.topic_partitions.v = NULL;
+        q.topic_partitions.n = 0;
+        kc_consumer_group_heartbeat_response_t hr;
+        kc_gm_consumer_heartbeat(kc_coord_partition(co, gid)->groups, kc_coord_now(co), 0, &q,
+                                 KC_STR_LIT("client"), KC_STR_LIT("/127.0.0.1"), &arena, &hr);
+        assert_int_equal(hr.error_code, 0);
+    }
+    kc_arena_free(&arena);
     /* What the whole list looked like when it was built in one piece. */
     kc_obs_buf_t old = {0};
     bool first = true;
