@@ -385,6 +385,36 @@ static const setting_t settings[] = {
             "it off. An address that cannot be listened on stops start-up, except the default "
             "one, which is then skipped with a warning (another daemon on the host may hold "
             "it)."},
+    {.name = "metrics.max.connections",
+     .type = T_INT,
+     .off = OFF(metrics_max_connections),
+     .def = "16",
+     .min = 1,
+     .max = 10000,
+     .doc = "How many HTTP connections the metrics listener serves at once. As many more are "
+            "answered `503 Service Unavailable` (with `Retry-After: 1`) at once and closed; "
+            "beyond that a new connection is closed without an answer "
+            "(kcoord_http_connections_refused_total)."},
+    {.name = "metrics.request.timeout.ms",
+     .type = T_LONG,
+     .off = OFF(metrics_request_timeout_ms),
+     .def = "10000",
+     .min = 100,
+     .max = 3600000,
+     .unit = "milliseconds",
+     .doc = "An HTTP client has this long to send its request head after it connects, and then "
+            "this long to take each piece of the answer; otherwise its connection is closed "
+            "(kcoord_http_timeouts_total)."},
+    {.name = "metrics.chunk.bytes",
+     .type = T_INT,
+     .off = OFF(metrics_chunk_bytes),
+     .def = "32768",
+     .min = 1024,
+     .max = 1048576,
+     .unit = "bytes",
+     .doc = "How much of a streamed answer (/v1/groups) one HTTP connection builds per event-loop "
+            "turn, and holds in memory: the next piece is built once the previous one has "
+            "been written to the socket. At least one group per piece."},
 };
 
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 38
+#define KC_CONF_N_SETTINGS 41
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -101,6 +101,9 @@ typedef struct kc_conf_s {
     int64_t log_cleaner_delete_retention_ms; /* log.cleaner.delete.retention.ms */
     int64_t log_cleaner_backoff_ms;          /* log.cleaner.backoff.ms */
     char *metrics_listener; /* metrics.listener: "" (off) or one host:port for the HTTP listener */
+    int32_t metrics_max_connections;    /* metrics.max.connections */
+    int64_t metrics_request_timeout_ms; /* metrics.request.timeout.ms */
+    int32_t metrics_chunk_bytes;        /* metrics.chunk.bytes */
     /* Where each setting's value came from, indexed in table order; use kc_conf_get_source. */
     kc_conf_source_t source[KC_CONF_N_SETTINGS];
 } kc_conf_t;

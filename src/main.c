@@ -236,6 +236,8 @@ int main(int argc, char **argv)
     if (rc == 0 && mparse == 0 && n_mlisten == 1) {
         int mport = 0;
         d.obs = kc_obs_server_new(&d.loop, d.coord);
+        if (d.obs != NULL)
+            kc_obs_server_configure(d.obs, &conf);
         rc = d.obs == NULL ? UV_ENOMEM
                            : kc_obs_server_listen(d.obs, mlisten.host, mlisten.port, &mport);
         const char *l = strchr(mlisten.host, ':') != NULL ? "[" : "";

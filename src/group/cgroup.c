@@ -4227,6 +4227,15 @@ void kc_cgm_json_list(const kc_cgm_t *c, int64_t now_ms, kc_emit_fn emit, void *
     }
 }
 
+int kc_cgm_json_summary(const kc_cgm_t *c, kc_str_t id, kc_emit_fn emit, void *arg)
+{
+    const cgroup_t *g = find_group(c, id);
+    if (!g)
+        return -1;
+    json_summary(g, emit, arg);
+    return 0;
+}
+
 int kc_cgm_json_group(const kc_cgm_t *c, int64_t now_ms, kc_str_t id, kc_emit_fn emit, void *arg)
 {
     const cgroup_t *g = find_group(c, id);

@@ -140,6 +140,8 @@ void kc_cgm_load_complete(kc_cgm_t *c, int64_t now_ms);
 /* Introspection (group.h's kc_gm_json_*): a consumer group's JSON summary / full object. */
 void kc_cgm_json_list(const kc_cgm_t *c, int64_t now_ms, kc_emit_fn emit, void *arg, bool *first);
 int kc_cgm_json_group(const kc_cgm_t *c, int64_t now_ms, kc_str_t id, kc_emit_fn emit, void *arg);
+/* The summary object of one consumer group (kc_gm_json_summary); 0, or -1 when there is none. */
+int kc_cgm_json_summary(const kc_cgm_t *c, kc_str_t id, kc_emit_fn emit, void *arg);
 
 /* Timers: session and rebalance timeouts of the members. */
 int64_t kc_cgm_next_deadline(const kc_cgm_t *c);

@@ -3503,6 +3503,17 @@ void kc_gm_json_list(const kc_gm_t *gm, int64_t now_ms, kc_emit_fn emit, void *a
     kc_cgm_json_list(gm->cgm, now_ms, emit, arg, first);
 }
 
+int kc_gm_json_summary(const kc_gm_t *gm, kc_str_t group_id, kc_emit_fn emit, void *arg)
+{
+    const group_t *g = find_group(gm, group_id);
+    if (!g)
+        return kc_cgm_json_summary(gm->cgm, group_id, emit, arg);
+    if (g->state == KC_GROUP_DEAD)
+        return -1;
+    json_classic_summary(g, emit, arg);
+    return 0;
+}
+
 int kc_gm_json_group(const kc_gm_t *gm, int64_t now_ms, kc_str_t group_id, kc_emit_fn emit,
                      void *arg)
 {

@@ -370,6 +370,11 @@ typedef void (*kc_emit_fn)(void *arg, const char *s, size_t n);
  * caller can list several managers into one JSON array. */
 void kc_gm_json_list(const kc_gm_t *gm, int64_t now_ms, kc_emit_fn emit, void *arg, bool *first);
 
+/* Emit the summary object of one group, exactly as kc_gm_json_list writes it, without a comma.
+ * Returns 0, or -1 (nothing emitted) when there is no such group (or it is Dead). Lets a caller
+ * list a snapshot of group ids a few at a time. */
+int kc_gm_json_summary(const kc_gm_t *gm, kc_str_t group_id, kc_emit_fn emit, void *arg);
+
 /* Emit the full JSON object of one group:
  * {"group_id","type":"classic"|"consumer","state","protocol_type","protocol" (a consumer
  *  group's: its preferred server assignor),"generation" (a consumer group's: the group epoch),

@@ -2,15 +2,23 @@
  *
  * A connection reads into a fixed buffer of KC_HTTP_MAX_REQUEST bytes; after each read the
  * head is parsed again from the start (heads are small). Once it is complete (or malformed,
- * or too big) the connection stops reading, builds the whole response in memory and writes
- * it with one uv_write; the write callback closes the connection. A timer closes connections
- * that take longer than KC_HTTP_TIMEOUT_MS. Handles are closed with uv_close and the memory
- * freed in the close callbacks; the server frees itself after kc_http_close once its listener
- * and its last connection are closed.
+ * or too big) the connection answers: the head of the response and the handler's body go out
+ * with one uv_write; a streamed answer then produces one piece per completed write (so one
+ * piece per connection per loop turn, and one piece in memory) until its producer says it was
+ * the last. Reading goes on meanwhile, into the same buffer, only to drop what the client
+ * still sends. When the answer is written the connection closes, or, if the client may still
+ * be sending (bytes came after the head, or the head was refused), half-closes and lingers
+ * until the client closes, so that closing with unread bytes does not reset the connection
+ * before the client has read the answer.
+ *
+ * Every connection has one timer: the head's deadline, then each write's, then the linger's.
+ * Handles are closed with uv_close and the memory freed in the close callbacks; the server
+ * frees itself after kc_http_close once its listener and its last connection are closed.
  */
 #include "obs/http.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,19 +26,46 @@
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
+/* How often a bound that is hit may be logged (the lines in between are counted). */
+#define LOG_EVERY_MS 10000
+
+typedef enum {
+    C_HEAD,    /* reading the request head */
+    C_WRITING, /* writing the answer (a write is in flight) */
+    C_LINGER,  /* answered and half-closed: waiting for the client to close */
+} cstate_t;
+
 typedef struct hconn_s {
     struct hconn_s *next, *prev;
     kc_http_t *server;
     uv_tcp_t tcp;
     uv_timer_t timer;
     uv_write_t wreq;
+    uv_shutdown_t sreq;
     int open_handles;
+    cstate_t state;
     bool closing;
-    bool answered;
-    size_t len;
-    kc_obs_buf_t out;
+    bool refused;  /* beyond max_connections: answered 503 */
+    bool linger;   /* the client may still send: half-close and linger after the answer */
+    bool peer_eof; /* the client half-closed */
+    bool chunked;  /* the streamed body is framed in chunks (an HTTP/1.1 request) */
+    bool last;     /* the piece being written is the body's last */
+    size_t len;    /* bytes of the head in `in` */
+    size_t dropped;
+    kc_obs_buf_t head;  /* the response head and the handler's body: the first write */
+    kc_obs_buf_t piece; /* the streamed piece being written */
+    kc_http_more_fn more;
+    void *more_state;
+    void (*more_free)(void *);
+    char frame[24]; /* a chunk's size line */
     char in[KC_HTTP_MAX_REQUEST];
 } hconn_t;
+
+/* A rate-limited log line of a bound that was hit. */
+typedef struct hit_log_s {
+    uint64_t last_ms, missed;
+    bool logged;
+} hit_log_t;
 
 struct kc_http_s {
     uv_loop_t *loop;
@@ -40,6 +75,9 @@ struct kc_http_s {
     bool listener_init;
     bool closing;
     hconn_t *conns;
+    int n_served, n_refused; /* open connections of each kind */
+    kc_http_limits_t limits;
+    hit_log_t log_refused, log_timeout;
     void (*done)(void *);
     void *done_arg;
 };
@@ -184,6 +222,21 @@ const char *kc_http_reason(int status)
 
 /* ---- Connections ---------------------------------------------------------------------------- */
 
+/* Whether a bound's log line may be written now; counts it otherwise. */
+static bool hit_log_due(kc_http_t *h, hit_log_t *l, uint64_t *missed)
+{
+    uint64_t now = uv_now(h->loop);
+    if (l->logged && now - l->last_ms < LOG_EVERY_MS) {
+        l->missed++;
+        return false;
+    }
+    *missed = l->missed;
+    l->missed = 0;
+    l->last_ms = now;
+    l->logged = true;
+    return true;
+}
+
 static void maybe_free_server(kc_http_t *h)
 {
     if (!h->closing || h->conns != NULL || h->listener_init)
@@ -207,7 +260,15 @@ static void on_conn_closed(uv_handle_t *handle)
         h->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    kc_obs_buf_free(&c->out);
+    if (c->refused)
+        h->n_refused--;
+    else
+        h->n_served--;
+    kc_obs_http_conn_closed();
+    if (c->more_free)
+        c->more_free(c->more_state);
+    kc_obs_buf_free(&c->head);
+    kc_obs_buf_free(&c->piece);
     free(c);
     maybe_free_server(h);
 }
@@ -221,11 +282,132 @@ static void conn_close(hconn_t *c)
     uv_close((uv_handle_t *)&c->timer, on_conn_closed);
 }
 
+static void on_timeout(uv_timer_t *t)
+{
+    hconn_t *c = t->data;
+    if (c->state != C_LINGER) {
+        kc_http_t *h = c->server;
+        kc_obs_http_timeout();
+        uint64_t missed;
+        if (hit_log_due(h, &h->log_timeout, &missed))
+            KC_INFO("obs",
+                    "closing an HTTP connection that %s within metrics.request.timeout.ms=%lld "
+                    "(%llu more since the last such line)",
+                    c->state == C_HEAD ? "sent no complete request head"
+                                       : "did not take the next piece of its answer",
+                    (long long)h->limits.timeout_ms, (unsigned long long)missed);
+    }
+    conn_close(c);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)req;
+    (void)status; /* the timer or the client's close ends the connection either way */
+}
+
+static void write_next(hconn_t *c);
+
+/* The answer is written: close, or half-close and wait for the client to close. */
+static void finish(hconn_t *c)
+{
+    if (c->peer_eof || !c->linger) {
+        conn_close(c);
+        return;
+    }
+    c->state = C_LINGER;
+    uv_timer_start(&c->timer, on_timeout, KC_HTTP_LINGER_MS, 0);
+    if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
+        conn_close(c);
+}
+
 static void on_written(uv_write_t *req, int status)
 {
-    (void)status; /* UV_ECANCELED when the connection was closed meanwhile: nothing to do */
     hconn_t *c = container_of(req, hconn_t, wreq);
-    conn_close(c);
+    if (status < 0 || c->closing) { /* UV_ECANCELED when the connection was closed meanwhile */
+        conn_close(c);
+        return;
+    }
+    kc_obs_buf_free(&c->head); /* written once, with the first piece */
+    if (c->more == NULL || c->last) {
+        finish(c);
+        return;
+    }
+    c->piece.len = 0;
+    c->last = !c->more(c->more_state, &c->piece, c->server->limits.chunk_bytes);
+    if (c->piece.len == 0)
+        c->last = true; /* an empty piece cannot be sent as a chunk: the end */
+    if (c->piece.oom) {
+        KC_WARN("obs", "out of memory streaming an HTTP answer: closing the connection");
+        conn_close(c);
+        return;
+    }
+    write_next(c);
+}
+
+/* Write what is pending: the head (once), then the current piece framed as a chunk. */
+static void write_next(hconn_t *c)
+{
+    static const char crlf[] = "\r\n", crlf_end[] = "\r\n0\r\n\r\n", end[] = "0\r\n\r\n";
+    uv_buf_t b[4];
+    unsigned n = 0;
+    if (c->head.len > 0)
+        b[n++] = uv_buf_init(c->head.p, (unsigned)c->head.len);
+    if (c->more != NULL && c->piece.len > 0) {
+        if (c->chunked) {
+            int fl = snprintf(c->frame, sizeof(c->frame), "%zx\r\n", c->piece.len);
+            b[n++] = uv_buf_init(c->frame, (unsigned)fl);
+        }
+        b[n++] = uv_buf_init(c->piece.p, (unsigned)c->piece.len);
+        if (c->chunked)
+            b[n++] = c->last ? uv_buf_init((char *)crlf_end, sizeof(crlf_end) - 1)
+                             : uv_buf_init((char *)crlf, sizeof(crlf) - 1);
+    } else if (c->more != NULL && c->chunked && c->last) {
+        b[n++] = uv_buf_init((char *)end, sizeof(end) - 1);
+    }
+    size_t total = 0;
+    for (unsigned i = 0; i < n; i++)
+        total += b[i].len;
+    kc_obs_http_bytes(total);
+    c->state = C_WRITING;
+    uv_timer_start(&c->timer, on_timeout, (uint64_t)c->server->limits.timeout_ms, 0);
+    if (n == 0 || uv_write(&c->wreq, (uv_stream_t *)&c->tcp, b, n, on_written) != 0)
+        conn_close(c);
+}
+
+/* Start writing a response: `status`, `content_type`, and `body` (taken over), followed by the
+ * pieces of `more` when it is set. */
+static void respond(hconn_t *c, int minor, int status, const char *content_type, kc_obs_buf_t *body,
+                    const char *extra)
+{
+    kc_obs_http(status);
+    kc_obs_buf_printf(&c->head, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n", status,
+                      kc_http_reason(status), content_type);
+    if (c->more == NULL)
+        kc_obs_buf_printf(&c->head, "Content-Length: %zu\r\n", body->len);
+    else if (minor >= 1)
+        kc_obs_buf_puts(&c->head, "Transfer-Encoding: chunked\r\n");
+    c->chunked = c->more != NULL && minor >= 1;
+    kc_obs_buf_printf(&c->head, "Connection: close\r\n%s\r\n", extra);
+    if (c->more == NULL) {
+        kc_obs_buf_put(&c->head, body->p ? body->p : "", body->len);
+    } else if (body->len > 0) {
+        /* The handler's body goes out as the first piece. */
+        kc_obs_buf_free(&c->piece);
+        c->piece = *body;
+        memset(body, 0, sizeof(*body));
+    } else {
+        c->piece.len = 0;
+        c->last = !c->more(c->more_state, &c->piece, c->server->limits.chunk_bytes);
+        if (c->piece.len == 0)
+            c->last = true;
+    }
+    kc_obs_buf_free(body);
+    if (c->head.oom || c->piece.oom) {
+        conn_close(c);
+        return;
+    }
+    write_next(c);
 }
 
 static void answer(hconn_t *c, const kc_http_req_t *req)
@@ -237,60 +419,63 @@ static void answer(hconn_t *c, const kc_http_req_t *req)
     } else {
         c->server->fn(c->server->app, req, &resp);
     }
+    c->more = resp.more;
+    c->more_state = resp.more_state;
+    c->more_free = resp.more_free;
     if (resp.body.oom) {
         kc_obs_buf_free(&resp.body);
+        if (c->more_free)
+            c->more_free(c->more_state);
+        c->more = NULL;
+        c->more_free = NULL;
         resp.status = 500;
         resp.content_type = "text/plain; charset=utf-8";
         kc_obs_buf_puts(&resp.body, "out of memory\n");
     }
-    kc_obs_http(resp.status);
-    kc_obs_buf_printf(&c->out,
-                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                      "Connection: close\r\n%s\r\n",
-                      resp.status, kc_http_reason(resp.status), resp.content_type, resp.body.len,
-                      resp.status == 405 ? "Allow: GET\r\n" : "");
-    kc_obs_buf_put(&c->out, resp.body.p ? resp.body.p : "", resp.body.len);
-    kc_obs_buf_free(&resp.body);
-    c->answered = true;
-    if (c->out.oom) {
-        conn_close(c);
-        return;
-    }
-    uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
-    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0)
-        conn_close(c);
+    respond(c, req->minor, resp.status, resp.content_type, &resp.body,
+            resp.status == 405 ? "Allow: GET\r\n" : "");
 }
 
-/* Answer by the server itself (400, 431). */
-static void answer_error(hconn_t *c, int status, const char *body)
+/* Answer by the server itself (400, 431, 503). */
+static void answer_error(hconn_t *c, int status, const char *body, const char *extra)
 {
-    kc_obs_http(status);
-    kc_obs_buf_printf(&c->out,
-                      "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                      "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
-                      status, kc_http_reason(status), strlen(body), body);
-    c->answered = true;
-    uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
-    if (c->out.oom || uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0)
-        conn_close(c);
+    kc_obs_buf_t b = {0};
+    kc_obs_buf_puts(&b, body);
+    respond(c, 1, status, "text/plain; charset=utf-8", &b, extra);
 }
 
 static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     hconn_t *c = handle->data;
-    /* The head must fit in c->in: a connection whose buffer is full stops reading (431). */
-    *buf = uv_buf_init(c->in + c->len, (unsigned)(sizeof(c->in) - c->len));
+    /* The head must fit in c->in; after it, c->in takes what is read only to be dropped. */
+    if (c->state == C_HEAD)
+        *buf = uv_buf_init(c->in + c->len, (unsigned)(sizeof(c->in) - c->len));
+    else
+        *buf = uv_buf_init(c->in, (unsigned)sizeof(c->in));
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     (void)buf;
     hconn_t *c = stream->data;
-    if (nread == 0 || c->closing || c->answered)
+    if (nread == 0 || c->closing)
         return;
+    if (nread == UV_EOF && c->state == C_WRITING) {
+        c->peer_eof = true; /* a half-close: the answer still goes out */
+        uv_read_stop(stream);
+        return;
+    }
     if (nread < 0) {
         conn_close(c);
+        return;
+    }
+    if (c->state != C_HEAD) {
+        /* A body, or the rest of a refused head: dropped, within a bound. */
+        c->linger = true;
+        c->dropped += (size_t)nread;
+        if (c->dropped > KC_HTTP_DISCARD_MAX)
+            conn_close(c);
         return;
     }
     c->len += (size_t)nread;
@@ -298,18 +483,16 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     int rc = kc_http_parse(c->in, c->len, KC_HTTP_MAX_REQUEST, &req);
     if (rc == KC_HTTP_NEED_MORE && c->len < sizeof(c->in))
         return;
-    uv_read_stop(stream);
-    if (rc == KC_HTTP_NEED_MORE || rc == KC_HTTP_TOO_BIG)
-        answer_error(c, 431, "request head too large\n");
-    else if (rc == KC_HTTP_BAD)
-        answer_error(c, 400, "malformed request\n");
-    else
+    if (rc == KC_HTTP_NEED_MORE || rc == KC_HTTP_TOO_BIG) {
+        c->linger = true;
+        answer_error(c, 431, "request head too large\n", "");
+    } else if (rc == KC_HTTP_BAD) {
+        c->linger = true;
+        answer_error(c, 400, "malformed request\n", "");
+    } else {
+        c->linger = (size_t)rc < c->len; /* bytes after the head: a body */
         answer(c, &req);
-}
-
-static void on_timeout(uv_timer_t *t)
-{
-    conn_close(t->data);
+    }
 }
 
 static void on_connection(uv_stream_t *listener, int status)
@@ -332,12 +515,40 @@ static void on_connection(uv_stream_t *listener, int status)
     if (h->conns)
         h->conns->prev = c;
     h->conns = c;
-    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 ||
-        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+    kc_obs_http_conn_accepted();
+    bool over = h->n_served >= h->limits.max_connections;
+    c->refused = over;
+    if (over)
+        h->n_refused++;
+    else
+        h->n_served++;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
         conn_close(c);
         return;
     }
-    uv_timer_start(&c->timer, on_timeout, KC_HTTP_TIMEOUT_MS, 0);
+    if (over) {
+        kc_obs_http_refused();
+        uint64_t missed;
+        if (hit_log_due(h, &h->log_refused, &missed))
+            KC_WARN("obs",
+                    "refusing an HTTP connection: metrics.max.connections=%d are open (%llu "
+                    "more refused since the last such line)",
+                    h->limits.max_connections, (unsigned long long)missed);
+        if (h->n_refused > h->limits.max_connections) {
+            conn_close(c); /* too many even to answer */
+            return;
+        }
+    }
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+        conn_close(c);
+        return;
+    }
+    if (over) {
+        c->linger = true; /* the request is still coming */
+        answer_error(c, 503, "too many HTTP connections; retry later\n", "Retry-After: 1\r\n");
+        return;
+    }
+    uv_timer_start(&c->timer, on_timeout, (uint64_t)h->limits.timeout_ms, 0);
 }
 
 /* ---- The server ---------------------------------------------------------------------------- */
@@ -350,7 +561,13 @@ kc_http_t *kc_http_new(uv_loop_t *loop, kc_http_handler_fn fn, void *app)
     h->loop = loop;
     h->fn = fn;
     h->app = app;
+    h->limits = (kc_http_limits_t)KC_HTTP_LIMITS_DEFAULT;
     return h;
+}
+
+void kc_http_set_limits(kc_http_t *h, const kc_http_limits_t *limits)
+{
+    h->limits = *limits;
 }
 
 int kc_http_listen(kc_http_t *h, const char *host, int port, int *bound_port)

@@ -4,22 +4,49 @@
  * bytes), asks the application's handler for the response, writes it with
  * `Connection: close` and closes the connection. A request body is ignored. What the server
  * answers by itself: 400 to a malformed request, 431 to a head above the limit, 405 (with
- * `Allow: GET`) to any method but GET; a connection still open KC_HTTP_TIMEOUT_MS after it
- * was accepted is closed without an answer. Everything runs on the loop thread.
+ * `Allow: GET`) to any method but GET, 503 (with `Retry-After: 1`) to a connection beyond
+ * max_connections. Everything runs on the loop thread.
+ *
+ * Bounds (kc_http_limits_t): at most max_connections connections are served at once, and as
+ * many more get the 503; beyond that a connection is closed as soon as it is accepted. A
+ * connection whose request head is not complete within timeout_ms of its accept, or whose
+ * answer's next piece is not taken by the client within timeout_ms, is closed. A large answer
+ * is streamed (kc_http_resp_t.more): the connection holds one piece of at most about
+ * chunk_bytes, and builds the next only once the previous one is written, so each connection
+ * costs the loop one piece of work per turn. When bytes may still come from the client (a
+ * body, the rest of an oversized head), the server half-closes after its answer and reads and
+ * drops them until the client closes (at most KC_HTTP_LINGER_MS, KC_HTTP_DISCARD_MAX bytes),
+ * so that the client reads the answer instead of a reset.
  */
 #ifndef KC_OBS_HTTP_H
 #define KC_OBS_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <uv.h>
 
 #include "obs/metrics.h"
 
 enum {
-    KC_HTTP_MAX_REQUEST = 8192, /* bytes of request line and headers */
-    KC_HTTP_TIMEOUT_MS = 10000, /* a connection is closed this long after it was accepted */
+    KC_HTTP_MAX_REQUEST = 8192,    /* bytes of request line and headers */
+    KC_HTTP_LINGER_MS = 2000,      /* after the answer, how long to wait for the client to close */
+    KC_HTTP_DISCARD_MAX = 4194304, /* bytes after the head read and dropped before closing */
 };
+
+/* The server's bounds; kc_http_new starts with the defaults of metrics.max.connections,
+ * metrics.request.timeout.ms and metrics.chunk.bytes. */
+typedef struct kc_http_limits_s {
+    int max_connections; /* connections served at once (and as many more answered 503) */
+    int64_t timeout_ms;  /* for the request head, and for each piece of the answer */
+    size_t chunk_bytes;  /* the size streamed answers are cut into (kc_http_more_fn) */
+} kc_http_limits_t;
+
+#define KC_HTTP_LIMITS_DEFAULT                                                                     \
+    {                                                                                              \
+        16, 10000, 32768                                                                           \
+    }
 
 /* A parsed request head. The pointers are views into the buffer given to kc_http_parse. */
 typedef struct kc_http_req_s {
@@ -50,11 +77,25 @@ int kc_http_parse(const char *buf, size_t len, size_t max, kc_http_req_t *out);
  * decoded length, or -1 when an escape is not two hex digits. */
 long kc_http_percent_decode(const char *s, size_t n, char *out);
 
-/* The handler's answer: a status, a content type (static string) and a body. */
+/* A streamed body's producer: append the next piece to `out` (empty when called), aiming at
+ * no more than `max_bytes`, and return true when more pieces follow (the piece must then not
+ * be empty) or false with the last one. Called on the loop, each time the previous piece has
+ * been written. Sets out->oom when memory runs out (the connection is then closed). */
+typedef bool (*kc_http_more_fn)(void *state, kc_obs_buf_t *out, size_t max_bytes);
+
+/* The handler's answer: a status, a content type (static string) and a body. When `more` is
+ * set, the body is `body` (may be empty) followed by what more(more_state, ...) produces:
+ * sent with `Transfer-Encoding: chunked` to an HTTP/1.1 request, and delimited by the close of
+ * the connection to an HTTP/1.0 one; otherwise with a Content-Length. more_free(more_state)
+ * runs exactly once when the server is done with the answer (also when `more` is never called
+ * because the connection closed first); the handler must not use more_state after it returns. */
 typedef struct kc_http_resp_s {
     int status;
     const char *content_type;
     kc_obs_buf_t body; /* freed by the server */
+    kc_http_more_fn more;
+    void *more_state;
+    void (*more_free)(void *state);
 } kc_http_resp_t;
 
 /* Called for each GET request. It fills resp (status 200 and text/plain are preset). */
@@ -64,6 +105,10 @@ typedef struct kc_http_s kc_http_t;
 
 /* A server on `loop` that hands requests to fn(app, ...). NULL when out of memory. */
 kc_http_t *kc_http_new(uv_loop_t *loop, kc_http_handler_fn fn, void *app);
+
+/* Replace the server's bounds; connections open now keep the old ones where they already apply.
+ */
+void kc_http_set_limits(kc_http_t *h, const kc_http_limits_t *limits);
 
 /* Listen on host:port (an IPv4 or IPv6 literal, or a name resolved synchronously); port 0 picks
  * a free port, stored in *bound_port. Returns 0 or a libuv error code. At most one listener. */

@@ -414,6 +414,31 @@ void kc_obs_http(int status)
     kc_obs.http_requests[i]++;
 }
 
+void kc_obs_http_conn_accepted(void)
+{
+    kc_obs.http_conn_open++;
+}
+
+void kc_obs_http_conn_closed(void)
+{
+    kc_obs.http_conn_open--;
+}
+
+void kc_obs_http_refused(void)
+{
+    kc_obs.http_conn_refused++;
+}
+
+void kc_obs_http_timeout(void)
+{
+    kc_obs.http_timeouts++;
+}
+
+void kc_obs_http_bytes(uint64_t n)
+{
+    kc_obs.http_bytes += n;
+}
+
 /* ---- Writing the counters ------------------------------------------------------------------ */
 
 void kc_obs_write_counters(kc_obs_buf_t *b)
@@ -514,4 +539,18 @@ void kc_obs_write_counters(kc_obs_buf_t *b)
             snprintf(labels, sizeof(labels), "code=\"other\"");
         kc_prom_sample(b, "kcoord_http_requests_total", labels, (double)c->http_requests[i]);
     }
+    kc_prom_family(b, "kcoord_http_connections", "gauge",
+                   "Open connections to this HTTP listener (those being refused included).");
+    kc_prom_sample(b, "kcoord_http_connections", NULL, (double)c->http_conn_open);
+    kc_prom_family(b, "kcoord_http_connections_refused_total", "counter",
+                   "HTTP connections refused because metrics.max.connections were open: "
+                   "answered 503, or closed at once when as many were already being refused.");
+    kc_prom_sample(b, "kcoord_http_connections_refused_total", NULL, (double)c->http_conn_refused);
+    kc_prom_family(b, "kcoord_http_timeouts_total", "counter",
+                   "HTTP connections closed because the client did not send its request head, "
+                   "or take the next piece of its answer, within metrics.request.timeout.ms.");
+    kc_prom_sample(b, "kcoord_http_timeouts_total", NULL, (double)c->http_timeouts);
+    kc_prom_family(b, "kcoord_http_response_bytes_total", "counter",
+                   "Bytes of HTTP answers handed to the sockets (heads, bodies, chunk framing).");
+    kc_prom_sample(b, "kcoord_http_response_bytes_total", NULL, (double)c->http_bytes);
 }

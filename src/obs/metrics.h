@@ -100,7 +100,11 @@ typedef struct kc_obs_counters_s {
     uint64_t log_write_failures;
     uint64_t cleaner_runs[2]; /* [0] ok, [1] failed */
     uint64_t cleaner_bytes_reclaimed;
-    uint64_t http_requests[7]; /* by status: 200, 400, 404, 405, 431, 503, any other */
+    uint64_t http_requests[7];  /* by status: 200, 400, 404, 405, 431, 503, any other */
+    uint64_t http_conn_open;    /* HTTP connections open now */
+    uint64_t http_conn_refused; /* beyond metrics.max.connections */
+    uint64_t http_timeouts;     /* closed by metrics.request.timeout.ms */
+    uint64_t http_bytes;        /* bytes of answers written */
 } kc_obs_counters_t;
 
 /* The process-wide counters. Read them freely; change them only through the functions below
@@ -140,6 +144,13 @@ void kc_obs_log_write_failed(void);
 void kc_obs_cleaner_run(bool ok, int64_t bytes_reclaimed);
 /* The HTTP listener answered with `status`. */
 void kc_obs_http(int status);
+/* An HTTP connection was accepted / closed; one was refused (metrics.max.connections); one was
+ * closed by metrics.request.timeout.ms; `n` bytes of answers were handed to a socket. */
+void kc_obs_http_conn_accepted(void);
+void kc_obs_http_conn_closed(void);
+void kc_obs_http_refused(void);
+void kc_obs_http_timeout(void);
+void kc_obs_http_bytes(uint64_t n);
 
 /* Write every counter above in the text format, with # HELP and # TYPE lines. */
 void kc_obs_write_counters(kc_obs_buf_t *b);

@@ -7,7 +7,7 @@
  * log figures (kc_partition_t.obs). A partition that reloads starts its group manager's
  * counters again from zero, so the rebalance counters may go down then, which Prometheus'
  * rate() treats as a counter reset. The JSON views come from the group manager's own emitters
- * (kc_gm_json_list, kc_gm_json_group).
+ * (kc_gm_json_summary per group of a streamed list, kc_gm_json_group).
  */
 #include "obs/obs.h"
 
@@ -229,18 +229,231 @@ static void json_error(kc_http_resp_t *resp, int status, const char *msg, const 
     kc_obs_buf_puts(&resp->body, "}\n");
 }
 
-static void groups_list(kc_coord_t *coord, kc_http_resp_t *resp)
+/* The /v1/groups stream. The order is partition by partition, and inside a partition by group
+ * id (bytes, then length), so that a page can start after any group id, even a deleted one.
+ * When the stream reaches a partition it copies that partition's group ids (one copy of the
+ * ids of one partition per connection) and sorts them; then each piece emits the summaries of
+ * the next ids until the piece is full, looking each one up again: a group deleted meanwhile
+ * is skipped, one created meanwhile in a partition already copied is not listed. At most one
+ * partition is copied per piece. */
+typedef struct glist_s {
+    kc_obs_server_t *s;
+    int32_t part; /* the next partition to copy */
+    char *ids;    /* the copied ids, back to back */
+    size_t ids_len, ids_cap;
+    struct gref_s {
+        size_t off;    /* in ids */
+        const char *p; /* set once every id is copied */
+        int32_t len;
+    } * refs; /* sorted */
+    size_t n, cap, pos;
+    bool opened;    /* '[' written */
+    bool first;     /* no group emitted yet */
+    bool has_after; /* start after `after` */
+    int32_t after_part;
+    char *after;
+    int32_t after_len;
+    uint64_t left; /* groups still to list (UINT64_MAX: no limit) */
+    bool oom;
+} glist_t;
+
+static int id_cmp(const char *a, int32_t alen, const char *b, int32_t blen)
 {
-    resp->content_type = "application/json";
-    int64_t now = kc_coord_now(coord);
-    bool first = true;
-    kc_obs_buf_puts(&resp->body, "[");
-    for (int32_t i = 0; i < kc_coord_partitions(coord); i++) {
-        kc_partition_t *p = kc_coord_partition_at(coord, i);
-        if (p->state == KC_PART_ACTIVE && p->groups != NULL)
-            kc_gm_json_list(p->groups, now, kc_obs_buf_emit, &resp->body, &first);
+    int32_t n = alen < blen ? alen : blen;
+    int r = n > 0 ? memcmp(a, b, (size_t)n) : 0;
+    if (r != 0)
+        return r;
+    return alen < blen ? -1 : alen > blen;
+}
+
+static int ref_cmp(const void *x, const void *y)
+{
+    const struct gref_s *a = x, *b = y;
+    return id_cmp(a->p, a->len, b->p, b->len);
+}
+
+static void collect_id(void *arg, const kc_group_info_t *g)
+{
+    glist_t *l = arg;
+    size_t len = g->group_id.len > 0 ? (size_t)g->group_id.len : 0;
+    if (l->oom)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        void *r = realloc(l->refs, cap * sizeof(*l->refs));
+        if (r == NULL) {
+            l->oom = true;
+            return;
+        }
+        l->refs = r;
+        l->cap = cap;
     }
-    kc_obs_buf_puts(&resp->body, "]\n");
+    if (l->ids == NULL || l->ids_len + len > l->ids_cap) {
+        size_t cap = l->ids_cap ? l->ids_cap : 1024;
+        while (cap < l->ids_len + len)
+            cap *= 2;
+        char *p = realloc(l->ids, cap);
+        if (p == NULL) {
+            l->oom = true;
+            return;
+        }
+        l->ids = p;
+        l->ids_cap = cap;
+    }
+    if (len > 0)
+        memcpy(l->ids + l->ids_len, g->group_id.p, len);
+    l->refs[l->n].off = l->ids_len;
+    l->refs[l->n].len = (int32_t)len;
+    l->ids_len += len;
+    l->n++;
+}
+
+/* Copy and sort the ids of partition `i` (none when it does not serve). */
+static void copy_partition(glist_t *l, kc_coord_t *coord, int32_t i)
+{
+    l->n = l->pos = l->ids_len = 0;
+    kc_partition_t *p = kc_coord_partition_at(coord, i);
+    if (p->state != KC_PART_ACTIVE || p->groups == NULL)
+        return;
+    kc_gm_each(p->groups, collect_id, l);
+    if (l->oom)
+        return;
+    for (size_t k = 0; k < l->n; k++)
+        l->refs[k].p = l->ids + l->refs[k].off;
+    if (l->n > 1)
+        qsort(l->refs, l->n, sizeof(*l->refs), ref_cmp);
+    if (l->has_after && i == l->after_part)
+        while (l->pos < l->n &&
+               id_cmp(l->refs[l->pos].p, l->refs[l->pos].len, l->after, l->after_len) <= 0)
+            l->pos++;
+}
+
+static bool groups_more(void *state, kc_obs_buf_t *out, size_t max_bytes)
+{
+    glist_t *l = state;
+    kc_coord_t *coord = l->s->coord;
+    bool copied = false;
+    if (coord == NULL) { /* shutting down: end the array where it is */
+        kc_obs_buf_puts(out, l->opened ? "]\n" : "[]\n");
+        return false;
+    }
+    int32_t n_parts = kc_coord_partitions(coord);
+    if (!l->opened) {
+        kc_obs_buf_puts(out, "[");
+        l->opened = true;
+    }
+    while (out->len < max_bytes && !out->oom) {
+        if (l->left == 0) {
+            kc_obs_buf_puts(out, "]\n");
+            return false;
+        }
+        if (l->pos < l->n) {
+            const struct gref_s *r = &l->refs[l->pos++];
+            kc_str_t gid = {r->p, r->len};
+            kc_partition_t *p = kc_coord_partition_at(coord, l->part - 1);
+            if (p->state != KC_PART_ACTIVE || p->groups == NULL)
+                continue;
+            size_t mark = out->len;
+            if (!l->first)
+                kc_obs_buf_puts(out, ",");
+            if (kc_gm_json_summary(p->groups, gid, kc_obs_buf_emit, out) != 0) {
+                out->len = mark; /* deleted since the copy */
+                continue;
+            }
+            l->first = false;
+            if (l->left != UINT64_MAX)
+                l->left--;
+            continue;
+        }
+        if (l->part >= n_parts) {
+            kc_obs_buf_puts(out, "]\n");
+            return false;
+        }
+        if (copied && out->len > 0)
+            return true; /* one copy per piece */
+        copy_partition(l, coord, l->part++);
+        if (l->oom) {
+            out->oom = true;
+            return false;
+        }
+        copied = copied || l->n > 0;
+    }
+    return !out->oom;
+}
+
+static void groups_free(void *state)
+{
+    glist_t *l = state;
+    free(l->ids);
+    free(l->refs);
+    free(l->after);
+    free(l);
+}
+
+/* Parse `limit` and `after` of the query; false (and a 400 in resp) when one is malformed. */
+static bool groups_params(kc_coord_t *coord, const kc_http_req_t *req, glist_t *l,
+                          kc_http_resp_t *resp)
+{
+    const char *q = req->query, *end = q ? q + req->query_len : NULL;
+    while (q != NULL && q < end) {
+        const char *amp = memchr(q, '&', (size_t)(end - q));
+        const char *stop = amp ? amp : end;
+        const char *eq = memchr(q, '=', (size_t)(stop - q));
+        const char *v = eq ? eq + 1 : stop;
+        size_t klen = (size_t)((eq ? eq : stop) - q), vlen = (size_t)(stop - v);
+        if (klen == 5 && memcmp(q, "limit", 5) == 0) {
+            uint64_t n = 0;
+            bool ok = vlen > 0 && vlen <= 9;
+            for (size_t i = 0; ok && i < vlen; i++) {
+                ok = v[i] >= '0' && v[i] <= '9';
+                n = n * 10 + (uint64_t)(v[i] - '0');
+            }
+            if (!ok || n == 0) {
+                json_error(resp, 400, "limit must be a number from 1 to 999999999", NULL, 0);
+                return false;
+            }
+            l->left = n;
+        } else if (klen == 5 && memcmp(q, "after", 5) == 0) {
+            free(l->after);
+            l->after = malloc(vlen + 1);
+            if (l->after == NULL) {
+                resp->body.oom = true;
+                return false;
+            }
+            long n = kc_http_percent_decode(v, vlen, l->after);
+            if (n < 0 || n > INT32_MAX) {
+                json_error(resp, 400, "bad percent-encoding in after", NULL, 0);
+                return false;
+            }
+            l->after_len = (int32_t)n;
+            l->has_after = true;
+            kc_str_t gid = {l->after, l->after_len};
+            l->after_part = kc_coord_partition(coord, gid)->index;
+            l->part = l->after_part;
+        }
+        q = amp ? amp + 1 : end;
+    }
+    return true;
+}
+
+static void groups_list(kc_obs_server_t *s, const kc_http_req_t *req, kc_http_resp_t *resp)
+{
+    glist_t *l = calloc(1, sizeof(*l));
+    if (l == NULL) {
+        resp->body.oom = true;
+        return;
+    }
+    l->s = s;
+    l->first = true;
+    l->left = UINT64_MAX;
+    if (!groups_params(s->coord, req, l, resp)) {
+        groups_free(l);
+        return;
+    }
+    resp->content_type = "application/json";
+    resp->more = groups_more;
+    resp->more_state = l;
+    resp->more_free = groups_free;
 }
 
 static void group_one(kc_coord_t *coord, const char *enc, size_t enc_len, kc_http_resp_t *resp)
@@ -298,7 +511,7 @@ static void handle(void *app, const kc_http_req_t *req, kc_http_resp_t *resp)
         if (s->coord == NULL)
             json_error(resp, 503, "shutting down", NULL, 0);
         else
-            groups_list(s->coord, resp);
+            groups_list(s, req, resp);
     } else if (req->path_len > sizeof(prefix) - 1 &&
                memcmp(req->path, prefix, sizeof(prefix) - 1) == 0) {
         if (s->coord == NULL)
@@ -331,6 +544,14 @@ kc_obs_server_t *kc_obs_server_new(uv_loop_t *loop, kc_coord_t *coord)
 int kc_obs_server_listen(kc_obs_server_t *s, const char *host, int port, int *bound_port)
 {
     return kc_http_listen(s->http, host, port, bound_port);
+}
+
+void kc_obs_server_configure(kc_obs_server_t *s, const kc_conf_t *conf)
+{
+    kc_http_limits_t l = {.max_connections = conf->metrics_max_connections,
+                          .timeout_ms = conf->metrics_request_timeout_ms,
+                          .chunk_bytes = (size_t)conf->metrics_chunk_bytes};
+    kc_http_set_limits(s->http, &l);
 }
 
 static void on_http_closed(void *arg)

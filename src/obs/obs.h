@@ -10,7 +10,10 @@
  *   GET /readyz           200 once every partition is active and no partition's log writes
  *                         are failing (a write failed within KC_OBS_WRITE_FAIL_WINDOW_MS and
  *                         none succeeded since); 503 otherwise, with the reasons in the body
- *   GET /v1/groups        a JSON array with a summary of every group
+ *   GET /v1/groups        a JSON array with a summary of every group, streamed a piece at a
+ *                         time (metrics.chunk.bytes) in the order partition, then group id;
+ *                         ?limit=N lists at most N groups, ?after=<id> (percent-encoded) starts
+ *                         after that group id (a page's last), whether it still exists or not
  *   GET /v1/groups/<id>   one group in full (members, assignments, heartbeat ages, recent
  *                         rebalances); <id> percent-encoded; 404 with a JSON error when missing
  * Everything runs on the loop thread and only reads the coordinator.
@@ -32,6 +35,10 @@ typedef struct kc_obs_server_s kc_obs_server_t;
 /* A server on `loop` answering from `coord` (which may be NULL: then only /healthz and the
  * counters are served, and /readyz says 503). NULL when out of memory. */
 kc_obs_server_t *kc_obs_server_new(uv_loop_t *loop, kc_coord_t *coord);
+
+/* Take the HTTP listener's bounds from `conf` (metrics.max.connections,
+ * metrics.request.timeout.ms, metrics.chunk.bytes); until then, their defaults apply. */
+void kc_obs_server_configure(kc_obs_server_t *s, const kc_conf_t *conf);
 
 /* Listen on host:port; port 0 picks one, stored in *bound_port. 0 or a libuv error code. */
 int kc_obs_server_listen(kc_obs_server_t *s, const char *host, int port, int *bound_port);

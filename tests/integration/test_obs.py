@@ -17,6 +17,11 @@ killed before the test ends.
   polls until it has seen 503 and then 200.
 - A classic group member killed with SIGKILL shows up in /v1/groups/<id> as a rebalance with
   cause "session_timeout" and its member id, while a second member stays.
+- The listener's bounds: with 30 000 groups (a log written before start), 100 concurrent
+  GET /v1/groups read slowly leave kcoord's RSS under a budget, a Kafka request and an offset
+  commit on other connections are still answered, every list that was served is whole, and the
+  connections beyond metrics.max.connections get 503; a 1 MB request head gets 431 (not a
+  reset); a client that sends nothing is closed after metrics.request.timeout.ms.
 """
 import ctypes
 import ctypes.util
@@ -276,6 +281,89 @@ def write_big_log(data_dir, batches, per_batch):
             f.write(head + after_crc)
 
 
+def java_partition(group_id, n):
+    """Kafka's partition of a group id: abs(String.hashCode) % n (ASCII ids)."""
+    h = 0
+    for ch in group_id:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    if h >= 0x80000000:
+        h -= 0x100000000
+    return (0 if h == -0x80000000 else abs(h)) % n
+
+
+def write_many_groups(data_dir, ids, partitions=50):
+    """One uncompressed batch of OffsetCommit records (topic t, partition 0) per
+    __consumer_offsets partition, one record per group id: on load, each id is a group."""
+    ts = int(time.time() * 1000)
+    by_part = {}
+    for gid in ids:
+        by_part.setdefault(java_partition(gid, partitions), []).append(gid.encode())
+    for part in range(partitions):
+        d = os.path.join(data_dir, "__consumer_offsets-%d" % part)
+        os.makedirs(d)
+        gids = by_part.get(part, [])
+        with open(os.path.join(d, "%020d.log" % 0), "wb") as f:
+            if not gids:
+                continue
+            recs = bytearray()
+            for i, g in enumerate(gids):
+                key = struct.pack(">hh", 1, len(g)) + g + struct.pack(">h1si", 1, b"t", 0)
+                val = struct.pack(">hqihq", 3, i, -1, 0, ts)
+                body = b"\x00" + varint(0) + varint(i) + varint(len(key)) + key + \
+                    varint(len(val)) + val + varint(0)
+                recs += varint(len(body)) + body
+            after_crc = struct.pack(">hiqqqhii", 0, len(gids) - 1, ts, ts, -1, -1, -1,
+                                    len(gids)) + bytes(recs)
+            head = struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), 0, 2,
+                               crc32c(after_crc))
+            f.write(head + after_crc)
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def api_versions(port, timeout=WAIT_S):
+    """An ApiVersions v0 request on a new connection: the error code of its answer."""
+    import socket
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        req = struct.pack(">hhih", 18, 0, 7, 4) + b"test"
+        s.sendall(struct.pack(">i", len(req)) + req)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            d = s.recv(65536)
+            if not d:
+                raise AssertionError("ApiVersions: the connection closed without an answer")
+            buf += d
+        corr, err = struct.unpack(">ih", buf[4:10])
+        assert corr == 7
+        return err
+    finally:
+        s.close()
+
+
+def dechunk(data):
+    """The body of a chunked HTTP answer, checking the framing."""
+    out, i = bytearray(), 0
+    while True:
+        j = data.index(b"\r\n", i)
+        size = int(data[i:j], 16)
+        i = j + 2
+        if size == 0:
+            if data[i:] != b"\r\n":
+                raise ValueError("bytes after the last chunk")
+            return bytes(out)
+        out += data[i:i + size]
+        if data[i + size:i + size + 2] != b"\r\n":
+            raise ValueError("a chunk without its CRLF")
+        i += size + 2
+
+
 CONSUMER = r"""
 import sys
 from confluent_kafka import Consumer
@@ -431,6 +519,138 @@ class ObsTest(unittest.TestCase):
         m = parse_exposition(body)
         self.assertGreaterEqual(value(m, "kcoord_rebalances_total", cause="session_timeout"), 1)
         self.assertGreaterEqual(value(m, "kcoord_rebalance_join_phase_seconds_count"), 1)
+
+
+class HttpBoundsTest(unittest.TestCase):
+    N_GROUPS = 30000
+    N_CLIENTS = 100
+    RSS_BUDGET_KB = 64 * 1024  # growth allowed while the slow readers are connected
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kc-obs-")
+        self.kc = None
+        self.socks = []
+
+    def tearDown(self):
+        for s in self.socks:
+            s.close()
+        rc = self.kc.stop() if self.kc else 0
+        if rc != 0 or os.environ.get("KC_TEST_VERBOSE"):
+            sys.stderr.write(self.kc.log.decode(errors="replace")[-20000:])
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.assertEqual(rc, 0, "kcoord did not exit cleanly")
+
+    def connect(self, rcvbuf=None):
+        import socket
+        s = socket.socket()
+        if rcvbuf:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        s.settimeout(WAIT_S)
+        s.connect(("127.0.0.1", self.kc.http_port))
+        self.socks.append(s)
+        return s
+
+    def test_many_slow_group_lists(self):
+        ids = ["grp-%05d" % i for i in range(self.N_GROUPS)]
+        data = os.path.join(self.dir, "data")
+        write_many_groups(data, ids)
+        kc = self.kc = Kcoord(data, "metrics.request.timeout.ms=120000")
+        st, ctype, body = kc.get("/v1/groups")
+        self.assertEqual((st, ctype), (200, "application/json"))
+        listed = json.loads(body)
+        self.assertEqual(sorted(g["group_id"] for g in listed), ids)
+        # urllib reads the chunked answer too, and pages cover the same list.
+        import urllib.request
+        with urllib.request.urlopen("http://127.0.0.1:%d/v1/groups?limit=5" % kc.http_port,
+                                    timeout=WAIT_S) as r:
+            page = json.loads(r.read())
+        self.assertEqual(page, listed[:5])
+        st, _, body = kc.get("/v1/groups?limit=5&after=" +
+                             urllib.parse.quote(page[-1]["group_id"], safe=""))
+        self.assertEqual(json.loads(body), listed[5:10])
+        base = rss_kb(kc.proc.pid)
+
+        # 100 clients ask for the list and read a few bytes each, slowly.
+        for _ in range(self.N_CLIENTS):
+            s = self.connect(rcvbuf=4096)
+            s.sendall(b"GET /v1/groups HTTP/1.1\r\nHost: x\r\n\r\n")
+        heads = []
+        for s in self.socks:
+            got = b""
+            while b"\r\n\r\n" not in got:
+                try:
+                    d = s.recv(512)
+                except ConnectionResetError:  # beyond twice the cap: closed at once
+                    got = b""
+                    break
+                if not d:
+                    break
+                got += d
+            heads.append(got)
+        served = [i for i, h in enumerate(heads) if h.startswith(b"HTTP/1.1 200 ")]
+        refused = [i for i, h in enumerate(heads) if h.startswith(b"HTTP/1.1 503 ")]
+        self.assertEqual(len(served), 16, [h[:40] for h in heads])  # metrics.max.connections
+        self.assertEqual(len(served) + len(refused) + heads.count(b""), self.N_CLIENTS)
+        self.assertGreater(len(refused), 0)
+
+        # While they hold their lists, the Kafka listener answers, and a commit is acknowledged.
+        self.assertEqual(api_versions(kc.port), 0)
+        c = Consumer({"bootstrap.servers": "127.0.0.1:%d" % kc.port, "group.id": "grp-00007",
+                      "enable.auto.commit": False})
+        try:
+            c.commit(offsets=[TopicPartition(TOPIC, 0, 42)], asynchronous=False)
+            got = c.committed([TopicPartition(TOPIC, 0)], timeout=WAIT_S)
+            self.assertEqual(got[0].offset, 42)
+        finally:
+            c.close()
+        grown = rss_kb(kc.proc.pid) - base
+        self.assertLess(grown, self.RSS_BUDGET_KB, "RSS grew by %d kB" % grown)
+
+        # Each served list is whole: read the rest.
+        for i in served:
+            s = self.socks[i]
+            data = heads[i]
+            while True:
+                d = s.recv(1 << 16)
+                if not d:
+                    break
+                data += d
+            head, _, rest = data.partition(b"\r\n\r\n")
+            self.assertIn(b"\r\nTransfer-Encoding: chunked\r\n", head + b"\r\n")
+            groups = json.loads(dechunk(rest))
+            self.assertEqual(len(groups), self.N_GROUPS)
+        grown = rss_kb(kc.proc.pid) - base
+        self.assertLess(grown, self.RSS_BUDGET_KB, "RSS grew by %d kB" % grown)
+        for s in self.socks:
+            s.close()
+        self.socks = []
+        st, _, body = kc.get("/metrics")
+        m = parse_exposition(body)
+        self.assertGreaterEqual(value(m, "kcoord_http_connections_refused_total"), len(refused))
+        self.assertGreater(value(m, "kcoord_http_response_bytes_total"),
+                           len(served) * self.N_GROUPS * 100)
+
+    def test_big_head_and_silent_client(self):
+        kc = self.kc = Kcoord(os.path.join(self.dir, "data"), "metrics.request.timeout.ms=300")
+        # A 1 MB header: the answer is 431, read whole, never a reset.
+        c = http.client.HTTPConnection("127.0.0.1", kc.http_port, timeout=WAIT_S)
+        try:
+            c.putrequest("GET", "/metrics")
+            c.putheader("X-Big", "a" * (1 << 20))
+            c.endheaders()
+            r = c.getresponse()
+            self.assertEqual((r.status, r.read()), (431, b"request head too large\n"))
+        finally:
+            c.close()
+        # A client that sends nothing, or half a head, is closed without an answer.
+        for req in (b"", b"GET /metrics HTTP/1.1\r\n"):
+            s = self.connect()
+            s.sendall(req)
+            self.assertEqual(s.recv(100), b"")
+        st, _, body = kc.get("/metrics")
+        m = parse_exposition(body)
+        self.assertEqual(value(m, "kcoord_http_timeouts_total"), 2)
+        self.assertEqual(value(m, "kcoord_http_requests_total", code="431"), 1)
 
 
 class SettingTest(unittest.TestCase):

@@ -202,7 +202,10 @@ static void test_defaults(void **state)
                              "offsets.topic.compression.codec=zstd  # default\n"
                              "log.cleaner.delete.retention.ms=86400000  # default\n"
                              "log.cleaner.backoff.ms=15000  # default\n"
-                             "metrics.listener=127.0.0.1:9404  # default\n");
+                             "metrics.listener=127.0.0.1:9404  # default\n"
+                             "metrics.max.connections=16  # default\n"
+                             "metrics.request.timeout.ms=10000  # default\n"
+                             "metrics.chunk.bytes=32768  # default\n");
     free(out);
     kc_conf_free(&c);
     kc_conf_free(&c); /* a freed struct is zeroed; freeing again is harmless */
@@ -894,7 +897,10 @@ static void test_precedence(void **state)
                              "offsets.topic.compression.codec=zstd  # default\n"
                              "log.cleaner.delete.retention.ms=86400000  # default\n"
                              "log.cleaner.backoff.ms=15000  # default\n"
-                             "metrics.listener=127.0.0.1:9404  # default\n");
+                             "metrics.listener=127.0.0.1:9404  # default\n"
+                             "metrics.max.connections=16  # default\n"
+                             "metrics.request.timeout.ms=10000  # default\n"
+                             "metrics.chunk.bytes=32768  # default\n");
     free(out);
     kc_conf_free(&c);
 }
@@ -1025,10 +1031,40 @@ static void test_doc_content(void **state)
                                  "offsets.topic.compression.codec=zstd  # default\n"
                                  "log.cleaner.delete.retention.ms=86400000  # default\n"
                                  "log.cleaner.backoff.ms=15000  # default\n"
-                                 "metrics.listener=127.0.0.1:9404  # default\n");
+                                 "metrics.listener=127.0.0.1:9404  # default\n"
+                                 "metrics.max.connections=16  # default\n"
+                                 "metrics.request.timeout.ms=10000  # default\n"
+                                 "metrics.chunk.bytes=32768  # default\n");
     free(printed);
     kc_conf_free(&c);
     free(doc);
+}
+
+/* The HTTP listener's bounds: defaults, and each end of their ranges. */
+static void test_metrics_bounds(void **state)
+{
+    kc_conf_t c;
+
+    (void)state;
+    kc_conf_init(&c);
+    assert_int_equal(c.metrics_max_connections, 16);
+    assert_int_equal(c.metrics_request_timeout_ms, 10000);
+    assert_int_equal(c.metrics_chunk_bytes, 32768);
+    set_ok(&c, "metrics.max.connections", "1");
+    set_ok(&c, "metrics.max.connections", "10000");
+    assert_int_equal(c.metrics_max_connections, 10000);
+    set_bad(&c, "metrics.max.connections", "0", "is out of range (expected 1..10000)");
+    set_bad(&c, "metrics.max.connections", "10001", "is out of range (expected 1..10000)");
+    set_ok(&c, "metrics.request.timeout.ms", "100");
+    set_ok(&c, "metrics.request.timeout.ms", "3600000");
+    assert_int_equal(c.metrics_request_timeout_ms, 3600000);
+    set_bad(&c, "metrics.request.timeout.ms", "99", "is out of range (expected 100..3600000)");
+    set_ok(&c, "metrics.chunk.bytes", "1024");
+    set_ok(&c, "metrics.chunk.bytes", "1048576");
+    assert_int_equal(c.metrics_chunk_bytes, 1048576);
+    set_bad(&c, "metrics.chunk.bytes", "1023", "is out of range (expected 1024..1048576)");
+    set_bad(&c, "metrics.chunk.bytes", "1048577", "is out of range (expected 1024..1048576)");
+    kc_conf_free(&c);
 }
 
 int main(int argc, char **argv)
@@ -1055,6 +1091,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_doc_is_current),
         cmocka_unit_test(test_markdown_is_current),
         cmocka_unit_test(test_doc_content),
+        cmocka_unit_test(test_metrics_bounds),
     };
 
     if (argc == 2 && strcmp(argv[1], "--write-doc") == 0) {

@@ -20,12 +20,15 @@
 #include <cmocka.h>
 
 #include "coord/coord.h"
+#include "json_check.h"
 #include "log/log.h"
 #include "obs/http.h"
 #include "obs/metrics.h"
 #include "obs/obs.h"
 #include "proto/errors.h"
 #include "proto/gen_api.h"
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* ---- A strict checker of the text format ----------------------------------------------------- */
 
@@ -598,9 +601,16 @@ typedef struct client_s {
     uv_write_t wreq;
     const char *request;
     size_t request_len;
-    char resp[65536];
+    char resp[1 << 20];
     size_t len;
-    int done;
+    int done;         /* the client's socket is closed */
+    int eof;          /* the server closed its side */
+    int err;          /* a read error other than the end of the stream (a reset) */
+    int werr;         /* the request's write failed (the server reset the connection) */
+    bool hold;        /* keep the socket open after the server's end (the test closes it) */
+    const char *then; /* sent once the first bytes of the answer have arrived */
+    size_t then_len;
+    uv_write_t wreq2;
 } client_t;
 
 static void client_alloc(uv_handle_t *h, size_t s, uv_buf_t *buf)
@@ -615,6 +625,19 @@ static void client_closed(uv_handle_t *h)
     ((client_t *)h->data)->done = 1;
 }
 
+static void client_close(client_t *c)
+{
+    if (!uv_is_closing((uv_handle_t *)&c->tcp))
+        uv_close((uv_handle_t *)&c->tcp, client_closed);
+}
+
+static void client_written(uv_write_t *w, int status)
+{
+    client_t *c = w->handle->data;
+    if (status < 0)
+        c->werr = status;
+}
+
 static void client_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     (void)buf;
@@ -622,15 +645,20 @@ static void client_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     if (n > 0) {
         c->len += (size_t)n;
         c->resp[c->len] = '\0';
+        if (c->then != NULL) {
+            uv_buf_t b = uv_buf_init((char *)c->then, (unsigned)c->then_len);
+            c->then = NULL;
+            uv_write(&c->wreq2, s, &b, 1, client_written);
+        }
     } else if (n < 0) {
-        uv_close((uv_handle_t *)&c->tcp, client_closed);
+        if (n == UV_EOF)
+            c->eof = 1;
+        else
+            c->err = (int)n;
+        uv_read_stop(s);
+        if (!c->hold || n != UV_EOF)
+            client_close(c);
     }
-}
-
-static void client_written(uv_write_t *w, int status)
-{
-    (void)w;
-    (void)status;
 }
 
 static void client_connected(uv_connect_t *req, int status)
@@ -642,13 +670,14 @@ static void client_connected(uv_connect_t *req, int status)
     uv_read_start((uv_stream_t *)&c->tcp, client_alloc, client_read);
 }
 
-/* Send `request` to 127.0.0.1:port and return the whole answer (until the server closes). */
-static const char *roundtrip(uv_loop_t *loop, int port, client_t *c, const char *request,
-                             size_t len)
+/* Connect to 127.0.0.1:port and send `request`; the answer collects in c->resp. */
+static void client_start(uv_loop_t *loop, int port, client_t *c, const char *request, size_t len,
+                         bool hold)
 {
     memset(c, 0, sizeof(*c));
     c->request = request;
     c->request_len = len;
+    c->hold = hold;
     uv_tcp_init(loop, &c->tcp);
     c->tcp.data = c;
     c->conn.data = c;
@@ -656,6 +685,13 @@ static const char *roundtrip(uv_loop_t *loop, int port, client_t *c, const char 
     uv_ip4_addr("127.0.0.1", port, &addr);
     assert_int_equal(
         uv_tcp_connect(&c->conn, &c->tcp, (const struct sockaddr *)&addr, client_connected), 0);
+}
+
+/* Send `request` to 127.0.0.1:port and return the whole answer (until the server closes). */
+static const char *roundtrip(uv_loop_t *loop, int port, client_t *c, const char *request,
+                             size_t len)
+{
+    client_start(loop, port, c, request, len, false);
     run_until(loop, &c->done);
     return c->resp;
 }
@@ -720,6 +756,464 @@ static void test_server(void **state)
     memset(&kc_obs, 0, sizeof(kc_obs));
 }
 
+/* ---- The server's bounds ------------------------------------------------------------------- */
+
+static const char *RT_HEALTHZ(uv_loop_t *loop, int port, client_t *c)
+{
+    static const char req[] = "GET /healthz HTTP/1.1\r\n\r\n";
+    return roundtrip(loop, port, c, req, sizeof(req) - 1);
+}
+
+static void run_until_n(uv_loop_t *loop, const uint64_t *v, uint64_t want)
+{
+    for (int i = 0; i < 100000 && *v != want; i++)
+        uv_run(loop, UV_RUN_ONCE);
+    assert_int_equal(*v, want);
+}
+
+static const char ANSWER_431[] = "HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                                 "Content-Type: text/plain; charset=utf-8\r\n"
+                                 "Content-Length: 23\r\n"
+                                 "Connection: close\r\n"
+                                 "\r\n"
+                                 "request head too large\n";
+static const char ANSWER_503[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                                 "Content-Type: text/plain; charset=utf-8\r\n"
+                                 "Content-Length: 39\r\n"
+                                 "Connection: close\r\n"
+                                 "Retry-After: 1\r\n"
+                                 "\r\n"
+                                 "too many HTTP connections; retry later\n";
+
+static void test_server_bounds(void **state)
+{
+    (void)state;
+    memset(&kc_obs, 0, sizeof(kc_obs));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    kc_obs_server_t *s = kc_obs_server_new(&loop, NULL);
+    assert_non_null(s);
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    assert_int_equal(
+        kc_conf_set(&conf, "metrics.max.connections", "2", KC_CONF_SRC_SET, err, sizeof err), 0);
+    assert_int_equal(
+        kc_conf_set(&conf, "metrics.request.timeout.ms", "200", KC_CONF_SRC_SET, err, sizeof err),
+        0);
+    kc_obs_server_configure(s, &conf);
+    kc_conf_free(&conf);
+    int port = 0;
+    assert_int_equal(kc_obs_server_listen(s, "127.0.0.1", 0, &port), 0);
+    static client_t c, a[2], b[3];
+
+    /* A head of 200 KB, sent in two parts, the second once the answer began to arrive: the
+     * exact 431, then the end of the stream, not a reset (the server drains what the client
+     * still sends before it closes). */
+    static char big[200000];
+    static const char line[] = "GET /metrics HTTP/1.1\r\nX-Big: ";
+    memcpy(big, line, sizeof(line) - 1);
+    memset(big + sizeof(line) - 1, 'a', sizeof(big) - (sizeof(line) - 1) - 4);
+    memcpy(big + sizeof(big) - 4, "\r\n\r\n", 4);
+    client_start(&loop, port, &c, big, 10000, false);
+    c.then = big + 10000;
+    c.then_len = sizeof(big) - 10000;
+    run_until(&loop, &c.done);
+    assert_string_equal(c.resp, ANSWER_431);
+    assert_null(c.then); /* the second part was sent */
+    assert_int_equal(c.eof, 1);
+    assert_int_equal(c.err, 0);
+    assert_int_equal(c.werr, 0);
+    assert_int_equal(kc_obs.http_requests[4], 1);
+
+    /* A request with a body: answered, the body drained, no reset. */
+    static char with_body[100000];
+    static const char head[] = "GET /healthz HTTP/1.1\r\nContent-Length: 99950\r\n\r\n";
+    memset(with_body, 'b', sizeof(with_body));
+    memcpy(with_body, head, sizeof(head) - 1);
+    const char *r = roundtrip(&loop, port, &c, with_body, sizeof(with_body));
+    assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+    assert_non_null(strstr(r, "\r\n\r\nok\n"));
+    assert_int_equal(c.err, 0);
+    assert_int_equal(c.werr, 0);
+
+    /* Two connections that never finish their head fill metrics.max.connections=2. */
+    run_until_n(&loop, &kc_obs.http_conn_open, 0); /* the server saw the clients close */
+    static const char partial[] = "GET /healthz HTTP/1.1\r\n";
+    for (int i = 0; i < 2; i++)
+        client_start(&loop, port, &a[i], partial, sizeof(partial) - 1, false);
+    run_until_n(&loop, &kc_obs.http_conn_open, 2);
+    /* The next two get the 503 at once (and stay open: the server lingers for their close); the
+     * one after them is closed without an answer. */
+    static const char get[] = "GET /healthz HTTP/1.1\r\n\r\n";
+    for (int i = 0; i < 2; i++) {
+        client_start(&loop, port, &b[i], get, sizeof(get) - 1, true);
+        run_until(&loop, &b[i].eof);
+        assert_string_equal(b[i].resp, ANSWER_503);
+    }
+    client_start(&loop, port, &b[2], get, sizeof(get) - 1, false);
+    run_until(&loop, &b[2].done);
+    assert_int_equal(b[2].len, 0);
+    assert_int_equal(kc_obs.http_conn_refused, 3);
+    assert_int_equal(kc_obs.http_requests[5], 2);
+
+    /* The two silent ones time out (metrics.request.timeout.ms) without an answer; then a new
+     * connection is served again. */
+    for (int i = 0; i < 2; i++) {
+        run_until(&loop, &a[i].done);
+        assert_int_equal(a[i].len, 0);
+    }
+    assert_int_equal(kc_obs.http_timeouts, 2);
+    r = RT_HEALTHZ(&loop, port, &c);
+    assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+
+    /* The metrics of it all. */
+    kc_obs_buf_t m = {0};
+    kc_obs_render_metrics(&m, NULL);
+    check_exposition(m.p);
+    assert_non_null(strstr(m.p, "\nkcoord_http_connections_refused_total 3\n"));
+    assert_non_null(strstr(m.p, "\nkcoord_http_timeouts_total 2\n"));
+    assert_non_null(strstr(m.p, "\nkcoord_http_response_bytes_total "));
+    kc_obs_buf_free(&m);
+    assert_true(kc_obs.http_bytes > 2 * sizeof(ANSWER_503));
+
+    /* Closing the server with refused connections still lingering closes everything. */
+    for (int i = 0; i < 2; i++)
+        client_close(&b[i]);
+    kc_obs_server_close(s);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(kc_obs.http_conn_open, 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    memset(&kc_obs, 0, sizeof(kc_obs));
+}
+
+/* ---- /v1/groups, streamed ------------------------------------------------------------------ */
+
+/* The body of an HTTP answer in r: decoded from chunks when the head says so (checking the
+ * framing: hex size, CRLF, data, CRLF, ..., 0, CRLF, CRLF, nothing after). *n_chunks counts
+ * the chunks; *largest is the largest. Returns malloc'd text. */
+static char *body_of(const char *r, size_t len, size_t *n_chunks, size_t *largest)
+{
+    const char *b = strstr(r, "\r\n\r\n");
+    assert_non_null(b);
+    b += 4;
+    size_t n = len - (size_t)(b - r);
+    char *out = malloc(n + 1);
+    assert_non_null(out);
+    *n_chunks = *largest = 0;
+    const char *te = strstr(r, "\r\nTransfer-Encoding: chunked\r\n");
+    if (te == NULL || te > b) {
+        memcpy(out, b, n);
+        out[n] = '\0';
+        return out;
+    }
+    assert_null(strstr(r, "Content-Length"));
+    size_t o = 0;
+    for (;;) {
+        char *end;
+        unsigned long sz = strtoul(b, &end, 16);
+        assert_true(end > b && end[0] == '\r' && end[1] == '\n');
+        b = end + 2;
+        if (sz == 0) {
+            assert_string_equal(b, "\r\n");
+            break;
+        }
+        assert_true(sz <= n);
+        memcpy(out + o, b, sz);
+        o += sz;
+        b += sz;
+        assert_true(b[0] == '\r' && b[1] == '\n');
+        b += 2;
+        (*n_chunks)++;
+        if (sz > *largest)
+            *largest = sz;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* The top-level objects of a JSON array (copies, NUL-terminated), in order. */
+static size_t objects_of(const char *json, char **objs, size_t max)
+{
+    size_t n = 0;
+    int depth = 0;
+    bool in_str = false;
+    const char *start = NULL;
+    for (const char *p = json; *p; p++) {
+        if (in_str) {
+            if (*p == '\\')
+                p++;
+            else if (*p == '"')
+                in_str = false;
+            continue;
+        }
+        if (*p == '"') {
+            in_str = true;
+        } else if (*p == '{' || *p == '[') {
+            if (++depth == 2)
+                start = p;
+        } else if (*p == '}' || *p == ']') {
+            if (depth-- == 2) {
+                assert_true(n < max);
+                size_t len = (size_t)(p + 1 - start);
+                objs[n] = malloc(len + 1);
+                memcpy(objs[n], start, len);
+                objs[n][len] = '\0';
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void free_objects(char **objs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(objs[i]);
+}
+
+/* Percent-encode s[0..n) (everything but letters and digits). */
+static void percent_encode(const char *s, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+            *out++ = (char)ch;
+        else
+            out += sprintf(out, "%%%02X", ch);
+    }
+    *out = '\0';
+}
+
+/* The group id of a summary object, decoded from its JSON string (ids here have no escapes
+ * but \" and \\ and \u00XX). */
+static size_t id_of(const char *obj, char *out)
+{
+    const char *p = strstr(obj, "{\"group_id\":\"");
+    assert_ptr_equal(p, obj);
+    p += 13;
+    size_t n = 0;
+    while (*p != '"') {
+        if (*p == '\\') {
+            p++;
+            if (*p == 'u') {
+                out[n++] = (char)strtol((char[]){p[1], p[2], p[3], p[4], 0}, NULL, 16);
+                p += 5;
+                continue;
+            }
+            if (*p == 'n')
+                out[n++] = '\n';
+            else
+                out[n++] = *p;
+            p++;
+            continue;
+        }
+        out[n++] = *p++;
+    }
+    out[n] = '\0';
+    return n;
+}
+
+enum { N_CLASSIC = 400, N_CONSUMER = 8, N_GROUPS = N_CLASSIC + N_CONSUMER };
+
+static void test_groups_streamed(void **state)
+{
+    (void)state;
+    memset(&kc_obs, 0, sizeof(kc_obs));
+    char dir[] = "/tmp/kc-obs-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    assert_int_equal(kc_conf_set(&conf, "data.dir", dir, KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    assert_int_equal(
+        kc_conf_set(&conf, "offsets.topic.num.partitions", "3", KC_CONF_SRC_SET, err, sizeof(err)),
+        0);
+    assert_int_equal(
+        kc_conf_set(&conf, "metrics.chunk.bytes", "1024", KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    kc_coord_t *co = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+    assert_non_null(co);
+    run_until_loaded(&loop, co);
+
+    /* Groups holding only offsets (Empty, no protocol), with ids that need escaping. */
+    static const char *const odd[] = {"quote\"d", "back\\slash", "ctl\x01z", "new\nline", "a"};
+    for (int i = 0; i < N_CLASSIC; i++) {
+        char id[32];
+        int len = i < 5 ? (int)strlen(odd[i]) : snprintf(id, sizeof(id), "group-%04d", i);
+        kc_str_t gid = {i < 5 ? odd[i] : id, len};
+        kc_partition_t *p = kc_coord_partition(co, gid);
+        assert_int_equal(
+            kc_gm_validate_commit(p->groups, 1000, 8, gid, -1, KC_STR_EMPTY, KC_STR_NULL), 0);
+    }
+    /* And a few KIP-848 consumer groups, with a member each. */
+    kc_arena_t arena;
+    kc_arena_init(&arena);
+    for (int i = 0; i < N_CONSUMER; i++) {
+        char id[32];
+        kc_str_t gid = {id, snprintf(id, sizeof(id), "cg-%d", i)};
+        kc_consumer_group_heartbeat_request_t q;
+        kc_consumer_group_heartbeat_request_init(&q);
+        q.group_id = gid;
+        q.member_id = KC_STR_EMPTY;
+        q.member_epoch = 0;
+        q.rebalance_timeout_ms = 60000;
+        static kc_str_t topics[] = {{"t", 1}};
+        q.subscribed_topic_names.v = topics;
+        q.subscribed_topic_names.n = 1;
+        q.topic_partitions.v = NULL;
+        q.topic_partitions.n = 0;
+        kc_consumer_group_heartbeat_response_t hr;
+        kc_gm_consumer_heartbeat(kc_coord_partition(co, gid)->groups, kc_coord_now(co), 0, &q,
+                                 KC_STR_LIT("client"), KC_STR_LIT("/127.0.0.1"), &arena, &hr);
+        assert_int_equal(hr.error_code, 0);
+    }
+    kc_arena_free(&arena);
+    /* What the whole list looked like when it was built in one piece. */
+    kc_obs_buf_t old = {0};
+    bool first = true;
+    kc_obs_buf_puts(&old, "[");
+    for (int32_t i = 0; i < kc_coord_partitions(co); i++)
+        kc_gm_json_list(kc_coord_partition_at(co, i)->groups, 1000, kc_obs_buf_emit, &old, &first);
+    kc_obs_buf_puts(&old, "]\n");
+    assert_true(json_valid(old.p, old.len));
+    static char *want[N_GROUPS + 1], *got[N_GROUPS + 1], *page[N_GROUPS + 1];
+    assert_int_equal(objects_of(old.p, want, N_GROUPS + 1), N_GROUPS);
+    qsort(want, N_GROUPS, sizeof(want[0]), str_cmp);
+
+    kc_obs_server_t *s = kc_obs_server_new(&loop, co);
+    assert_non_null(s);
+    kc_obs_server_configure(s, &conf);
+    int port = 0;
+    assert_int_equal(kc_obs_server_listen(s, "127.0.0.1", 0, &port), 0);
+    static client_t c;
+
+    /* HTTP/1.1: chunked, pieces of about metrics.chunk.bytes, the same objects as before. */
+    static const char get11[] = "GET /v1/groups HTTP/1.1\r\nHost: x\r\n\r\n";
+    const char *r = roundtrip(&loop, port, &c, get11, sizeof(get11) - 1);
+    assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"));
+    size_t n_chunks, largest;
+    char *full = body_of(r, c.len, &n_chunks, &largest);
+    assert_true(json_valid(full, strlen(full)));
+    assert_true(n_chunks > 20);
+    assert_true(largest < 1024 + 512); /* a piece stops at the first group past the size */
+    assert_int_equal(objects_of(full, got, N_GROUPS + 1), N_GROUPS);
+    char *first_obj = strdup(got[0]), *last_obj = strdup(got[N_GROUPS - 1]);
+    qsort(got, N_GROUPS, sizeof(got[0]), str_cmp);
+    for (int i = 0; i < N_GROUPS; i++)
+        assert_string_equal(got[i], want[i]);
+    free_objects(got, N_GROUPS);
+
+    /* HTTP/1.0: the same bytes, delimited by the close. */
+    static const char get10[] = "GET /v1/groups HTTP/1.0\r\n\r\n";
+    r = roundtrip(&loop, port, &c, get10, sizeof(get10) - 1);
+    assert_null(strstr(r, "Transfer-Encoding"));
+    char *body10 = body_of(r, c.len, &n_chunks, &largest);
+    assert_string_equal(body10, full);
+    free(body10);
+
+    /* Pages of 37 through ?limit and ?after, every id percent-encoded: the same list. */
+    static char req[512];
+    size_t n_paged = 0;
+    char after[64] = "", enc[200] = "";
+    for (;;) {
+        snprintf(req, sizeof(req), "GET /v1/groups?limit=37%s%s HTTP/1.1\r\n\r\n",
+                 after[0] ? "&after=" : "", enc);
+        r = roundtrip(&loop, port, &c, req, strlen(req));
+        assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+        char *b = body_of(r, c.len, &n_chunks, &largest);
+        assert_true(json_valid(b, strlen(b)));
+        size_t n = objects_of(b, page, N_GROUPS + 1);
+        free(b);
+        assert_true(n <= 37);
+        for (size_t i = 0; i < n; i++) {
+            assert_true(n_paged < N_GROUPS);
+            got[n_paged++] = page[i];
+        }
+        if (n < 37)
+            break;
+        size_t alen = id_of(page[n - 1], after);
+        percent_encode(after, alen, enc);
+    }
+    assert_int_equal(n_paged, N_GROUPS);
+    char *again = NULL;
+    {
+        kc_obs_buf_t j = {0};
+        kc_obs_buf_puts(&j, "[");
+        for (size_t i = 0; i < n_paged; i++) {
+            if (i > 0)
+                kc_obs_buf_puts(&j, ",");
+            kc_obs_buf_puts(&j, got[i]);
+        }
+        kc_obs_buf_puts(&j, "]\n");
+        again = j.p;
+    }
+    assert_string_equal(again, full);                   /* same order, same bytes */
+    percent_encode(after, id_of(last_obj, after), enc); /* after the last group: nothing */
+    snprintf(req, sizeof(req), "GET /v1/groups?after=%s HTTP/1.1\r\n\r\n", enc);
+    r = roundtrip(&loop, port, &c, req, strlen(req));
+    char *empty = body_of(r, c.len, &n_chunks, &largest);
+    assert_string_equal(empty, "[]\n");
+    free(empty);
+    free(again);
+    free_objects(got, n_paged);
+    r = roundtrip(&loop, port, &c, "GET /v1/groups?limit=0 HTTP/1.1\r\n\r\n", 36);
+    assert_non_null(strstr(r, "HTTP/1.1 400 "));
+    r = roundtrip(&loop, port, &c, "GET /v1/groups?after=%zz HTTP/1.1\r\n\r\n", 38);
+    assert_non_null(strstr(r, "HTTP/1.1 400 "));
+
+    /* A group deleted while the list is being sent is left out: the last one, after the
+     * first piece went out. The list is still valid JSON. */
+    char victim[64], first_id[64];
+    size_t vlen = id_of(last_obj, victim);
+    id_of(first_obj, first_id);
+    client_start(&loop, port, &c, get11, sizeof(get11) - 1, false);
+    for (int i = 0; i < 100000 && strstr(c.resp, first_id) == NULL; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_null(strstr(c.resp, victim));
+    kc_str_t vid = {victim, (int32_t)vlen};
+    assert_int_equal(kc_gm_delete(kc_coord_partition(co, vid)->groups, 2000, vid), 0);
+    run_until(&loop, &c.done);
+    char *b = body_of(c.resp, c.len, &n_chunks, &largest);
+    assert_true(json_valid(b, strlen(b)));
+    assert_int_equal(objects_of(b, got, N_GROUPS + 1), N_GROUPS - 1);
+    free_objects(got, N_GROUPS - 1);
+    assert_null(strstr(b, victim));
+    free(b);
+
+    /* The server closes in the middle of a list: the connection and its copy of the ids go. */
+    client_start(&loop, port, &c, get11, sizeof(get11) - 1, false);
+    for (int i = 0; i < 100000 && c.len == 0; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    kc_obs_server_close(s);
+    run_until(&loop, &c.done);
+    assert_int_equal(kc_obs.http_conn_open, 0);
+
+    free(first_obj);
+    free(last_obj);
+    free(full);
+    free_objects(want, N_GROUPS);
+    kc_obs_buf_free(&old);
+    closed = 0;
+    kc_coord_close(co, on_closed, NULL);
+    run_until(&loop, &closed);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kc_catalog_free(&cat);
+    kc_conf_free(&conf);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    memset(&kc_obs, 0, sizeof(kc_obs));
+}
+
 /* ---- The setting --------------------------------------------------------------------------- */
 
 static void test_setting(void **state)
@@ -756,6 +1250,8 @@ int main(void)
         cmocka_unit_test(test_counters),
         cmocka_unit_test(test_coordinator_metrics_and_readiness),
         cmocka_unit_test(test_server),
+        cmocka_unit_test(test_server_bounds),
+        cmocka_unit_test(test_groups_streamed),
         cmocka_unit_test(test_setting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
