@@ -702,8 +702,8 @@ static void clean_work(uv_work_t *w)
 {
     part_t *p = container_of(w, part_t, work);
     memset(&p->clean, 0, sizeof(p->clean));
-    p->job_rc = kc_plog_clean(p->log, wall_ms(),
-                              p->coord->conf->log_cleaner_delete_retention_ms, &p->clean);
+    p->job_rc = kc_plog_clean(p->log, wall_ms(), p->coord->conf->log_cleaner_delete_retention_ms,
+                              &p->clean);
 }
 
 static void after_clean(uv_work_t *w, int status)

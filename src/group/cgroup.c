@@ -656,9 +656,9 @@ typedef struct cgroup_s {
     kc_heap_node_t timer; /* in the heap of groups with timers */
     /* The members by session and by rebalance deadline (a key may be early), room for all. */
     kc_heap_t sessions, rebalances;
-    bool loading; /* replayed, waiting for kc_cgm_load_complete */
-    kc_rb_ring_t rb;      /* one entry per group-epoch bump, ended when the group is Stable */
-    kc_gm_job_t *job;     /* the target assignment being computed off the loop, or NULL */
+    bool loading;     /* replayed, waiting for kc_cgm_load_complete */
+    kc_rb_ring_t rb;  /* one entry per group-epoch bump, ended when the group is Stable */
+    kc_gm_job_t *job; /* the target assignment being computed off the loop, or NULL */
 } cgroup_t;
 
 struct kc_cgm_s {
@@ -963,8 +963,9 @@ static void set_rebalance(cgroup_t *g, cmember_t *m)
 static int reserve_member_timers(cgroup_t *g)
 {
     size_t n = (size_t)g->n_members + 1;
-    return kc_heap_reserve(&g->sessions, n) == 0 && kc_heap_reserve(&g->rebalances, n) == 0 ? 0
-                                                                                             : -1;
+    if (kc_heap_reserve(&g->sessions, n) != 0)
+        return -1;
+    return kc_heap_reserve(&g->rebalances, n);
 }
 
 /* Room for one more group in the map and the heap. 0, or -1 when out of memory. */

@@ -138,7 +138,7 @@ typedef struct group_s {
     kc_group_state_t state, prev_state;
     int64_t state_ts;   /* wall clock: Kafka's current state timestamp */
     int64_t state_mono; /* monotonic: when it entered the state, for the phase histograms */
-    char *ptype; /* protocol type; NULL = none */
+    char *ptype;        /* protocol type; NULL = none */
     int32_t ptype_len;
     char *pname; /* selected protocol; pname_len -1 = none */
     int32_t pname_len;
@@ -2476,8 +2476,8 @@ int kc_gm_sync(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_sync_group_
 
 /* ---- Heartbeat -------------------------------------------------------------------------- */
 
-void kc_gm_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
-                     const kc_heartbeat_request_t *req, kc_heartbeat_response_t *resp)
+void kc_gm_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_heartbeat_request_t *req,
+                     kc_heartbeat_response_t *resp)
 {
     set_time(gm, now);
     kc_heartbeat_response_init(resp);
@@ -3496,6 +3496,9 @@ void kc_gm_stats(const kc_gm_t *gm, kc_gm_stats_t *out)
     }
     out->join_phase_sum_s += s->join_phase_sum_s;
     out->sync_phase_sum_s += s->sync_phase_sum_s;
+    out->timers_fired += s->timers_fired;
+    out->timers_examined += s->timers_examined;
+    out->tick_slices += s->tick_slices;
 }
 
 /* ---- Introspection of classic groups (group.h) --------------------------------------------- */

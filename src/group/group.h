@@ -5,9 +5,9 @@
  * generations, protocols, assignments and timers. It is a pure state machine: it takes decoded
  * requests and the current time (a kc_time_t given by the caller: every timer runs on its
  * monotonic reading, the wall-clock reading only goes into records and what people read; it
- * never reads a clock), fills responses, and calls back through kc_gm_ops_t to complete parked JoinGroup and
- * SyncGroup requests and to emit the __consumer_offsets records Kafka would write. It knows
- * nothing of sockets or files, so unit tests drive it with a fake clock and fake callbacks.
+ * never reads a clock), fills responses, and calls back through kc_gm_ops_t to complete parked
+ * JoinGroup and SyncGroup requests and to emit the __consumer_offsets records Kafka would write. It
+ * knows nothing of sockets or files, so unit tests drive it with a fake clock and fake callbacks.
  *
  * Timers: kc_gm_next_deadline says when something may expire (session timeouts, the initial
  * rebalance delay, rebalance and sync timeouts, pending-member and new-member join timeouts);
@@ -171,8 +171,8 @@ int kc_gm_sync(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_sync_group_
                void *waiter, kc_arena_t *a, kc_sync_group_response_t *resp);
 
 /* Heartbeat (v0-4): always answered at once. */
-void kc_gm_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
-                     const kc_heartbeat_request_t *req, kc_heartbeat_response_t *resp);
+void kc_gm_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_heartbeat_request_t *req,
+                     kc_heartbeat_response_t *resp);
 
 /* LeaveGroup (v0-5), including batch leave by member id or instance id (v3+). */
 void kc_gm_leave(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_leave_group_request_t *req,

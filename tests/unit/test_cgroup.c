@@ -41,7 +41,7 @@ typedef struct rec_s {
 typedef struct fx_s {
     kc_gm_t *gm;
     kc_gm_config_t cfg;
-    int64_t now;     /* the fake monotonic clock */
+    int64_t now;      /* the fake monotonic clock */
     int64_t wall_off; /* the fake wall clock is now + wall_off: tests step it alone */
     kc_arena_t a;
     rec_t recs[MAXR];
@@ -722,6 +722,49 @@ static void test_session_timeout(void **state)
     assert_int_equal(d.group_epoch, epoch + 1);
     assert_int_equal(cl_hb(f, c[0]), 0);
     assert_string_equal(c[0]->owned, "t:0,1,2,3,4,5");
+    free(c[0]);
+    free(c[1]);
+    fx_free(f);
+}
+
+/* The wall clock stepped an hour forward and back while the monotonic clock runs on: the
+ * member that heartbeats stays, the silent one is fenced exactly 45 s after its last
+ * heartbeat. Each expiry is found through the group's heap, not a scan of its members. */
+static void test_wall_clock_step(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    fx_t *f = fx_new();
+    cl_t *c[2] = {cl_new("m1", "t"), cl_new("m2", "t")};
+    cl_join(f, c[0]);
+    cl_join(f, c[1]);
+    settle(f, c, 2, 4);
+    /* N silent members in another group, to count the work of their expiry. */
+    for (int i = 0; i < N; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "s%d", i);
+        cl_t *s = cl_new(id, "t");
+        s->group = "silent";
+        assert_int_equal(cl_join(f, s), 0);
+        free(s);
+    }
+    kc_gm_stats_t s0 = {0}, s1 = {0};
+    kc_gm_stats(f->gm, &s0);
+    for (int i = 0; i < 8; i++) {
+        f->wall_off = i < 4 ? 3600000 : -3600000;
+        advance(f, 5000);
+        assert_int_equal(cl_hb(f, c[0]), 0);
+    }
+    advance(f, 4999);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    assert_int_equal(describe(f, "g").members.n, 2);
+    advance(f, 1); /* 45 s after m2's last heartbeat */
+    assert_int_equal(describe(f, "g").members.n, 1);
+    assert_int_equal(cl_hb(f, c[0]), 0);
+    assert_string_equal(state_name(f, "silent"), "Empty");
+    kc_gm_stats(f->gm, &s1);
+    assert_int_equal(s1.timers_fired - s0.timers_fired, N + 1);
+    assert_true(s1.timers_examined - s0.timers_examined <= 4 * (uint64_t)N);
     free(c[0]);
     free(c[1]);
     fx_free(f);
@@ -2068,6 +2111,7 @@ int main(void)
         cmocka_unit_test(test_join_three_then_fourth),
         cmocka_unit_test(test_leave),
         cmocka_unit_test(test_session_timeout),
+        cmocka_unit_test(test_wall_clock_step),
         cmocka_unit_test(test_rebalance_timeout),
         cmocka_unit_test(test_fencing),
         cmocka_unit_test(test_max_size),

@@ -50,7 +50,7 @@ typedef struct sans_s {
 typedef struct fx_s {
     kc_gm_t *gm;
     kc_gm_config_t cfg;
-    int64_t now;     /* the fake monotonic clock */
+    int64_t now;      /* the fake monotonic clock */
     int64_t wall_off; /* the fake wall clock is now + wall_off: tests step it alone */
     kc_arena_t a;
     jans_t joins[MAXA];
@@ -1663,9 +1663,8 @@ static void test_validate_commit(void **state)
     (void)state;
     fx_t *f = fx_new();
     kc_gm_t *gm = f->gm;
-    assert_int_equal(
-        kc_gm_validate_commit(gm, T(f), 8, KC_STR_NULL, -1, KC_STR_EMPTY, KC_STR_NULL),
-        KC_ERR_INVALID_GROUP_ID);
+    assert_int_equal(kc_gm_validate_commit(gm, T(f), 8, KC_STR_NULL, -1, KC_STR_EMPTY, KC_STR_NULL),
+                     KC_ERR_INVALID_GROUP_ID);
     /* Unknown group, generation >= 0. */
     assert_int_equal(
         kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("x"), 1, KC_STR_LIT("m"), KC_STR_NULL),
@@ -1676,23 +1675,21 @@ static void test_validate_commit(void **state)
     assert_int_equal((int)state_of(f, "x"), -1);
     /* Unknown group, generation -1: a simple group is created, with no record. */
     assert_int_equal(
-        kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("simple"), -1, KC_STR_EMPTY, KC_STR_NULL),
-        0);
+        kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("simple"), -1, KC_STR_EMPTY, KC_STR_NULL), 0);
     kc_group_info_t info = info_of(f, "simple");
     assert_int_equal(info.state, KC_GROUP_EMPTY);
     assert_str(info.protocol_type, "");
     assert_int_equal(info.generation, 0);
     assert_int_equal(f->nr, 0);
     assert_int_equal(
-        kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("simple"), -1, KC_STR_EMPTY, KC_STR_NULL),
-        0);
+        kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("simple"), -1, KC_STR_EMPTY, KC_STR_NULL), 0);
     /* "" is a valid group id for commits. */
     assert_int_equal(
         kc_gm_validate_commit(gm, T(f), 8, KC_STR_EMPTY, -1, KC_STR_EMPTY, KC_STR_NULL), 0);
     /* An Empty group with a member id: validated. */
-    assert_int_equal(kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("simple"), -1, KC_STR_LIT("m"),
-                                           KC_STR_NULL),
-                     0); /* generation -1 into Empty wins first */
+    assert_int_equal(
+        kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("simple"), -1, KC_STR_LIT("m"), KC_STR_NULL),
+        0); /* generation -1 into Empty wins first */
     assert_int_equal(
         kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("simple"), 0, KC_STR_LIT("m"), KC_STR_NULL),
         KC_ERR_UNKNOWN_MEMBER_ID);
@@ -2046,6 +2043,156 @@ static void test_many_groups_timers(void **state)
     }
     assert_true(last <= t0 + 6999);
     assert_true(steps <= 200);
+    fx_free(f);
+}
+
+/* ---- The clocks --------------------------------------------------------------------------- */
+
+/* The wall clock is stepped an hour forward, then an hour back, while the monotonic clock runs
+ * on: no live member is expelled, a dead one goes exactly at its session deadline (not at once,
+ * not an hour late), and the state timestamps written for people follow the wall clock. */
+static void test_wall_clock_step(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    char live[2][128], dead[2][128];
+    int ll = 0, dl = 0;
+    int32_t lgen = form_group(f, "live", 1, live, &ll);
+    int32_t dgen = form_group(f, "dead", 1, dead, &dl);
+    int64_t t = f->now; /* both sessions (10 s) restarted now */
+    assert_int_equal(hb(f, "live", live[0], lgen, NULL), 0);
+    assert_int_equal(hb(f, "dead", dead[0], dgen, NULL), 0);
+    /* +1 h: "dead" stops heartbeating, "live" goes on. */
+    f->wall_off = 3600000;
+    for (int64_t at = t + 3000; at < t + 10000; at += 3000) {
+        advance_to(f, at);
+        assert_int_equal(hb(f, "live", live[0], lgen, NULL), 0);
+    }
+    advance_to(f, t + 9999);
+    assert_int_equal(state_of(f, "dead"), KC_GROUP_STABLE);
+    assert_int_equal(info_of(f, "dead").n_members, 1);
+    advance_to(f, t + 10000);
+    assert_int_equal(state_of(f, "dead"), KC_GROUP_EMPTY);
+    assert_int_equal(info_of(f, "dead").state_timestamp_ms, t + 10000 + 3600000);
+    assert_int_equal(state_of(f, "live"), KC_GROUP_STABLE);
+    /* -1 h (two hours back from where the wall clock was): the same. */
+    assert_int_equal(hb(f, "live", live[0], lgen, NULL), 0);
+    int32_t d2gen = form_group(f, "dead2", 1, dead, &dl);
+    int64_t t2 = f->now;
+    assert_int_equal(hb(f, "live", live[0], lgen, NULL), 0);
+    f->wall_off = -3600000;
+    for (int64_t at = t2 + 3000; at < t2 + 20000; at += 3000) {
+        advance_to(f, at);
+        assert_int_equal(hb(f, "live", live[0], lgen, NULL), 0);
+        if (at < t2 + 10000)
+            assert_int_equal(state_of(f, "dead2"), KC_GROUP_STABLE);
+    }
+    advance_to(f, t2 + 20000);
+    assert_int_equal(hb(f, "dead2", dead[0], d2gen, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(state_of(f, "dead2"), KC_GROUP_EMPTY);
+    assert_int_equal(info_of(f, "dead2").state_timestamp_ms, t2 + 10000 - 3600000);
+    assert_int_equal(state_of(f, "live"), KC_GROUP_STABLE);
+    assert_int_equal(info_of(f, "live").n_members, 1);
+    fx_free(f);
+}
+
+/* 30 000 KIP-394 pending members of one group that never come back: their expiry costs a
+ * bounded amount of timer work each (a heap pop), not a scan of every other pending member. */
+static void test_pending_expiry_cost(void **state)
+{
+    (void)state;
+    enum { N = 30000 };
+    fx_t *f = fx_new();
+    kc_join_group_response_t r;
+    int64_t t0 = f->now;
+    for (int i = 0; i < N; i++) {
+        jopt_t o = {.version = 4, .group = "p", .session = 6000 + i % 7};
+        do_join(f, &o, W(1), &r);
+        assert_int_equal(r.error_code, KC_ERR_MEMBER_ID_REQUIRED);
+        if (i % 1000 == 999) {
+            kc_arena_free(&f->a);
+            kc_arena_init(&f->a);
+        }
+    }
+    assert_int_equal(kc_gm_next_deadline(f->gm), t0 + 6000);
+    kc_gm_stats_t s0 = {0}, s1 = {0};
+    kc_gm_stats(f->gm, &s0);
+    advance_to(f, t0 + 6003);
+    s1 = (kc_gm_stats_t){0};
+    kc_gm_stats(f->gm, &s1);
+    /* Those due by t0 + 6003 are gone, the others are not yet. */
+    assert_int_equal(s1.timers_fired - s0.timers_fired,
+                     (uint64_t)(N / 7) * 4 + (N % 7 < 4 ? N % 7 : 4));
+    advance_to(f, t0 + 7000);
+    s1 = (kc_gm_stats_t){0};
+    kc_gm_stats(f->gm, &s1);
+    assert_int_equal(s1.timers_fired - s0.timers_fired, N);
+    /* Each expiry examined O(1) entries: the pending member itself, and the group once per
+     * slice (a scan per expiry would be N * N / 2 = 450 000 000). */
+    assert_true(s1.timers_examined - s0.timers_examined <= 2 * (uint64_t)N);
+    assert_true(s1.tick_slices - s0.tick_slices >= N / KC_GM_TICK_BUDGET_DEFAULT - 7);
+    assert_int_equal(kc_gm_next_deadline(f->gm), INT64_MAX);
+    assert_int_equal(state_of(f, "p"), KC_GROUP_EMPTY);
+    fx_free(f);
+}
+
+/* Many timers due at once are fired in slices of tick_budget, and the host serves requests
+ * between slices: a member of another group whose session ends while they are being expired,
+ * and whose heartbeat arrived in time, stays. */
+static void test_tick_slices_serve_others(void **state)
+{
+    (void)state;
+    enum { N = 5000, BUDGET = 100 };
+    kc_gm_config_t cfg = default_cfg();
+    cfg.tick_budget = BUDGET;
+    fx_t *f = fx_new_cfg(&cfg);
+    char ids[2][128];
+    int leader = 0;
+    int32_t gen = form_group(f, "b", 1, ids, &leader);
+    int64_t tb = f->now; /* b's member's session ends at tb + 10000 */
+    advance_to(f, tb + 3999);
+    kc_join_group_response_t r;
+    for (int i = 0; i < N; i++) { /* their sessions end at tb + 9999 */
+        jopt_t o = {.version = 4, .group = "p", .session = 6000};
+        do_join(f, &o, W(1), &r);
+        assert_int_equal(r.error_code, KC_ERR_MEMBER_ID_REQUIRED);
+        if (i % 1000 == 999) {
+            kc_arena_free(&f->a);
+            kc_arena_init(&f->a);
+        }
+    }
+    kc_gm_stats_t s0 = {0}, s1 = {0};
+    kc_gm_stats(f->gm, &s0);
+    f->now = tb + 9999;
+    kc_gm_tick(f->gm, T(f));
+    s1 = (kc_gm_stats_t){0};
+    kc_gm_stats(f->gm, &s1);
+    assert_true(s1.timers_fired - s0.timers_fired < BUDGET);
+    assert_true(s1.timers_examined - s0.timers_examined <= BUDGET);
+    assert_true(kc_gm_next_deadline(f->gm) <= f->now); /* more due: the host ticks again */
+    assert_int_equal(s1.tick_slices - s0.tick_slices, 1);
+    /* Slices take time: b's deadline passes meanwhile, but between slices the host handles
+     * the heartbeat that arrived before it. */
+    f->now = tb + 10001;
+    assert_int_equal(hb(f, "b", ids[0], gen, NULL), 0);
+    int ticks = 1;
+    while (kc_gm_next_deadline(f->gm) <= f->now) {
+        kc_gm_tick(f->gm, T(f));
+        ticks++;
+        assert_true(ticks < 10 * N / BUDGET);
+    }
+    assert_true(ticks >= N / BUDGET);
+    s1 = (kc_gm_stats_t){0};
+    kc_gm_stats(f->gm, &s1);
+    assert_int_equal(s1.timers_fired - s0.timers_fired, N);
+    assert_int_equal(state_of(f, "p"), KC_GROUP_EMPTY);
+    assert_int_equal(state_of(f, "b"), KC_GROUP_STABLE);
+    assert_int_equal(hb(f, "b", ids[0], gen, NULL), 0);
+    /* Its session now ends 10 s after that heartbeat, not before. */
+    advance_to(f, tb + 20000);
+    assert_int_equal(state_of(f, "b"), KC_GROUP_STABLE);
+    advance_to(f, tb + 20001);
+    assert_int_equal(state_of(f, "b"), KC_GROUP_EMPTY);
     fx_free(f);
 }
 
@@ -3586,6 +3733,9 @@ int main(void)
         cmocka_unit_test(test_free_answers_parked),
         cmocka_unit_test(test_oom_answers_request),
         cmocka_unit_test(test_many_groups_timers),
+        cmocka_unit_test(test_wall_clock_step),
+        cmocka_unit_test(test_pending_expiry_cost),
+        cmocka_unit_test(test_tick_slices_serve_others),
         cmocka_unit_test(test_strmap),
         cmocka_unit_test(test_transition_log),
         cmocka_unit_test(test_three_members_end_to_end),
