@@ -10,7 +10,7 @@ FAKETIME_DONT_FAKE_MONOTONIC=1, so only its wall clock is faked, read from a tim
 every call (FAKETIME_NO_CACHE=1) that the test rewrites to step it. Sessions are 6 s
 (group.min.session.timeout.ms), the initial rebalance delay 0.
 
-For each step, +1 h then -1 h (two hours back from there):
+For each step (+1 h then -1 h, two hours back from there, on one kcoord; -1 h alone on another):
 - group "live-N" has one member that heartbeats (Heartbeat v1) every HEARTBEAT_S on its own
   thread; group "dead-N" has one member that stops once it has joined (JoinGroup v5 with the
   KIP-394 member id round trip, SyncGroup v3);
@@ -302,6 +302,10 @@ class ClockStepTest(unittest.TestCase):
             join(dead_conn, "dead-%d" % n)
             dead_conn.close()
             self.assertEqual(len(members_of(conn, "dead-%d" % n)), 1)
+            deadline = time.monotonic() + IO_TIMEOUT_S
+            while not hb.answers and hb.failure is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(hb.answers[:1], [0], "no heartbeat answered before the step")
             self.set_clock(offset)
             deadline = time.monotonic() + DEAD_TIMEOUT_S
             while members_of(conn, "dead-%d" % n):
@@ -322,15 +326,21 @@ class ClockStepTest(unittest.TestCase):
         finally:
             conn.close()
 
-    def test_wall_clock_steps(self):
+    def steps(self, *offsets):
         try:
-            self.step(1, "+1h")
-            self.step(2, "-1h")
+            for n, offset in enumerate(offsets):
+                self.step(n, offset)
             self.assertIsNone(self.kc.proc.poll(), "kcoord exited")
             self.assertNotIn("ERROR", self.kc.log)
         except Exception:
             print(self.kc.log)
             raise
+
+    def test_step_forward_then_back(self):
+        self.steps("+1h", "-1h")
+
+    def test_step_back(self):
+        self.steps("-1h")
 
 
 if __name__ == "__main__":
