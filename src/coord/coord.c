@@ -99,11 +99,15 @@ struct kc_coord_s {
     int32_t n;
     int32_t loading;
     uv_prepare_t prepare;
-    uv_check_t check; /* after each poll: when the loop last read its sockets */
-    int64_t polled_ms;
-    uv_timer_t retention;
-    uv_timer_t flush_timer; /* log.flush.policy=interval */
-    uv_timer_t cleaner;     /* log.cleaner.backoff.ms */
+    uv_check_t check;          /* after each poll: when the loop last read its sockets */
+    int64_t prepared_ms;       /* when on_prepare last ended, just before a poll */
+    int64_t polled_ms;         /* every request that arrived before this has been read */
+    uv_timer_t retention;      /* every offsets.retention.check.interval.ms: start a scan */
+    uv_timer_t retention_step; /* the scan's next partition, after the loop served others */
+    int32_t retention_next;    /* the partition the running scan looks at next; -1: none */
+    size_t retention_removed;  /* offsets the running scan removed so far */
+    uv_timer_t flush_timer;    /* log.flush.policy=interval */
+    uv_timer_t cleaner;        /* log.cleaner.backoff.ms */
     waiter_t *waiters, **waiters_tail;
     int open_handles;
     int jobs; /* thread-pool jobs in flight */
@@ -659,19 +663,28 @@ static void on_part_timer(uv_timer_t *t)
     p->touched = true;
 }
 
-/* After the loop polled (and handled what it read): the time of that poll. uv_now is the
- * loop's time as updated when the poll returned, on the same monotonic clock as mono_ms. */
+/* After the loop polled and handled what it read: whatever arrived before the poll began
+ * (on_prepare's end) or before it returned (uv_now, the loop's time updated then, on the same
+ * monotonic clock as mono_ms but coarser) has been read. */
 static void on_check(uv_check_t *h)
 {
     kc_coord_t *c = h->data;
-    c->polled_ms = (int64_t)uv_now(c->loop);
+    int64_t returned = (int64_t)uv_now(c->loop);
+    c->polled_ms = returned > c->prepared_ms ? returned : c->prepared_ms;
 }
 
 /* Before the loop sleeps: write the pending batches, and arm each touched partition's timer at
- * its group manager's next deadline. */
+ * its group manager's next deadline (0 ms when its last tick stopped with more due: the timer
+ * then runs after the poll). */
+static void on_retention_step(uv_timer_t *t);
+
 static void on_prepare(uv_prepare_t *h)
 {
     kc_coord_t *c = h->data;
+    /* Armed here, not from a timer callback: libuv runs a timer started at 0 ms from another
+     * timer's callback in the same pass, before any poll. */
+    if (c->retention_next >= 0 && !c->closing && !uv_is_active((uv_handle_t *)&c->retention_step))
+        uv_timer_start(&c->retention_step, on_retention_step, 0, 0);
     int64_t now = -1;
     for (int32_t i = 0; i < c->n; i++) {
         part_t *p = &c->parts[i];
@@ -692,6 +705,7 @@ static void on_prepare(uv_prepare_t *h)
         uint64_t delay = when > now ? (uint64_t)(when - now) : 0;
         uv_timer_start(&p->timer, on_part_timer, delay, 0);
     }
+    c->prepared_ms = mono_ms();
 }
 
 /* ---- The cleaner ---------------------------------------------------------------------------- */
@@ -814,25 +828,40 @@ static void remove_empty_groups(part_t *p, kc_time_t now)
     free(e.ids);
 }
 
-static void on_retention(uv_timer_t *t)
+/* One partition of the retention scan; on_prepare runs the next one at the next loop turn,
+ * after the poll: a scan of every partition's offsets at once would hold the loop for all of
+ * them. */
+static void on_retention_step(uv_timer_t *t)
 {
     kc_coord_t *c = t->data;
-    /* Kafka compares the persisted commit timestamps with the wall clock. */
-    kc_time_t now = kc_coord_time(c);
-    int64_t retention_ms = (int64_t)c->conf->offsets_retention_minutes * 60000;
-    size_t total = 0;
-    for (int32_t i = 0; i < c->n; i++) {
-        part_t *p = &c->parts[i];
-        if (p->pub.state != KC_PART_ACTIVE)
-            continue;
+    if (c->retention_next < 0 || c->retention_next >= c->n)
+        return;
+    part_t *p = &c->parts[c->retention_next++];
+    if (p->pub.state == KC_PART_ACTIVE) {
+        /* Kafka compares the persisted commit timestamps with the wall clock. */
+        kc_time_t now = kc_coord_time(c);
+        int64_t retention_ms = (int64_t)c->conf->offsets_retention_minutes * 60000;
         retention_arg_t arg = {p, now};
-        total += kc_offsets_expire(p->pub.offsets, now.wall_ms, retention_ms, retention_policy,
-                                   retention_emptied, &arg);
+        c->retention_removed += kc_offsets_expire(p->pub.offsets, now.wall_ms, retention_ms,
+                                                  retention_policy, retention_emptied, &arg);
         remove_empty_groups(p, now);
         p->touched = true;
     }
-    if (total > 0)
-        KC_INFO("coord", "offsets retention removed %zu expired offsets", total);
+    if (c->retention_next < c->n)
+        return; /* on_prepare starts the step timer again */
+    if (c->retention_removed > 0)
+        KC_INFO("coord", "offsets retention removed %zu expired offsets", c->retention_removed);
+    c->retention_next = -1;
+}
+
+static void on_retention(uv_timer_t *t)
+{
+    kc_coord_t *c = t->data;
+    if (c->retention_next >= 0)
+        return; /* the last scan is still running */
+    c->retention_next = 0;
+    c->retention_removed = 0;
+    on_retention_step(&c->retention_step);
 }
 
 /* ---- Life ---------------------------------------------------------------------------------- */
@@ -877,6 +906,9 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
     c->retention.data = c;
     uint64_t every = (uint64_t)conf->offsets_retention_check_interval_ms;
     uv_timer_start(&c->retention, on_retention, every, every);
+    uv_timer_init(loop, &c->retention_step);
+    c->retention_step.data = c;
+    c->retention_next = -1;
     uv_timer_init(loop, &c->cleaner);
     c->cleaner.data = c;
     uint64_t backoff = (uint64_t)conf->log_cleaner_backoff_ms;
@@ -887,7 +919,7 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
         uint64_t ms = (uint64_t)conf->log_flush_interval_ms;
         uv_timer_start(&c->flush_timer, on_flush_timer, ms, ms);
     }
-    c->open_handles = 2 * c->n + 5;
+    c->open_handles = 2 * c->n + 6;
     KC_INFO("coord", "loading %d partitions from %s", c->n, conf->data_dir);
     for (int32_t i = 0; i < c->n; i++)
         start_load(&c->parts[i]);
@@ -1012,6 +1044,7 @@ void kc_coord_close(kc_coord_t *c, void (*done)(void *arg), void *arg)
     uv_close((uv_handle_t *)&c->prepare, on_handle_closed);
     uv_close((uv_handle_t *)&c->check, on_handle_closed);
     uv_close((uv_handle_t *)&c->retention, on_handle_closed);
+    uv_close((uv_handle_t *)&c->retention_step, on_handle_closed);
     uv_close((uv_handle_t *)&c->flush_timer, on_handle_closed);
     uv_close((uv_handle_t *)&c->cleaner, on_handle_closed);
 }

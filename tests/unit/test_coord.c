@@ -334,6 +334,79 @@ static void test_cleaner_compacts(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The retention scan removes expired offsets one partition per loop turn, with the poll in
+ * between, not every partition's at once; the commit timestamps it compares are wall-clock
+ * ones (a commit from 1970 has long expired). */
+static void test_retention_scan_in_slices(void **state)
+{
+    (void)state;
+    enum { NP = 4 };
+    char dir[] = "/tmp/kc-retain-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    const char *sets[][2] = {{"data.dir", dir},
+                             {"offsets.topic.num.partitions", "4"},
+                             {"offsets.retention.check.interval.ms", "20"},
+                             {"log.flush.policy", "never"}};
+    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
+        assert_int_equal(
+            kc_conf_set(&conf, sets[i][0], sets[i][1], KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    kc_coord_t *c = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+    for (int i = 0; i < 100000 && kc_coord_loading(c) > 0; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(kc_coord_loading(c), 0);
+    /* One group per partition, each with an offset committed at wall-clock time 1000. */
+    char groups[NP][16] = {{0}};
+    int found = 0;
+    for (int i = 0; found < NP && i < 1000; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "g%d", i);
+        int32_t part = kc_partition_for(kc_str_c(id), NP);
+        if (groups[part][0] != '\0')
+            continue;
+        snprintf(groups[part], sizeof(groups[part]), "%s", id);
+        found++;
+    }
+    assert_int_equal(found, NP);
+    for (int i = 0; i < NP; i++) {
+        kc_partition_t *p = kc_coord_partition_at(c, i);
+        kc_offset_t o = {.offset = 5,
+                         .leader_epoch = -1,
+                         .metadata = KC_STR_EMPTY,
+                         .commit_ts_ms = 1000,
+                         .expire_ts_ms = -1};
+        assert_int_equal(kc_offsets_commit(p->offsets, kc_str_c(groups[i]), KC_STR_LIT("t"), 0, &o),
+                         0);
+    }
+    /* Each loop turn removes at most one partition's. */
+    int gone = 0;
+    for (int turn = 0; turn < 100000 && gone < NP; turn++) {
+        uv_run(&loop, UV_RUN_ONCE);
+        int now_gone = 0;
+        for (int i = 0; i < NP; i++)
+            now_gone +=
+                kc_offsets_count(kc_coord_partition_at(c, i)->offsets, kc_str_c(groups[i])) == 0;
+        assert_true(now_gone - gone <= 1);
+        gone = now_gone;
+    }
+    assert_int_equal(gone, NP);
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kc_catalog_free(&cat);
+    kc_conf_free(&conf);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_durable_acks_and_failed_writes),
         cmocka_unit_test(test_cleaner_compacts),
+        cmocka_unit_test(test_retention_scan_in_slices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
