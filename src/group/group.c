@@ -18,13 +18,14 @@
  * is removed, fenced, or re-sends its request while parked gets its old waiter answered
  * first (Kafka's KAFKA-20938: NOT_COORDINATOR for a superseded request).
  *
- * Timers: each group keeps its own deadlines (the join-phase timer with Kafka's initial
- * rebalance delay, the sync-phase timer, each member's session or new-member join timeout,
- * each KIP-394 pending member's session timeout). The manager keeps a binary min-heap of
- * groups keyed by a deadline that may be earlier than the group's real earliest one: a
- * heartbeat that pushes a member's deadline later does not touch the heap. kc_gm_tick pops
- * the due groups, fires their due timers in deadline order, and puts each back with its exact
- * next deadline.
+ * Timers: each group keeps its own deadlines, all monotonic (the join-phase timer with Kafka's
+ * initial rebalance delay, the sync-phase timer, each member's session or new-member join
+ * timeout in the group's member heap, each KIP-394 pending member's session timeout in its
+ * pending heap). The manager keeps a binary min-heap of groups keyed by a deadline that may be
+ * earlier than the group's real earliest one: a heartbeat that pushes a member's deadline later
+ * touches no heap, and the member's entry is moved when it comes up. kc_gm_tick pops the due
+ * groups, fires their due timers in deadline order, each found in O(log n), at most
+ * tick_budget of them per call, and puts each group back with its next deadline.
  *
  * Records: the GroupMetadata records Kafka writes, at Kafka's moments: the "empty" record of
  * a group created by JoinGroup, the record of a leader's SyncGroup (with every assignment),

@@ -729,7 +729,8 @@ static void test_session_timeout(void **state)
 
 /* The wall clock stepped an hour forward and back while the monotonic clock runs on: the
  * member that heartbeats stays, the silent one is fenced exactly 45 s after its last
- * heartbeat. Each expiry is found through the group's heap, not a scan of its members. */
+ * heartbeat. Each expiry is found through the group's heap, not a scan of its members, and
+ * members whose sessions end together are fenced together: one group epoch bump. */
 static void test_wall_clock_step(void **state)
 {
     (void)state;
@@ -748,6 +749,7 @@ static void test_wall_clock_step(void **state)
         assert_int_equal(cl_join(f, s), 0);
         free(s);
     }
+    int32_t silent_epoch = describe(f, "silent").group_epoch;
     kc_gm_stats_t s0 = {0}, s1 = {0};
     kc_gm_stats(f->gm, &s0);
     for (int i = 0; i < 8; i++) {
@@ -762,6 +764,7 @@ static void test_wall_clock_step(void **state)
     assert_int_equal(describe(f, "g").members.n, 1);
     assert_int_equal(cl_hb(f, c[0]), 0);
     assert_string_equal(state_name(f, "silent"), "Empty");
+    assert_int_equal(describe(f, "silent").group_epoch, silent_epoch + 1);
     kc_gm_stats(f->gm, &s1);
     assert_int_equal(s1.timers_fired - s0.timers_fired, N + 1);
     assert_true(s1.timers_examined - s0.timers_examined <= 4 * (uint64_t)N);
