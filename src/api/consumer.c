@@ -27,7 +27,7 @@ int kc_api_consumer_group_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, cons
         kc_api_fail(call, q, out, err, a);
         return KC_API_DONE;
     }
-    kc_gm_consumer_heartbeat(p->groups, kc_coord_now(ctx->coord), call->version, q, req->client_id,
+    kc_gm_consumer_heartbeat(p->groups, kc_coord_time(ctx->coord), call->version, q, req->client_id,
                              call->client_host, a, resp);
     return KC_API_DONE;
 }

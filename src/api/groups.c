@@ -48,7 +48,7 @@ int kc_api_join_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t
         join_protocol_name(call->version, out);
         return KC_API_DONE;
     }
-    int rc = kc_gm_join(p->groups, kc_coord_now(ctx->coord), call->version, q, req->client_id,
+    int rc = kc_gm_join(p->groups, kc_coord_time(ctx->coord), call->version, q, req->client_id,
                         call->client_host, call, a, out);
     if (rc == KC_GM_PARKED)
         return KC_API_PARKED;
@@ -66,7 +66,7 @@ int kc_api_sync_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t
         kc_api_fail(call, q, out, err, a);
         return KC_API_DONE;
     }
-    int rc = kc_gm_sync(p->groups, kc_coord_now(ctx->coord), call->version, q, call, a, out);
+    int rc = kc_gm_sync(p->groups, kc_coord_time(ctx->coord), call->version, q, call, a, out);
     return rc == KC_GM_PARKED ? KC_API_PARKED : KC_API_DONE;
 }
 
@@ -82,7 +82,7 @@ int kc_api_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t 
             kc_api_fail(call, q, out, err, a);
         return KC_API_DONE;
     }
-    kc_gm_heartbeat(p->groups, kc_coord_now(ctx->coord), call->version, q, out);
+    kc_gm_heartbeat(p->groups, kc_coord_time(ctx->coord), call->version, q, out);
     return KC_API_DONE;
 }
 
@@ -96,7 +96,7 @@ int kc_api_leave_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
         kc_api_fail(call, q, out, err, a);
         return KC_API_DONE;
     }
-    kc_gm_leave(p->groups, kc_coord_now(ctx->coord), call->version, q, a, out);
+    kc_gm_leave(p->groups, kc_coord_time(ctx->coord), call->version, q, a, out);
     return KC_API_DONE;
 }
 
@@ -218,7 +218,7 @@ int kc_api_delete_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
     kc_deletable_group_result_t *v = n ? kc_arena_alloc(a, (size_t)n * sizeof(*v)) : NULL;
     if (n && v == NULL)
         return KC_API_CLOSE;
-    int64_t now = kc_coord_now(ctx->coord);
+    kc_time_t now = kc_coord_time(ctx->coord);
     for (int32_t i = 0; i < n; i++) {
         kc_str_t id = q->groups_names.v[i];
         int16_t err;

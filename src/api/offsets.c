@@ -28,7 +28,7 @@ int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
     kc_offset_commit_response_t *resp = out;
     int16_t v = call->version;
     int by_id = v >= 10;
-    int64_t now = kc_coord_now(ctx->coord);
+    kc_time_t now = kc_coord_time(ctx->coord);
     int16_t perr;
     kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &perr);
     if (p == NULL) {
@@ -79,14 +79,14 @@ int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
                 .offset = qp->committed_offset,
                 .leader_epoch = v >= 6 ? qp->committed_leader_epoch : -1,
                 .metadata = md,
-                .commit_ts_ms = now,
+                .commit_ts_ms = now.wall_ms,
                 .expire_ts_ms = -1,
             };
             /* v1 carries the client's commit time; v2-4 a retention time for every offset. */
             if (v == 1 && qp->commit_timestamp != -1)
                 o.commit_ts_ms = qp->commit_timestamp;
             if (v >= 2 && v <= 4 && q->retention_time_ms != -1)
-                o.expire_ts_ms = now + q->retention_time_ms;
+                o.expire_ts_ms = now.wall_ms + q->retention_time_ms;
             kc_str_t name = kc_str_c(t->name);
             rp[j].error_code =
                 kc_offsets_commit(p->offsets, q->group_id, name, qp->partition_index, &o) == 0

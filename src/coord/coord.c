@@ -99,9 +99,15 @@ struct kc_coord_s {
     int32_t n;
     int32_t loading;
     uv_prepare_t prepare;
-    uv_timer_t retention;
-    uv_timer_t flush_timer; /* log.flush.policy=interval */
-    uv_timer_t cleaner;     /* log.cleaner.backoff.ms */
+    uv_check_t check;          /* after each poll: when the loop last read its sockets */
+    int64_t prepared_ms;       /* when on_prepare last ended, just before a poll */
+    int64_t polled_ms;         /* every request that arrived before this has been read */
+    uv_timer_t retention;      /* every offsets.retention.check.interval.ms: start a scan */
+    uv_timer_t retention_step; /* the scan's next partition, after the loop served others */
+    int32_t retention_next;    /* the partition the running scan looks at next; -1: none */
+    size_t retention_removed;  /* offsets the running scan removed so far */
+    uv_timer_t flush_timer;    /* log.flush.policy=interval */
+    uv_timer_t cleaner;        /* log.cleaner.backoff.ms */
     waiter_t *waiters, **waiters_tail;
     int open_handles;
     int jobs; /* thread-pool jobs in flight */
@@ -115,17 +121,28 @@ struct kc_coord_s {
     void *done_arg;
 };
 
-int64_t kc_coord_now(const kc_coord_t *c)
+static int64_t mono_ms(void)
 {
-    (void)c;
+    return (int64_t)(uv_hrtime() / 1000000);
+}
+
+static int64_t wall_ms(void)
+{
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
-static int64_t mono_ms(void)
+int64_t kc_coord_now(const kc_coord_t *c)
 {
-    return (int64_t)(uv_hrtime() / 1000000);
+    (void)c;
+    return mono_ms();
+}
+
+kc_time_t kc_coord_time(const kc_coord_t *c)
+{
+    (void)c;
+    return (kc_time_t){mono_ms(), wall_ms()};
 }
 
 /* ---- Callbacks from the state machines ---------------------------------------------------- */
@@ -296,7 +313,7 @@ static void after_assign(uv_work_t *w, int status)
     c->jobs--;
     if (status != 0) /* cancelled before it ran: compute it here */
         kc_gm_job_run(r->job);
-    kc_gm_job_done(r->job, kc_coord_now(c));
+    kc_gm_job_done(r->job, kc_coord_time(c));
     p->touched = true;
     free(r);
     if (c->closing)
@@ -457,7 +474,7 @@ static void after_load(uv_work_t *w, int status)
     p->job_rc = 0;
     p->pub.obs.load_ms = p->load_ms;
     note_log_size(p);
-    kc_gm_load_complete(p->pub.groups, kc_coord_now(c));
+    kc_gm_load_complete(p->pub.groups, kc_coord_time(c));
     p->touched = true;
     if (p->stats.records > 0 || p->malformed > 0)
         KC_INFO("coord",
@@ -585,7 +602,7 @@ static void flush_partition(part_t *p)
     }
     if (p->n_pend > 0) {
         int64_t size0 = kc_plog_size_bytes(p->log);
-        int rc = kc_plog_append(p->log, p->pend, p->n_pend, kc_coord_now(c), NULL);
+        int rc = kc_plog_append(p->log, p->pend, p->n_pend, wall_ms(), NULL);
         if (rc != 0) {
             write_failed(p, rc);
             return;
@@ -629,20 +646,45 @@ static void on_flush_timer(uv_timer_t *t)
     }
 }
 
+/* A partition's timers are due. They are judged at the time the loop last read its sockets,
+ * not later: a heartbeat that arrived before a member's deadline has then been handled
+ * before the member's expiry is judged, even when the loop was held up meanwhile. The group
+ * manager fires a bounded slice of timers per tick; when more are due, its next deadline is
+ * already past and this timer runs again at 0 ms, after the loop has polled its sockets. */
 static void on_part_timer(uv_timer_t *t)
 {
     part_t *p = t->data;
     if (p->pub.state != KC_PART_ACTIVE)
         return;
-    kc_gm_tick(p->pub.groups, kc_coord_now(p->coord));
+    kc_time_t now = kc_coord_time(p->coord);
+    if (now.mono_ms > p->coord->polled_ms)
+        now.mono_ms = p->coord->polled_ms;
+    kc_gm_tick(p->pub.groups, now);
     p->touched = true;
 }
 
+/* After the loop polled and handled what it read: whatever arrived before the poll began
+ * (on_prepare's end) or before it returned (uv_now, the loop's time updated then, on the same
+ * monotonic clock as mono_ms but coarser) has been read. */
+static void on_check(uv_check_t *h)
+{
+    kc_coord_t *c = h->data;
+    int64_t returned = (int64_t)uv_now(c->loop);
+    c->polled_ms = returned > c->prepared_ms ? returned : c->prepared_ms;
+}
+
 /* Before the loop sleeps: write the pending batches, and arm each touched partition's timer at
- * its group manager's next deadline. */
+ * its group manager's next deadline (0 ms when its last tick stopped with more due: the timer
+ * then runs after the poll). */
+static void on_retention_step(uv_timer_t *t);
+
 static void on_prepare(uv_prepare_t *h)
 {
     kc_coord_t *c = h->data;
+    /* Armed here, not from a timer callback: libuv runs a timer started at 0 ms from another
+     * timer's callback in the same pass, before any poll. */
+    if (c->retention_next >= 0 && !c->closing && !uv_is_active((uv_handle_t *)&c->retention_step))
+        uv_timer_start(&c->retention_step, on_retention_step, 0, 0);
     int64_t now = -1;
     for (int32_t i = 0; i < c->n; i++) {
         part_t *p = &c->parts[i];
@@ -663,6 +705,7 @@ static void on_prepare(uv_prepare_t *h)
         uint64_t delay = when > now ? (uint64_t)(when - now) : 0;
         uv_timer_start(&p->timer, on_part_timer, delay, 0);
     }
+    c->prepared_ms = mono_ms();
 }
 
 /* ---- The cleaner ---------------------------------------------------------------------------- */
@@ -673,8 +716,8 @@ static void clean_work(uv_work_t *w)
 {
     part_t *p = container_of(w, part_t, work);
     memset(&p->clean, 0, sizeof(p->clean));
-    p->job_rc = kc_plog_clean(p->log, kc_coord_now(p->coord),
-                              p->coord->conf->log_cleaner_delete_retention_ms, &p->clean);
+    p->job_rc = kc_plog_clean(p->log, wall_ms(), p->coord->conf->log_cleaner_delete_retention_ms,
+                              &p->clean);
 }
 
 static void after_clean(uv_work_t *w, int status)
@@ -724,7 +767,7 @@ static void on_cleaner(uv_timer_t *t)
 
 typedef struct retention_arg_s {
     part_t *part;
-    int64_t now;
+    kc_time_t now;
 } retention_arg_t;
 
 static bool protected_topic(void *arg, kc_str_t group, kc_str_t topic)
@@ -774,7 +817,7 @@ static void collect_empty(void *arg, const kc_group_info_t *g)
 
 /* Kafka's cleanup also removes Empty groups that hold no offsets at all (every member left
  * without committing, or their offsets were deleted): they go with a tombstone. */
-static void remove_empty_groups(part_t *p, int64_t now)
+static void remove_empty_groups(part_t *p, kc_time_t now)
 {
     empty_groups_t e = {.offsets = p->pub.offsets};
     kc_gm_each(p->pub.groups, collect_empty, &e);
@@ -785,24 +828,40 @@ static void remove_empty_groups(part_t *p, int64_t now)
     free(e.ids);
 }
 
-static void on_retention(uv_timer_t *t)
+/* One partition of the retention scan; on_prepare runs the next one at the next loop turn,
+ * after the poll: a scan of every partition's offsets at once would hold the loop for all of
+ * them. */
+static void on_retention_step(uv_timer_t *t)
 {
     kc_coord_t *c = t->data;
-    int64_t now = kc_coord_now(c);
-    int64_t retention_ms = (int64_t)c->conf->offsets_retention_minutes * 60000;
-    size_t total = 0;
-    for (int32_t i = 0; i < c->n; i++) {
-        part_t *p = &c->parts[i];
-        if (p->pub.state != KC_PART_ACTIVE)
-            continue;
+    if (c->retention_next < 0 || c->retention_next >= c->n)
+        return;
+    part_t *p = &c->parts[c->retention_next++];
+    if (p->pub.state == KC_PART_ACTIVE) {
+        /* Kafka compares the persisted commit timestamps with the wall clock. */
+        kc_time_t now = kc_coord_time(c);
+        int64_t retention_ms = (int64_t)c->conf->offsets_retention_minutes * 60000;
         retention_arg_t arg = {p, now};
-        total += kc_offsets_expire(p->pub.offsets, now, retention_ms, retention_policy,
-                                   retention_emptied, &arg);
+        c->retention_removed += kc_offsets_expire(p->pub.offsets, now.wall_ms, retention_ms,
+                                                  retention_policy, retention_emptied, &arg);
         remove_empty_groups(p, now);
         p->touched = true;
     }
-    if (total > 0)
-        KC_INFO("coord", "offsets retention removed %zu expired offsets", total);
+    if (c->retention_next < c->n)
+        return; /* on_prepare starts the step timer again */
+    if (c->retention_removed > 0)
+        KC_INFO("coord", "offsets retention removed %zu expired offsets", c->retention_removed);
+    c->retention_next = -1;
+}
+
+static void on_retention(uv_timer_t *t)
+{
+    kc_coord_t *c = t->data;
+    if (c->retention_next >= 0)
+        return; /* the last scan is still running */
+    c->retention_next = 0;
+    c->retention_removed = 0;
+    on_retention_step(&c->retention_step);
 }
 
 /* ---- Life ---------------------------------------------------------------------------------- */
@@ -838,10 +897,18 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
     c->prepare.data = c;
     uv_prepare_start(&c->prepare, on_prepare);
     uv_unref((uv_handle_t *)&c->prepare);
+    c->polled_ms = mono_ms();
+    uv_check_init(loop, &c->check);
+    c->check.data = c;
+    uv_check_start(&c->check, on_check);
+    uv_unref((uv_handle_t *)&c->check);
     uv_timer_init(loop, &c->retention);
     c->retention.data = c;
     uint64_t every = (uint64_t)conf->offsets_retention_check_interval_ms;
     uv_timer_start(&c->retention, on_retention, every, every);
+    uv_timer_init(loop, &c->retention_step);
+    c->retention_step.data = c;
+    c->retention_next = -1;
     uv_timer_init(loop, &c->cleaner);
     c->cleaner.data = c;
     uint64_t backoff = (uint64_t)conf->log_cleaner_backoff_ms;
@@ -852,7 +919,7 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
         uint64_t ms = (uint64_t)conf->log_flush_interval_ms;
         uv_timer_start(&c->flush_timer, on_flush_timer, ms, ms);
     }
-    c->open_handles = 2 * c->n + 4;
+    c->open_handles = 2 * c->n + 6;
     KC_INFO("coord", "loading %d partitions from %s", c->n, conf->data_dir);
     for (int32_t i = 0; i < c->n; i++)
         start_load(&c->parts[i]);
@@ -975,7 +1042,9 @@ void kc_coord_close(kc_coord_t *c, void (*done)(void *arg), void *arg)
         uv_close((uv_handle_t *)&c->parts[i].retry, on_part_handle_closed);
     }
     uv_close((uv_handle_t *)&c->prepare, on_handle_closed);
+    uv_close((uv_handle_t *)&c->check, on_handle_closed);
     uv_close((uv_handle_t *)&c->retention, on_handle_closed);
+    uv_close((uv_handle_t *)&c->retention_step, on_handle_closed);
     uv_close((uv_handle_t *)&c->flush_timer, on_handle_closed);
     uv_close((uv_handle_t *)&c->cleaner, on_handle_closed);
 }

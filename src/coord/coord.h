@@ -92,7 +92,7 @@ typedef struct kc_partition_obs_s {
     int64_t log_bytes;       /* the log's size and segments after its last load, append or */
     int64_t log_segments;    /* compaction */
     bool write_failing;      /* its last append or fsync failed, and none has succeeded since */
-    int64_t write_failed_ms; /* when that last failure happened (kc_coord_now) */
+    int64_t write_failed_ms; /* when that last failure happened (kc_coord_now: monotonic) */
 } kc_partition_obs_t;
 
 /* One __consumer_offsets partition: the groups and offsets it owns. `groups` and `offsets`
@@ -138,7 +138,12 @@ kc_partition_t *kc_coord_partition(kc_coord_t *c, kc_str_t group_id);
 kc_partition_t *kc_coord_partition_at(kc_coord_t *c, int32_t i);
 int32_t kc_coord_partitions(const kc_coord_t *c);
 
-/* The time the group and offsets state machines are given: wall-clock milliseconds. */
+/* The time the group state machines are given: the monotonic clock (timers, ages,
+ * durations) and the wall clock (timestamps in records, and what people read). */
+kc_time_t kc_coord_time(const kc_coord_t *c);
+
+/* Monotonic milliseconds (arbitrary origin), for timers, ages and windows: never the wall
+ * clock, which may be stepped. */
 int64_t kc_coord_now(const kc_coord_t *c);
 
 /* Hold a reply until the records emitted so far by the partitions parts[0..n) are durable.

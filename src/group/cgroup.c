@@ -46,8 +46,11 @@
  * at once, so a burst of joins costs one assignment per job rather than one per join.
  *
  * Timers: each member has a session deadline (reset by every heartbeat) and, while it has
- * partitions to revoke, a rebalance deadline. The consumer-group side keeps a min-heap of groups
- * keyed by a deadline that may be early, like the classic side; kc_cgm_tick fires what is due.
+ * partitions to revoke, a rebalance deadline, both monotonic. Each group keeps its members in
+ * two heaps (by session and by rebalance deadline) and the consumer-group side keeps a min-heap
+ * of groups keyed by their earliest, like the classic side: a key may be early (a heartbeat
+ * does not move an entry later), never late. kc_cgm_tick fires what is due, a bounded slice per
+ * call, and fences the members whose sessions ended together in one group epoch bump.
  *
  * Rebalance history: a plan that bumps the group epoch says why (rb_cause and friends in the
  * plan); commit() opens the group's history entry for it (rb_plan), and the entry ends when
@@ -617,6 +620,8 @@ typedef struct cmember_s {
     int64_t rebalance_deadline;
     int32_t rebalance_epoch; /* the epoch the rebalance timer was armed for */
     int64_t last_hb_ms;      /* when its session was last renewed (for introspection) */
+    /* In the group's heaps, keyed no later than the deadlines above. */
+    kc_heap_node_t session_node, rebalance_node;
 } cmember_t;
 
 /* A member's target assignment (kept apart from the member: replay may see it first). */
@@ -652,9 +657,11 @@ typedef struct cgroup_s {
     rres_t **rres;
     int32_t n_rres;
     kc_heap_node_t timer; /* in the heap of groups with timers */
-    bool loading;         /* replayed, waiting for kc_cgm_load_complete */
-    kc_rb_ring_t rb;      /* one entry per group-epoch bump, ended when the group is Stable */
-    kc_gm_job_t *job;     /* the target assignment being computed off the loop, or NULL */
+    /* The members by session and by rebalance deadline (a key may be early), room for all. */
+    kc_heap_t sessions, rebalances;
+    bool loading;     /* replayed, waiting for kc_cgm_load_complete */
+    kc_rb_ring_t rb;  /* one entry per group-epoch bump, ended when the group is Stable */
+    kc_gm_job_t *job; /* the target assignment being computed off the loop, or NULL */
 } cgroup_t;
 
 struct kc_cgm_s {
@@ -664,8 +671,20 @@ struct kc_cgm_s {
     kc_gm_ops_t ops;
     kc_strmap_t groups;
     kc_heap_t heap; /* groups with timers, by earliest deadline */
-    int64_t now;
+    int64_t now;    /* monotonic: timers and ages */
+    int64_t wall;   /* wall clock: timestamps in records and for people */
 };
+
+static kc_time_t cg_time(const kc_cgm_t *c)
+{
+    return (kc_time_t){c->now, c->wall};
+}
+
+static void cg_set_time(kc_cgm_t *c, kc_time_t t)
+{
+    c->now = t.mono_ms;
+    c->wall = t.wall_ms;
+}
 
 static int32_t hb_interval(const kc_cgm_t *c)
 {
@@ -780,7 +799,7 @@ static void rb_finish(cgroup_t *g, const char *outcome)
     kc_rb_entry_t *e = kc_rb_current(&g->rb);
     if (!e)
         return;
-    e = kc_rb_end(&g->rb, g->c->now, e->generation, outcome);
+    e = kc_rb_end(&g->rb, cg_time(g->c), e->generation, outcome);
     kc_rb_log(e, "consumer group", g->id);
 }
 
@@ -812,6 +831,8 @@ static cmember_t *member_alloc(kc_str_t id)
     m->state = MS_STABLE;
     m->session_deadline = NEVER;
     m->rebalance_deadline = NEVER;
+    kc_heap_node_init(&m->session_node);
+    kc_heap_node_init(&m->rebalance_node);
     return m;
 }
 
@@ -892,6 +913,8 @@ static void group_release(cgroup_t *g)
     kc_strmap_free(&g->by_id);
     kc_strmap_free(&g->by_instance);
     kc_strmap_free(&g->targets);
+    kc_heap_free(&g->sessions);
+    kc_heap_free(&g->rebalances);
     holders_drop(&g->holders);
     rres_clear(g);
     kc_rb_free(&g->rb);
@@ -907,22 +930,26 @@ static void arm(cgroup_t *g, int64_t deadline)
         kc_heap_arm(&g->c->heap, &g->timer, deadline);
 }
 
+/* The group's earliest deadline, possibly early (a heap key), in O(1). */
 static int64_t group_earliest(const cgroup_t *g)
 {
     int64_t t = NEVER;
-    for (const cmember_t *m = g->head; m; m = m->next) {
-        if (m->session_deadline < t)
-            t = m->session_deadline;
-        if (m->rebalance_deadline < t)
-            t = m->rebalance_deadline;
-    }
+    const kc_heap_node_t *top = kc_heap_top(&g->sessions);
+    if (top && top->key < t)
+        t = top->key;
+    top = kc_heap_top(&g->rebalances);
+    if (top && top->key < t)
+        t = top->key;
     return t;
 }
 
+/* Renew a member's session: a later deadline leaves its heap entry where it is (moved when it
+ * comes up), so a heartbeat costs O(1). The member is in the group, whose heaps have room. */
 static void set_session(cgroup_t *g, cmember_t *m)
 {
     m->last_hb_ms = g->c->now;
     m->session_deadline = g->c->now + session_timeout(g->c);
+    kc_heap_arm(&g->sessions, &m->session_node, m->session_deadline);
     arm(g, m->session_deadline);
 }
 
@@ -931,7 +958,17 @@ static void set_rebalance(cgroup_t *g, cmember_t *m)
     int32_t t = m->meta->rebalance_timeout_ms > 0 ? m->meta->rebalance_timeout_ms : 0;
     m->rebalance_deadline = g->c->now + t;
     m->rebalance_epoch = m->epoch;
+    kc_heap_arm(&g->rebalances, &m->rebalance_node, m->rebalance_deadline);
     arm(g, m->rebalance_deadline);
+}
+
+/* Room in the group's timer heaps for one more member. 0, or -1 when out of memory. */
+static int reserve_member_timers(cgroup_t *g)
+{
+    size_t n = (size_t)g->n_members + 1;
+    if (kc_heap_reserve(&g->sessions, n) != 0)
+        return -1;
+    return kc_heap_reserve(&g->rebalances, n);
 }
 
 /* Room for one more group in the map and the heap. 0, or -1 when out of memory. */
@@ -1621,6 +1658,8 @@ static void ap_meta_del(cgroup_t *g, kc_str_t member_id)
     g->n_members--;
     holders_apply(&g->holders, m->assigned, -1);
     holders_apply(&g->holders, m->revoking, -1);
+    kc_heap_remove(&g->sessions, &m->session_node);
+    kc_heap_remove(&g->rebalances, &m->rebalance_node);
     member_free(m);
 }
 
@@ -1714,7 +1753,7 @@ static void rb_plan(plan_t *p)
     kc_str_t why = !p->rb_set       ? KC_STR_LIT("the subscribed topics' metadata changed")
                    : p->rb_reason.p ? p->rb_reason
                                     : KC_STR_NULL;
-    kc_rb_begin(&g->rb, kc_gm__stats(p->c->gm), p->c->now, cause, who, why);
+    kc_rb_begin(&g->rb, kc_gm__stats(p->c->gm), cg_time(p->c), cause, who, why);
     kc_rb_entry_t *e = kc_rb_current(&g->rb);
     if (e)
         e->generation = bump->epoch;
@@ -1732,7 +1771,7 @@ static void commit(plan_t *p, const char *reason)
     cgroup_t *g = p->g;
     rb_plan(p);
     if (p->delete_classic)
-        kc_gm__classic_remove(c->gm, c->now, g->id, true,
+        kc_gm__classic_remove(c->gm, cg_time(c), g->id, true,
                               "the empty classic group becomes a consumer group");
     if (p->new_group) {
         kc_strmap_put(&c->groups, g->id.p, (size_t)g->id.len, g); /* reserved */
@@ -2532,7 +2571,7 @@ static void job_finish(kc_gm_job_t *job)
     if (job->epoch > g->assignment_epoch) {
         plan_t p = {.c = c, .g = g};
         int16_t err = 0;
-        job_plan(&p, job, true, KC_STR_NULL, c->now, &err);
+        job_plan(&p, job, true, KC_STR_NULL, c->wall, &err);
         if (p.oom)
             KC_ERROR("group",
                      "consumer group %.*s: out of memory applying the target assignment for "
@@ -2569,10 +2608,10 @@ static void job_finish(kc_gm_job_t *job)
 }
 
 /* Called by the host on the loop thread once the job ran (group.h). */
-void kc_gm_job_done(kc_gm_job_t *job, int64_t now_ms)
+void kc_gm_job_done(kc_gm_job_t *job, kc_time_t now)
 {
     if (job->g)
-        job->g->c->now = now_ms;
+        cg_set_time(job->g->c, now);
     job_finish(job);
 }
 
@@ -2848,7 +2887,7 @@ static void do_heartbeat(hb_t *h)
 {
     kc_cgm_t *c = h->c;
     const kc_consumer_group_heartbeat_request_t *q = h->q;
-    int64_t now = c->now;
+    int64_t now = c->wall; /* for records */
     kc_str_t gid = q->group_id;
     bool create = q->member_epoch == 0;
     owned_t owned = {q->topic_partitions.v, q->topic_partitions.n};
@@ -2963,7 +3002,8 @@ static void do_heartbeat(hb_t *h)
     kc_str_t mview_id; /* a view of the member id that outlives the commit */
     if (gone || !old) {
         p.new_member = member_alloc(mid);
-        if (!p.new_member || kc_strmap_reserve(&g->by_id, 1) != 0) {
+        if (!p.new_member || kc_strmap_reserve(&g->by_id, 1) != 0 ||
+            reserve_member_timers(g) != 0) {
             hb_oom(h);
             goto out;
         }
@@ -3248,7 +3288,7 @@ static int fence(kc_cgm_t *c, cgroup_t *g, cmember_t **ms, size_t n, const char 
     p.rb_member = ms[0]->id;
     p.rb_reason = cause == KC_RB_SYNC_TIMEOUT ? kc_str_c(reason) : KC_STR_NULL;
     p.rb_joined = KC_STR_NULL;
-    int64_t now = c->now;
+    int64_t now = c->wall; /* for records */
     for (size_t i = 0; i < n; i++)
         plan_remove_member(&p, ms[i], now);
     kc_gm_topics_t tv;
@@ -3331,7 +3371,7 @@ static void do_leave(hb_t *h)
          * its partitions for its next incarnation; its session timer keeps running. */
         plan_t p = {.c = c, .g = g};
         plan_current(&p, m->id, STATIC_LEAVE_EPOCH, m->prev_epoch, m->state,
-                     asg_dup(m->assigned, &oom), NULL, c->now);
+                     asg_dup(m->assigned, &oom), NULL, c->wall);
         if (oom || p.oom) {
             plan_free(&p);
             hb_oom(h);
@@ -3366,16 +3406,16 @@ static void plan_delete(plan_t *p, int64_t now)
     act_encode(p, plan_add(p, A_GROUP_DEL, KC_STR_NULL), g->id, now);
 }
 
-int16_t kc_cgm_delete(kc_cgm_t *c, int64_t now_ms, kc_str_t id, const char *reason)
+int16_t kc_cgm_delete(kc_cgm_t *c, kc_time_t now, kc_str_t id, const char *reason)
 {
-    c->now = now_ms;
+    cg_set_time(c, now);
     cgroup_t *g = find_group(c, id);
     if (!g)
         return KC_ERR_GROUP_ID_NOT_FOUND;
     if (g->n_members > 0)
         return KC_ERR_NON_EMPTY_GROUP;
     plan_t p = {.c = c, .g = g};
-    plan_delete(&p, now_ms);
+    plan_delete(&p, c->wall);
     if (p.oom) {
         plan_free(&p);
         KC_ERROR("group", "consumer group %.*s: out of memory deleting it", SV(id));
@@ -3400,48 +3440,93 @@ void kc_cgm_drop(kc_cgm_t *c, kc_str_t id)
 
 /* ---- Timers -------------------------------------------------------------------------------- */
 
-/* Fire the group's due timers, earliest first. */
-static void run_group_timers(cgroup_t *g)
+/* The member whose session (or rebalance) deadline comes first, when it has passed; NULL
+ * otherwise, or when the budget ran out. A key left early (a renewed session, a rebalance
+ * timer cancelled) is moved to the real deadline, or dropped, when it comes up: one O(log n)
+ * step, counted as work. Keys are never later than deadlines. */
+static cmember_t *due_member(cgroup_t *g, bool session, int64_t *budget)
 {
     kc_cgm_t *c = g->c;
-    for (;;) {
-        cmember_t *due = NULL;
-        bool session = false;
-        int64_t best = NEVER;
-        for (cmember_t *m = g->head; m; m = m->next) {
-            if (m->session_deadline < best) {
-                due = m;
-                session = true;
-                best = m->session_deadline;
-            }
-            if (m->rebalance_deadline < best) {
-                due = m;
-                session = false;
-                best = m->rebalance_deadline;
-            }
-        }
-        if (best > c->now)
-            due = NULL;
-        if (!due)
+    kc_heap_t *h = session ? &g->sessions : &g->rebalances;
+    kc_heap_node_t *top;
+    while ((top = kc_heap_top(h)) != NULL && top->key <= c->now) {
+        cmember_t *m = session ? kc_heap_entry(top, cmember_t, session_node)
+                               : kc_heap_entry(top, cmember_t, rebalance_node);
+        int64_t d = session ? m->session_deadline : m->rebalance_deadline;
+        if (d == top->key)
+            return m;
+        if (*budget <= 0)
+            return NULL;
+        (*budget)--;
+        kc_gm__stats(c->gm)->timers_examined++;
+        kc_heap_remove(h, top);
+        if (d != NEVER)
+            kc_heap_push(h, top, d);
+    }
+    return NULL;
+}
+
+/* Members whose sessions ended together are fenced together, at most this many in one group
+ * epoch bump: one fence costs about as much as the group's size whatever the number fenced,
+ * so 10 000 silent members cost 40 fences, not 10 000. */
+enum { FENCE_BATCH = 256 };
+
+/* Fire the group's due timers, earliest first, while the tick's budget lasts; each is found
+ * in O(log n) through the group's heaps. */
+static void run_group_timers(cgroup_t *g, int64_t *budget)
+{
+    kc_cgm_t *c = g->c;
+    kc_gm_stats_t *st = kc_gm__stats(c->gm);
+    cmember_t *batch[FENCE_BATCH];
+    while (*budget > 0) {
+        cmember_t *sm = due_member(g, true, budget);
+        cmember_t *rm = *budget > 0 ? due_member(g, false, budget) : NULL;
+        if (*budget <= 0)
             return;
+        size_t n = 0;
         char reason[160];
-        if (session) {
-            due->session_deadline = NEVER;
+        bool session;
+        if (sm && (!rm || sm->session_deadline <= rm->rebalance_deadline)) {
+            /* This member's session ended first; so did every other one due by now. */
+            session = true;
             snprintf(reason, sizeof(reason), "the member session expired");
-        } else {
-            due->rebalance_deadline = NEVER;
-            if (due->epoch != due->rebalance_epoch)
+            for (cmember_t *m = sm; m && *budget > 0 && n < FENCE_BATCH;
+                 m = due_member(g, true, budget)) {
+                (*budget)--;
+                st->timers_examined++;
+                m->session_deadline = NEVER;
+                kc_heap_remove(&g->sessions, &m->session_node);
+                batch[n++] = m;
+            }
+        } else if (rm) {
+            session = false;
+            (*budget)--;
+            st->timers_examined++;
+            rm->rebalance_deadline = NEVER;
+            kc_heap_remove(&g->rebalances, &rm->rebalance_node);
+            if (rm->epoch != rm->rebalance_epoch)
                 continue; /* it moved on: Kafka's timer finds nothing to do */
             snprintf(reason, sizeof(reason), "it failed to transition from epoch %d within %dms",
-                     (int)due->epoch, (int)due->meta->rebalance_timeout_ms);
+                     (int)rm->epoch, (int)rm->meta->rebalance_timeout_ms);
+            batch[n++] = rm;
+        } else {
+            return;
         }
-        if (fence(c, g, &due, 1, reason, session ? KC_RB_SESSION_TIMEOUT : KC_RB_SYNC_TIMEOUT) !=
+        st->timers_fired += n;
+        if (fence(c, g, batch, n, reason, session ? KC_RB_SESSION_TIMEOUT : KC_RB_SYNC_TIMEOUT) !=
             0) {
-            /* Out of memory: try again in a second. */
-            if (session)
-                due->session_deadline = c->now + 1000;
-            else
-                due->rebalance_deadline = c->now + 1000;
+            /* Out of memory: try again in a second (the members are still in the group, so
+             * its heaps have room). */
+            for (size_t i = 0; i < n; i++) {
+                cmember_t *m = batch[i];
+                if (session) {
+                    m->session_deadline = c->now + 1000;
+                    kc_heap_arm(&g->sessions, &m->session_node, m->session_deadline);
+                } else {
+                    m->rebalance_deadline = c->now + 1000;
+                    kc_heap_arm(&g->rebalances, &m->rebalance_node, m->rebalance_deadline);
+                }
+            }
             return;
         }
     }
@@ -3453,19 +3538,28 @@ int64_t kc_cgm_next_deadline(const kc_cgm_t *c)
     return top ? top->key : NEVER;
 }
 
-void kc_cgm_tick(kc_cgm_t *c, int64_t now_ms)
+void kc_cgm_tick(kc_cgm_t *c, kc_time_t now)
 {
-    c->now = now_ms;
+    cg_set_time(c, now);
+    int64_t budget = c->cfg.tick_budget > 0 ? c->cfg.tick_budget : KC_GM_TICK_BUDGET_DEFAULT;
+    kc_gm_stats_t *st = kc_gm__stats(c->gm);
     kc_heap_node_t *top;
-    while ((top = kc_heap_top(&c->heap)) != NULL && top->key <= now_ms) {
+    while (budget > 0 && (top = kc_heap_top(&c->heap)) != NULL && top->key <= c->now) {
         cgroup_t *g = kc_heap_entry(top, cgroup_t, timer);
         kc_heap_remove(&c->heap, &g->timer);
-        run_group_timers(g);
+        budget--;
+        st->timers_examined++;
+        run_group_timers(g, &budget);
         kc_heap_remove(&c->heap, &g->timer); /* arm() may have put it back */
         int64_t next = group_earliest(g);
+        /* Still due (the budget ran out): at the next tick, after the host served the
+         * requests that arrived meanwhile. */
         if (next != NEVER)
-            kc_heap_push(&c->heap, &g->timer, next > now_ms ? next : now_ms + 1);
+            kc_heap_push(&c->heap, &g->timer, next > c->now ? next : c->now + 1);
     }
+    top = kc_heap_top(&c->heap);
+    if (budget <= 0 && top && top->key <= c->now + 1)
+        st->tick_slices++;
 }
 
 /* ---- Admin and offsets --------------------------------------------------------------------- */
@@ -3588,10 +3682,10 @@ int16_t kc_cgm_classic_member_check(const kc_cgm_t *c, kc_str_t id, kc_str_t mem
 }
 
 /* Kafka's classicGroupLeaveToConsumerGroup: the named members are fenced together. */
-void kc_cgm_classic_leave(kc_cgm_t *c, int64_t now_ms, kc_str_t id, const kc_member_identity_t *ids,
+void kc_cgm_classic_leave(kc_cgm_t *c, kc_time_t now, kc_str_t id, const kc_member_identity_t *ids,
                           int32_t n, int16_t *errors)
 {
-    c->now = now_ms;
+    cg_set_time(c, now);
     cgroup_t *g = find_group(c, id);
     cmember_t **valid = n > 0 ? calloc((size_t)n, sizeof(*valid)) : NULL;
     size_t nv = 0;
@@ -3866,7 +3960,7 @@ static int replay_group(kc_cgm_t *c, kc_str_t id, bool create, cgroup_t **g)
     if (reserve_group(c) != 0 || !(*g = group_alloc(c, id)))
         return -1;
     if (kind == KC_CLASSIC_SIMPLE)
-        kc_gm__classic_remove(c->gm, c->now, id, false,
+        kc_gm__classic_remove(c->gm, cg_time(c), id, false,
                               "replaced by a consumer group while loading");
     (*g)->loading = true;
     kc_strmap_put(&c->groups, (*g)->id.p, (size_t)(*g)->id.len, *g); /* reserved */
@@ -3894,7 +3988,7 @@ static cmember_t *replay_member(cgroup_t *g, kc_str_t id)
     if (m)
         return m;
     cmember_t *slot = member_alloc(id);
-    if (!slot || kc_strmap_reserve(&g->by_id, 1) != 0) {
+    if (!slot || kc_strmap_reserve(&g->by_id, 1) != 0 || reserve_member_timers(g) != 0) {
         member_free(slot);
         return NULL;
     }
@@ -4072,9 +4166,9 @@ int kc_cgm_replay(kc_cgm_t *c, int16_t type, const uint8_t *key, size_t key_len,
 /* Kafka's onLoaded for consumer groups: fresh session timers for every member, and rebalance
  * timers for those with partitions to revoke; epochs and assignments are kept, so the members
  * carry on where they were. */
-void kc_cgm_load_complete(kc_cgm_t *c, int64_t now_ms)
+void kc_cgm_load_complete(kc_cgm_t *c, kc_time_t now)
 {
-    c->now = now_ms;
+    cg_set_time(c, now);
     size_t loaded = 0, members = 0;
     for (size_t i = 0; i < c->groups.cap; i++) {
         cgroup_t *g = kc_strmap_slot(&c->groups, i);
@@ -4137,13 +4231,13 @@ void kc_cgm_free(kc_cgm_t *c)
     free(c);
 }
 
-void kc_gm_consumer_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
+void kc_gm_consumer_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
                               const kc_consumer_group_heartbeat_request_t *req, kc_str_t client_id,
                               kc_str_t client_host, kc_arena_t *a,
                               kc_consumer_group_heartbeat_response_t *resp)
 {
     kc_cgm_t *c = kc_gm__cgm(gm);
-    c->now = now_ms;
+    cg_set_time(c, now);
     kc_consumer_group_heartbeat_response_init(resp);
     kc_str_t msg;
     int16_t err = kc_gm_consumer_heartbeat_check(c->assignors, version, req, a, &msg);
@@ -4213,9 +4307,9 @@ static void json_summary(const cgroup_t *g, kc_emit_fn emit, void *arg)
     emit(arg, "}", 1);
 }
 
-void kc_cgm_json_list(const kc_cgm_t *c, int64_t now_ms, kc_emit_fn emit, void *arg, bool *first)
+void kc_cgm_json_list(const kc_cgm_t *c, int64_t mono_ms, kc_emit_fn emit, void *arg, bool *first)
 {
-    (void)now_ms;
+    (void)mono_ms;
     for (size_t i = 0; i < c->groups.cap; i++) {
         const cgroup_t *g = kc_strmap_slot(&c->groups, i);
         if (!g)
@@ -4236,7 +4330,7 @@ int kc_cgm_json_summary(const kc_cgm_t *c, kc_str_t id, kc_emit_fn emit, void *a
     return 0;
 }
 
-int kc_cgm_json_group(const kc_cgm_t *c, int64_t now_ms, kc_str_t id, kc_emit_fn emit, void *arg)
+int kc_cgm_json_group(const kc_cgm_t *c, int64_t mono_ms, kc_str_t id, kc_emit_fn emit, void *arg)
 {
     const cgroup_t *g = find_group(c, id);
     if (!g)
@@ -4273,7 +4367,7 @@ int kc_cgm_json_group(const kc_cgm_t *c, int64_t now_ms, kc_str_t id, kc_emit_fn
         kc_gm__json_lit(emit, arg, ",\"target_assignment\":");
         json_assignment(&tv, target_of(g, m->id), emit, arg);
         kc_gm__json_lit(emit, arg, ",\"last_heartbeat_age_ms\":");
-        int64_t age = now_ms - m->last_hb_ms;
+        int64_t age = mono_ms - m->last_hb_ms;
         kc_gm__json_i64(emit, arg, age > 0 ? age : 0);
         kc_gm__json_lit(emit, arg, ",\"member_epoch\":");
         kc_gm__json_i64(emit, arg, m->epoch);
@@ -4294,7 +4388,7 @@ int kc_cgm_json_group(const kc_cgm_t *c, int64_t now_ms, kc_str_t id, kc_emit_fn
         emit(arg, "}", 1);
     }
     kc_gm__json_lit(emit, arg, "],\"rebalances\":");
-    kc_rb_json(&g->rb, now_ms, emit, arg);
+    kc_rb_json(&g->rb, mono_ms, emit, arg);
     emit(arg, "}", 1);
     return 0;
 }

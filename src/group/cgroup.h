@@ -7,7 +7,8 @@
  * through the kc_gm__* functions (a consumer group may replace an empty classic group of the
  * same id, and the other way round).
  *
- * Every function takes the time from the caller (no clock is read) and emits records through
+ * Every function takes the time from the caller (no clock is read; kc_time_t: monotonic for
+ * timers, wall clock for records) and emits records through
  * the manager's ops, exactly like the classic side.
  */
 #ifndef KC_GROUP_CGROUP_H
@@ -37,7 +38,7 @@ int kc_gm__classic_kind(const kc_gm_t *gm, kc_str_t id);
 /* Remove the classic group `id` (KC_CLASSIC_EMPTY or _SIMPLE). With `tombstone`, as Kafka's
  * conversion does (its GroupMetadata tombstone is emitted); without, silently (while loading,
  * where a consumer group record replaces a simple group). */
-void kc_gm__classic_remove(kc_gm_t *gm, int64_t now_ms, kc_str_t id, bool tombstone,
+void kc_gm__classic_remove(kc_gm_t *gm, kc_time_t now, kc_str_t id, bool tombstone,
                            const char *reason);
 
 /* The manager's random number generator (seeded by kc_gm_set_seed in tests). */
@@ -56,7 +57,8 @@ kc_gm_stats_t *kc_gm__stats(kc_gm_t *gm);
 
 typedef struct kc_rb_entry_s {
     int32_t generation;           /* the generation (group epoch) it produced, -1 until known */
-    int64_t start_ms, end_ms;     /* end_ms 0 while it runs */
+    int64_t start_ms, end_ms;     /* wall clock, for people; end_ms 0 while it runs */
+    int64_t start_mono, end_mono; /* monotonic, for the duration */
     int cause;                    /* KC_RB_* */
     kc_str_t member_id;           /* owned copy, null: none */
     kc_str_t reason;              /* owned copy, null: none */
@@ -74,7 +76,7 @@ typedef struct kc_rb_ring_s {
 
 /* Begin an entry (the caller ends a running one first). Counts the cause in `stats` (when not
  * NULL) even if the entry cannot be recorded. */
-void kc_rb_begin(kc_rb_ring_t *r, kc_gm_stats_t *stats, int64_t now_ms, int cause,
+void kc_rb_begin(kc_rb_ring_t *r, kc_gm_stats_t *stats, kc_time_t now, int cause,
                  kc_str_t member_id, kc_str_t reason);
 /* Note a member that joined (`joined`) or dropped out of the running entry; nothing when no
  * entry runs or the member is already listed. */
@@ -83,13 +85,13 @@ void kc_rb_note(kc_rb_ring_t *r, bool joined, kc_str_t member_id);
 kc_rb_entry_t *kc_rb_current(kc_rb_ring_t *r);
 /* End the running entry (if any) with the generation it produced and its outcome. Returns the
  * entry ended, or NULL. */
-kc_rb_entry_t *kc_rb_end(kc_rb_ring_t *r, int64_t now_ms, int32_t generation, const char *outcome);
+kc_rb_entry_t *kc_rb_end(kc_rb_ring_t *r, kc_time_t now, int32_t generation, const char *outcome);
 /* Log the one info line of an ended entry; `kind` is "group" or "consumer group". */
 void kc_rb_log(const kc_rb_entry_t *e, const char *kind, kc_str_t group_id);
 void kc_rb_free(kc_rb_ring_t *r);
 /* Emit the entries as a JSON array, oldest first; a running one has end_ms 0 and its duration
- * so far. */
-void kc_rb_json(const kc_rb_ring_t *r, int64_t now_ms, kc_emit_fn emit, void *arg);
+ * so far (`mono_ms`: the monotonic time now). */
+void kc_rb_json(const kc_rb_ring_t *r, int64_t mono_ms, kc_emit_fn emit, void *arg);
 /* The newest entry's end (0: none, or it runs) and how many entries were ever begun. */
 int64_t kc_rb_last_end(const kc_rb_ring_t *r);
 
@@ -111,7 +113,7 @@ bool kc_cgm_is_empty(const kc_cgm_t *c, kc_str_t id);
 
 /* Delete an empty consumer group with Kafka's tombstones (DeleteGroups, retention, JoinGroup
  * turning it into a classic group). Returns 0, GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP. */
-int16_t kc_cgm_delete(kc_cgm_t *c, int64_t now_ms, kc_str_t id, const char *reason);
+int16_t kc_cgm_delete(kc_cgm_t *c, kc_time_t now, kc_str_t id, const char *reason);
 
 /* Forget a consumer group without records (a GroupMetadata record replayed for its id). */
 void kc_cgm_drop(kc_cgm_t *c, kc_str_t id);
@@ -119,7 +121,7 @@ void kc_cgm_drop(kc_cgm_t *c, kc_str_t id);
 /* The classic APIs on a consumer group (see group.h). */
 int16_t kc_cgm_classic_member_check(const kc_cgm_t *c, kc_str_t id, kc_str_t member_id,
                                     kc_str_t instance_id);
-void kc_cgm_classic_leave(kc_cgm_t *c, int64_t now_ms, kc_str_t id, const kc_member_identity_t *ids,
+void kc_cgm_classic_leave(kc_cgm_t *c, kc_time_t now, kc_str_t id, const kc_member_identity_t *ids,
                           int32_t n, int16_t *errors);
 
 /* Summaries for ListGroups and retention. */
@@ -135,16 +137,17 @@ bool kc_cgm_subscribed(const kc_cgm_t *c, kc_str_t id, kc_str_t topic);
 /* Loading: a record of type 3-8 (0, -1 out of memory, -2 malformed). */
 int kc_cgm_replay(kc_cgm_t *c, int16_t type, const uint8_t *key, size_t key_len,
                   const uint8_t *value, size_t value_len);
-void kc_cgm_load_complete(kc_cgm_t *c, int64_t now_ms);
+void kc_cgm_load_complete(kc_cgm_t *c, kc_time_t now);
 
 /* Introspection (group.h's kc_gm_json_*): a consumer group's JSON summary / full object. */
-void kc_cgm_json_list(const kc_cgm_t *c, int64_t now_ms, kc_emit_fn emit, void *arg, bool *first);
-int kc_cgm_json_group(const kc_cgm_t *c, int64_t now_ms, kc_str_t id, kc_emit_fn emit, void *arg);
+void kc_cgm_json_list(const kc_cgm_t *c, int64_t mono_ms, kc_emit_fn emit, void *arg, bool *first);
+int kc_cgm_json_group(const kc_cgm_t *c, int64_t mono_ms, kc_str_t id, kc_emit_fn emit, void *arg);
 /* The summary object of one consumer group (kc_gm_json_summary); 0, or -1 when there is none. */
 int kc_cgm_json_summary(const kc_cgm_t *c, kc_str_t id, kc_emit_fn emit, void *arg);
 
-/* Timers: session and rebalance timeouts of the members. */
+/* Timers: session and rebalance timeouts of the members, each in its group's heaps (monotonic
+ * milliseconds). kc_cgm_tick fires or examines at most the config's tick_budget of them. */
 int64_t kc_cgm_next_deadline(const kc_cgm_t *c);
-void kc_cgm_tick(kc_cgm_t *c, int64_t now_ms);
+void kc_cgm_tick(kc_cgm_t *c, kc_time_t now);
 
 #endif

@@ -18,13 +18,14 @@
  * is removed, fenced, or re-sends its request while parked gets its old waiter answered
  * first (Kafka's KAFKA-20938: NOT_COORDINATOR for a superseded request).
  *
- * Timers: each group keeps its own deadlines (the join-phase timer with Kafka's initial
- * rebalance delay, the sync-phase timer, each member's session or new-member join timeout,
- * each KIP-394 pending member's session timeout). The manager keeps a binary min-heap of
- * groups keyed by a deadline that may be earlier than the group's real earliest one: a
- * heartbeat that pushes a member's deadline later does not touch the heap. kc_gm_tick pops
- * the due groups, fires their due timers in deadline order, and puts each back with its exact
- * next deadline.
+ * Timers: each group keeps its own deadlines, all monotonic (the join-phase timer with Kafka's
+ * initial rebalance delay, the sync-phase timer, each member's session or new-member join
+ * timeout in the group's member heap, each KIP-394 pending member's session timeout in its
+ * pending heap). The manager keeps a binary min-heap of groups keyed by a deadline that may be
+ * earlier than the group's real earliest one: a heartbeat that pushes a member's deadline later
+ * touches no heap, and the member's entry is moved when it comes up. kc_gm_tick pops the due
+ * groups, fires their due timers in deadline order, each found in O(log n), at most
+ * tick_budget of them per call, and puts each group back with its next deadline.
  *
  * Records: the GroupMetadata records Kafka writes, at Kafka's moments: the "empty" record of
  * a group created by JoinGroup, the record of a leader's SyncGroup (with every assignment),
@@ -108,13 +109,15 @@ typedef struct member_s {
     bool is_new;       /* joined and has not yet completed a join phase */
     bool pending_sync; /* expected to send SyncGroup in this generation */
     int64_t hb_deadline;
-    int64_t last_hb_ms; /* when its session was last renewed (for introspection) */
+    int64_t last_hb_ms;     /* when its session was last renewed (for introspection) */
+    kc_heap_node_t hb_node; /* in the group's mheap, keyed no later than hb_deadline */
 } member_t;
 
 /* A KIP-394 member id handed out with MEMBER_ID_REQUIRED, waiting for its second JoinGroup. */
 typedef struct pending_s {
     kc_str_t id; /* view into this allocation */
     int64_t deadline;
+    kc_heap_node_t node; /* in the group's pheap, keyed at its deadline */
 } pending_t;
 
 /* How many members support a protocol (Kafka's supportedProtocols). */
@@ -134,8 +137,9 @@ typedef struct group_s {
     kc_gm_t *gm;
     kc_str_t id; /* view into this allocation */
     kc_group_state_t state, prev_state;
-    int64_t state_ts;
-    char *ptype; /* protocol type; NULL = none */
+    int64_t state_ts;   /* wall clock: Kafka's current state timestamp */
+    int64_t state_mono; /* monotonic: when it entered the state, for the phase histograms */
+    char *ptype;        /* protocol type; NULL = none */
     int32_t ptype_len;
     char *pname; /* selected protocol; pname_len -1 = none */
     int32_t pname_len;
@@ -161,6 +165,8 @@ typedef struct group_s {
     int64_t sync_deadline;
     int32_t sync_generation;
     kc_heap_node_t timer; /* in the manager's heap of groups with timers */
+    kc_heap_t mheap;      /* members by session deadline (a key may be early), room for all */
+    kc_heap_t pheap;      /* pending members by deadline, room for all */
     struct group_s *defer_next;
     int loading; /* LOAD_*: replayed and waiting for kc_gm_load_complete */
     /* Rebalance history. rb_armed: rb_start opened the running entry for an event that is
@@ -175,7 +181,8 @@ struct kc_gm_s {
     kc_strmap_t groups; /* classic groups; consumer groups live in cgm */
     kc_cgm_t *cgm;      /* the KIP-848 consumer groups (cgroup.c) */
     kc_heap_t heap;     /* groups with timers, by earliest deadline */
-    int64_t now;
+    int64_t now;        /* monotonic: every timer, age and duration */
+    int64_t wall;       /* wall clock: timestamps in records and for people */
     uint64_t rng;
     uint64_t next_seq;
     kc_gm_stats_t stats; /* kc_gm_stats */
@@ -190,6 +197,18 @@ struct kc_gm_s {
         bool answered, parked, oom;
     } cur;
 };
+
+/* The manager's time as one value, for what takes both readings. */
+static kc_time_t gm_time(const kc_gm_t *gm)
+{
+    return (kc_time_t){gm->now, gm->wall};
+}
+
+static void set_time(kc_gm_t *gm, kc_time_t t)
+{
+    gm->now = t.mono_ms;
+    gm->wall = t.wall_ms;
+}
 
 static const char *const state_names[] = {"Empty", "PreparingRebalance", "CompletingRebalance",
                                           "Stable", "Dead"};
@@ -498,6 +517,7 @@ static member_t *member_new(kc_str_t id, kc_str_t instance, kc_str_t client_id, 
     m->client_id = put_str(&cur, client_id);
     m->client_host = put_str(&cur, host);
     m->hb_deadline = NEVER;
+    kc_heap_node_init(&m->hb_node);
     return m;
 }
 
@@ -535,7 +555,10 @@ static void pending_remove(group_t *g, kc_str_t id)
 {
     if (id.len < 0)
         return;
-    free(kc_strmap_del(&g->pending, id.p, (size_t)id.len));
+    pending_t *p = kc_strmap_del(&g->pending, id.p, (size_t)id.len);
+    if (p)
+        kc_heap_remove(&g->pheap, &p->node);
+    free(p);
 }
 
 static bool is_leader(const group_t *g, const member_t *m)
@@ -568,10 +591,14 @@ static void arm(group_t *g, int64_t deadline)
         kc_heap_arm(&g->gm->heap, &g->timer, deadline);
 }
 
+/* Renew a member's session. A later deadline leaves its heap entry where it is (the entry is
+ * moved when it comes up), so a heartbeat costs O(1); an earlier one moves it up. The member
+ * is in the group, whose mheap has room for it. */
 static void set_hb(group_t *g, member_t *m, int64_t timeout_ms)
 {
     m->last_hb_ms = g->gm->now;
     m->hb_deadline = g->gm->now + timeout_ms;
+    kc_heap_arm(&g->mheap, &m->hb_node, m->hb_deadline);
     arm(g, m->hb_deadline);
 }
 
@@ -588,17 +615,16 @@ static void cancel_join_timer(group_t *g)
     g->join_deadline = NEVER;
 }
 
+/* The group's earliest deadline, possibly early (a member's heap key), in O(1). */
 static int64_t group_earliest(const group_t *g)
 {
     int64_t t = g->join_deadline < g->sync_deadline ? g->join_deadline : g->sync_deadline;
-    for (const member_t *m = g->head; m; m = m->next)
-        if (m->hb_deadline < t)
-            t = m->hb_deadline;
-    for (size_t i = 0; i < g->pending.cap; i++) {
-        const pending_t *p = kc_strmap_slot(&g->pending, i);
-        if (p && p->deadline < t)
-            t = p->deadline;
-    }
+    const kc_heap_node_t *top = kc_heap_top(&g->mheap);
+    if (top && top->key < t)
+        t = top->key;
+    top = kc_heap_top(&g->pheap);
+    if (top && top->key < t)
+        t = top->key;
     return t;
 }
 
@@ -642,7 +668,7 @@ static void set_state(group_t *g, kc_group_state_t to, const char *reason)
              kc_group_state_name(to), reason);
     if (to != KC_GROUP_DEAD) {
         kc_gm_stats_t *st = &g->gm->stats;
-        int64_t spent = g->gm->now - g->state_ts;
+        int64_t spent = g->gm->now - g->state_mono;
         if (g->state == KC_GROUP_PREPARING_REBALANCE)
             phase_observe(st->join_phase, &st->join_phase_sum_s, spent);
         else if (g->state == KC_GROUP_COMPLETING_REBALANCE)
@@ -650,7 +676,8 @@ static void set_state(group_t *g, kc_group_state_t to, const char *reason)
     }
     g->prev_state = g->state;
     g->state = to;
-    g->state_ts = g->gm->now;
+    g->state_ts = g->gm->wall;
+    g->state_mono = g->gm->now;
 }
 
 static bool can_rebalance(const group_t *g)
@@ -948,7 +975,8 @@ static group_t *group_alloc(kc_gm_t *gm, kc_str_t id)
     g->gm = gm;
     g->state = KC_GROUP_EMPTY;
     g->prev_state = KC_GROUP_DEAD;
-    g->state_ts = gm->now;
+    g->state_ts = gm->wall;
+    g->state_mono = gm->now;
     g->pname_len = -1;
     g->join_deadline = NEVER;
     g->sync_deadline = NEVER;
@@ -985,6 +1013,8 @@ static void group_release(group_t *g)
     kc_strmap_free(&g->by_id);
     kc_strmap_free(&g->by_instance);
     kc_strmap_free(&g->pending);
+    kc_heap_free(&g->mheap);
+    kc_heap_free(&g->pheap);
     for (int32_t i = 0; i < g->n_pc; i++)
         free(g->pc[i].name);
     free(g->pc);
@@ -1062,6 +1092,7 @@ static void group_remove(group_t *g, member_t *m)
         g->leader = g->head;
     pending_remove(g, m->id);
     kc_rb_note(&g->rb, false, m->id);
+    kc_heap_remove(&g->mheap, &m->hb_node);
     member_free(m);
 }
 
@@ -1201,7 +1232,7 @@ static void complete_join_phase(group_t *g);
 /* End the running history entry with the group's generation and log its line. */
 static void rb_finish(group_t *g, const char *outcome)
 {
-    kc_rb_entry_t *e = kc_rb_end(&g->rb, g->gm->now, g->generation, outcome);
+    kc_rb_entry_t *e = kc_rb_end(&g->rb, gm_time(g->gm), g->generation, outcome);
     if (e)
         kc_rb_log(e, "group", g->id);
 }
@@ -1219,7 +1250,7 @@ static void rb_start(group_t *g, int cause, kc_str_t member, kc_str_t reason)
         return;
     if (g->rb.open)
         rb_finish(g, "restarted");
-    kc_rb_begin(&g->rb, &g->gm->stats, g->gm->now, cause, member, reason);
+    kc_rb_begin(&g->rb, &g->gm->stats, gm_time(g->gm), cause, member, reason);
     g->rb_armed = true;
 }
 
@@ -1337,7 +1368,7 @@ static void prepare_rebalance(group_t *g, const char *reason)
         /* Started by something rb_start does not name (see kc_rb_begin's causes). */
         if (g->rb.open)
             rb_finish(g, "restarted");
-        kc_rb_begin(&g->rb, &gm->stats, gm->now, KC_RB_OTHER, KC_STR_NULL, kc_str_c(reason));
+        kc_rb_begin(&g->rb, &gm->stats, gm_time(gm), KC_RB_OTHER, KC_STR_NULL, kc_str_c(reason));
     }
     g->rb_armed = false;
     if (g->state == KC_GROUP_COMPLETING_REBALANCE)
@@ -1523,16 +1554,44 @@ static void expire_member(group_t *g, member_t *m)
     remove_member_and_update(g, m, reason);
 }
 
-/* Fire the group's due timers in deadline order. The budget stops a timer that re-arms
- * itself at the same instant (a zero rebalance timeout) from spinning within one tick. */
-static void run_group_timers(group_t *g)
+/* The member whose session ends first, when it has ended by now; NULL otherwise, or when the
+ * budget ran out. A heap key left early by a heartbeat (set_hb does not move an entry later)
+ * is moved to the member's real deadline when it comes up: one O(log n) step, counted as
+ * work, at most once per renewal that the tick sees. Keys are never later than deadlines, so
+ * the entry returned has the earliest deadline of all. */
+static member_t *due_member(group_t *g, int64_t *budget)
 {
     kc_gm_t *gm = g->gm;
-    int64_t budget = 4 * ((int64_t)g->n_members + (int64_t)g->pending.n + 4);
-    while (budget-- > 0) {
+    kc_heap_node_t *top;
+    while ((top = kc_heap_top(&g->mheap)) != NULL && top->key <= gm->now) {
+        member_t *m = kc_heap_entry(top, member_t, hb_node);
+        if (m->hb_deadline == top->key)
+            return m;
+        if (*budget <= 0)
+            return NULL;
+        (*budget)--;
+        gm->stats.timers_examined++;
+        kc_heap_remove(&g->mheap, top);
+        if (m->hb_deadline != NEVER)
+            kc_heap_push(&g->mheap, top, m->hb_deadline);
+    }
+    return NULL;
+}
+
+/* Fire the group's due timers in deadline order while the tick's budget lasts. Each costs
+ * O(log n): members and pending members are found through the group's heaps, never by a
+ * scan, so that 100 000 pending members expiring together cost 100 000 heap pops, not
+ * 100 000 scans of 100 000 entries. */
+static void run_group_timers(group_t *g, int64_t *budget)
+{
+    kc_gm_t *gm = g->gm;
+    while (*budget > 0) {
         enum { T_NONE, T_JOIN, T_SYNC, T_MEMBER, T_PENDING } kind = T_NONE;
         int64_t best = gm->now;
-        member_t *bm = NULL;
+        member_t *bm = due_member(g, budget);
+        if (*budget <= 0)
+            return;
+        kc_heap_node_t *pt = kc_heap_top(&g->pheap);
         pending_t *bp = NULL;
         if (g->join_deadline <= best) {
             kind = T_JOIN;
@@ -1542,21 +1601,20 @@ static void run_group_timers(group_t *g)
             kind = T_SYNC;
             best = g->sync_deadline;
         }
-        for (member_t *m = g->head; m; m = m->next) {
-            if (m->hb_deadline <= best && (kind == T_NONE || m->hb_deadline < best)) {
-                kind = T_MEMBER;
-                best = m->hb_deadline;
-                bm = m;
-            }
+        if (bm && bm->hb_deadline <= best && (kind == T_NONE || bm->hb_deadline < best)) {
+            kind = T_MEMBER;
+            best = bm->hb_deadline;
         }
-        for (size_t i = 0; i < g->pending.cap; i++) {
-            pending_t *p = kc_strmap_slot(&g->pending, i);
-            if (p && p->deadline <= best && (kind == T_NONE || p->deadline < best)) {
-                kind = T_PENDING;
-                best = p->deadline;
-                bp = p;
-            }
+        if (pt && pt->key <= best && (kind == T_NONE || pt->key < best)) {
+            kind = T_PENDING;
+            best = pt->key;
+            bp = kc_heap_entry(pt, pending_t, node);
         }
+        if (kind == T_NONE)
+            return;
+        (*budget)--;
+        gm->stats.timers_examined++;
+        gm->stats.timers_fired++;
         switch (kind) {
         case T_NONE:
             return;
@@ -1575,6 +1633,7 @@ static void run_group_timers(group_t *g)
             break;
         case T_MEMBER:
             bm->hb_deadline = NEVER;
+            kc_heap_remove(&g->mheap, &bm->hb_node);
             expire_member(g, bm);
             break;
         case T_PENDING:
@@ -1639,21 +1698,30 @@ int64_t kc_gm_next_deadline(const kc_gm_t *gm)
     return classic < consumer ? classic : consumer;
 }
 
-void kc_gm_tick(kc_gm_t *gm, int64_t now_ms)
+static int64_t tick_budget(const kc_gm_config_t *cfg)
 {
-    gm->now = now_ms;
+    return cfg->tick_budget > 0 ? cfg->tick_budget : KC_GM_TICK_BUDGET_DEFAULT;
+}
+
+void kc_gm_tick(kc_gm_t *gm, kc_time_t now)
+{
+    set_time(gm, now);
+    int64_t budget = tick_budget(&gm->cfg);
     group_t *deferred = NULL;
     kc_heap_node_t *top;
-    while ((top = kc_heap_top(&gm->heap)) != NULL && top->key <= now_ms) {
+    while (budget > 0 && (top = kc_heap_top(&gm->heap)) != NULL && top->key <= gm->now) {
         group_t *g = kc_heap_entry(top, group_t, timer);
         kc_heap_remove(&gm->heap, &g->timer);
-        run_group_timers(g);
+        budget--;
+        gm->stats.timers_examined++;
+        run_group_timers(g, &budget);
         kc_heap_remove(&gm->heap, &g->timer); /* arm() may have put it back */
         int64_t next = group_earliest(g);
         if (next == NEVER)
             continue;
-        if (next <= now_ms) {
-            /* Still due (its timer budget ran out): look again at the next tick. */
+        if (next <= gm->now) {
+            /* Still due (the budget ran out): at the next tick, after the host served the
+             * requests that arrived meanwhile. */
             g->timer.key = next;
             g->defer_next = deferred;
             deferred = g;
@@ -1666,13 +1734,16 @@ void kc_gm_tick(kc_gm_t *gm, int64_t now_ms)
         deferred = g->defer_next;
         kc_heap_push(&gm->heap, &g->timer, g->timer.key);
     }
-    kc_cgm_tick(gm->cgm, now_ms);
+    top = kc_heap_top(&gm->heap);
+    if (top && top->key <= gm->now)
+        gm->stats.tick_slices++;
+    kc_cgm_tick(gm->cgm, now);
 }
 
-static void begin_request(kc_gm_t *gm, int64_t now_ms, int16_t version, void *waiter, kc_arena_t *a,
+static void begin_request(kc_gm_t *gm, kc_time_t now, int16_t version, void *waiter, kc_arena_t *a,
                           kc_join_group_response_t *join, kc_sync_group_response_t *sync)
 {
-    gm->now = now_ms;
+    set_time(gm, now);
     gm->cur.seq = ++gm->next_seq;
     gm->cur.waiter = waiter;
     gm->cur.version = version;
@@ -1784,6 +1855,7 @@ static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t
         ptype = malloc((size_t)rt.len + 1);
     if (!ps || !m || (g->n_members == 0 && !ptype) || pc_reserve(g, ps) != 0 ||
         pname_reserve(g, ps) != 0 || kc_strmap_reserve(&g->by_id, 1) != 0 ||
+        kc_heap_reserve(&g->mheap, (size_t)g->n_members + 1) != 0 ||
         (str_present(jr->instance_id) && kc_strmap_reserve(&g->by_instance, 1) != 0)) {
         free(ps);
         member_free(m);
@@ -1927,6 +1999,7 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
     kc_strmap_put(&g->by_instance, nm->instance_id.p, (size_t)nm->instance_id.len, nm);
     if (g->leader == old)
         g->leader = nm;
+    kc_heap_remove(&g->mheap, &old->hb_node); /* nm takes its place there in set_hb */
     member_free(old);
     member_t *m = nm;
     set_hb(g, m, m->session_timeout_ms);
@@ -2021,7 +2094,8 @@ static void join_new_member(group_t *g, const join_req_t *jr)
     }
     if (jr->version >= 4) {
         /* KIP-394: hand out the id and wait for the member to come back with it. */
-        if (kc_strmap_reserve(&g->pending, 1) != 0) {
+        if (kc_strmap_reserve(&g->pending, 1) != 0 ||
+            kc_heap_reserve(&g->pheap, g->pending.n + 1) != 0) {
             reply_join_oom(gm, KC_STR_EMPTY);
             return;
         }
@@ -2033,7 +2107,9 @@ static void join_new_member(group_t *g, const join_req_t *jr)
         char *cur = (char *)(p + 1);
         p->id = put_str(&cur, new_id);
         p->deadline = gm->now + jr->session_timeout_ms;
+        kc_heap_node_init(&p->node);
         kc_strmap_put(&g->pending, p->id.p, (size_t)p->id.len, p);
+        kc_heap_push(&g->pheap, &p->node, p->deadline); /* reserved */
         arm(g, p->deadline);
         KC_DEBUG("group", "group %.*s: dynamic member joins in %s; requesting it to rejoin as %.*s",
                  SV(g->id), kc_group_state_name(g->state), SV(new_id));
@@ -2154,7 +2230,7 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
             reply_join_error(gm, KC_ERR_UNKNOWN_MEMBER_ID, jr->member_id);
             return;
         }
-        if (kc_cgm_delete(gm->cgm, gm->now, req->group_id,
+        if (kc_cgm_delete(gm->cgm, gm_time(gm), req->group_id,
                           "a classic member joins: the empty group becomes a classic group") != 0) {
             reply_join_oom(gm, jr->member_id);
             return;
@@ -2196,12 +2272,12 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
     }
 }
 
-int kc_gm_join(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_join_group_request_t *req,
+int kc_gm_join(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_join_group_request_t *req,
                kc_str_t client_id, kc_str_t client_host, void *waiter, kc_arena_t *a,
                kc_join_group_response_t *resp)
 {
     kc_join_group_response_init(resp);
-    begin_request(gm, now_ms, version, waiter, a, resp, NULL);
+    begin_request(gm, now, version, waiter, a, resp, NULL);
     join_req_t jr = {
         .req = req,
         .version = version,
@@ -2390,21 +2466,21 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
     free(assign);
 }
 
-int kc_gm_sync(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_sync_group_request_t *req,
+int kc_gm_sync(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_sync_group_request_t *req,
                void *waiter, kc_arena_t *a, kc_sync_group_response_t *resp)
 {
     kc_sync_group_response_init(resp);
-    begin_request(gm, now_ms, version, waiter, a, NULL, resp);
+    begin_request(gm, now, version, waiter, a, NULL, resp);
     do_sync(gm, version, req);
     return end_request(gm);
 }
 
 /* ---- Heartbeat -------------------------------------------------------------------------- */
 
-void kc_gm_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
-                     const kc_heartbeat_request_t *req, kc_heartbeat_response_t *resp)
+void kc_gm_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_heartbeat_request_t *req,
+                     kc_heartbeat_response_t *resp)
 {
-    gm->now = now_ms;
+    set_time(gm, now);
     kc_heartbeat_response_init(resp);
     if (!str_nonempty(req->group_id)) {
         resp->error_code = KC_ERR_INVALID_GROUP_ID;
@@ -2453,10 +2529,10 @@ void kc_gm_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
 
 /* ---- LeaveGroup ------------------------------------------------------------------------- */
 
-void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_group_request_t *req,
+void kc_gm_leave(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_leave_group_request_t *req,
                  kc_arena_t *a, kc_leave_group_response_t *resp)
 {
-    gm->now = now_ms;
+    set_time(gm, now);
     kc_leave_group_response_init(resp);
     if (!str_nonempty(req->group_id)) {
         resp->error_code = KC_ERR_INVALID_GROUP_ID;
@@ -2508,7 +2584,7 @@ void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_gr
             idv[i].member_id = out[i].member_id;
             idv[i].group_instance_id = out[i].group_instance_id;
         }
-        kc_cgm_classic_leave(gm->cgm, now_ms, req->group_id, idv, n, errs);
+        kc_cgm_classic_leave(gm->cgm, now, req->group_id, idv, n, errs);
         for (int32_t i = 0; i < n; i++)
             out[i].error_code = errs[i];
     } else if (!g) {
@@ -2610,10 +2686,10 @@ void kc_gm_each(const kc_gm_t *gm, void (*fn)(void *arg, const kc_group_info_t *
     kc_cgm_each(gm->cgm, fn, arg);
 }
 
-int16_t kc_gm_validate_commit(kc_gm_t *gm, int64_t now_ms, int16_t version, kc_str_t group_id,
+int16_t kc_gm_validate_commit(kc_gm_t *gm, kc_time_t now, int16_t version, kc_str_t group_id,
                               int32_t generation, kc_str_t member_id, kc_str_t instance_id)
 {
-    gm->now = now_ms;
+    set_time(gm, now);
     if (group_id.len < 0)
         return KC_ERR_INVALID_GROUP_ID;
     group_t *g = find_group(gm, group_id);
@@ -2800,12 +2876,12 @@ static void delete_group(kc_gm_t *gm, group_t *g, const char *reason)
     group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE);
 }
 
-int16_t kc_gm_delete(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id)
+int16_t kc_gm_delete(kc_gm_t *gm, kc_time_t now, kc_str_t group_id)
 {
-    gm->now = now_ms;
+    set_time(gm, now);
     group_t *g = find_group(gm, group_id);
     if (!g && kc_cgm_exists(gm->cgm, group_id))
-        return kc_cgm_delete(gm->cgm, now_ms, group_id, "deleted by DeleteGroups");
+        return kc_cgm_delete(gm->cgm, now, group_id, "deleted by DeleteGroups");
     if (!g || g->state == KC_GROUP_DEAD)
         return KC_ERR_GROUP_ID_NOT_FOUND;
     if (g->state != KC_GROUP_EMPTY)
@@ -2814,12 +2890,12 @@ int16_t kc_gm_delete(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id)
     return 0;
 }
 
-void kc_gm_remove_if_empty(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id)
+void kc_gm_remove_if_empty(kc_gm_t *gm, kc_time_t now, kc_str_t group_id)
 {
-    gm->now = now_ms;
+    set_time(gm, now);
     group_t *g = find_group(gm, group_id);
     if (!g && kc_cgm_is_empty(gm->cgm, group_id)) {
-        kc_cgm_delete(gm->cgm, now_ms, group_id, "empty group without offsets removed");
+        kc_cgm_delete(gm->cgm, now, group_id, "empty group without offsets removed");
         return;
     }
     if (!g || g->state != KC_GROUP_EMPTY)
@@ -2872,6 +2948,7 @@ static group_t *group_from_record(kc_gm_t *gm, kc_str_t id, const kc_group_metad
         g->pname_cap = (size_t)v->protocol.len + 1;
     }
     if (n > 0 && (kc_strmap_reserve(&g->by_id, (size_t)n) != 0 ||
+                  kc_heap_reserve(&g->mheap, (size_t)g->n_members + (size_t)n) != 0 ||
                   kc_strmap_reserve(&g->by_instance, (size_t)n) != 0))
         goto fail;
     for (int32_t i = 0; i < n; i++) {
@@ -3022,16 +3099,16 @@ int kc_gm_replay(kc_gm_t *gm, const uint8_t *key, size_t key_len, const uint8_t 
 }
 
 /* Kafka's GroupMetadataManager.onLoaded for classic groups. */
-void kc_gm_load_complete(kc_gm_t *gm, int64_t now_ms)
+void kc_gm_load_complete(kc_gm_t *gm, kc_time_t now)
 {
-    gm->now = now_ms;
+    set_time(gm, now);
     size_t loaded = 0, members = 0;
     for (size_t i = 0; i < gm->groups.cap; i++) {
         group_t *g = kc_strmap_slot(&gm->groups, i);
         if (!g || g->loading == LOAD_NONE)
             continue;
         if (g->loading == LOAD_SIMPLE)
-            g->state_ts = now_ms; /* Kafka creates it at load time */
+            g->state_ts = now.wall_ms; /* Kafka creates it at load time */
         g->loading = LOAD_NONE;
         loaded++;
         members += (size_t)g->n_members;
@@ -3053,7 +3130,7 @@ void kc_gm_load_complete(kc_gm_t *gm, int64_t now_ms)
     if (loaded > 0)
         KC_INFO("group", "partition %d: loaded %zu classic groups with %zu members",
                 (int)gm->cfg.partition, loaded, members);
-    kc_cgm_load_complete(gm->cgm, now_ms);
+    kc_cgm_load_complete(gm->cgm, now);
 }
 
 /* ---- For the consumer groups (cgroup.h) -------------------------------------------------- */
@@ -3074,10 +3151,10 @@ int kc_gm__classic_kind(const kc_gm_t *gm, kc_str_t id)
     return !g->ptype && g->pending.n == 0 ? KC_CLASSIC_SIMPLE : KC_CLASSIC_EMPTY;
 }
 
-void kc_gm__classic_remove(kc_gm_t *gm, int64_t now_ms, kc_str_t id, bool tombstone,
+void kc_gm__classic_remove(kc_gm_t *gm, kc_time_t now, kc_str_t id, bool tombstone,
                            const char *reason)
 {
-    gm->now = now_ms;
+    set_time(gm, now);
     group_t *g = find_group(gm, id);
     if (!g)
         return;
@@ -3141,7 +3218,7 @@ static void rb_entry_clear(kc_rb_entry_t *e)
     memset(e, 0, sizeof(*e));
 }
 
-void kc_rb_begin(kc_rb_ring_t *r, kc_gm_stats_t *stats, int64_t now_ms, int cause,
+void kc_rb_begin(kc_rb_ring_t *r, kc_gm_stats_t *stats, kc_time_t now, int cause,
                  kc_str_t member_id, kc_str_t reason)
 {
     if (cause < 0 || cause >= KC_RB_CAUSES)
@@ -3157,7 +3234,8 @@ void kc_rb_begin(kc_rb_ring_t *r, kc_gm_stats_t *stats, int64_t now_ms, int caus
     kc_rb_entry_t *e = &r->v[r->total % KC_RB_HISTORY];
     rb_entry_clear(e);
     e->generation = -1;
-    e->start_ms = now_ms;
+    e->start_ms = now.wall_ms;
+    e->start_mono = now.mono_ms;
     e->cause = cause;
     e->member_id = own_str(member_id);
     e->reason = own_str(reason);
@@ -3200,13 +3278,14 @@ void kc_rb_note(kc_rb_ring_t *r, bool joined, kc_str_t member_id)
     (*list)[(*n)++] = copy;
 }
 
-kc_rb_entry_t *kc_rb_end(kc_rb_ring_t *r, int64_t now_ms, int32_t generation, const char *outcome)
+kc_rb_entry_t *kc_rb_end(kc_rb_ring_t *r, kc_time_t now, int32_t generation, const char *outcome)
 {
     kc_rb_entry_t *e = kc_rb_current(r);
     r->open = false;
     if (!e)
         return NULL;
-    e->end_ms = now_ms;
+    e->end_ms = now.wall_ms;
+    e->end_mono = now.mono_ms;
     e->generation = generation;
     e->outcome = outcome;
     return e;
@@ -3293,7 +3372,7 @@ void kc_rb_log(const kc_rb_entry_t *e, const char *kind, kc_str_t group_id)
     else if (e->outcome && strcmp(e->outcome, "restarted") == 0)
         how = " (restarted before it was stable)";
     tput(&t, "%s \"%.*s\" rebalance to generation %d took %lld ms%s: ", kind, SV(group_id),
-         (int)e->generation, (long long)(e->end_ms - e->start_ms), how);
+         (int)e->generation, (long long)(e->end_mono - e->start_mono), how);
     tput_cause(&t, e);
     tput(&t, ";");
     tput_names(&t, "joined", e->joined, e->n_joined, e->more_joined);
@@ -3337,7 +3416,7 @@ static void json_names(kc_emit_fn emit, void *arg, const kc_str_t *v, uint32_t n
     emit(arg, "]", 1);
 }
 
-void kc_rb_json(const kc_rb_ring_t *r, int64_t now_ms, kc_emit_fn emit, void *arg)
+void kc_rb_json(const kc_rb_ring_t *r, int64_t mono_ms, kc_emit_fn emit, void *arg)
 {
     emit(arg, "[", 1);
     uint32_t count = r->v ? (r->total < KC_RB_HISTORY ? r->total : KC_RB_HISTORY) : 0;
@@ -3356,7 +3435,7 @@ void kc_rb_json(const kc_rb_ring_t *r, int64_t now_ms, kc_emit_fn emit, void *ar
         kc_gm__json_lit(emit, arg, ",\"end_ms\":");
         kc_gm__json_i64(emit, arg, running ? 0 : e->end_ms);
         kc_gm__json_lit(emit, arg, ",\"duration_ms\":");
-        int64_t d = (running ? now_ms : e->end_ms) - e->start_ms;
+        int64_t d = (running ? mono_ms : e->end_mono) - e->start_mono;
         kc_gm__json_i64(emit, arg, d > 0 ? d : 0);
         kc_gm__json_lit(emit, arg, ",\"cause\":\"");
         kc_gm__json_lit(emit, arg, kc_rb_cause_name(e->cause));
@@ -3418,6 +3497,9 @@ void kc_gm_stats(const kc_gm_t *gm, kc_gm_stats_t *out)
     }
     out->join_phase_sum_s += s->join_phase_sum_s;
     out->sync_phase_sum_s += s->sync_phase_sum_s;
+    out->timers_fired += s->timers_fired;
+    out->timers_examined += s->timers_examined;
+    out->tick_slices += s->tick_slices;
 }
 
 /* ---- Introspection of classic groups (group.h) --------------------------------------------- */
@@ -3489,7 +3571,7 @@ static void json_classic_summary(const group_t *g, kc_emit_fn emit, void *arg)
     emit(arg, "}", 1);
 }
 
-void kc_gm_json_list(const kc_gm_t *gm, int64_t now_ms, kc_emit_fn emit, void *arg, bool *first)
+void kc_gm_json_list(const kc_gm_t *gm, int64_t mono_ms, kc_emit_fn emit, void *arg, bool *first)
 {
     for (size_t i = 0; i < gm->groups.cap; i++) {
         const group_t *g = kc_strmap_slot(&gm->groups, i);
@@ -3500,7 +3582,7 @@ void kc_gm_json_list(const kc_gm_t *gm, int64_t now_ms, kc_emit_fn emit, void *a
         *first = false;
         json_classic_summary(g, emit, arg);
     }
-    kc_cgm_json_list(gm->cgm, now_ms, emit, arg, first);
+    kc_cgm_json_list(gm->cgm, mono_ms, emit, arg, first);
 }
 
 int kc_gm_json_summary(const kc_gm_t *gm, kc_str_t group_id, kc_emit_fn emit, void *arg)
@@ -3514,12 +3596,12 @@ int kc_gm_json_summary(const kc_gm_t *gm, kc_str_t group_id, kc_emit_fn emit, vo
     return 0;
 }
 
-int kc_gm_json_group(const kc_gm_t *gm, int64_t now_ms, kc_str_t group_id, kc_emit_fn emit,
+int kc_gm_json_group(const kc_gm_t *gm, int64_t mono_ms, kc_str_t group_id, kc_emit_fn emit,
                      void *arg)
 {
     const group_t *g = find_group(gm, group_id);
     if (!g)
-        return kc_cgm_json_group(gm->cgm, now_ms, group_id, emit, arg);
+        return kc_cgm_json_group(gm->cgm, mono_ms, group_id, emit, arg);
     if (g->state == KC_GROUP_DEAD)
         return -1;
     kc_gm__json_lit(emit, arg, "{\"group_id\":");
@@ -3556,12 +3638,12 @@ int kc_gm_json_group(const kc_gm_t *gm, int64_t now_ms, kc_str_t group_id, kc_em
         kc_gm__json_i64(emit, arg, m->rebalance_timeout_ms);
         json_classic_assignment(g, m, emit, arg);
         kc_gm__json_lit(emit, arg, ",\"last_heartbeat_age_ms\":");
-        int64_t age = now_ms - m->last_hb_ms;
+        int64_t age = mono_ms - m->last_hb_ms;
         kc_gm__json_i64(emit, arg, age > 0 ? age : 0);
         emit(arg, "}", 1);
     }
     kc_gm__json_lit(emit, arg, "],\"rebalances\":");
-    kc_rb_json(&g->rb, now_ms, emit, arg);
+    kc_rb_json(&g->rb, mono_ms, emit, arg);
     emit(arg, "}", 1);
     return 0;
 }

@@ -3,16 +3,20 @@
  *
  * A kc_gm_t ("group manager") owns the groups that hash to one partition: their members,
  * generations, protocols, assignments and timers. It is a pure state machine: it takes decoded
- * requests and the current time (wall-clock milliseconds, as Kafka uses, given by the caller;
- * it never reads a
- * clock), fills responses, and calls back through kc_gm_ops_t to complete parked JoinGroup and
- * SyncGroup requests and to emit the __consumer_offsets records Kafka would write. It knows
- * nothing of sockets or files, so unit tests drive it with a fake clock and fake callbacks.
+ * requests and the current time (a kc_time_t given by the caller: every timer runs on its
+ * monotonic reading, the wall-clock reading only goes into records and what people read; it
+ * never reads a clock), fills responses, and calls back through kc_gm_ops_t to complete parked
+ * JoinGroup and SyncGroup requests and to emit the __consumer_offsets records Kafka would write. It
+ * knows nothing of sockets or files, so unit tests drive it with a fake clock and fake callbacks.
  *
  * Timers: kc_gm_next_deadline says when something may expire (session timeouts, the initial
  * rebalance delay, rebalance and sync timeouts, pending-member and new-member join timeouts);
- * the host calls kc_gm_tick with the time at or after that. The deadline may be early (a tick
- * then finds nothing to do) but never late.
+ * the host calls kc_gm_tick with the time at or after that. Deadlines are monotonic
+ * milliseconds. The deadline may be early (a tick then finds nothing to do) but never late.
+ * Every member, pending member and group timer has its own place in a heap, so one expiry
+ * costs O(log n) whatever the size of its group, and one kc_gm_tick fires at most a bounded
+ * number of timers (kc_gm_config_t.tick_budget): when more are due, kc_gm_next_deadline is
+ * already past and the host calls kc_gm_tick again after serving other work.
  *
  * Offsets are not kept here (src/offsets/); this module only validates commits against the
  * group and tells the offsets module what retention applies to a group.
@@ -31,6 +35,7 @@
 #include "proto/gen_consumer.h"
 #include "proto/gen_group.h"
 #include "util/arena.h"
+#include "util/clock.h"
 
 typedef struct kc_gm_s kc_gm_t;
 
@@ -61,7 +66,14 @@ typedef struct kc_gm_config_s {
      * when its members plus the partitions of its subscribed topics reach this; 0: the
      * default, KC_GM_OFFLOAD_THRESHOLD_DEFAULT; -1: never. */
     int64_t consumer_offload_threshold;
+    /* The most timers one kc_gm_tick fires or examines (classic and consumer groups each),
+     * so that many timers due at once (100 000 pending members whose session ends together)
+     * are worked off in slices with the host's other work in between; 0: the default,
+     * KC_GM_TICK_BUDGET_DEFAULT. */
+    int32_t tick_budget;
 } kc_gm_config_t;
+
+#define KC_GM_TICK_BUDGET_DEFAULT 512
 
 #define KC_GM_OFFLOAD_THRESHOLD_DEFAULT 10000
 
@@ -77,7 +89,7 @@ void kc_gm_job_run(kc_gm_job_t *job);
  * the ops as by kc_gm_tick) and free the job. When the group's epoch moved on while the job
  * ran, the next assignment is started. Also the only correct call for a job whose manager was
  * freed meanwhile: the job then only frees itself. */
-void kc_gm_job_done(kc_gm_job_t *job, int64_t now_ms);
+void kc_gm_job_done(kc_gm_job_t *job, kc_time_t now);
 
 /* A topic consumer groups can subscribe to. `name` is NUL-terminated. */
 typedef struct kc_gm_topic_s {
@@ -149,28 +161,29 @@ enum {
  * kc_gm_free. The checks Kafka makes before its state machine are made here too: an empty
  * group id (INVALID_GROUP_ID) and a session timeout outside the configured bounds
  * (INVALID_SESSION_TIMEOUT). */
-int kc_gm_join(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_join_group_request_t *req,
+int kc_gm_join(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_join_group_request_t *req,
                kc_str_t client_id, kc_str_t client_host, void *waiter, kc_arena_t *a,
                kc_join_group_response_t *resp);
 
 /* SyncGroup (v0-5). Same contract as kc_gm_join (answered through sync_done when parked).
  * Includes KafkaApis' v5 check that protocol type and name are present. */
-int kc_gm_sync(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_sync_group_request_t *req,
+int kc_gm_sync(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_sync_group_request_t *req,
                void *waiter, kc_arena_t *a, kc_sync_group_response_t *resp);
 
 /* Heartbeat (v0-4): always answered at once. */
-void kc_gm_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
-                     const kc_heartbeat_request_t *req, kc_heartbeat_response_t *resp);
+void kc_gm_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_heartbeat_request_t *req,
+                     kc_heartbeat_response_t *resp);
 
 /* LeaveGroup (v0-5), including batch leave by member id or instance id (v3+). */
-void kc_gm_leave(kc_gm_t *gm, int64_t now_ms, int16_t version, const kc_leave_group_request_t *req,
+void kc_gm_leave(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_leave_group_request_t *req,
                  kc_arena_t *a, kc_leave_group_response_t *resp);
 
 /* The earliest time at which kc_gm_tick may have work, or INT64_MAX. */
 int64_t kc_gm_next_deadline(const kc_gm_t *gm);
 
-/* Run every timer due at `now_ms`. */
-void kc_gm_tick(kc_gm_t *gm, int64_t now_ms);
+/* Run the timers due at `now.mono_ms`, earliest first, at most tick_budget of them (timers
+ * examined count too); the rest stay due for the next call. */
+void kc_gm_tick(kc_gm_t *gm, kc_time_t now);
 
 /* ---- For offsets and the admin APIs ------------------------------------------------------ */
 
@@ -204,7 +217,7 @@ void kc_gm_each(const kc_gm_t *gm, void (*fn)(void *arg, const kc_group_info_t *
  * below v9), INVALID_GROUP_ID for a null group id ("" is a valid id for commits). A valid
  * commit from a member of a Stable or PreparingRebalance group also counts as its heartbeat.
  * Returns a Kafka error code, 0 when the commit may proceed. */
-int16_t kc_gm_validate_commit(kc_gm_t *gm, int64_t now_ms, int16_t version, kc_str_t group_id,
+int16_t kc_gm_validate_commit(kc_gm_t *gm, kc_time_t now, int16_t version, kc_str_t group_id,
                               int32_t generation, kc_str_t member_id, kc_str_t instance_id);
 
 /* Validate OffsetFetch v9+ member fields for a classic group (member id / epoch given). Returns
@@ -246,11 +259,11 @@ void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
 
 /* DeleteGroups for one group: 0 (the group is gone, a tombstone was emitted; the caller
  * deletes its offsets), GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP. */
-int16_t kc_gm_delete(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id);
+int16_t kc_gm_delete(kc_gm_t *gm, kc_time_t now, kc_str_t group_id);
 
 /* Remove an Empty group that has no offsets left (after retention), emitting its tombstone.
  * Does nothing to a group that is not Empty. */
-void kc_gm_remove_if_empty(kc_gm_t *gm, int64_t now_ms, kc_str_t group_id);
+void kc_gm_remove_if_empty(kc_gm_t *gm, kc_time_t now, kc_str_t group_id);
 
 /* ---- Loading the groups back from __consumer_offsets ------------------------------------- */
 
@@ -295,13 +308,13 @@ int kc_gm_replay(kc_gm_t *gm, const uint8_t *key, size_t key_len, const uint8_t 
 /* The last record has been replayed (Kafka's GroupMetadataManager.onLoaded): every member of
  * a consumer group gets a fresh session timer (and, when it still has partitions to revoke, a
  * fresh rebalance timer), and keeps its epoch and assignment; every member of
- * a group loaded by kc_gm_replay gets a fresh session that ends at now_ms + its session
+ * a group loaded by kc_gm_replay gets a fresh session that ends at now.mono_ms + its session
  * timeout, so that a restart causes no rebalance; the group keeps its generation, leader and
  * assignments, so members keep heartbeating and committing with the generation they had. A
  * group with more members than group.max.size is rebalanced (the setting may have shrunk). A
- * simple group created from offsets gets now_ms as its state timestamp. Groups that were not
+ * simple group created from offsets gets now.wall_ms as its state timestamp. Groups that were not
  * replayed since the last call are not touched. Emits no record. */
-void kc_gm_load_complete(kc_gm_t *gm, int64_t now_ms);
+void kc_gm_load_complete(kc_gm_t *gm, kc_time_t now);
 
 /* ---- KIP-848 consumer groups ----------------------------------------------------------------
  *
@@ -322,7 +335,7 @@ void kc_gm_load_complete(kc_gm_t *gm, int64_t now_ms);
  * `client_id` and `client_host` ("/10.0.0.7") are recorded for ConsumerGroupDescribe. The
  * response's strings and arrays come from `a`. Records are emitted through the ops; the answer
  * must be held until they are durable. */
-void kc_gm_consumer_heartbeat(kc_gm_t *gm, int64_t now_ms, int16_t version,
+void kc_gm_consumer_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
                               const kc_consumer_group_heartbeat_request_t *req, kc_str_t client_id,
                               kc_str_t client_host, kc_arena_t *a,
                               kc_consumer_group_heartbeat_response_t *resp);
@@ -356,7 +369,10 @@ size_t kc_gm_consumer_dump(const kc_gm_t *gm, kc_str_t group_id, char *buf, size
  * and, for a LeaveGroup v5+, the member's reason) and the members that joined and dropped out
  * while it ran. A completed classic rebalance logs one info line with all of that.
  *
- * The functions below only read the manager; the JSON they emit is UTF-8 with every string
+ * Start and end times (and state timestamps) are wall-clock milliseconds, for people;
+ * durations and ages are measured on the monotonic clock, so a stepped wall clock does not
+ * bend them. The functions below only read the manager and take the monotonic time
+ * (`mono_ms`) for ages and running durations; the JSON they emit is UTF-8 with every string
  * escaped (kc_log_json_escape), valid whatever bytes clients sent. */
 
 /* Appends `n` bytes at `s` to the caller's output. */
@@ -368,7 +384,7 @@ typedef void (*kc_emit_fn)(void *arg, const char *s, size_t n);
  *  "last_rebalance_end_ms" (0: none, or one is running)}. *first is true before the first
  * object ever emitted (no comma is written before it) and is cleared when one is, so that the
  * caller can list several managers into one JSON array. */
-void kc_gm_json_list(const kc_gm_t *gm, int64_t now_ms, kc_emit_fn emit, void *arg, bool *first);
+void kc_gm_json_list(const kc_gm_t *gm, int64_t mono_ms, kc_emit_fn emit, void *arg, bool *first);
 
 /* Emit the summary object of one group, exactly as kc_gm_json_list writes it, without a comma.
  * Returns 0, or -1 (nothing emitted) when there is no such group (or it is Dead). Lets a caller
@@ -392,7 +408,7 @@ int kc_gm_json_summary(const kc_gm_t *gm, kc_str_t group_id, kc_emit_fn emit, vo
  *  or "restarted": a newer rebalance began first),"joined":[..],"dropped":[..] (member ids, at
  *  most 64 each; "joined_omitted"/"dropped_omitted":N count the rest)}] (oldest first)}.
  * Returns 0, or -1 (nothing emitted) when there is no such group. */
-int kc_gm_json_group(const kc_gm_t *gm, int64_t now_ms, kc_str_t group_id, kc_emit_fn emit,
+int kc_gm_json_group(const kc_gm_t *gm, int64_t mono_ms, kc_str_t group_id, kc_emit_fn emit,
                      void *arg);
 
 /* Rebalance causes. */
@@ -438,6 +454,12 @@ typedef struct kc_gm_stats_s {
     uint64_t assign_time[2][KC_GM_ASSIGN_BUCKETS];
     double assign_time_sum_s[2];
     uint64_t assign_failed; /* assignor runs that failed (out of memory, invalid input) */
+    /* Timers: fired (a session, rebalance, join, sync or pending-member timeout acted on),
+     * examined (heap entries looked at by kc_gm_tick, fired or not: the work of the timers),
+     * and ticks that stopped at tick_budget with more due. */
+    uint64_t timers_fired;
+    uint64_t timers_examined;
+    uint64_t tick_slices;
 } kc_gm_stats_t;
 
 /* ADD this manager's counters into *out (so a caller sums managers by calling it for each on

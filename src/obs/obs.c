@@ -125,6 +125,14 @@ static void write_coord(kc_obs_buf_t *b, kc_coord_t *coord)
     kc_prom_family(b, "kcoord_consumer_assignment_failures_total", "counter",
                    "Consumer group target assignments the assignor failed to compute.");
     kc_prom_sample(b, "kcoord_consumer_assignment_failures_total", NULL, (double)st.assign_failed);
+    kc_prom_family(b, "kcoord_group_timers_fired_total", "counter",
+                   "Group timers acted on: session, rebalance, join, sync and pending-member "
+                   "timeouts.");
+    kc_prom_sample(b, "kcoord_group_timers_fired_total", NULL, (double)st.timers_fired);
+    kc_prom_family(b, "kcoord_group_timer_slices_total", "counter",
+                   "Timer ticks that stopped at their budget with more timers due; the rest "
+                   "were fired after the event loop served other requests.");
+    kc_prom_sample(b, "kcoord_group_timer_slices_total", NULL, (double)st.tick_slices);
 
     kc_prom_family(b, "kcoord_partitions", "gauge", "__consumer_offsets partitions.");
     kc_prom_sample(b, "kcoord_partitions", NULL, (double)n);

@@ -41,7 +41,8 @@ typedef struct rec_s {
 typedef struct fx_s {
     kc_gm_t *gm;
     kc_gm_config_t cfg;
-    int64_t now;
+    int64_t now;      /* the fake monotonic clock */
+    int64_t wall_off; /* the fake wall clock is now + wall_off: tests step it alone */
     kc_arena_t a;
     rec_t recs[MAXR];
     int nr;
@@ -55,6 +56,12 @@ typedef struct fx_s {
     int offloads;     /* jobs ever taken */
     bool refuse_jobs; /* the op answers -1, as a host that cannot queue work */
 } fx_t;
+
+/* The fake clock's time, as the manager takes it. */
+static kc_time_t T(const fx_t *f)
+{
+    return (kc_time_t){f->now, f->now + f->wall_off};
+}
 
 static void on_record(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen)
 {
@@ -115,7 +122,7 @@ static void run_jobs(fx_t *f)
         memmove(f->jobs, f->jobs + 1, (size_t)(f->njobs - 1) * sizeof(f->jobs[0]));
         f->njobs--;
         kc_gm_job_run(job);
-        kc_gm_job_done(job, f->now);
+        kc_gm_job_done(job, T(f));
     }
 }
 
@@ -243,7 +250,7 @@ static void advance_to(fx_t *f, int64_t t)
             break;
         if (d > f->now)
             f->now = d;
-        kc_gm_tick(f->gm, f->now);
+        kc_gm_tick(f->gm, T(f));
     }
     f->now = t;
 }
@@ -389,7 +396,7 @@ static kc_consumer_group_heartbeat_response_t send_hb(fx_t *f, const req_t *o)
     parse_tps(f, o->owned ? o->owned : (o->epoch == 0 && !o->owned_null) ? "" : NULL, &q);
     kc_consumer_group_heartbeat_response_t r;
     int16_t version = o->version == 0 ? 1 : o->version < 0 ? 0 : o->version;
-    kc_gm_consumer_heartbeat(f->gm, f->now, version, &q, KC_STR_LIT("client"),
+    kc_gm_consumer_heartbeat(f->gm, T(f), version, &q, KC_STR_LIT("client"),
                              KC_STR_LIT("/10.0.0.1"), &f->a, &r);
     return r;
 }
@@ -720,6 +727,52 @@ static void test_session_timeout(void **state)
     fx_free(f);
 }
 
+/* The wall clock stepped an hour forward and back while the monotonic clock runs on: the
+ * member that heartbeats stays, the silent one is fenced exactly 45 s after its last
+ * heartbeat. Each expiry is found through the group's heap, not a scan of its members, and
+ * members whose sessions end together are fenced together: one group epoch bump. */
+static void test_wall_clock_step(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    fx_t *f = fx_new();
+    cl_t *c[2] = {cl_new("m1", "t"), cl_new("m2", "t")};
+    cl_join(f, c[0]);
+    cl_join(f, c[1]);
+    settle(f, c, 2, 4);
+    /* N silent members in another group, to count the work of their expiry. */
+    for (int i = 0; i < N; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "s%d", i);
+        cl_t *s = cl_new(id, "t");
+        s->group = "silent";
+        assert_int_equal(cl_join(f, s), 0);
+        free(s);
+    }
+    int32_t silent_epoch = describe(f, "silent").group_epoch;
+    kc_gm_stats_t s0 = {0}, s1 = {0};
+    kc_gm_stats(f->gm, &s0);
+    for (int i = 0; i < 8; i++) {
+        f->wall_off = i < 4 ? 3600000 : -3600000;
+        advance(f, 5000);
+        assert_int_equal(cl_hb(f, c[0]), 0);
+    }
+    advance(f, 4999);
+    assert_string_equal(state_name(f, "g"), "Stable");
+    assert_int_equal(describe(f, "g").members.n, 2);
+    advance(f, 1); /* 45 s after m2's last heartbeat */
+    assert_int_equal(describe(f, "g").members.n, 1);
+    assert_int_equal(cl_hb(f, c[0]), 0);
+    assert_string_equal(state_name(f, "silent"), "Empty");
+    assert_int_equal(describe(f, "silent").group_epoch, silent_epoch + 1);
+    kc_gm_stats(f->gm, &s1);
+    assert_int_equal(s1.timers_fired - s0.timers_fired, N + 1);
+    assert_true(s1.timers_examined - s0.timers_examined <= 4 * (uint64_t)N);
+    free(c[0]);
+    free(c[1]);
+    fx_free(f);
+}
+
 /* A member asked to revoke partitions that does not do so within its rebalance timeout is
  * fenced; one that moved on in time is not. */
 static void test_rebalance_timeout(void **state)
@@ -925,7 +978,7 @@ static fx_t *replayed(fx_t *f)
         assert_true(rc == 0 || rc == 1);
     }
     g->now = f->now;
-    kc_gm_load_complete(g->gm, g->now);
+    kc_gm_load_complete(g->gm, T(g));
     return g;
 }
 
@@ -974,7 +1027,7 @@ static void test_records_and_replay(void **state)
     send_hb(f, &(req_t){.member = "m2", .instance = "i2", .epoch = -1});
     assert_string_equal(state_name(f, "g"), "Empty");
     from = f->nr;
-    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), 0);
+    assert_int_equal(kc_gm_delete(f->gm, T(f), KC_STR_LIT("g")), 0);
     /* Kafka's order: target epoch, partition metadata, group epoch (no members left). */
     assert_string_equal(rec_kinds(f, from), "6- 4- 3-");
     assert_string_equal(state_name(f, "g"), "none");
@@ -1013,7 +1066,7 @@ static void test_replay_group_types(void **state)
         assert_int_equal(kc_gm_replay(f->gm, src->recs[i].key, src->recs[i].klen, src->recs[i].val,
                                       src->recs[i].vlen),
                          0);
-    kc_gm_load_complete(f->gm, f->now);
+    kc_gm_load_complete(f->gm, T(f));
     assert_int_equal(kc_gm_info(f->gm, KC_STR_LIT("g"), &info), 0);
     assert_string_equal(info.type, "consumer");
     assert_string_equal(info.state_name, "Stable");
@@ -1283,15 +1336,15 @@ static void test_offsets(void **state)
     fx_t *f = fx_new();
     send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
     kc_str_t g = KC_STR_LIT("g"), m1 = KC_STR_LIT("m1");
-    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, 2, m1, KC_STR_NULL), 0);
-    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, 3, m1, KC_STR_NULL),
+    assert_int_equal(kc_gm_validate_commit(f->gm, T(f), 9, g, 2, m1, KC_STR_NULL), 0);
+    assert_int_equal(kc_gm_validate_commit(f->gm, T(f), 9, g, 3, m1, KC_STR_NULL),
                      KC_ERR_STALE_MEMBER_EPOCH);
-    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, 2, KC_STR_LIT("x"), KC_STR_NULL),
+    assert_int_equal(kc_gm_validate_commit(f->gm, T(f), 9, g, 2, KC_STR_LIT("x"), KC_STR_NULL),
                      KC_ERR_UNKNOWN_MEMBER_ID);
-    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 8, g, 2, m1, KC_STR_NULL),
+    assert_int_equal(kc_gm_validate_commit(f->gm, T(f), 8, g, 2, m1, KC_STR_NULL),
                      KC_ERR_UNSUPPORTED_VERSION);
     /* epoch -1 (an admin client) only while the group is empty. */
-    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, -1, KC_STR_EMPTY, KC_STR_NULL),
+    assert_int_equal(kc_gm_validate_commit(f->gm, T(f), 9, g, -1, KC_STR_EMPTY, KC_STR_NULL),
                      KC_ERR_UNKNOWN_MEMBER_ID);
     assert_int_equal(kc_gm_validate_fetch(f->gm, g, m1, 2), 0);
     assert_int_equal(kc_gm_validate_fetch(f->gm, g, m1, 1), KC_ERR_STALE_MEMBER_EPOCH);
@@ -1309,11 +1362,11 @@ static void test_offsets(void **state)
     assert_true(kc_gm_offsets_expirable(f->gm, g, &base));
     assert_int_equal(base, -1);
     /* DeleteGroups: not while it has members. */
-    assert_int_equal(kc_gm_delete(f->gm, f->now, g), KC_ERR_NON_EMPTY_GROUP);
+    assert_int_equal(kc_gm_delete(f->gm, T(f), g), KC_ERR_NON_EMPTY_GROUP);
     send_hb(f, &(req_t){.member = "m1", .epoch = -1});
-    assert_int_equal(kc_gm_validate_commit(f->gm, f->now, 9, g, -1, KC_STR_EMPTY, KC_STR_NULL), 0);
+    assert_int_equal(kc_gm_validate_commit(f->gm, T(f), 9, g, -1, KC_STR_EMPTY, KC_STR_NULL), 0);
     assert_false(kc_gm_subscribed(f->gm, g, KC_STR_LIT("t")));
-    assert_int_equal(kc_gm_delete(f->gm, f->now, g), 0);
+    assert_int_equal(kc_gm_delete(f->gm, T(f), g), 0);
     fx_free(f);
 }
 
@@ -1333,7 +1386,7 @@ static int16_t classic_join(fx_t *f, const char *group, const char *member, int 
     req.protocols.v = &p;
     req.protocols.n = 1;
     kc_join_group_response_t resp;
-    *rc = kc_gm_join(f->gm, f->now, 5, &req, KC_STR_LIT("c"), KC_STR_LIT("/1.2.3.4"), (void *)1,
+    *rc = kc_gm_join(f->gm, T(f), 5, &req, KC_STR_LIT("c"), KC_STR_LIT("/1.2.3.4"), (void *)1,
                      &f->a, &resp);
     return resp.error_code;
 }
@@ -1354,7 +1407,7 @@ static void test_classic_interplay(void **state)
     hq.member_id = KC_STR_LIT("m1");
     hq.generation_id = 2;
     kc_heartbeat_response_t hr;
-    kc_gm_heartbeat(f->gm, f->now, 4, &hq, &hr);
+    kc_gm_heartbeat(f->gm, T(f), 4, &hq, &hr);
     assert_int_equal(hr.error_code, KC_ERR_UNKNOWN_MEMBER_ID);
     /* LeaveGroup removes consumer-protocol members (the admin's "remove members"). */
     kc_leave_group_request_t lq;
@@ -1366,7 +1419,7 @@ static void test_classic_interplay(void **state)
     lq.members.n = 2;
     kc_leave_group_response_t lr;
     int from = f->nr;
-    kc_gm_leave(f->gm, f->now, 5, &lq, &f->a, &lr);
+    kc_gm_leave(f->gm, T(f), 5, &lq, &f->a, &lr);
     assert_int_equal(lr.error_code, 0);
     assert_int_equal(lr.members.n, 2);
     assert_int_equal(lr.members.v[0].error_code, 0);
@@ -1405,7 +1458,7 @@ static void test_classic_interplay(void **state)
     req.protocols.v = &p;
     req.protocols.n = 1;
     kc_join_group_response_t jr;
-    assert_int_equal(kc_gm_join(f2->gm, f2->now, 3, &req, KC_STR_LIT("c"), KC_STR_LIT("/h"),
+    assert_int_equal(kc_gm_join(f2->gm, T(f2), 3, &req, KC_STR_LIT("c"), KC_STR_LIT("/h"),
                                 (void *)1, &f2->a, &jr),
                      KC_GM_PARKED);
     r = send_hb(f2, &(req_t){.group = "cg", .member = "m3", .epoch = 0, .topics = "t"});
@@ -1824,7 +1877,7 @@ static void run_one(fx_t *f)
     memmove(f->jobs, f->jobs + 1, (size_t)(f->njobs - 1) * sizeof(f->jobs[0]));
     f->njobs--;
     kc_gm_job_run(job);
-    kc_gm_job_done(job, f->now);
+    kc_gm_job_done(job, T(f));
 }
 
 static void assert_replays(fx_t *f)
@@ -1994,7 +2047,7 @@ static void test_offload_orphans(void **state)
     /* The member leaves and the empty group is deleted while the job runs. */
     kc_consumer_group_heartbeat_response_t r = send_hb(f, &(req_t){.member = "m1", .epoch = -1});
     assert_int_equal(r.error_code, 0);
-    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), 0);
+    assert_int_equal(kc_gm_delete(f->gm, T(f), KC_STR_LIT("g")), 0);
     int from = f->nr;
     run_jobs(f);
     assert_int_equal(f->nr, from);
@@ -2061,6 +2114,7 @@ int main(void)
         cmocka_unit_test(test_join_three_then_fourth),
         cmocka_unit_test(test_leave),
         cmocka_unit_test(test_session_timeout),
+        cmocka_unit_test(test_wall_clock_step),
         cmocka_unit_test(test_rebalance_timeout),
         cmocka_unit_test(test_fencing),
         cmocka_unit_test(test_max_size),

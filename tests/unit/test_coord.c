@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 #include <dirent.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "coord/coord.h"
 #include "log/log.h"
@@ -334,6 +336,211 @@ static void test_cleaner_compacts(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The retention scan removes expired offsets one partition per loop turn, with the poll in
+ * between, not every partition's at once; the commit timestamps it compares are wall-clock
+ * ones (a commit from 1970 has long expired). */
+static void test_retention_scan_in_slices(void **state)
+{
+    (void)state;
+    enum { NP = 4 };
+    char dir[] = "/tmp/kc-retain-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    const char *sets[][2] = {{"data.dir", dir},
+                             {"offsets.topic.num.partitions", "4"},
+                             {"offsets.retention.check.interval.ms", "20"},
+                             {"log.flush.policy", "never"}};
+    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
+        assert_int_equal(
+            kc_conf_set(&conf, sets[i][0], sets[i][1], KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    kc_coord_t *c = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+    for (int i = 0; i < 100000 && kc_coord_loading(c) > 0; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(kc_coord_loading(c), 0);
+    /* One group per partition, each with an offset committed at wall-clock time 1000. */
+    char groups[NP][16] = {{0}};
+    int found = 0;
+    for (int i = 0; found < NP && i < 1000; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "g%d", i);
+        int32_t part = kc_partition_for(kc_str_c(id), NP);
+        if (groups[part][0] != '\0')
+            continue;
+        snprintf(groups[part], sizeof(groups[part]), "%s", id);
+        found++;
+    }
+    assert_int_equal(found, NP);
+    for (int i = 0; i < NP; i++) {
+        kc_partition_t *p = kc_coord_partition_at(c, i);
+        kc_offset_t o = {.offset = 5,
+                         .leader_epoch = -1,
+                         .metadata = KC_STR_EMPTY,
+                         .commit_ts_ms = 1000,
+                         .expire_ts_ms = -1};
+        assert_int_equal(kc_offsets_commit(p->offsets, kc_str_c(groups[i]), KC_STR_LIT("t"), 0, &o),
+                         0);
+    }
+    /* Each loop turn removes at most one partition's. */
+    int gone = 0;
+    for (int turn = 0; turn < 100000 && gone < NP; turn++) {
+        uv_run(&loop, UV_RUN_ONCE);
+        int now_gone = 0;
+        for (int i = 0; i < NP; i++)
+            now_gone +=
+                kc_offsets_count(kc_coord_partition_at(c, i)->offsets, kc_str_c(groups[i])) == 0;
+        assert_true(now_gone - gone <= 1);
+        gone = now_gone;
+    }
+    assert_int_equal(gone, NP);
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kc_catalog_free(&cat);
+    kc_conf_free(&conf);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* ---- Timers judged at the time of the last poll ------------------------------------------- */
+
+typedef struct stall_s {
+    kc_coord_t *c;
+    kc_partition_t *p;
+    int fds[2], slow[2];
+    uv_poll_t readable, stall;
+    char member[128];
+    int16_t rejoin_error; /* -1 until the rejoin was handled */
+    int closed;
+} stall_t;
+
+static int join_v4(stall_t *st, const char *member, kc_arena_t *a, kc_join_group_response_t *r)
+{
+    kc_join_group_request_t q;
+    kc_join_group_request_init(&q);
+    q.group_id = KC_STR_LIT("g");
+    q.session_timeout_ms = 500;
+    q.rebalance_timeout_ms = 500;
+    q.member_id = kc_str_c(member);
+    q.group_instance_id = KC_STR_NULL;
+    q.protocol_type = KC_STR_LIT("consumer");
+    kc_join_group_request_protocol_t pr = {KC_STR_LIT("range"), {(const uint8_t *)"m", 1}};
+    q.protocols.v = &pr;
+    q.protocols.n = 1;
+    q.reason = KC_STR_NULL;
+    return kc_gm_join(st->p->groups, kc_coord_time(st->c), 4, &q, KC_STR_LIT("c"), KC_STR_LIT("/h"),
+                      st, a, r);
+}
+
+/* The "request": the pending member comes back with its id. */
+static void on_readable(uv_poll_t *h, int status, int events)
+{
+    (void)status;
+    (void)events;
+    stall_t *st = h->data;
+    char b;
+    assert_int_equal(read(st->fds[0], &b, 1), 1);
+    uv_poll_stop(h);
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_join_group_response_t r;
+    int rc = join_v4(st, st->member, &a, &r);
+    st->rejoin_error = rc == KC_GM_PARKED ? 0 : r.error_code;
+    kc_arena_free(&a);
+}
+
+/* A slow request holds the loop up (after its poll, before the next timers): the rejoin
+ * arrives during the hold-up, before the member's deadline, and the hold-up ends after it. */
+static void on_stall(uv_poll_t *h, int status, int events)
+{
+    (void)status;
+    (void)events;
+    stall_t *st = h->data;
+    uv_poll_stop(h);
+    assert_int_equal(write(st->fds[1], "x", 1), 1);
+    usleep(800 * 1000);
+}
+
+static void on_stall_closed(uv_handle_t *h)
+{
+    stall_t *st = h->data;
+    st->closed++;
+}
+
+static void test_timers_judged_after_poll(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kc-stall-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    const char *sets[][2] = {{"data.dir", dir},
+                             {"offsets.topic.num.partitions", "1"},
+                             {"group.min.session.timeout.ms", "100"},
+                             {"group.initial.rebalance.delay.ms", "0"},
+                             {"log.flush.policy", "never"}};
+    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
+        assert_int_equal(
+            kc_conf_set(&conf, sets[i][0], sets[i][1], KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    stall_t st = {.rejoin_error = -1};
+    st.c = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+    st.p = kc_coord_partition(st.c, KC_STR_LIT("g"));
+    run_until_loaded(&loop, st.c, st.p);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, st.fds), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, st.slow), 0);
+    uv_poll_init(&loop, &st.readable, st.fds[0]);
+    st.readable.data = &st;
+    uv_poll_start(&st.readable, UV_READABLE, on_readable);
+    uv_poll_init(&loop, &st.stall, st.slow[0]);
+    st.stall.data = &st;
+
+    /* A KIP-394 pending member with a 500 ms session. */
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_join_group_response_t r;
+    assert_int_equal(join_v4(&st, "", &a, &r), KC_GM_ANSWERED);
+    assert_int_equal(r.error_code, 79); /* MEMBER_ID_REQUIRED */
+    snprintf(st.member, sizeof(st.member), "%.*s", (int)r.member_id.len, r.member_id.p);
+    kc_arena_free(&a);
+    uv_poll_start(&st.stall, UV_READABLE, on_stall);
+    assert_int_equal(write(st.slow[1], "x", 1), 1);
+    for (int i = 0; i < 100000 && st.rejoin_error < 0; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    /* Its deadline had passed when the loop got going again, but its rejoin had arrived
+     * before: it is handled first, and the member is not expired. */
+    assert_int_equal(st.rejoin_error, 0);
+
+    uv_close((uv_handle_t *)&st.readable, on_stall_closed);
+    uv_close((uv_handle_t *)&st.stall, on_stall_closed);
+    close(st.fds[0]);
+    close(st.fds[1]);
+    close(st.slow[0]);
+    close(st.slow[1]);
+    closed = 0;
+    kc_coord_close(st.c, on_closed, NULL);
+    run_until(&loop, &closed);
+    for (int i = 0; i < 1000 && st.closed < 2; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kc_catalog_free(&cat);
+    kc_conf_free(&conf);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,6 +548,8 @@ int main(void)
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_durable_acks_and_failed_writes),
         cmocka_unit_test(test_cleaner_compacts),
+        cmocka_unit_test(test_retention_scan_in_slices),
+        cmocka_unit_test(test_timers_judged_after_poll),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

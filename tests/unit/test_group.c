@@ -50,7 +50,8 @@ typedef struct sans_s {
 typedef struct fx_s {
     kc_gm_t *gm;
     kc_gm_config_t cfg;
-    int64_t now;
+    int64_t now;      /* the fake monotonic clock */
+    int64_t wall_off; /* the fake wall clock is now + wall_off: tests step it alone */
     kc_arena_t a;
     jans_t joins[MAXA];
     int nj;
@@ -59,6 +60,12 @@ typedef struct fx_s {
     rec_t recs[MAXA];
     int nr;
 } fx_t;
+
+/* The fake clock's time, as the manager takes it. */
+static kc_time_t T(const fx_t *f)
+{
+    return (kc_time_t){f->now, f->now + f->wall_off};
+}
 
 static kc_str_t dup_str(kc_arena_t *a, kc_str_t s)
 {
@@ -189,7 +196,7 @@ static void advance_to(fx_t *f, int64_t t)
             break;
         if (d > f->now)
             f->now = d;
-        kc_gm_tick(f->gm, f->now);
+        kc_gm_tick(f->gm, T(f));
     }
     f->now = t;
 }
@@ -299,7 +306,7 @@ static int do_join(fx_t *f, const jopt_t *o, void *w, kc_join_group_response_t *
     req.protocols.v = p;
     req.protocols.n = n;
     req.reason = KC_STR_NULL;
-    return kc_gm_join(f->gm, f->now, o->version ? o->version : 5, &req,
+    return kc_gm_join(f->gm, T(f), o->version ? o->version : 5, &req,
                       kc_str_c(o->client_id ? o->client_id : "client"), KC_STR_LIT("/10.0.0.1"), w,
                       &f->a, resp);
 }
@@ -334,7 +341,7 @@ static int do_sync(fx_t *f, int16_t version, const char *group, const char *memb
                 (kc_bytes_t){(const uint8_t *)assigns[i], (int32_t)strlen(assigns[i])};
         }
     }
-    return kc_gm_sync(f->gm, f->now, version, &req, w, &f->a, resp);
+    return kc_gm_sync(f->gm, T(f), version, &req, w, &f->a, resp);
 }
 
 static int16_t hb(fx_t *f, const char *group, const char *member, int32_t gen, const char *instance)
@@ -346,7 +353,7 @@ static int16_t hb(fx_t *f, const char *group, const char *member, int32_t gen, c
     req.generation_id = gen;
     req.group_instance_id = kc_str_c(instance);
     kc_heartbeat_response_t resp;
-    kc_gm_heartbeat(f->gm, f->now, 4, &req, &resp);
+    kc_gm_heartbeat(f->gm, T(f), 4, &req, &resp);
     return resp.error_code;
 }
 
@@ -858,17 +865,17 @@ static void test_sync_errors(void **state)
     req.member_id = kc_str_c(m2);
     req.generation_id = 1;
     req.protocol_type = KC_STR_LIT("consumer");
-    assert_int_equal(kc_gm_sync(f->gm, f->now, 5, &req, W(6), &f->a, &s), KC_GM_ANSWERED);
+    assert_int_equal(kc_gm_sync(f->gm, T(f), 5, &req, W(6), &f->a, &s), KC_GM_ANSWERED);
     assert_int_equal(s.error_code, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
     req.protocol_name = KC_STR_LIT("roundrobin");
-    assert_int_equal(kc_gm_sync(f->gm, f->now, 5, &req, W(6), &f->a, &s), KC_GM_ANSWERED);
+    assert_int_equal(kc_gm_sync(f->gm, T(f), 5, &req, W(6), &f->a, &s), KC_GM_ANSWERED);
     assert_int_equal(s.error_code, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
     req.protocol_name = KC_STR_LIT("range");
     req.protocol_type = KC_STR_LIT("connect");
-    assert_int_equal(kc_gm_sync(f->gm, f->now, 5, &req, W(6), &f->a, &s), KC_GM_ANSWERED);
+    assert_int_equal(kc_gm_sync(f->gm, T(f), 5, &req, W(6), &f->a, &s), KC_GM_ANSWERED);
     assert_int_equal(s.error_code, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
     /* Below v5 the fields are not read. */
-    assert_int_equal(kc_gm_sync(f->gm, f->now, 4, &req, W(6), &f->a, &s), KC_GM_PARKED);
+    assert_int_equal(kc_gm_sync(f->gm, T(f), 4, &req, W(6), &f->a, &s), KC_GM_PARKED);
 
     /* A JoinGroup naming the static member without its instance id passes validateMember
      * (as in Kafka) and, with unchanged protocols, gets the current generation. */
@@ -1506,7 +1513,7 @@ static void leave1(fx_t *f, int16_t v, const char *group, const char *member,
     } else {
         req.member_id = kc_str_c(member);
     }
-    kc_gm_leave(f->gm, f->now, v, &req, &f->a, resp);
+    kc_gm_leave(f->gm, T(f), v, &req, &f->a, resp);
     if (v >= 3 && resp->error_code == 0 && resp->members.n == 1)
         resp->error_code = resp->members.v[0].error_code;
 }
@@ -1586,7 +1593,7 @@ static void test_leave_batch(void **state)
     req.members.v = mi;
     req.members.n = 6;
     kc_leave_group_response_t resp;
-    kc_gm_leave(f->gm, f->now, 5, &req, &f->a, &resp);
+    kc_gm_leave(f->gm, T(f), 5, &req, &f->a, &resp);
     assert_int_equal(resp.error_code, 0);
     assert_int_equal(resp.members.n, 6);
     assert_int_equal(resp.members.v[0].error_code, 0);
@@ -1611,7 +1618,7 @@ static void test_leave_batch(void **state)
 
     /* Unknown group: every member UNKNOWN_MEMBER_ID. */
     req.group_id = KC_STR_LIT("other");
-    kc_gm_leave(f->gm, f->now, 3, &req, &f->a, &resp);
+    kc_gm_leave(f->gm, T(f), 3, &req, &f->a, &resp);
     assert_int_equal(resp.error_code, 0);
     for (int i = 0; i < 6; i++)
         assert_int_equal(resp.members.v[i].error_code, KC_ERR_UNKNOWN_MEMBER_ID);
@@ -1656,38 +1663,35 @@ static void test_validate_commit(void **state)
     (void)state;
     fx_t *f = fx_new();
     kc_gm_t *gm = f->gm;
-    assert_int_equal(
-        kc_gm_validate_commit(gm, f->now, 8, KC_STR_NULL, -1, KC_STR_EMPTY, KC_STR_NULL),
-        KC_ERR_INVALID_GROUP_ID);
+    assert_int_equal(kc_gm_validate_commit(gm, T(f), 8, KC_STR_NULL, -1, KC_STR_EMPTY, KC_STR_NULL),
+                     KC_ERR_INVALID_GROUP_ID);
     /* Unknown group, generation >= 0. */
     assert_int_equal(
-        kc_gm_validate_commit(gm, f->now, 8, KC_STR_LIT("x"), 1, KC_STR_LIT("m"), KC_STR_NULL),
+        kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("x"), 1, KC_STR_LIT("m"), KC_STR_NULL),
         KC_ERR_ILLEGAL_GENERATION);
     assert_int_equal(
-        kc_gm_validate_commit(gm, f->now, 9, KC_STR_LIT("x"), 1, KC_STR_LIT("m"), KC_STR_NULL),
+        kc_gm_validate_commit(gm, T(f), 9, KC_STR_LIT("x"), 1, KC_STR_LIT("m"), KC_STR_NULL),
         KC_ERR_GROUP_ID_NOT_FOUND);
     assert_int_equal((int)state_of(f, "x"), -1);
     /* Unknown group, generation -1: a simple group is created, with no record. */
     assert_int_equal(
-        kc_gm_validate_commit(gm, f->now, 8, KC_STR_LIT("simple"), -1, KC_STR_EMPTY, KC_STR_NULL),
-        0);
+        kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("simple"), -1, KC_STR_EMPTY, KC_STR_NULL), 0);
     kc_group_info_t info = info_of(f, "simple");
     assert_int_equal(info.state, KC_GROUP_EMPTY);
     assert_str(info.protocol_type, "");
     assert_int_equal(info.generation, 0);
     assert_int_equal(f->nr, 0);
     assert_int_equal(
-        kc_gm_validate_commit(gm, f->now, 8, KC_STR_LIT("simple"), -1, KC_STR_EMPTY, KC_STR_NULL),
-        0);
+        kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("simple"), -1, KC_STR_EMPTY, KC_STR_NULL), 0);
     /* "" is a valid group id for commits. */
     assert_int_equal(
-        kc_gm_validate_commit(gm, f->now, 8, KC_STR_EMPTY, -1, KC_STR_EMPTY, KC_STR_NULL), 0);
+        kc_gm_validate_commit(gm, T(f), 8, KC_STR_EMPTY, -1, KC_STR_EMPTY, KC_STR_NULL), 0);
     /* An Empty group with a member id: validated. */
-    assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, KC_STR_LIT("simple"), -1, KC_STR_LIT("m"),
-                                           KC_STR_NULL),
-                     0); /* generation -1 into Empty wins first */
     assert_int_equal(
-        kc_gm_validate_commit(gm, f->now, 8, KC_STR_LIT("simple"), 0, KC_STR_LIT("m"), KC_STR_NULL),
+        kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("simple"), -1, KC_STR_LIT("m"), KC_STR_NULL),
+        0); /* generation -1 into Empty wins first */
+    assert_int_equal(
+        kc_gm_validate_commit(gm, T(f), 8, KC_STR_LIT("simple"), 0, KC_STR_LIT("m"), KC_STR_NULL),
         KC_ERR_UNKNOWN_MEMBER_ID);
 
     /* A consumer group in CompletingRebalance, then Stable. */
@@ -1699,29 +1703,29 @@ static void test_validate_commit(void **state)
     const char *m1 = S(f, join_answer(f, W(1))->r.member_id);
     const char *m2 = S(f, join_answer(f, W(2))->r.member_id);
     kc_str_t g = KC_STR_LIT("g");
-    assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 1, kc_str_c(m2), KC_STR_NULL),
+    assert_int_equal(kc_gm_validate_commit(gm, T(f), 8, g, 1, kc_str_c(m2), KC_STR_NULL),
                      KC_ERR_REBALANCE_IN_PROGRESS);
     kc_sync_group_response_t s;
     const char *ids[] = {m1, m2};
     const char *as[] = {"1", "2"};
     do_sync(f, 5, "g", m1, 1, "i1", 2, ids, as, W(3), &s);
     do_sync(f, 5, "g", m2, 1, NULL, 0, NULL, NULL, W(4), &s);
-    assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 1, kc_str_c(m2), KC_STR_NULL), 0);
-    assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 2, kc_str_c(m2), KC_STR_NULL),
+    assert_int_equal(kc_gm_validate_commit(gm, T(f), 8, g, 1, kc_str_c(m2), KC_STR_NULL), 0);
+    assert_int_equal(kc_gm_validate_commit(gm, T(f), 8, g, 2, kc_str_c(m2), KC_STR_NULL),
                      KC_ERR_ILLEGAL_GENERATION);
-    assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 1, KC_STR_LIT("zz"), KC_STR_NULL),
+    assert_int_equal(kc_gm_validate_commit(gm, T(f), 8, g, 1, KC_STR_LIT("zz"), KC_STR_NULL),
                      KC_ERR_UNKNOWN_MEMBER_ID);
-    assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, -1, KC_STR_EMPTY, KC_STR_NULL),
+    assert_int_equal(kc_gm_validate_commit(gm, T(f), 8, g, -1, KC_STR_EMPTY, KC_STR_NULL),
                      KC_ERR_UNKNOWN_MEMBER_ID);
-    assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 1, kc_str_c(m2), KC_STR_LIT("i1")),
+    assert_int_equal(kc_gm_validate_commit(gm, T(f), 8, g, 1, kc_str_c(m2), KC_STR_LIT("i1")),
                      KC_ERR_FENCED_INSTANCE_ID);
-    assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 1, kc_str_c(m1), KC_STR_LIT("i1")), 0);
+    assert_int_equal(kc_gm_validate_commit(gm, T(f), 8, g, 1, kc_str_c(m1), KC_STR_LIT("i1")), 0);
     /* Commits keep sessions alive: only commits for 25 s, nobody expires. */
     int64_t t = f->now;
     for (int i = 1; i <= 5; i++) {
         advance_to(f, t + 5000 * i);
-        assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 1, kc_str_c(m1), KC_STR_NULL), 0);
-        assert_int_equal(kc_gm_validate_commit(gm, f->now, 8, g, 1, kc_str_c(m2), KC_STR_NULL), 0);
+        assert_int_equal(kc_gm_validate_commit(gm, T(f), 8, g, 1, kc_str_c(m1), KC_STR_NULL), 0);
+        assert_int_equal(kc_gm_validate_commit(gm, T(f), 8, g, 1, kc_str_c(m2), KC_STR_NULL), 0);
     }
     assert_int_equal(state_of(f, "g"), KC_GROUP_STABLE);
     assert_int_equal(info_of(f, "g").n_members, 2);
@@ -1782,7 +1786,7 @@ static void test_subscriptions_and_expiry(void **state)
     assert_false(kc_gm_subscribed(f->gm, KC_STR_LIT("nope"), KC_STR_LIT("orders")));
     assert_int_equal(kc_gm_validate_offset_delete(f->gm, KC_STR_LIT("nope"), KC_STR_NULL),
                      KC_ERR_GROUP_ID_NOT_FOUND);
-    kc_gm_validate_commit(f->gm, f->now, 8, KC_STR_LIT("simple"), -1, KC_STR_EMPTY, KC_STR_NULL);
+    kc_gm_validate_commit(f->gm, T(f), 8, KC_STR_LIT("simple"), -1, KC_STR_EMPTY, KC_STR_NULL);
     assert_true(kc_gm_offsets_expirable(f->gm, KC_STR_LIT("simple"), &base));
     assert_int_equal(base, -1);
     fx_free(f);
@@ -1878,18 +1882,18 @@ static void test_delete_and_remove_if_empty(void **state)
 {
     (void)state;
     fx_t *f = fx_new();
-    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("nope")), KC_ERR_GROUP_ID_NOT_FOUND);
+    assert_int_equal(kc_gm_delete(f->gm, T(f), KC_STR_LIT("nope")), KC_ERR_GROUP_ID_NOT_FOUND);
     char ids[2][128];
     int leader = 0;
     form_group(f, "g", 1, ids, &leader);
-    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), KC_ERR_NON_EMPTY_GROUP);
-    kc_gm_remove_if_empty(f->gm, f->now, KC_STR_LIT("g"));
+    assert_int_equal(kc_gm_delete(f->gm, T(f), KC_STR_LIT("g")), KC_ERR_NON_EMPTY_GROUP);
+    kc_gm_remove_if_empty(f->gm, T(f), KC_STR_LIT("g"));
     assert_int_equal(state_of(f, "g"), KC_GROUP_STABLE);
     kc_leave_group_response_t lr;
     leave1(f, 1, "g", ids[0], &lr);
     assert_int_equal(state_of(f, "g"), KC_GROUP_EMPTY);
     int nrec = f->nr;
-    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), 0);
+    assert_int_equal(kc_gm_delete(f->gm, T(f), KC_STR_LIT("g")), 0);
     assert_int_equal((int)state_of(f, "g"), -1);
     assert_int_equal(f->nr, nrec + 1);
     kc_group_metadata_key_t k;
@@ -1898,16 +1902,16 @@ static void test_delete_and_remove_if_empty(void **state)
     decode_rec(f, nrec, &k, &v, &tomb);
     assert_true(tomb);
     assert_str(k.group, "g");
-    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), KC_ERR_GROUP_ID_NOT_FOUND);
+    assert_int_equal(kc_gm_delete(f->gm, T(f), KC_STR_LIT("g")), KC_ERR_GROUP_ID_NOT_FOUND);
 
     /* A simple group removed after retention. */
-    kc_gm_validate_commit(f->gm, f->now, 8, KC_STR_LIT("s"), -1, KC_STR_EMPTY, KC_STR_NULL);
-    kc_gm_remove_if_empty(f->gm, f->now, KC_STR_LIT("s"));
+    kc_gm_validate_commit(f->gm, T(f), 8, KC_STR_LIT("s"), -1, KC_STR_EMPTY, KC_STR_NULL);
+    kc_gm_remove_if_empty(f->gm, T(f), KC_STR_LIT("s"));
     assert_int_equal((int)state_of(f, "s"), -1);
     decode_rec(f, nrec + 1, &k, &v, &tomb);
     assert_true(tomb);
     assert_str(k.group, "s");
-    kc_gm_remove_if_empty(f->gm, f->now, KC_STR_LIT("s"));
+    kc_gm_remove_if_empty(f->gm, T(f), KC_STR_LIT("s"));
     assert_int_equal(f->nr, nrec + 2);
 
     /* An Empty group with a pending member (and its timer) can be deleted too. */
@@ -1916,7 +1920,7 @@ static void test_delete_and_remove_if_empty(void **state)
     do_join(f, &p, W(1), &r);
     assert_int_equal(r.error_code, KC_ERR_MEMBER_ID_REQUIRED);
     assert_true(kc_gm_next_deadline(f->gm) < INT64_MAX);
-    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("p")), 0);
+    assert_int_equal(kc_gm_delete(f->gm, T(f), KC_STR_LIT("p")), 0);
     assert_int_equal(kc_gm_next_deadline(f->gm), INT64_MAX);
     fx_free(f);
 }
@@ -1944,7 +1948,7 @@ static void test_info_and_each(void **state)
     assert_int_equal(info.generation, gen);
     assert_int_equal(info.n_members, 2);
     assert_int_equal(info.state_timestamp_ms, f->now);
-    kc_gm_validate_commit(f->gm, f->now, 8, KC_STR_LIT("s"), -1, KC_STR_EMPTY, KC_STR_NULL);
+    kc_gm_validate_commit(f->gm, T(f), 8, KC_STR_LIT("s"), -1, KC_STR_EMPTY, KC_STR_NULL);
     int n = 0;
     kc_gm_each(f->gm, count_group, &n);
     assert_int_equal(n, 2);
@@ -1992,7 +1996,7 @@ static void test_oom_answers_request(void **state)
     kc_join_group_response_t r;
     /* The member id cannot be generated in the request's arena. */
     assert_int_equal(
-        kc_gm_join(f->gm, f->now, 4, &req, KC_STR_LIT("c"), KC_STR_LIT("h"), W(1), &tiny, &r),
+        kc_gm_join(f->gm, T(f), 4, &req, KC_STR_LIT("c"), KC_STR_LIT("h"), W(1), &tiny, &r),
         KC_GM_ANSWERED);
     assert_int_equal(r.error_code, KC_ERR_COORDINATOR_NOT_AVAILABLE);
     assert_int_equal((int)state_of(f, "g"), -1); /* the new group was not kept */
@@ -2004,7 +2008,7 @@ static void test_oom_answers_request(void **state)
     lq.members.v = mi;
     lq.members.n = 4;
     kc_leave_group_response_t lr;
-    kc_gm_leave(f->gm, f->now, 3, &lq, &tiny, &lr);
+    kc_gm_leave(f->gm, T(f), 3, &lq, &tiny, &lr);
     assert_int_equal(lr.error_code, KC_ERR_COORDINATOR_NOT_AVAILABLE);
     kc_arena_free(&tiny);
     fx_free(f);
@@ -2034,11 +2038,161 @@ static void test_many_groups_timers(void **state)
         assert_true(d >= last);
         last = d;
         f->now = d;
-        kc_gm_tick(f->gm, d);
+        kc_gm_tick(f->gm, T(f));
         steps++;
     }
     assert_true(last <= t0 + 6999);
     assert_true(steps <= 200);
+    fx_free(f);
+}
+
+/* ---- The clocks --------------------------------------------------------------------------- */
+
+/* The wall clock is stepped an hour forward, then an hour back, while the monotonic clock runs
+ * on: no live member is expelled, a dead one goes exactly at its session deadline (not at once,
+ * not an hour late), and the state timestamps written for people follow the wall clock. */
+static void test_wall_clock_step(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    char live[2][128], dead[2][128];
+    int ll = 0, dl = 0;
+    int32_t lgen = form_group(f, "live", 1, live, &ll);
+    int32_t dgen = form_group(f, "dead", 1, dead, &dl);
+    int64_t t = f->now; /* both sessions (10 s) restarted now */
+    assert_int_equal(hb(f, "live", live[0], lgen, NULL), 0);
+    assert_int_equal(hb(f, "dead", dead[0], dgen, NULL), 0);
+    /* +1 h: "dead" stops heartbeating, "live" goes on. */
+    f->wall_off = 3600000;
+    for (int64_t at = t + 3000; at < t + 10000; at += 3000) {
+        advance_to(f, at);
+        assert_int_equal(hb(f, "live", live[0], lgen, NULL), 0);
+    }
+    advance_to(f, t + 9999);
+    assert_int_equal(state_of(f, "dead"), KC_GROUP_STABLE);
+    assert_int_equal(info_of(f, "dead").n_members, 1);
+    advance_to(f, t + 10000);
+    assert_int_equal(state_of(f, "dead"), KC_GROUP_EMPTY);
+    assert_int_equal(info_of(f, "dead").state_timestamp_ms, t + 10000 + 3600000);
+    assert_int_equal(state_of(f, "live"), KC_GROUP_STABLE);
+    /* -1 h (two hours back from where the wall clock was): the same. */
+    assert_int_equal(hb(f, "live", live[0], lgen, NULL), 0);
+    int32_t d2gen = form_group(f, "dead2", 1, dead, &dl);
+    int64_t t2 = f->now;
+    assert_int_equal(hb(f, "live", live[0], lgen, NULL), 0);
+    f->wall_off = -3600000;
+    for (int64_t at = t2 + 3000; at < t2 + 20000; at += 3000) {
+        advance_to(f, at);
+        assert_int_equal(hb(f, "live", live[0], lgen, NULL), 0);
+        if (at < t2 + 10000)
+            assert_int_equal(state_of(f, "dead2"), KC_GROUP_STABLE);
+    }
+    advance_to(f, t2 + 20000);
+    assert_int_equal(hb(f, "dead2", dead[0], d2gen, NULL), KC_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(state_of(f, "dead2"), KC_GROUP_EMPTY);
+    assert_int_equal(info_of(f, "dead2").state_timestamp_ms, t2 + 10000 - 3600000);
+    assert_int_equal(state_of(f, "live"), KC_GROUP_STABLE);
+    assert_int_equal(info_of(f, "live").n_members, 1);
+    fx_free(f);
+}
+
+/* 30 000 KIP-394 pending members of one group that never come back: their expiry costs a
+ * bounded amount of timer work each (a heap pop), not a scan of every other pending member. */
+static void test_pending_expiry_cost(void **state)
+{
+    (void)state;
+    enum { N = 30000 };
+    fx_t *f = fx_new();
+    kc_join_group_response_t r;
+    int64_t t0 = f->now;
+    for (int i = 0; i < N; i++) {
+        jopt_t o = {.version = 4, .group = "p", .session = 6000 + i % 7};
+        do_join(f, &o, W(1), &r);
+        assert_int_equal(r.error_code, KC_ERR_MEMBER_ID_REQUIRED);
+        if (i % 1000 == 999) {
+            kc_arena_free(&f->a);
+            kc_arena_init(&f->a);
+        }
+    }
+    assert_int_equal(kc_gm_next_deadline(f->gm), t0 + 6000);
+    kc_gm_stats_t s0 = {0}, s1 = {0};
+    kc_gm_stats(f->gm, &s0);
+    advance_to(f, t0 + 6003);
+    s1 = (kc_gm_stats_t){0};
+    kc_gm_stats(f->gm, &s1);
+    /* Those due by t0 + 6003 are gone, the others are not yet. */
+    assert_int_equal(s1.timers_fired - s0.timers_fired,
+                     (uint64_t)(N / 7) * 4 + (N % 7 < 4 ? N % 7 : 4));
+    advance_to(f, t0 + 7000);
+    s1 = (kc_gm_stats_t){0};
+    kc_gm_stats(f->gm, &s1);
+    assert_int_equal(s1.timers_fired - s0.timers_fired, N);
+    /* Each expiry examined O(1) entries: the pending member itself, and the group once per
+     * slice (a scan per expiry would be N * N / 2 = 450 000 000). */
+    assert_true(s1.timers_examined - s0.timers_examined <= 2 * (uint64_t)N);
+    assert_true(s1.tick_slices - s0.tick_slices >= N / KC_GM_TICK_BUDGET_DEFAULT - 7);
+    assert_int_equal(kc_gm_next_deadline(f->gm), INT64_MAX);
+    assert_int_equal(state_of(f, "p"), KC_GROUP_EMPTY);
+    fx_free(f);
+}
+
+/* Many timers due at once are fired in slices of tick_budget, and the host serves requests
+ * between slices: a member of another group whose session ends while they are being expired,
+ * and whose heartbeat arrived in time, stays. */
+static void test_tick_slices_serve_others(void **state)
+{
+    (void)state;
+    enum { N = 5000, BUDGET = 100 };
+    kc_gm_config_t cfg = default_cfg();
+    cfg.tick_budget = BUDGET;
+    fx_t *f = fx_new_cfg(&cfg);
+    char ids[2][128];
+    int leader = 0;
+    int32_t gen = form_group(f, "b", 1, ids, &leader);
+    int64_t tb = f->now; /* b's member's session ends at tb + 10000 */
+    advance_to(f, tb + 3999);
+    kc_join_group_response_t r;
+    for (int i = 0; i < N; i++) { /* their sessions end at tb + 9999 */
+        jopt_t o = {.version = 4, .group = "p", .session = 6000};
+        do_join(f, &o, W(1), &r);
+        assert_int_equal(r.error_code, KC_ERR_MEMBER_ID_REQUIRED);
+        if (i % 1000 == 999) {
+            kc_arena_free(&f->a);
+            kc_arena_init(&f->a);
+        }
+    }
+    kc_gm_stats_t s0 = {0}, s1 = {0};
+    kc_gm_stats(f->gm, &s0);
+    f->now = tb + 9999;
+    kc_gm_tick(f->gm, T(f));
+    s1 = (kc_gm_stats_t){0};
+    kc_gm_stats(f->gm, &s1);
+    assert_true(s1.timers_fired - s0.timers_fired < BUDGET);
+    assert_true(s1.timers_examined - s0.timers_examined <= BUDGET);
+    assert_true(kc_gm_next_deadline(f->gm) <= f->now); /* more due: the host ticks again */
+    assert_int_equal(s1.tick_slices - s0.tick_slices, 1);
+    /* Slices take time: b's deadline passes meanwhile, but between slices the host handles
+     * the heartbeat that arrived before it. */
+    f->now = tb + 10001;
+    assert_int_equal(hb(f, "b", ids[0], gen, NULL), 0);
+    int ticks = 1;
+    while (kc_gm_next_deadline(f->gm) <= f->now) {
+        kc_gm_tick(f->gm, T(f));
+        ticks++;
+        assert_true(ticks < 10 * N / BUDGET);
+    }
+    assert_true(ticks >= N / BUDGET);
+    s1 = (kc_gm_stats_t){0};
+    kc_gm_stats(f->gm, &s1);
+    assert_int_equal(s1.timers_fired - s0.timers_fired, N);
+    assert_int_equal(state_of(f, "p"), KC_GROUP_EMPTY);
+    assert_int_equal(state_of(f, "b"), KC_GROUP_STABLE);
+    assert_int_equal(hb(f, "b", ids[0], gen, NULL), 0);
+    /* Its session now ends 10 s after that heartbeat, not before. */
+    advance_to(f, tb + 20000);
+    assert_int_equal(state_of(f, "b"), KC_GROUP_STABLE);
+    advance_to(f, tb + 20001);
+    assert_int_equal(state_of(f, "b"), KC_GROUP_EMPTY);
     fx_free(f);
 }
 
@@ -2106,7 +2260,7 @@ static void test_transition_log(void **state)
     snprintf(id, sizeof(id), "%s", S(f, join_answer(f, W(1))->r.member_id));
     leave1(f, 3, "g", id, &lr);
     assert_int_equal(lr.error_code, 0);
-    assert_int_equal(kc_gm_delete(f->gm, f->now, KC_STR_LIT("g")), 0);
+    assert_int_equal(kc_gm_delete(f->gm, T(f), KC_STR_LIT("g")), 0);
     fx_free(f);
 
     fflush(stderr);
@@ -2324,7 +2478,7 @@ static fx_t *restart(fx_t *f, int64_t later)
     for (int i = 0; i < f->nr; i++)
         assert_int_equal(replay(r, f->recs[i]), 0);
     assert_int_equal(kc_gm_next_deadline(r->gm), INT64_MAX);
-    kc_gm_load_complete(r->gm, r->now);
+    kc_gm_load_complete(r->gm, T(r));
     assert_int_equal(r->nr, 0);
     assert_int_equal(r->nj, 0);
     assert_int_equal(r->ns, 0);
@@ -2509,7 +2663,7 @@ static void test_replay_round_trip(void **state)
     /* The static index is back: another member id under instance i-a is fenced. */
     assert_int_equal(hb(g, "g", t.id[1], gen, "i-a"), KC_ERR_FENCED_INSTANCE_ID);
     assert_int_equal(
-        kc_gm_validate_commit(g->gm, g->now, 8, kc_str_c("g"), gen, kc_str_c(t.id[1]), KC_STR_NULL),
+        kc_gm_validate_commit(g->gm, T(g), 8, kc_str_c("g"), gen, kc_str_c(t.id[1]), KC_STR_NULL),
         0);
     kc_sync_group_response_t s;
     assert_int_equal(do_sync(g, 4, "g", t.id[1], gen, NULL, 0, NULL, NULL, W(21), &s),
@@ -2657,7 +2811,7 @@ static void test_replay_empty_group_and_tombstone(void **state)
     assert_int_equal(join_answer(g, W(1))->r.generation_id, gen + 2);
 
     /* The group is deleted: its tombstone, replayed after the rest, leaves nothing. */
-    assert_int_equal(kc_gm_delete(f->gm, f->now, kc_str_c("g")), 0);
+    assert_int_equal(kc_gm_delete(f->gm, T(f), kc_str_c("g")), 0);
     assert_null(f->recs[f->nr - 1].val);
     fx_t *h = restart(f, 5000);
     assert_int_equal((int)state_of(h, "g"), -1);
@@ -2728,7 +2882,7 @@ static void test_replay_value_versions(void **state)
         e.leader = KC_STR_NULL;
         e.current_state_timestamp = 4444;
         assert_int_equal(replay(f, gm_record(f, "e", version, &e)), 0);
-        kc_gm_load_complete(f->gm, f->now);
+        kc_gm_load_complete(f->gm, T(f));
         int64_t t0 = f->now;
         assert_int_equal(f->nr, 0);
 
@@ -2806,11 +2960,11 @@ static void test_replay_malformed(void **state)
     two_members(f, &v, mm);
     rec_t good = gm_record(f, "g", 3, &v);
     assert_int_equal(replay(f, good), 0);
-    kc_gm_load_complete(f->gm, f->now);
+    kc_gm_load_complete(f->gm, T(f));
     fx_t *ref = fx_new(); /* the same group, for comparisons */
     ref->now = f->now;
     assert_int_equal(replay(ref, good), 0);
-    kc_gm_load_complete(ref->gm, ref->now);
+    kc_gm_load_complete(ref->gm, T(ref));
     int64_t deadline = kc_gm_next_deadline(f->gm);
 
     rec_t bad[16];
@@ -2890,7 +3044,7 @@ static void test_replay_malformed(void **state)
         kc_group_metadata_value_t w = v;
         w.leader = KC_STR_LIT("not-a-member");
         assert_int_equal(replay(f, gm_record(f, "l", 2, &w)), 0);
-        kc_gm_load_complete(f->gm, f->now);
+        kc_gm_load_complete(f->gm, T(f));
         jopt_t o = {.version = 5, .group = "l", .member = "m-1", .nprotos = 1, .session = 10000};
         o.names[0] = "range";
         o.metas[0] = mm[0].subscription;
@@ -2929,8 +3083,8 @@ static void test_replay_offsets_create_simple_groups(void **state)
     assert_int_equal(replay(f, gm_record(f, "g", 3, &v)), 0);
     assert_int_equal(replay(f, offset_record(f, 1, "g", false)), 1);
     int64_t t0 = 1234567;
-    kc_gm_load_complete(f->gm, t0);
     f->now = t0;
+    kc_gm_load_complete(f->gm, T(f));
     assert_int_equal(info_of(f, "g").state, KC_GROUP_STABLE);
     assert_int_equal(info_of(f, "g").generation, 7);
     info = info_of(f, "s");
@@ -2943,8 +3097,8 @@ static void test_replay_offsets_create_simple_groups(void **state)
     assert_int_equal(f->nr, 0);
     /* As before the restart: a simple commit is accepted, DeleteGroups works. */
     assert_int_equal(
-        kc_gm_validate_commit(f->gm, f->now, 8, kc_str_c("s"), -1, KC_STR_EMPTY, KC_STR_NULL), 0);
-    assert_int_equal(kc_gm_delete(f->gm, f->now, kc_str_c("s")), 0);
+        kc_gm_validate_commit(f->gm, T(f), 8, kc_str_c("s"), -1, KC_STR_EMPTY, KC_STR_NULL), 0);
+    assert_int_equal(kc_gm_delete(f->gm, T(f), kc_str_c("s")), 0);
     assert_int_equal(f->nr, 1);
     assert_null(f->recs[0].val);
     fx_free(f);
@@ -3425,7 +3579,7 @@ static const char *one_member_group(fx_t *f, const char *group, const char *ptyp
     req.assignments.v = &a;
     req.assignments.n = 1;
     kc_sync_group_response_t s;
-    assert_int_equal(kc_gm_sync(f->gm, f->now, 4, &req, W(2), &f->a, &s), KC_GM_ANSWERED);
+    assert_int_equal(kc_gm_sync(f->gm, T(f), 4, &req, W(2), &f->a, &s), KC_GM_ANSWERED);
     assert_int_equal(s.error_code, 0);
     return id;
 }
@@ -3579,6 +3733,9 @@ int main(void)
         cmocka_unit_test(test_free_answers_parked),
         cmocka_unit_test(test_oom_answers_request),
         cmocka_unit_test(test_many_groups_timers),
+        cmocka_unit_test(test_wall_clock_step),
+        cmocka_unit_test(test_pending_expiry_cost),
+        cmocka_unit_test(test_tick_slices_serve_others),
         cmocka_unit_test(test_strmap),
         cmocka_unit_test(test_transition_log),
         cmocka_unit_test(test_three_members_end_to_end),

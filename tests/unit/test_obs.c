@@ -1051,8 +1051,9 @@ static void test_groups_streamed(void **state)
         int len = i < 5 ? (int)strlen(odd[i]) : snprintf(id, sizeof(id), "group-%04d", i);
         kc_str_t gid = {i < 5 ? odd[i] : id, len};
         kc_partition_t *p = kc_coord_partition(co, gid);
-        assert_int_equal(
-            kc_gm_validate_commit(p->groups, 1000, 8, gid, -1, KC_STR_EMPTY, KC_STR_NULL), 0);
+        assert_int_equal(kc_gm_validate_commit(p->groups, kc_time_same(1000), 8, gid, -1,
+                                               KC_STR_EMPTY, KC_STR_NULL),
+                         0);
     }
     /* And a few KIP-848 consumer groups, with a member each. */
     kc_arena_t arena;
@@ -1072,7 +1073,7 @@ static void test_groups_streamed(void **state)
         q.topic_partitions.v = NULL;
         q.topic_partitions.n = 0;
         kc_consumer_group_heartbeat_response_t hr;
-        kc_gm_consumer_heartbeat(kc_coord_partition(co, gid)->groups, kc_coord_now(co), 0, &q,
+        kc_gm_consumer_heartbeat(kc_coord_partition(co, gid)->groups, kc_coord_time(co), 0, &q,
                                  KC_STR_LIT("client"), KC_STR_LIT("/127.0.0.1"), &arena, &hr);
         assert_int_equal(hr.error_code, 0);
     }
@@ -1180,7 +1181,7 @@ static void test_groups_streamed(void **state)
         uv_run(&loop, UV_RUN_ONCE);
     assert_null(strstr(c.resp, victim));
     kc_str_t vid = {victim, (int32_t)vlen};
-    assert_int_equal(kc_gm_delete(kc_coord_partition(co, vid)->groups, 2000, vid), 0);
+    assert_int_equal(kc_gm_delete(kc_coord_partition(co, vid)->groups, kc_time_same(2000), vid), 0);
     run_until(&loop, &c.done);
     char *b = body_of(c.resp, c.len, &n_chunks, &largest);
     assert_true(json_valid(b, strlen(b)));
