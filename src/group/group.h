@@ -61,9 +61,19 @@ typedef struct kc_gm_config_s {
      * when its members plus the partitions of its subscribed topics reach this; 0: the
      * default, KC_GM_OFFLOAD_THRESHOLD_DEFAULT; -1: never. */
     int64_t consumer_offload_threshold;
+    /* Subscription regexes (src/group/regex.h); 0 stands for the default. */
+    int32_t consumer_regex_max_bytes; /* group.consumer.regex.max.bytes (kcoord's), 16384 */
+    int32_t consumer_regex_max_count; /* group.consumer.regex.max.count (kcoord's), 1000 */
+    /* The largest record a group may write (message.max.bytes of __consumer_offsets, Kafka's
+     * default 1048588): key + value + the record's framing in a batch of its own. 0 stands for
+     * the default. */
+    int32_t record_max_bytes;
 } kc_gm_config_t;
 
 #define KC_GM_OFFLOAD_THRESHOLD_DEFAULT 10000
+#define KC_GM_REGEX_MAX_BYTES_DEFAULT   16384
+#define KC_GM_REGEX_MAX_COUNT_DEFAULT   1000
+#define KC_GM_RECORD_MAX_BYTES_DEFAULT  1048588
 
 /* A consumer group's target assignment being computed off the loop (see the ops' offload). */
 typedef struct kc_gm_job_s kc_gm_job_t;
