@@ -217,26 +217,15 @@ int kc_rx_cache_check(kc_rx_cache_t *c, const char *p, size_t n, char *why, size
 {
     if (kc_rx_precheck(p, n, c->max_len, why, whylen) != 0)
         return KC_RX_INVALID;
-    entry_t *e = kc_strmap_get(&c->map, n ? p : "", n);
-    if ((!e || e->refs == 0) && c->in_use >= (size_t)c->max_count) {
-        snprintf(why, whylen,
-                 "this coordinator partition already holds %zu distinct subscription regexes, "
-                 "the most group.consumer.regex.max.count allows",
-                 c->in_use);
-        return KC_RX_FULL;
-    }
-    if (!e && !(e = entry_get(c, p, n)))
+    entry_t *e = entry_get(c, p, n);
+    if (!e)
         return KC_RX_OOM;
     if (e->compiled && !e->rx) {
         /* Known to be invalid: compile again (bounded) for the description. */
         kc_rx_t *rx = kc_rx_compile(e->text, e->len, KC_RX_MAX_MEM, why, whylen);
-        if (rx) { /* cannot happen: RE2 is deterministic */
-            kc_rx_free(rx);
-            return KC_RX_OK;
-        }
-        if (strcmp(why, "out of memory") == 0)
-            return KC_RX_OOM;
-        return KC_RX_INVALID;
+        bool ok = rx != NULL; /* not expected: RE2 is deterministic */
+        kc_rx_free(rx);
+        return ok ? KC_RX_OK : strcmp(why, "out of memory") == 0 ? KC_RX_OOM : KC_RX_INVALID;
     }
     if (entry_compile(c, e, why, whylen) != 0)
         return KC_RX_OOM;
@@ -244,8 +233,17 @@ int kc_rx_cache_check(kc_rx_cache_t *c, const char *p, size_t n, char *why, size
         idle_unlink(c, e);
         idle_push(c, e);
     }
-    idle_trim(c);
-    return e->rx ? KC_RX_OK : KC_RX_INVALID;
+    idle_trim(c); /* an idle e is at the head of the list: it stays */
+    if (!e->rx)
+        return KC_RX_INVALID;
+    if (e->refs == 0 && c->in_use >= (size_t)c->max_count) {
+        snprintf(why, whylen,
+                 "this coordinator partition already holds %zu distinct subscription regexes, "
+                 "the most group.consumer.regex.max.count allows",
+                 c->in_use);
+        return KC_RX_FULL;
+    }
+    return KC_RX_OK;
 }
 
 const kc_rx_t *kc_rx_cache_get(kc_rx_cache_t *c, const char *p, size_t n, kc_rx_t **owned,
