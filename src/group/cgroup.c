@@ -680,6 +680,11 @@ static int32_t session_timeout(const kc_cgm_t *c)
     return c->cfg.consumer_session_timeout_ms > 0 ? c->cfg.consumer_session_timeout_ms : 45000;
 }
 
+static int32_t record_max(const kc_cgm_t *c)
+{
+    return c->cfg.record_max_bytes > 0 ? c->cfg.record_max_bytes : KC_GM_RECORD_MAX_BYTES_DEFAULT;
+}
+
 static int32_t max_size(const kc_cgm_t *c)
 {
     return c->cfg.consumer_max_size > 0 ? c->cfg.consumer_max_size : INT32_MAX;
@@ -1299,6 +1304,18 @@ static act_t *plan_add(plan_t *p, int kind, kc_str_t member_id)
     a->kind = kind;
     a->member_id = member_id;
     return a;
+}
+
+/* The size of the plan's largest record in a batch of its own (kc_gm__record_bytes). */
+static size_t plan_largest(const plan_t *p)
+{
+    size_t big = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        size_t b = kc_gm__record_bytes(p->v[i].klen, p->v[i].val ? p->v[i].vlen : 0);
+        if (b > big)
+            big = b;
+    }
+    return big;
 }
 
 static void act_free(act_t *a)
@@ -3153,6 +3170,20 @@ static void do_heartbeat(hb_t *h)
     if (p.oom) {
         free(resp_copy);
         hb_oom(h);
+        goto out;
+    }
+
+    /* Every record must fit in message.max.bytes: Kafka's CoordinatorRuntime refuses the
+     * write (RecordTooLargeException), answered UNKNOWN_SERVER_ERROR. The metadata record is
+     * what a client can make large (thousands of subscribed topic names). */
+    size_t big = plan_largest(&p);
+    if (big > (size_t)record_max(c)) {
+        free(resp_copy);
+        hb_fail(h, KC_ERR_UNKNOWN_SERVER_ERROR,
+                "The heartbeat would write a %zu-byte record, larger than message.max.bytes "
+                "(%d).",
+                big, (int)record_max(c));
+        refused(c, gid, h->r->error_message);
         goto out;
     }
 

@@ -14,6 +14,7 @@
 #define KC_GROUP_CGROUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "group/group.h"
@@ -21,6 +22,15 @@
 typedef struct kc_cgm_s kc_cgm_t;
 
 /* ---- Provided by group.c ------------------------------------------------------------------- */
+
+/* The bytes a record takes in a record batch of its own, as Kafka sizes a write against
+ * message.max.bytes (uncompressed): the 61-byte batch header, at most 21 bytes of record
+ * framing (length, attributes, deltas, key and value lengths, header count), key and value. */
+#define KC_GM_RECORD_OVERHEAD (61 + 21)
+static inline size_t kc_gm__record_bytes(size_t key_len, size_t value_len)
+{
+    return KC_GM_RECORD_OVERHEAD + key_len + value_len;
+}
 
 /* The consumer-group side of a manager. */
 kc_cgm_t *kc_gm__cgm(const kc_gm_t *gm);

@@ -1197,6 +1197,31 @@ static void test_regex_count_cap(void **state)
     fx_free(f);
 }
 
+/* message.max.bytes: a heartbeat whose member metadata record would be larger is answered
+ * UNKNOWN_SERVER_ERROR (Kafka's answer to RecordTooLargeException) and writes nothing. */
+static void test_record_too_large(void **state)
+{
+    (void)state;
+    kc_gm_config_t cfg = default_cfg();
+    cfg.record_max_bytes = 4096;
+    fx_t *f = fx_new_cfg(&cfg);
+    char *names = malloc(100 * 64);
+    size_t w = 0;
+    for (int i = 0; i < 100; i++)
+        w += (size_t)sprintf(names + w, "%stopic-with-a-rather-long-name-to-fill-the-record-%03d",
+                             i ? "," : "", i);
+    int nr = f->nr;
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = names});
+    assert_int_equal(r.error_code, KC_ERR_UNKNOWN_SERVER_ERROR);
+    assert_non_null(strstr(r.error_message.p, "larger than message.max.bytes (4096)"));
+    assert_int_equal(f->nr, nr);
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
+    assert_int_equal(r.error_code, 0);
+    free(names);
+    fx_free(f);
+}
+
 /* Subscription changes: a topic dropped from the subscription is revoked at the same epoch
  * before the new target is reached. */
 static void test_subscription_change(void **state)
@@ -2174,6 +2199,7 @@ int main(void)
         cmocka_unit_test(test_regex_re2),
         cmocka_unit_test(test_regex_hostile),
         cmocka_unit_test(test_regex_count_cap),
+        cmocka_unit_test(test_record_too_large),
         cmocka_unit_test(test_subscription_change),
         cmocka_unit_test(test_assignment_when),
         cmocka_unit_test(test_describe_and_list),

@@ -295,6 +295,21 @@ static void test_int(void **state)
     assert_int_equal(c.queued_max_requests, 1000000);
     set_bad(&c, "queued.max.requests", "1000001", "is out of range");
     set_bad(&c, "queued.max.requests", "many", "is not an integer (expected 1..1000000)");
+
+    /* The regex and record bounds. */
+    set_bad(&c, "group.consumer.regex.max.bytes", "0", "is out of range (expected 1..1048576)");
+    set_ok(&c, "group.consumer.regex.max.bytes", "1048576");
+    assert_int_equal(c.group_consumer_regex_max_bytes, 1048576);
+    set_bad(&c, "group.consumer.regex.max.bytes", "1048577", "is out of range");
+    set_bad(&c, "group.consumer.regex.max.count", "0", "is out of range (expected 1..1000000)");
+    set_ok(&c, "group.consumer.regex.max.count", "1");
+    assert_int_equal(c.group_consumer_regex_max_count, 1);
+    set_bad(&c, "group.consumer.regex.max.count", "1000001", "is out of range");
+    set_bad(&c, "message.max.bytes", "1023", "is out of range (expected 1024..2147483647)");
+    set_ok(&c, "message.max.bytes", "1024");
+    assert_int_equal(c.message_max_bytes, 1024);
+    set_ok(&c, "message.max.bytes", "2147483647");
+    assert_int_equal(c.message_max_bytes, INT32_MAX);
     kc_conf_free(&c);
 }
 
