@@ -2670,8 +2670,9 @@ hb_fail(hb_t *h, int16_t err, const char *fmt, ...)
 
 /* A request refused for a reason its user must act on: logged at info once per group and
  * reason, not once per request. */
-static void refused(kc_cgm_t *c, kc_str_t group_id, kc_str_t reason)
+static void refused(kc_cgm_t *c, int kind, kc_str_t group_id, kc_str_t reason)
 {
+    kc_gm__stats(c->gm)->refused[kind]++;
     if (kc_notes_first(&c->notes, group_id, reason))
         KC_INFO("group", "consumer group %.*s: request refused: %.*s", SV(group_id), SV(reason));
 }
@@ -3026,7 +3027,9 @@ static void do_heartbeat(hb_t *h)
                     hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
                             "SubscribedTopicRegex `%.*s%s` is not a valid regular expression: %s.",
                             shown, upd->regex.p, more, why);
-                refused(c, gid, h->r->error_message);
+                refused(c,
+                        rc == KC_RX_FULL ? KC_GM_REFUSED_REGEX_LIMIT : KC_GM_REFUSED_REGEX_INVALID,
+                        gid, h->r->error_message);
                 goto out;
             }
         }
@@ -3183,7 +3186,7 @@ static void do_heartbeat(hb_t *h)
                 "The heartbeat would write a %zu-byte record, larger than message.max.bytes "
                 "(%d).",
                 big, (int)record_max(c));
-        refused(c, gid, h->r->error_message);
+        refused(c, KC_GM_REFUSED_RECORD_SIZE, gid, h->r->error_message);
         goto out;
     }
 
@@ -4148,6 +4151,12 @@ kc_cgm_t *kc_cgm_new(kc_gm_t *gm, const kc_gm_config_t *cfg, const kc_gm_ops_t *
     kc_strmap_init(&c->groups);
     kc_notes_init(&c->notes);
     return c;
+}
+
+void kc_cgm_regex_counts(const kc_cgm_t *c, size_t *in_use, size_t *compiled)
+{
+    *in_use = c ? kc_rx_cache_in_use(c->rx) : 0;
+    *compiled = c ? kc_rx_cache_compiled(c->rx) : 0;
 }
 
 void kc_cgm_free(kc_cgm_t *c)

@@ -155,4 +155,7 @@ int kc_cgm_json_group(const kc_cgm_t *c, int64_t now_ms, kc_str_t id, kc_emit_fn
 int64_t kc_cgm_next_deadline(const kc_cgm_t *c);
 void kc_cgm_tick(kc_cgm_t *c, int64_t now_ms);
 
+/* The partition's subscription regexes: distinct ones in use, and ones compiled. */
+void kc_cgm_regex_counts(const kc_cgm_t *c, size_t *in_use, size_t *compiled);
+
 #endif

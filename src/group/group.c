@@ -672,6 +672,7 @@ static int32_t record_max(const kc_gm_t *gm)
  * reason, not once per request. */
 static void refused(kc_gm_t *gm, kc_str_t group_id, const char *reason)
 {
+    gm->stats.refused[KC_GM_REFUSED_RECORD_SIZE]++;
     if (kc_notes_first(&gm->notes, group_id, kc_str_c(reason)))
         KC_INFO("group", "group %.*s: request refused: %s", SV(group_id), reason);
 }
@@ -3478,6 +3479,19 @@ void kc_gm_stats(const kc_gm_t *gm, kc_gm_stats_t *out)
     }
     out->join_phase_sum_s += s->join_phase_sum_s;
     out->sync_phase_sum_s += s->sync_phase_sum_s;
+    for (int i = 0; i < KC_GM_REFUSED_KINDS; i++)
+        out->refused[i] += s->refused[i];
+    size_t in_use = 0, compiled = 0;
+    kc_cgm_regex_counts(gm->cgm, &in_use, &compiled);
+    out->regexes_in_use += in_use;
+    out->regexes_compiled += compiled;
+}
+
+const char *kc_gm_refused_name(int kind)
+{
+    static const char *const names[KC_GM_REFUSED_KINDS] = {"regex_invalid", "regex_limit",
+                                                           "record_too_large"};
+    return kind >= 0 && kind < KC_GM_REFUSED_KINDS ? names[kind] : "unknown";
 }
 
 /* ---- Introspection of classic groups (group.h) --------------------------------------------- */

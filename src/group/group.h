@@ -433,6 +433,8 @@ extern const double kc_gm_phase_bounds_s[KC_GM_PHASE_BUCKETS - 1];
 #define KC_GM_ASSIGN_BUCKETS 12
 extern const double kc_gm_assign_bounds_s[KC_GM_ASSIGN_BUCKETS - 1];
 
+#define KC_GM_REFUSED_KINDS 3
+
 typedef struct kc_gm_stats_s {
     uint64_t rebalances[KC_RB_CAUSES];        /* rebalances started, by cause (both group kinds) */
     uint64_t join_phase[KC_GM_PHASE_BUCKETS]; /* non-cumulative bucket counts */
@@ -443,7 +445,20 @@ typedef struct kc_gm_stats_s {
     uint64_t assign_time[2][KC_GM_ASSIGN_BUCKETS];
     double assign_time_sum_s[2];
     uint64_t assign_failed; /* assignor runs that failed (out of memory, invalid input) */
+    /* Requests refused for a reason their user must act on, by KC_GM_REFUSED_*. */
+    uint64_t refused[KC_GM_REFUSED_KINDS];
+    /* Subscription regexes: distinct ones members use, and ones compiled in the caches. */
+    uint64_t regexes_in_use, regexes_compiled;
 } kc_gm_stats_t;
+
+enum {
+    KC_GM_REFUSED_REGEX_INVALID = 0, /* INVALID_REGULAR_EXPRESSION: syntax, length, nesting */
+    KC_GM_REFUSED_REGEX_LIMIT = 1, /* INVALID_REGULAR_EXPRESSION: group.consumer.regex.max.count */
+    KC_GM_REFUSED_RECORD_SIZE = 2, /* a record larger than message.max.bytes */
+};
+
+/* "regex_invalid", "regex_limit", "record_too_large": the metric's label values. */
+const char *kc_gm_refused_name(int kind);
 
 /* ADD this manager's counters into *out (so a caller sums managers by calling it for each on
  * a zeroed struct). */

@@ -1186,6 +1186,11 @@ static void test_regex_count_cap(void **state)
     r = send_hb(f, &(req_t){.member = "m3", .epoch = 0, .group = "g3", .regex = "c.*"});
     assert_int_equal(r.error_code, KC_ERR_INVALID_REGULAR_EXPRESSION);
     assert_non_null(strstr(r.error_message.p, "group.consumer.regex.max.count"));
+    kc_gm_stats_t st;
+    memset(&st, 0, sizeof(st));
+    kc_gm_stats(f->gm, &st);
+    assert_int_equal(st.refused[KC_GM_REFUSED_REGEX_LIMIT], 1);
+    assert_int_equal(st.regexes_in_use, 2);
     /* In use in another group: fine. */
     r = send_hb(f, &(req_t){.member = "m4", .epoch = 0, .group = "g4", .regex = "a.*"});
     assert_int_equal(r.error_code, 0);
