@@ -23,6 +23,8 @@ CC ?= cc
 # compiler that matches CC: clang++ for clang (clang-14 -> clang++-14), $(CXX) (g++) otherwise.
 ifneq ($(findstring clang,$(CC)),)
 CXX := $(subst clang,clang++,$(CC))
+# The link is driven by the C compiler: have clang bring the sanitizers' C++ runtime too.
+CLANG_LDFLAGS := -fsanitize-link-c++-runtime
 endif
 PKGS := libuv libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -37,10 +39,8 @@ OPT := -O2
 endif
 
 CFLAGS_ALL := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -g $(OPT) -Isrc $(PKG_CFLAGS) $(CFLAGS)
-# C++: the sanitizers' vptr check needs the C++ runtime of UBSan, which a link driven by the C
-# compiler does not bring in; everything else is checked as in C.
-CXXFLAGS_ALL := -std=c++17 -Wall -Wextra -Werror -g $(OPT) -fno-sanitize=vptr -Isrc $(CXXFLAGS)
-LDFLAGS_ALL := $(OPT) $(LDFLAGS)
+CXXFLAGS_ALL := -std=c++17 -Wall -Wextra -Werror -g $(OPT) -Isrc $(CXXFLAGS)
+LDFLAGS_ALL := $(OPT) $(CLANG_LDFLAGS) $(LDFLAGS)
 LIBS := $(PKG_LIBS) -lre2 -lstdc++ -lpthread -lm
 
 ifeq ($(V),1)
@@ -106,7 +106,7 @@ $(BUILD)/tests/fuzz/%_replay: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/replay
 FUZZ_CFLAGS := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -g -O1 -Isrc $(PKG_CFLAGS) \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_CXXFLAGS := -std=c++17 -Wall -Wextra -Werror -g -O1 -Isrc \
-	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=vptr -fno-sanitize-recover=undefined
+	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 FUZZ_CXX_OBJS := $(LIB_CXX_SRCS:%.cc=build/fuzz/obj/%.o)
 build/fuzz/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
@@ -115,7 +115,8 @@ build/fuzz/obj/%.o: %.cc
 build/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(FUZZ_CXX_OBJS)
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(FUZZ_CXX_OBJS) $(LIBS)
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize-link-c++-runtime -o $@ $< $(LIB_SRCS) $(FUZZ_CXX_OBJS) \
+		$(LIBS)
 
 run: deps $(BUILD)/kcoord
 	$(BUILD)/kcoord -c conf/kcoord.conf
