@@ -11,8 +11,9 @@ the raw protocol (ConsumerGroupHeartbeat v1, JoinGroup v5):
   process is alive and another connection is answered;
 - franz-go's wrapping `.*(?:(?:P)).*` is accepted and gets topic xPy;
 - the same refused heartbeat sent three times is logged once;
-- a JoinGroup with 2 MB of protocol metadata gets UNKNOWN_SERVER_ERROR, and nothing that size
-  reaches the log;
+- a JoinGroup with 2 MB of protocol metadata gets UNKNOWN_SERVER_ERROR, an OffsetCommit with
+  2 MB of metadata (offset.metadata.max.bytes is raised to 4 MB) INVALID_COMMIT_OFFSET_SIZE,
+  and nothing that size reaches the log;
 - kcoord exits 0 on SIGTERM.
 
 Every wait is bounded and for an event; the daemon is killed on the way out and its log printed
@@ -165,6 +166,21 @@ def join_big(port, group, size):
     return err
 
 
+def commit(port, group, metadata):
+    """A simple OffsetCommit v8 (flexible: metadata may be long) of xPy-0 with `metadata`: its
+    partition's error code."""
+    body = (cstr(group) + struct.pack(">i", -1) + cstr("") + cstr(None) + uvarint(2) +
+            cstr("xPy") + uvarint(2) + struct.pack(">iqi", 0, 5, -1) + cstr(metadata) +
+            uvarint(0) + uvarint(0) + uvarint(0))
+    r = call(port, 8, 8, body, True)
+    r.i32()  # throttle
+    r.uvarint()  # topics
+    r.cstr()
+    r.uvarint()  # partitions
+    r.i32()  # partition index
+    return r.i16()
+
+
 def api_versions_answered(port):
     r = call(port, 18, 0, b"", False)
     return r.i16() == 0
@@ -172,10 +188,13 @@ def api_versions_answered(port):
 
 class Kcoord:
     def __init__(self, data_dir):
+        # offset.metadata.max.bytes above message.max.bytes, so that a commit can make an
+        # offset record too large.
         args = [BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data_dir,
                 "--set", "topics=xPy:2,other:2", "--set", "metrics.listener=",
                 "--set", "offsets.topic.num.partitions=2",
-                "--set", "group.consumer.regex.max.bytes=65536", "--set", "log.level=info"]
+                "--set", "group.consumer.regex.max.bytes=65536", "--set", "log.level=info",
+                "--set", "offset.metadata.max.bytes=4194304"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
         self.proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                      env=env)
@@ -268,6 +287,9 @@ class HostileGroupTest(unittest.TestCase):
         err = join_big(self.k.port, "big", 2 << 20)
         self.assertEqual(err, UNKNOWN_SERVER_ERROR)
         self.assert_alive()
+        # An offset record larger than message.max.bytes: INVALID_COMMIT_OFFSET_SIZE.
+        self.assertEqual(commit(self.k.port, "simple", "m" * (2 << 20)), 28)
+        self.assertEqual(commit(self.k.port, "simple", "m" * 1000), 0)
         self.k.wait_log(r"group big: request refused: .*message\.max\.bytes")
         # SIGTERM: exit 0, and no log file holds anything near the metadata's size.
         self.k.proc.send_signal(signal.SIGTERM)
