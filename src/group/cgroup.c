@@ -996,10 +996,13 @@ static const kc_gm_topic_t *tv_id(const kc_gm_topics_t *tv, const kc_uuid_t *id)
 static rres_t *rx_resolve(kc_cgm_t *c, const kc_gm_topics_t *tv, kc_str_t regex, bool *oom)
 {
     kc_rx_t *owned = NULL;
+    bool no_mem = false;
     const kc_rx_t *rx =
-        kc_rx_cache_get(c->rx, regex.p, regex.len > 0 ? (size_t)regex.len : 0, &owned, oom);
-    if (*oom)
+        kc_rx_cache_get(c->rx, regex.p, regex.len > 0 ? (size_t)regex.len : 0, &owned, &no_mem);
+    if (no_mem) {
+        *oom = true;
         return NULL;
+    }
     size_t n = 0, bytes = 0;
     kc_str_t *hits = tv->n ? malloc(tv->n * sizeof(*hits)) : NULL;
     if (tv->n && !hits) {

@@ -3,9 +3,9 @@
  * See regex.h for what is promised. The cache is a map from pattern text to an entry that
  * owns a copy of the text, the compiled pattern (or none when it does not compile) and a
  * reference count. Entries with references are counted as in use; entries without are kept
- * on a least-recently-used list of at most max_count entries, so that a pattern that comes
- * back (a member that leaves and rejoins, a pattern resolved between heartbeats) is not
- * compiled again.
+ * on a least-recently-used list of at most KC_RX_IDLE_MAX (or max_count, when smaller)
+ * entries, so that a pattern that comes back (a member that leaves and rejoins, a client
+ * retrying a refused one) is not compiled again.
  */
 #include "group/regex.h"
 
@@ -159,7 +159,8 @@ static void idle_push(kc_rx_cache_t *c, entry_t *e)
 /* Drop least recently used idle entries beyond the cap. */
 static void idle_trim(kc_rx_cache_t *c)
 {
-    while (c->n_idle > (size_t)c->max_count) {
+    size_t cap = c->max_count < KC_RX_IDLE_MAX ? (size_t)c->max_count : KC_RX_IDLE_MAX;
+    while (c->n_idle > cap) {
         entry_t *e = c->idle_tail;
         idle_unlink(c, e);
         kc_strmap_del(&c->map, e->text, e->len);

@@ -25,7 +25,14 @@
  * group.consumer.regex.max.count distinct ones may be in use: kc_rx_cache_check refuses one
  * more (KC_RX_FULL). Replay never refuses (what the log holds was accepted), so the count may
  * exceed the cap after the cap was lowered. Patterns nobody references stay compiled in a
- * least-recently-used list of at most as many entries, then are freed.
+ * least-recently-used list of at most KC_RX_IDLE_MAX entries, then are freed. So a cache holds
+ * at most (max_count + KC_RX_IDLE_MAX) x (max_len + KC_RX_MAX_MEM) bytes; in practice a
+ * compiled pattern takes a few kilobytes plus what RE2's DFA caches while matching.
+ *
+ * Time on the loop: compiling is O(pattern length) and happens once per distinct pattern;
+ * resolving a pattern against T topics is T full matches, each O(name length) in RE2's DFA
+ * and O(name length x program size) when the DFA's share of KC_RX_MAX_MEM runs out (measured:
+ * 10 000 names of 249 bytes take about 12 ms with a 1 MiB budget).
  */
 #ifndef KC_GROUP_REGEX_H
 #define KC_GROUP_REGEX_H
@@ -43,6 +50,9 @@ extern "C" {
 
 /* The deepest parenthesis nesting accepted (Go's regexp/syntax limit, which RE2/J follows). */
 #define KC_RX_MAX_NESTING 1000
+
+/* Patterns nobody uses kept compiled for reuse, per cache. */
+#define KC_RX_IDLE_MAX 64
 
 /* One compiled pattern (regex_re2.cc). Immutable; any thread may match with it. */
 typedef struct kc_rx_s kc_rx_t;

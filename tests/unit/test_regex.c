@@ -168,6 +168,16 @@ static void test_count_cap(void **state)
     kc_rx_cache_unref(c, "a", 1);
     assert_int_equal(kc_rx_cache_in_use(c), 0);
     kc_rx_cache_free(c);
+
+    /* Idle patterns: at most KC_RX_IDLE_MAX, whatever max_count. */
+    c = kc_rx_cache_new(100, 1000);
+    for (int i = 0; i < 200; i++) {
+        char why[128];
+        int n = snprintf(p, sizeof(p), "y%d", i);
+        assert_int_equal(kc_rx_cache_check(c, p, (size_t)n, why, sizeof(why)), KC_RX_OK);
+    }
+    assert_int_equal(kc_rx_cache_compiled(c), KC_RX_IDLE_MAX);
+    kc_rx_cache_free(c);
 }
 
 int main(void)
