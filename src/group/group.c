@@ -673,8 +673,11 @@ static int32_t record_max(const kc_gm_t *gm)
 static void refused(kc_gm_t *gm, kc_str_t group_id, const char *reason)
 {
     gm->stats.refused[KC_GM_REFUSED_RECORD_SIZE]++;
-    if (kc_notes_first(&gm->notes, group_id, kc_str_c(reason)))
-        KC_INFO("group", "group %.*s: request refused: %s", SV(group_id), reason);
+    if (kc_notes_first(&gm->notes, group_id, kc_str_c(reason))) {
+        char id[256]; /* the client's bytes, made printable */
+        kc_log_sanitize(id, sizeof(id), group_id.p, group_id.len > 0 ? (size_t)group_id.len : 0);
+        KC_INFO("group", "group %s: request refused: %s", id, reason);
+    }
 }
 
 /* Emit GroupMetadataKey v2 + GroupMetadataValue v3 (value NULL: tombstone). `assign` gives
