@@ -19,6 +19,13 @@
 # Quiet unless V=1. Objects go to build/ (build/san/ with SANITIZE=1).
 
 CC ?= cc
+# The one C++ file (src/group/regex_re2.cc, RE2 behind a C interface) is compiled with the C++
+# compiler that matches CC: clang++ for clang (clang-14 -> clang++-14), $(CXX) (g++) otherwise.
+ifneq ($(findstring clang,$(CC)),)
+CXX := $(subst clang,clang++,$(CC))
+# The link is driven by the C compiler: have clang bring the sanitizers' C++ runtime too.
+CLANG_LDFLAGS := -fsanitize-link-c++-runtime
+endif
 PKGS := libuv libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -luv -lzstd)
@@ -32,8 +39,9 @@ OPT := -O2
 endif
 
 CFLAGS_ALL := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -g $(OPT) -Isrc $(PKG_CFLAGS) $(CFLAGS)
-LDFLAGS_ALL := $(OPT) $(LDFLAGS)
-LIBS := $(PKG_LIBS) -lpthread -lm
+CXXFLAGS_ALL := -std=c++17 -Wall -Wextra -Werror -g $(OPT) -Isrc $(CXXFLAGS)
+LDFLAGS_ALL := $(OPT) $(CLANG_LDFLAGS) $(LDFLAGS)
+LIBS := $(PKG_LIBS) -lre2 -lstdc++ -lpthread -lm
 
 ifeq ($(V),1)
 Q :=
@@ -43,7 +51,8 @@ endif
 
 SRCS := $(shell find src -name '*.c' | sort)
 LIB_SRCS := $(filter-out src/main.c,$(SRCS))
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB_CXX_SRCS := $(shell find src -name '*.cc' | sort)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(LIB_CXX_SRCS:%.cc=$(BUILD)/%.o)
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
@@ -76,6 +85,11 @@ $(BUILD)/%.o: %.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 
+$(BUILD)/%.o: %.cc
+	@mkdir -p $(dir $@)
+	@echo "  CXX     $<"
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -MMD -MP -c -o $@ $<
+
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(UNIT_SUPPORT_OBJS) $(BUILD)/libkcoord.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ -lcmocka $(LIBS)
@@ -91,10 +105,18 @@ $(BUILD)/tests/fuzz/%_replay: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/replay
 # libFuzzer builds always use clang, with their own objects.
 FUZZ_CFLAGS := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -g -O1 -Isrc $(PKG_CFLAGS) \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-build/fuzz/%: tests/fuzz/%.c $(LIB_SRCS)
+FUZZ_CXXFLAGS := -std=c++17 -Wall -Wextra -Werror -g -O1 -Isrc \
+	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+FUZZ_CXX_OBJS := $(LIB_CXX_SRCS:%.cc=build/fuzz/obj/%.o)
+build/fuzz/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	@echo "  CXX     $<"
+	$(Q)clang++ $(FUZZ_CXXFLAGS) -c -o $@ $<
+build/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(FUZZ_CXX_OBJS)
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIBS)
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize-link-c++-runtime -o $@ $< $(LIB_SRCS) $(FUZZ_CXX_OBJS) \
+		$(LIBS)
 
 run: deps $(BUILD)/kcoord
 	$(BUILD)/kcoord -c conf/kcoord.conf
@@ -118,7 +140,7 @@ deps:
 	$(Q)scripts/deps
 
 format-check:
-	$(Q)clang-format --dry-run --Werror $(shell find src tests -name '*.[ch]' -not -name 'gen_*' | sort)
+	$(Q)clang-format --dry-run --Werror $(shell find src tests \( -name '*.[ch]' -o -name '*.cc' \) -not -name 'gen_*' | sort)
 
 clean:
 	rm -rf build

@@ -293,6 +293,39 @@ static const setting_t settings[] = {
             "thread when the group's members plus the partitions of its subscribed topics reach "
             "this many (0: always); smaller ones are computed at once, so the heartbeat that "
             "caused them already carries the new assignment."},
+    {.name = "group.consumer.regex.max.bytes",
+     .type = T_INT,
+     .off = OFF(group_consumer_regex_max_bytes),
+     .def = "16384",
+     .min = 1,
+     .max = 1048576,
+     .unit = "bytes",
+     .doc = "kcoord's own: the longest SubscribedTopicRegex a consumer may subscribe with (RE2 "
+            "syntax, as Kafka); a longer one gets INVALID_REGULAR_EXPRESSION. The default holds "
+            "an alternation of a few hundred topic names."},
+    {.name = "group.consumer.regex.max.count",
+     .type = T_INT,
+     .off = OFF(group_consumer_regex_max_count),
+     .def = "1000",
+     .min = 1,
+     .max = 1000000,
+     .doc = "kcoord's own: per __consumer_offsets partition, how many distinct subscription "
+            "regexes members may use at once (each is compiled once, with at most 1 MiB of "
+            "memory). A member bringing one more gets INVALID_REGULAR_EXPRESSION naming this "
+            "setting; members already using a regex are not affected."},
+    {.name = "message.max.bytes",
+     .type = T_INT,
+     .off = OFF(message_max_bytes),
+     .def = "1048588",
+     .min = 1024,
+     .max = INT32_MAX,
+     .unit = "bytes",
+     .doc = "The largest record a group may write to __consumer_offsets (Kafka's setting and "
+            "default). A classic group whose GroupMetadata record (every member's protocol "
+            "metadata and assignment) would be larger fails the leader's SyncGroup with "
+            "UNKNOWN_SERVER_ERROR and rebalances, as Kafka; a JoinGroup whose protocol metadata "
+            "alone cannot fit, and a consumer-group member whose metadata record would not, "
+            "get UNKNOWN_SERVER_ERROR at once."},
     {.name = "offset.metadata.max.bytes",
      .type = T_INT,
      .off = OFF(offset_metadata_max_bytes),

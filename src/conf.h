@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 41
+#define KC_CONF_N_SETTINGS 44
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -90,6 +90,9 @@ typedef struct kc_conf_s {
     char *group_consumer_assignors; /* group.consumer.assignors: "uniform,range"; first = default */
     bool group_consumer_assignor_offload_enable;       /* group.consumer.assignor.offload.enable */
     int64_t group_consumer_assignor_offload_threshold; /* ...offload.threshold (kcoord's) */
+    int32_t group_consumer_regex_max_bytes;            /* ...regex.max.bytes (kcoord's) */
+    int32_t group_consumer_regex_max_count;            /* ...regex.max.count (kcoord's) */
+    int32_t message_max_bytes;                         /* message.max.bytes */
     int32_t offset_metadata_max_bytes;                 /* offset.metadata.max.bytes */
     int32_t offsets_retention_minutes;                 /* offsets.retention.minutes */
     int64_t offsets_retention_check_interval_ms;       /* offsets.retention.check.interval.ms */

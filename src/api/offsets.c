@@ -75,6 +75,17 @@ int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
                 rp[j].error_code = KC_ERR_OFFSET_METADATA_TOO_LARGE;
                 continue;
             }
+            /* Its OffsetCommit record must fit in message.max.bytes: key (version, group,
+             * topic, partition: 10 bytes + names) and value (at most 34 bytes + metadata) in a
+             * batch of their own (82 bytes of framing). Kafka 4's coordinator answers a write
+             * too large with UNKNOWN_SERVER_ERROR (its CoordinatorOperationExceptionHelper maps
+             * MESSAGE_TOO_LARGE so), and so does kcoord. */
+            size_t rec_bytes = 82 + 10 + (size_t)(q->group_id.len > 0 ? q->group_id.len : 0) +
+                               strlen(t->name) + 34 + (size_t)md.len;
+            if (rec_bytes > (size_t)ctx->conf->message_max_bytes) {
+                rp[j].error_code = KC_ERR_UNKNOWN_SERVER_ERROR;
+                continue;
+            }
             kc_offset_t o = {
                 .offset = qp->committed_offset,
                 .leader_epoch = v >= 6 ? qp->committed_leader_epoch : -1,

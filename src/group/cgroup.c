@@ -62,7 +62,6 @@
 #include "group/cgroup.h"
 
 #include <errno.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +70,8 @@
 
 #include "group/assignor.h"
 #include "group/errors.h"
+#include "group/notes.h"
+#include "group/regex.h"
 #include "group/strmap.h"
 #include "proto/gen_records.h"
 #include "util/heap.h"
@@ -673,6 +674,8 @@ struct kc_cgm_s {
     kc_heap_t heap; /* groups with timers, by earliest deadline */
     int64_t now;    /* monotonic: timers and ages */
     int64_t wall;   /* wall clock: timestamps in records and for people */
+    kc_rx_cache_t *rx; /* the members' subscription regexes, compiled */
+    kc_notes_t notes;  /* refusals logged, per group */
 };
 
 static kc_time_t cg_time(const kc_cgm_t *c)
@@ -694,6 +697,11 @@ static int32_t hb_interval(const kc_cgm_t *c)
 static int32_t session_timeout(const kc_cgm_t *c)
 {
     return c->cfg.consumer_session_timeout_ms > 0 ? c->cfg.consumer_session_timeout_ms : 45000;
+}
+
+static int32_t record_max(const kc_cgm_t *c)
+{
+    return c->cfg.record_max_bytes > 0 ? c->cfg.record_max_bytes : KC_GM_RECORD_MAX_BYTES_DEFAULT;
 }
 
 static int32_t max_size(const kc_cgm_t *c)
@@ -846,6 +854,18 @@ static void member_free(cmember_t *m)
     free(m);
 }
 
+/* A member's metadata `meta` starts (take) or stops holding its regex: the partition's cache
+ * counts the patterns in use (src/group/regex.h). */
+static void regex_ref(kc_cgm_t *c, const cmeta_t *meta, bool take)
+{
+    if (!c || !meta || !str_set(meta->regex))
+        return;
+    if (take)
+        kc_rx_cache_ref(c->rx, meta->regex.p, (size_t)meta->regex.len);
+    else
+        kc_rx_cache_unref(c->rx, meta->regex.p, (size_t)meta->regex.len);
+}
+
 static ctarget_t *target_alloc(kc_str_t member_id)
 {
     ctarget_t *t = calloc(1, sizeof(*t) + str_space(member_id));
@@ -905,6 +925,7 @@ static void group_release(cgroup_t *g)
     cmember_t *m = g->head;
     while (m) {
         cmember_t *next = m->next;
+        regex_ref(g->c, m->meta, false);
         member_free(m);
         m = next;
     }
@@ -1004,87 +1025,36 @@ static const kc_gm_topic_t *tv_id(const kc_gm_topics_t *tv, const kc_uuid_t *id)
     return NULL;
 }
 
-/* Compile a topic regular expression (Kafka's are RE2 syntax) as a POSIX extended one that
- * must match the whole topic name, as Kafka's Pattern.matcher(topic).matches(). Outside
- * bracket expressions \d and \D become [0-9] and [^0-9]; everything else is POSIX (with glibc's
- * \w \W \s \S \b). Returns 0, or -1 with regerror's text in `err`. */
-static int rx_compile(kc_str_t rx, regex_t *re, char *err, size_t errlen)
-{
-    size_t n = rx.len > 0 ? (size_t)rx.len : 0;
-    if (memchr(rx.p ? rx.p : "", '\0', n)) {
-        snprintf(err, errlen, "it contains a NUL character");
-        return -1;
-    }
-    char *buf = malloc(n * 5 + 8);
-    if (!buf) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    size_t w = 0;
-    buf[w++] = '^';
-    buf[w++] = '(';
-    bool bracket = false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = rx.p[i];
-        if (bracket) {
-            buf[w++] = ch;
-            /* ']' right after '[' or '[^' is a literal; otherwise it closes. */
-            if (ch == ']' &&
-                !(rx.p[i - 1] == '[' || (rx.p[i - 1] == '^' && i >= 2 && rx.p[i - 2] == '[')))
-                bracket = false;
-            continue;
-        }
-        if (ch == '\\' && i + 1 < n && (rx.p[i + 1] == 'd' || rx.p[i + 1] == 'D')) {
-            const char *cls = rx.p[i + 1] == 'd' ? "[0-9]" : "[^0-9]";
-            memcpy(buf + w, cls, strlen(cls));
-            w += strlen(cls);
-            i++;
-            continue;
-        }
-        if (ch == '\\' && i + 1 < n) {
-            buf[w++] = ch;
-            buf[w++] = rx.p[++i];
-            continue;
-        }
-        if (ch == '[')
-            bracket = true;
-        buf[w++] = ch;
-    }
-    buf[w++] = ')';
-    buf[w++] = '$';
-    buf[w] = '\0';
-    int rc = regcomp(re, buf, REG_EXTENDED | REG_NOSUB);
-    free(buf);
-    if (rc != 0) {
-        regerror(rc, re, err, errlen);
-        return -1;
-    }
-    return 0;
-}
-
 /* Resolve `regex` against the topics: a new rres_t (NULL when out of memory, *oom set). A
- * regex that does not compile matches nothing. */
-static rres_t *rx_resolve(const kc_gm_topics_t *tv, kc_str_t regex, bool *oom)
+ * regex that does not compile matches nothing. The compiled pattern comes from the partition's
+ * cache (src/group/regex.h), so a resolution compiles nothing after the first; its cost is
+ * bounded by the topics: at most O(topics x 249 x program size), the program bounded by
+ * KC_RX_MAX_MEM. */
+static rres_t *rx_resolve(kc_cgm_t *c, const kc_gm_topics_t *tv, kc_str_t regex, bool *oom)
 {
-    regex_t re;
-    char err[128];
-    bool ok = rx_compile(regex, &re, err, sizeof(err)) == 0;
-    size_t n = 0, bytes = 0;
-    kc_str_t *hits = tv->n ? malloc(tv->n * sizeof(*hits)) : NULL;
-    if (tv->n && !hits) {
-        if (ok)
-            regfree(&re);
+    kc_rx_t *owned = NULL;
+    bool no_mem = false;
+    const kc_rx_t *rx =
+        kc_rx_cache_get(c->rx, regex.p, regex.len > 0 ? (size_t)regex.len : 0, &owned, &no_mem);
+    if (no_mem) {
         *oom = true;
         return NULL;
     }
-    for (size_t i = 0; ok && i < tv->n; i++) {
-        if (regexec(&re, tv->v[i].name.p, 0, NULL, 0) == 0) {
-            hits[n++] = tv->v[i].name;
-            bytes += str_space(tv->v[i].name);
+    size_t n = 0, bytes = 0;
+    kc_str_t *hits = tv->n ? malloc(tv->n * sizeof(*hits)) : NULL;
+    if (tv->n && !hits) {
+        kc_rx_free(owned);
+        *oom = true;
+        return NULL;
+    }
+    for (size_t i = 0; rx && i < tv->n; i++) {
+        const kc_str_t name = tv->v[i].name;
+        if (kc_rx_full_match(rx, name.p, name.len > 0 ? (size_t)name.len : 0)) {
+            hits[n++] = name;
+            bytes += str_space(name);
         }
     }
-    if (ok)
-        regfree(&re);
+    kc_rx_free(owned);
     if (n > 1)
         qsort(hits, n, sizeof(*hits), cmp_str);
     rres_t *r = calloc(1, sizeof(*r) + n * sizeof(kc_str_t) + bytes + str_space(regex));
@@ -1132,7 +1102,7 @@ static const rres_t *resolve(const cgroup_t *g, const kc_gm_topics_t *tv, kc_str
         if (r)
             return r;
     }
-    *tmp = rx_resolve(tv, regex, oom);
+    *tmp = rx_resolve(g->c, tv, regex, oom);
     return *tmp;
 }
 
@@ -1374,6 +1344,18 @@ static act_t *plan_add(plan_t *p, int kind, kc_str_t member_id)
     a->kind = kind;
     a->member_id = member_id;
     return a;
+}
+
+/* The size of the plan's largest record in a batch of its own (kc_gm__record_bytes). */
+static size_t plan_largest(const plan_t *p)
+{
+    size_t big = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        size_t b = kc_gm__record_bytes(p->v[i].klen, p->v[i].val ? p->v[i].vlen : 0);
+        if (b > big)
+            big = b;
+    }
+    return big;
 }
 
 static void act_free(act_t *a)
@@ -1632,6 +1614,8 @@ static void ap_meta(cgroup_t *g, kc_str_t member_id, cmeta_t *meta, cmember_t **
      * (which may hold the current key) is freed. */
     if (meta->instance_id.len >= 0) /* reserved */
         kc_strmap_put(&g->by_instance, meta->instance_id.p, (size_t)meta->instance_id.len, m);
+    regex_ref(g->c, meta, true);
+    regex_ref(g->c, m->meta, false);
     free(m->meta);
     m->meta = meta;
 }
@@ -1660,6 +1644,7 @@ static void ap_meta_del(cgroup_t *g, kc_str_t member_id)
     holders_apply(&g->holders, m->revoking, -1);
     kc_heap_remove(&g->sessions, &m->session_node);
     kc_heap_remove(&g->rebalances, &m->rebalance_node);
+    regex_ref(g->c, m->meta, false);
     member_free(m);
 }
 
@@ -2725,6 +2710,19 @@ hb_fail(hb_t *h, int16_t err, const char *fmt, ...)
     }
 }
 
+/* A request refused for a reason its user must act on: logged at info once per group and
+ * reason, not once per request. */
+static void refused(kc_cgm_t *c, int kind, kc_str_t group_id, kc_str_t reason)
+{
+    kc_gm__stats(c->gm)->refused[kind]++;
+    if (kc_notes_first(&c->notes, group_id, reason)) {
+        char id[256], why[600]; /* the client's bytes, made printable */
+        kc_log_sanitize(id, sizeof(id), group_id.p, group_id.len > 0 ? (size_t)group_id.len : 0);
+        kc_log_sanitize(why, sizeof(why), reason.p, reason.len > 0 ? (size_t)reason.len : 0);
+        KC_INFO("group", "consumer group %s: request refused: %s", id, why);
+    }
+}
+
 static void hb_oom(hb_t *h)
 {
     KC_ERROR("group", "consumer group %.*s: out of memory handling a heartbeat",
@@ -2778,7 +2776,7 @@ static int add_regex(const cgroup_t *g, const kc_gm_topics_t *tv, const cmeta_t 
         if (kc_str_eq(v[i]->regex, m->regex))
             return 0;
     bool oom = false;
-    rres_t *r = rx_resolve(tv, m->regex, &oom);
+    rres_t *r = rx_resolve(g->c, tv, m->regex, &oom);
     if (!r)
         return -1;
     const rres_t *old = rres_cached(g, m->regex);
@@ -3056,15 +3054,31 @@ static void do_heartbeat(hb_t *h)
         names_changed = !topics_eq(base, upd);
         regex_changed = !kc_str_eq(base->regex, upd->regex);
         if (regex_changed && str_set(upd->regex) && regex_users(g, upd->regex) == 0) {
-            regex_t re;
+            /* Kafka's throwIfRegularExpressionIsInvalid, with kcoord's bounds (regex.h). */
             char why[256];
-            if (rx_compile(upd->regex, &re, why, sizeof(why)) != 0) {
-                hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
-                        "SubscribedTopicRegex `%.*s` is not a valid regular expression: %s.",
-                        SV(upd->regex), why);
+            int rc =
+                kc_rx_cache_check(c->rx, upd->regex.p, (size_t)upd->regex.len, why, sizeof(why));
+            if (rc == KC_RX_OOM) {
+                hb_oom(h);
                 goto out;
             }
-            regfree(&re);
+            if (rc != KC_RX_OK) {
+                /* A long pattern is shown cut, so that the reason fits the message. */
+                int shown = upd->regex.len > 200 ? 200 : (int)upd->regex.len;
+                const char *more = upd->regex.len > 200 ? "..." : "";
+                if (rc == KC_RX_FULL)
+                    hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
+                            "SubscribedTopicRegex `%.*s%s` cannot be used: %s.", shown,
+                            upd->regex.p, more, why);
+                else
+                    hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
+                            "SubscribedTopicRegex `%.*s%s` is not a valid regular expression: %s.",
+                            shown, upd->regex.p, more, why);
+                refused(c,
+                        rc == KC_RX_FULL ? KC_GM_REFUSED_REGEX_LIMIT : KC_GM_REFUSED_REGEX_INVALID,
+                        gid, h->r->error_message);
+                goto out;
+            }
         }
         cmeta_t *copy = meta_new(upd);
         if (!copy) {
@@ -3206,6 +3220,20 @@ static void do_heartbeat(hb_t *h)
     if (p.oom) {
         free(resp_copy);
         hb_oom(h);
+        goto out;
+    }
+
+    /* Every record must fit in message.max.bytes: Kafka's CoordinatorRuntime refuses the
+     * write (RecordTooLargeException), answered UNKNOWN_SERVER_ERROR. The metadata record is
+     * what a client can make large (thousands of subscribed topic names). */
+    size_t big = plan_largest(&p);
+    if (big > (size_t)record_max(c)) {
+        free(resp_copy);
+        hb_fail(h, KC_ERR_UNKNOWN_SERVER_ERROR,
+                "The heartbeat would write a %zu-byte record, larger than message.max.bytes "
+                "(%d).",
+                big, (int)record_max(c));
+        refused(c, KC_GM_REFUSED_RECORD_SIZE, gid, h->r->error_message);
         goto out;
     }
 
@@ -4210,10 +4238,26 @@ kc_cgm_t *kc_cgm_new(kc_gm_t *gm, const kc_gm_config_t *cfg, const kc_gm_ops_t *
         }
     }
     c->cfg.consumer_assignors = c->assignors;
+    c->rx = kc_rx_cache_new(cfg->consumer_regex_max_bytes > 0 ? cfg->consumer_regex_max_bytes
+                                                              : KC_GM_REGEX_MAX_BYTES_DEFAULT,
+                            cfg->consumer_regex_max_count > 0 ? cfg->consumer_regex_max_count
+                                                              : KC_GM_REGEX_MAX_COUNT_DEFAULT);
+    if (!c->rx) {
+        free(c->assignors);
+        free(c);
+        return NULL;
+    }
     if (ops)
         c->ops = *ops;
     kc_strmap_init(&c->groups);
+    kc_notes_init(&c->notes);
     return c;
+}
+
+void kc_cgm_regex_counts(const kc_cgm_t *c, size_t *in_use, size_t *compiled)
+{
+    *in_use = c ? kc_rx_cache_in_use(c->rx) : 0;
+    *compiled = c ? kc_rx_cache_compiled(c->rx) : 0;
 }
 
 void kc_cgm_free(kc_cgm_t *c)
@@ -4227,6 +4271,8 @@ void kc_cgm_free(kc_cgm_t *c)
     }
     kc_strmap_free(&c->groups);
     kc_heap_free(&c->heap);
+    kc_rx_cache_free(c->rx);
+    kc_notes_free(&c->notes);
     free(c->assignors);
     free(c);
 }

@@ -15,6 +15,7 @@
 #define KC_GROUP_CGROUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "group/group.h"
@@ -22,6 +23,15 @@
 typedef struct kc_cgm_s kc_cgm_t;
 
 /* ---- Provided by group.c ------------------------------------------------------------------- */
+
+/* The bytes a record takes in a record batch of its own, as Kafka sizes a write against
+ * message.max.bytes (uncompressed): the 61-byte batch header, at most 21 bytes of record
+ * framing (length, attributes, deltas, key and value lengths, header count), key and value. */
+#define KC_GM_RECORD_OVERHEAD (61 + 21)
+static inline size_t kc_gm__record_bytes(size_t key_len, size_t value_len)
+{
+    return KC_GM_RECORD_OVERHEAD + key_len + value_len;
+}
 
 /* The consumer-group side of a manager. */
 kc_cgm_t *kc_gm__cgm(const kc_gm_t *gm);
@@ -149,5 +159,8 @@ int kc_cgm_json_summary(const kc_cgm_t *c, kc_str_t id, kc_emit_fn emit, void *a
  * milliseconds). kc_cgm_tick fires or examines at most the config's tick_budget of them. */
 int64_t kc_cgm_next_deadline(const kc_cgm_t *c);
 void kc_cgm_tick(kc_cgm_t *c, kc_time_t now);
+
+/* The partition's subscription regexes: distinct ones in use, and ones compiled. */
+void kc_cgm_regex_counts(const kc_cgm_t *c, size_t *in_use, size_t *compiled);
 
 #endif

@@ -65,6 +65,7 @@
 
 #include "group/cgroup.h"
 #include "group/errors.h"
+#include "group/notes.h"
 #include "group/strmap.h"
 #include "proto/gen_consumer.h"
 #include "proto/gen_records.h"
@@ -186,6 +187,7 @@ struct kc_gm_s {
     uint64_t rng;
     uint64_t next_seq;
     kc_gm_stats_t stats; /* kc_gm_stats */
+    kc_notes_t notes;    /* refusals logged, per group */
     /* The JoinGroup or SyncGroup being handled. */
     struct {
         uint64_t seq; /* 0 when none */
@@ -687,9 +689,29 @@ static bool can_rebalance(const group_t *g)
 
 /* ---- Records ---------------------------------------------------------------------------- */
 
+/* message.max.bytes: the largest record a group may write. */
+static int32_t record_max(const kc_gm_t *gm)
+{
+    return gm->cfg.record_max_bytes > 0 ? gm->cfg.record_max_bytes : KC_GM_RECORD_MAX_BYTES_DEFAULT;
+}
+
+/* A request refused for a reason its user must act on: logged at info once per group and
+ * reason, not once per request. */
+static void refused(kc_gm_t *gm, kc_str_t group_id, const char *reason)
+{
+    gm->stats.refused[KC_GM_REFUSED_RECORD_SIZE]++;
+    if (kc_notes_first(&gm->notes, group_id, kc_str_c(reason))) {
+        char id[256]; /* the client's bytes, made printable */
+        kc_log_sanitize(id, sizeof(id), group_id.p, group_id.len > 0 ? (size_t)group_id.len : 0);
+        KC_INFO("group", "group %s: request refused: %s", id, reason);
+    }
+}
+
 /* Emit GroupMetadataKey v2 + GroupMetadataValue v3 (value NULL: tombstone). `assign` gives
  * each member's assignment in list order (NULL: the members' stored ones); `empty` writes
- * Kafka's newEmptyGroupMetadataRecord. Returns 0, or -1 when out of memory. */
+ * Kafka's newEmptyGroupMetadataRecord. Returns 0, -1 when out of memory, or -2 when the record
+ * would be larger than message.max.bytes (nothing is emitted; Kafka's RecordTooLargeException,
+ * which its callers answer with UNKNOWN_SERVER_ERROR). */
 static int emit_group_metadata(group_t *g, bool tombstone, bool empty, const kc_bytes_t *assign)
 {
     kc_gm_t *gm = g->gm;
@@ -746,12 +768,23 @@ static int emit_group_metadata(group_t *g, bool tombstone, bool empty, const kc_
     }
     if (kw.err || vw.err)
         goto out;
+    size_t bytes = kc_gm__record_bytes(kw.len, tombstone ? 0 : vw.len);
+    if (bytes > (size_t)record_max(gm)) {
+        char why[200];
+        snprintf(why, sizeof(why),
+                 "its GroupMetadata record (generation %d, %d members) would be %zu bytes, "
+                 "larger than message.max.bytes (%d)",
+                 (int)g->generation, (int)g->n_members, bytes, (int)record_max(gm));
+        refused(gm, g->id, why);
+        rc = -2;
+        goto out;
+    }
     if (gm->ops.record)
         gm->ops.record(gm->ops.ctx, kw.buf, kw.len, tombstone ? NULL : vw.buf,
                        tombstone ? 0 : vw.len);
     rc = 0;
 out:
-    if (rc != 0)
+    if (rc == -1)
         KC_ERROR("group", "group %.*s: out of memory encoding its GroupMetadata record", SV(g->id));
     free(mm);
     kc_wr_free(&kw);
@@ -1658,6 +1691,7 @@ kc_gm_t *kc_gm_new(const kc_gm_config_t *cfg, const kc_gm_ops_t *ops)
     if (ops)
         gm->ops = *ops;
     kc_strmap_init(&gm->groups);
+    kc_notes_init(&gm->notes);
     gm->cgm = kc_cgm_new(gm, cfg, ops);
     if (!gm->cgm) {
         free(gm);
@@ -1687,6 +1721,7 @@ void kc_gm_free(kc_gm_t *gm)
     kc_strmap_free(&gm->groups);
     kc_cgm_free(gm->cgm);
     kc_heap_free(&gm->heap);
+    kc_notes_free(&gm->notes);
     free(gm);
 }
 
@@ -2015,9 +2050,11 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
                      "selected protocol; no rebalance",
                      SV(g->id), SV(m->id));
             kc_join_group_response_t r;
-            if (emit_group_metadata(g, false, false, NULL) != 0) {
+            int rc = emit_group_metadata(g, false, false, NULL);
+            if (rc != 0) {
                 kc_join_group_response_init(&r);
-                r.error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
+                r.error_code =
+                    rc == -2 ? KC_ERR_UNKNOWN_SERVER_ERROR : KC_ERR_COORDINATOR_NOT_AVAILABLE;
                 r.generation_id = g->generation;
                 r.protocol_name = pname_view(g);
                 r.protocol_type = ptype_view(g);
@@ -2213,6 +2250,27 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
         reply_join_error(gm, KC_ERR_INVALID_SESSION_TIMEOUT, jr->member_id);
         return;
     }
+    /* A member whose protocol metadata cannot fit in any GroupMetadata record: Kafka takes the
+     * JoinGroup and fails every SyncGroup of the group (its record is too large), forever;
+     * kcoord refuses the JoinGroup at once, with the error that SyncGroup would get, and
+     * keeps nothing of it. */
+    size_t smallest = SIZE_MAX;
+    for (int32_t i = 0; i < req->protocols.n; i++) {
+        size_t len =
+            req->protocols.v[i].metadata.len > 0 ? (size_t)req->protocols.v[i].metadata.len : 0;
+        if (len < smallest)
+            smallest = len;
+    }
+    if (req->protocols.n > 0 && kc_gm__record_bytes(0, smallest) > (size_t)record_max(gm)) {
+        char why[200];
+        snprintf(why, sizeof(why),
+                 "a JoinGroup with %zu bytes of protocol metadata: no GroupMetadata record of at "
+                 "most message.max.bytes (%d) can hold it",
+                 smallest, (int)record_max(gm));
+        refused(gm, req->group_id, why);
+        reply_join_error(gm, KC_ERR_UNKNOWN_SERVER_ERROR, jr->member_id);
+        return;
+    }
     bool unknown_member = !str_nonempty(jr->member_id);
     if (kc_cgm_exists(gm->cgm, req->group_id)) {
         /* GroupMetadataManager.classicGroupJoin on a consumer group. Kafka bridges classic
@@ -2318,13 +2376,19 @@ static void leader_sync(group_t *g, member_t *leader, kc_bytes_t *assign, uint8_
 {
     KC_DEBUG("group", "group %.*s: assignment received from leader %.*s for generation %d",
              SV(g->id), SV(leader->id), (int)g->generation);
-    if (emit_group_metadata(g, false, false, assign) != 0) {
-        /* Kafka's failed-append path. */
+    int rc = emit_group_metadata(g, false, false, assign);
+    if (rc != 0) {
+        /* Kafka's failed-append path: a record too large is MESSAGE_TOO_LARGE there, which
+         * appendGroupMetadataErrorToResponseError turns into UNKNOWN_SERVER_ERROR. */
         int32_t i = 0;
         for (member_t *m = g->head; m; m = m->next, i++)
             free(copies[i]);
-        reset_and_propagate_error(g, KC_ERR_COORDINATOR_NOT_AVAILABLE);
-        maybe_prepare_rebalance_or_complete_join(g, "error storing the group assignment");
+        reset_and_propagate_error(g, rc == -2 ? KC_ERR_UNKNOWN_SERVER_ERROR
+                                              : KC_ERR_COORDINATOR_NOT_AVAILABLE);
+        maybe_prepare_rebalance_or_complete_join(g, rc == -2
+                                                        ? "the group's record would exceed "
+                                                          "message.max.bytes"
+                                                        : "error storing the group assignment");
         return;
     }
     int32_t i = 0;
@@ -3500,6 +3564,19 @@ void kc_gm_stats(const kc_gm_t *gm, kc_gm_stats_t *out)
     out->timers_fired += s->timers_fired;
     out->timers_examined += s->timers_examined;
     out->tick_slices += s->tick_slices;
+    for (int i = 0; i < KC_GM_REFUSED_KINDS; i++)
+        out->refused[i] += s->refused[i];
+    size_t in_use = 0, compiled = 0;
+    kc_cgm_regex_counts(gm->cgm, &in_use, &compiled);
+    out->regexes_in_use += in_use;
+    out->regexes_compiled += compiled;
+}
+
+const char *kc_gm_refused_name(int kind)
+{
+    static const char *const names[KC_GM_REFUSED_KINDS] = {"regex_invalid", "regex_limit",
+                                                           "record_too_large"};
+    return kind >= 0 && kind < KC_GM_REFUSED_KINDS ? names[kind] : "unknown";
 }
 
 /* ---- Introspection of classic groups (group.h) --------------------------------------------- */

@@ -71,11 +71,21 @@ typedef struct kc_gm_config_s {
      * are worked off in slices with the host's other work in between; 0: the default,
      * KC_GM_TICK_BUDGET_DEFAULT. */
     int32_t tick_budget;
+    /* Subscription regexes (src/group/regex.h); 0 stands for the default. */
+    int32_t consumer_regex_max_bytes; /* group.consumer.regex.max.bytes (kcoord's), 16384 */
+    int32_t consumer_regex_max_count; /* group.consumer.regex.max.count (kcoord's), 1000 */
+    /* The largest record a group may write (message.max.bytes of __consumer_offsets, Kafka's
+     * default 1048588): key + value + the record's framing in a batch of its own. 0 stands for
+     * the default. */
+    int32_t record_max_bytes;
 } kc_gm_config_t;
 
 #define KC_GM_TICK_BUDGET_DEFAULT 512
 
 #define KC_GM_OFFLOAD_THRESHOLD_DEFAULT 10000
+#define KC_GM_REGEX_MAX_BYTES_DEFAULT   16384
+#define KC_GM_REGEX_MAX_COUNT_DEFAULT   1000
+#define KC_GM_RECORD_MAX_BYTES_DEFAULT  1048588
 
 /* A consumer group's target assignment being computed off the loop (see the ops' offload). */
 typedef struct kc_gm_job_s kc_gm_job_t;
@@ -444,6 +454,8 @@ extern const double kc_gm_phase_bounds_s[KC_GM_PHASE_BUCKETS - 1];
 #define KC_GM_ASSIGN_BUCKETS 12
 extern const double kc_gm_assign_bounds_s[KC_GM_ASSIGN_BUCKETS - 1];
 
+#define KC_GM_REFUSED_KINDS 3
+
 typedef struct kc_gm_stats_s {
     uint64_t rebalances[KC_RB_CAUSES];        /* rebalances started, by cause (both group kinds) */
     uint64_t join_phase[KC_GM_PHASE_BUCKETS]; /* non-cumulative bucket counts */
@@ -460,7 +472,20 @@ typedef struct kc_gm_stats_s {
     uint64_t timers_fired;
     uint64_t timers_examined;
     uint64_t tick_slices;
+    /* Requests refused for a reason their user must act on, by KC_GM_REFUSED_*. */
+    uint64_t refused[KC_GM_REFUSED_KINDS];
+    /* Subscription regexes: distinct ones members use, and ones compiled in the caches. */
+    uint64_t regexes_in_use, regexes_compiled;
 } kc_gm_stats_t;
+
+enum {
+    KC_GM_REFUSED_REGEX_INVALID = 0, /* INVALID_REGULAR_EXPRESSION: syntax, length, nesting */
+    KC_GM_REFUSED_REGEX_LIMIT = 1, /* INVALID_REGULAR_EXPRESSION: group.consumer.regex.max.count */
+    KC_GM_REFUSED_RECORD_SIZE = 2, /* a record larger than message.max.bytes */
+};
+
+/* "regex_invalid", "regex_limit", "record_too_large": the metric's label values. */
+const char *kc_gm_refused_name(int kind);
 
 /* ADD this manager's counters into *out (so a caller sums managers by calling it for each on
  * a zeroed struct). */

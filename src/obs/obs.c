@@ -133,6 +133,20 @@ static void write_coord(kc_obs_buf_t *b, kc_coord_t *coord)
                    "Timer ticks that stopped at their budget with more timers due; the rest "
                    "were fired after the event loop served other requests.");
     kc_prom_sample(b, "kcoord_group_timer_slices_total", NULL, (double)st.tick_slices);
+    kc_prom_family(b, "kcoord_group_requests_refused_total", "counter",
+                   "Group requests refused for a reason their user must act on: an invalid "
+                   "subscription regex, one regex more than group.consumer.regex.max.count, a "
+                   "record larger than message.max.bytes.");
+    for (int k = 0; k < KC_GM_REFUSED_KINDS; k++) {
+        snprintf(labels, sizeof(labels), "reason=\"%s\"", kc_gm_refused_name(k));
+        kc_prom_sample(b, "kcoord_group_requests_refused_total", labels, (double)st.refused[k]);
+    }
+    kc_prom_family(b, "kcoord_consumer_regexes", "gauge",
+                   "Subscription regexes: distinct ones members use (state=\"in_use\", at most "
+                   "group.consumer.regex.max.count per partition) and ones compiled "
+                   "(state=\"compiled\").");
+    kc_prom_sample(b, "kcoord_consumer_regexes", "state=\"in_use\"", (double)st.regexes_in_use);
+    kc_prom_sample(b, "kcoord_consumer_regexes", "state=\"compiled\"", (double)st.regexes_compiled);
 
     kc_prom_family(b, "kcoord_partitions", "gauge", "__consumer_offsets partitions.");
     kc_prom_sample(b, "kcoord_partitions", NULL, (double)n);

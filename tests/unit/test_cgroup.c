@@ -1148,6 +1148,138 @@ static void test_regex(void **state)
     fx_free(f);
 }
 
+/* RE2 syntax, as Kafka's RE2/J: franz-go's non-capturing wrapper and (?i) are accepted,
+ * back-references and repeat counts above 1000 refused with RE2/J's words. */
+static void test_regex_re2(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    set_topic(f, "xPy", 1);
+    set_topic(f, "Orders", 1);
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "m1", .epoch = 0, .regex = ".*(?:(?:P)).*"});
+    assert_int_equal(r.error_code, 0);
+    assert_string_equal(asg_str(f, r.assignment), "xPy:0");
+    r = send_hb(f, &(req_t){.member = "m2", .epoch = 0, .group = "g2", .regex = "(?i)orders"});
+    assert_int_equal(r.error_code, 0);
+    assert_string_equal(asg_str(f, r.assignment), "Orders:0");
+    r = send_hb(f, &(req_t){.member = "m3", .epoch = 0, .group = "g3", .regex = "a{0,1000}"});
+    assert_int_equal(r.error_code, 0);
+
+    static const struct {
+        const char *rx, *msg;
+    } bad[] = {
+        {"(.*)(.*)\\2", "SubscribedTopicRegex `(.*)(.*)\\2` is not a valid regular expression: "
+                        "invalid escape sequence."},
+        {"a{0,1001}", "SubscribedTopicRegex `a{0,1001}` is not a valid regular expression: "
+                      "invalid repeat count."},
+        {"[", "SubscribedTopicRegex `[` is not a valid regular expression: missing closing ]."},
+        {"(?=x)", "SubscribedTopicRegex `(?=x)` is not a valid regular expression: invalid or "
+                  "unsupported Perl syntax."},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        r = send_hb(f, &(req_t){.member = "m9", .epoch = 0, .group = "g9", .regex = bad[i].rx});
+        assert_int_equal(r.error_code, KC_ERR_INVALID_REGULAR_EXPRESSION);
+        assert_int_equal(r.error_message.len, (int)strlen(bad[i].msg));
+        assert_memory_equal(r.error_message.p, bad[i].msg, strlen(bad[i].msg));
+    }
+    fx_free(f);
+}
+
+/* 20 000 nested parentheses: refused before RE2 sees them, the process lives. A 100 KB
+ * alternation: refused by the length bound. */
+static void test_regex_hostile(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    size_t depth = 20000;
+    char *deep = malloc(depth * 2 + 2);
+    memset(deep, '(', depth);
+    deep[depth] = 'a';
+    memset(deep + depth + 1, ')', depth);
+    deep[depth * 2 + 1] = '\0';
+    kc_gm_config_t cfg = default_cfg();
+    cfg.consumer_regex_max_bytes = 1 << 20;
+    fx_t *g = fx_new_cfg(&cfg);
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(g, &(req_t){.member = "m1", .epoch = 0, .regex = deep});
+    assert_int_equal(r.error_code, KC_ERR_INVALID_REGULAR_EXPRESSION);
+    assert_non_null(strstr(r.error_message.p, "expression nests too deeply"));
+    fx_free(g);
+
+    char *alt = malloc(110000);
+    size_t w = 0;
+    for (int i = 0; w < 100000; i++)
+        w += (size_t)sprintf(alt + w, "%stopic-%d", i ? "|" : "", i);
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 0, .regex = alt});
+    assert_int_equal(r.error_code, KC_ERR_INVALID_REGULAR_EXPRESSION);
+    assert_non_null(strstr(r.error_message.p, "longer than group.consumer.regex.max.bytes"));
+    assert_true(r.error_message.len < 600); /* the pattern is shown cut */
+    /* Another client is answered. */
+    r = send_hb(f, &(req_t){.member = "m2", .epoch = 0, .group = "g2", .topics = "t"});
+    assert_int_equal(r.error_code, 0);
+    free(alt);
+    free(deep);
+    fx_free(f);
+}
+
+/* group.consumer.regex.max.count: one more distinct regex than allowed is refused; a regex
+ * already in use is not; a member leaving frees its regex. */
+static void test_regex_count_cap(void **state)
+{
+    (void)state;
+    kc_gm_config_t cfg = default_cfg();
+    cfg.consumer_regex_max_count = 2;
+    fx_t *f = fx_new_cfg(&cfg);
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "m1", .epoch = 0, .regex = "a.*"});
+    assert_int_equal(r.error_code, 0);
+    r = send_hb(f, &(req_t){.member = "m2", .epoch = 0, .group = "g2", .regex = "b.*"});
+    assert_int_equal(r.error_code, 0);
+    r = send_hb(f, &(req_t){.member = "m3", .epoch = 0, .group = "g3", .regex = "c.*"});
+    assert_int_equal(r.error_code, KC_ERR_INVALID_REGULAR_EXPRESSION);
+    assert_non_null(strstr(r.error_message.p, "group.consumer.regex.max.count"));
+    kc_gm_stats_t st;
+    memset(&st, 0, sizeof(st));
+    kc_gm_stats(f->gm, &st);
+    assert_int_equal(st.refused[KC_GM_REFUSED_REGEX_LIMIT], 1);
+    assert_int_equal(st.regexes_in_use, 2);
+    /* In use in another group: fine. */
+    r = send_hb(f, &(req_t){.member = "m4", .epoch = 0, .group = "g4", .regex = "a.*"});
+    assert_int_equal(r.error_code, 0);
+    /* g2's only member leaves: its regex is free, c.* fits. */
+    r = send_hb(f, &(req_t){.member = "m2", .group = "g2", .epoch = -1});
+    assert_int_equal(r.error_code, 0);
+    r = send_hb(f, &(req_t){.member = "m3", .epoch = 0, .group = "g3", .regex = "c.*"});
+    assert_int_equal(r.error_code, 0);
+    fx_free(f);
+}
+
+/* message.max.bytes: a heartbeat whose member metadata record would be larger is answered
+ * UNKNOWN_SERVER_ERROR (Kafka's answer to RecordTooLargeException) and writes nothing. */
+static void test_record_too_large(void **state)
+{
+    (void)state;
+    kc_gm_config_t cfg = default_cfg();
+    cfg.record_max_bytes = 4096;
+    fx_t *f = fx_new_cfg(&cfg);
+    char *names = malloc(100 * 64);
+    size_t w = 0;
+    for (int i = 0; i < 100; i++)
+        w += (size_t)sprintf(names + w, "%stopic-with-a-rather-long-name-to-fill-the-record-%03d",
+                             i ? "," : "", i);
+    int nr = f->nr;
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = names});
+    assert_int_equal(r.error_code, KC_ERR_UNKNOWN_SERVER_ERROR);
+    assert_non_null(strstr(r.error_message.p, "larger than message.max.bytes (4096)"));
+    assert_int_equal(f->nr, nr);
+    r = send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
+    assert_int_equal(r.error_code, 0);
+    free(names);
+    fx_free(f);
+}
+
 /* Subscription changes: a topic dropped from the subscription is revoked at the same epoch
  * before the new target is reached. */
 static void test_subscription_change(void **state)
@@ -2123,6 +2255,10 @@ int main(void)
         cmocka_unit_test(test_replay_group_types),
         cmocka_unit_test(test_metadata_change),
         cmocka_unit_test(test_regex),
+        cmocka_unit_test(test_regex_re2),
+        cmocka_unit_test(test_regex_hostile),
+        cmocka_unit_test(test_regex_count_cap),
+        cmocka_unit_test(test_record_too_large),
         cmocka_unit_test(test_subscription_change),
         cmocka_unit_test(test_assignment_when),
         cmocka_unit_test(test_describe_and_list),

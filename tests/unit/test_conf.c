@@ -192,6 +192,9 @@ static void test_defaults(void **state)
                              "group.consumer.assignors=uniform,range  # default\n"
                              "group.consumer.assignor.offload.enable=true  # default\n"
                              "group.consumer.assignor.offload.threshold=10000  # default\n"
+                             "group.consumer.regex.max.bytes=16384  # default\n"
+                             "group.consumer.regex.max.count=1000  # default\n"
+                             "message.max.bytes=1048588  # default\n"
                              "offset.metadata.max.bytes=4096  # default\n"
                              "offsets.retention.minutes=10080  # default\n"
                              "offsets.retention.check.interval.ms=600000  # default\n"
@@ -295,6 +298,21 @@ static void test_int(void **state)
     assert_int_equal(c.queued_max_requests, 1000000);
     set_bad(&c, "queued.max.requests", "1000001", "is out of range");
     set_bad(&c, "queued.max.requests", "many", "is not an integer (expected 1..1000000)");
+
+    /* The regex and record bounds. */
+    set_bad(&c, "group.consumer.regex.max.bytes", "0", "is out of range (expected 1..1048576)");
+    set_ok(&c, "group.consumer.regex.max.bytes", "1048576");
+    assert_int_equal(c.group_consumer_regex_max_bytes, 1048576);
+    set_bad(&c, "group.consumer.regex.max.bytes", "1048577", "is out of range");
+    set_bad(&c, "group.consumer.regex.max.count", "0", "is out of range (expected 1..1000000)");
+    set_ok(&c, "group.consumer.regex.max.count", "1");
+    assert_int_equal(c.group_consumer_regex_max_count, 1);
+    set_bad(&c, "group.consumer.regex.max.count", "1000001", "is out of range");
+    set_bad(&c, "message.max.bytes", "1023", "is out of range (expected 1024..2147483647)");
+    set_ok(&c, "message.max.bytes", "1024");
+    assert_int_equal(c.message_max_bytes, 1024);
+    set_ok(&c, "message.max.bytes", "2147483647");
+    assert_int_equal(c.message_max_bytes, INT32_MAX);
     kc_conf_free(&c);
 }
 
@@ -887,6 +905,9 @@ static void test_precedence(void **state)
                              "group.consumer.assignors=uniform,range  # default\n"
                              "group.consumer.assignor.offload.enable=true  # default\n"
                              "group.consumer.assignor.offload.threshold=10000  # default\n"
+                             "group.consumer.regex.max.bytes=16384  # default\n"
+                             "group.consumer.regex.max.count=1000  # default\n"
+                             "message.max.bytes=1048588  # default\n"
                              "offset.metadata.max.bytes=4096  # default\n"
                              "offsets.retention.minutes=10080  # default\n"
                              "offsets.retention.check.interval.ms=600000  # default\n"
@@ -1021,6 +1042,9 @@ static void test_doc_content(void **state)
                                  "group.consumer.assignors=uniform,range  # default\n"
                                  "group.consumer.assignor.offload.enable=true  # default\n"
                                  "group.consumer.assignor.offload.threshold=10000  # default\n"
+                                 "group.consumer.regex.max.bytes=16384  # default\n"
+                                 "group.consumer.regex.max.count=1000  # default\n"
+                                 "message.max.bytes=1048588  # default\n"
                                  "offset.metadata.max.bytes=4096  # default\n"
                                  "offsets.retention.minutes=10080  # default\n"
                                  "offsets.retention.check.interval.ms=600000  # default\n"

@@ -823,6 +823,82 @@ static void test_sync_flow_and_record(void **state)
     fx_free(f);
 }
 
+/* message.max.bytes: a JoinGroup whose protocol metadata cannot fit in any record is refused
+ * at once; an assignment that makes the group's record too large fails the leader's SyncGroup
+ * for every member with UNKNOWN_SERVER_ERROR (Kafka's answer to RecordTooLargeException) and
+ * nothing is written. Each is logged once for the group, however often it is retried. */
+static void test_record_too_large(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/kc-group-rec-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    kc_log_set_level(KC_LOG_INFO);
+
+    kc_gm_config_t cfg = default_cfg();
+    cfg.record_max_bytes = 4096;
+    fx_t *f = fx_new_cfg(&cfg);
+    static uint8_t big[8192];
+    memset(big, 'x', sizeof(big));
+    jopt_t o = {.version = 5,
+                .member = "",
+                .nprotos = 2,
+                .names = {"range", "roundrobin"},
+                .metas = {{big, 8192}, {big, 4096}}};
+    kc_join_group_response_t r;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(do_join(f, &o, W(1), &r), KC_GM_ANSWERED);
+        assert_int_equal(r.error_code, KC_ERR_UNKNOWN_SERVER_ERROR);
+    }
+    assert_int_equal(f->nr, 0);
+    assert_int_equal(kc_gm_info(f->gm, KC_STR_LIT("g"), &(kc_group_info_t){0}), -1);
+
+    /* Two members that fit; the leader's 3 KB assignment does not. */
+    assert_int_equal(join3(f, NULL, W(2), &r), KC_GM_PARKED);
+    assert_int_equal(join3(f, NULL, W(3), &r), KC_GM_PARKED);
+    advance(f, 6000);
+    const char *a = S(f, join_answer(f, W(2))->r.member_id);
+    const char *b = S(f, join_answer(f, W(3))->r.member_id);
+    int32_t gen = join_answer(f, W(2))->r.generation_id;
+    const char *leader = S(f, join_answer(f, W(2))->r.leader);
+    const char *follower = strcmp(leader, a) == 0 ? b : a;
+    int nrec = f->nr;
+    kc_sync_group_response_t s;
+    assert_int_equal(do_sync(f, 3, "g", follower, gen, NULL, 0, NULL, NULL, W(5), &s),
+                     KC_GM_PARKED);
+    char *huge = calloc(1, 3001);
+    memset(huge, 'A', 3000);
+    const char *ids[] = {leader, follower};
+    const char *as[] = {huge, huge};
+    assert_int_equal(do_sync(f, 3, "g", leader, gen, NULL, 2, ids, as, W(4), &s), KC_GM_ANSWERED);
+    assert_int_equal(s.error_code, KC_ERR_UNKNOWN_SERVER_ERROR);
+    assert_int_equal(sync_answer(f, W(5))->r.error_code, KC_ERR_UNKNOWN_SERVER_ERROR);
+    assert_int_equal(f->nr, nrec); /* nothing written */
+    assert_int_equal(state_of(f, "g"), KC_GROUP_PREPARING_REBALANCE);
+    free(huge);
+    fx_free(f);
+
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    kc_log_set_level(KC_LOG_ERROR);
+    char buf[16384];
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    close(fd);
+    unlink(path);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    int refusals = 0;
+    for (const char *p = buf; (p = strstr(p, "request refused")) != NULL; p++)
+        refusals++;
+    assert_int_equal(refusals, 2); /* the JoinGroup (3 times) once, the record once */
+    assert_non_null(strstr(buf, "4096 bytes of protocol metadata"));
+    assert_non_null(strstr(buf, "larger than message.max.bytes (4096)"));
+}
+
 static void test_sync_errors(void **state)
 {
     (void)state;
@@ -3702,6 +3778,7 @@ int main(void)
         cmocka_unit_test(test_protocol_selection_majority),
         cmocka_unit_test(test_inconsistent_protocol_existing_group),
         cmocka_unit_test(test_sync_flow_and_record),
+        cmocka_unit_test(test_record_too_large),
         cmocka_unit_test(test_sync_errors),
         cmocka_unit_test(test_sync_parked_twice),
         cmocka_unit_test(test_heartbeat_per_state),

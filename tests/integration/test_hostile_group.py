@@ -1,0 +1,335 @@
+#!/usr/bin/python3
+"""test_hostile_group: subscription regexes and group records a hostile client sends.
+
+Starts build/kcoord (or $KC_TEST_BIN) on a free port with its own data directory, topics
+xPy and other, and group.consumer.regex.max.bytes=65536 (so that the deep pattern below
+reaches the nesting check rather than the length one). Then, each on its own connection with
+the raw protocol (ConsumerGroupHeartbeat v1, JoinGroup v5):
+
+- a SubscribedTopicRegex of 20 000 nested parentheses, a back-reference pattern, a{0,3000}
+  and a 100 KB alternation are answered INVALID_REGULAR_EXPRESSION at once; after each, the
+  process is alive and another connection is answered, and kcoord's peak RSS stays under
+  RSS_BUDGET_MB (another client's longest wait meanwhile is printed, not asserted);
+- franz-go's wrapping `.*(?:(?:P)).*` is accepted and gets topic xPy;
+- the same refused heartbeat sent three times is logged once;
+- a JoinGroup with 16 MB of protocol metadata gets UNKNOWN_SERVER_ERROR, an OffsetCommit with
+  2 MB of metadata (offset.metadata.max.bytes is raised to 4 MB) UNKNOWN_SERVER_ERROR,
+  and nothing that size reaches the log;
+- kcoord exits 0 on SIGTERM.
+
+Every wait is bounded and for an event; the daemon is killed on the way out and its log printed
+on a failure.
+"""
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+BIN = os.environ.get("KC_TEST_BIN", "build/kcoord")
+START_TIMEOUT_S = 30
+IO_TIMEOUT_S = 10
+INVALID_REGULAR_EXPRESSION = 128
+UNKNOWN_SERVER_ERROR = -1
+MEMBER_ID_REQUIRED = 79
+RSS_BUDGET_MB = 128  # glibc's regcomp took +140 MB for a{0,3000} and +3.9 GB for 100 KB
+
+
+def uvarint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def cstr(s):
+    """A compact nullable string."""
+    if s is None:
+        return uvarint(0)
+    b = s.encode()
+    return uvarint(len(b) + 1) + b
+
+
+def string(s):
+    if s is None:
+        return struct.pack(">h", -1)
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+class Reader:
+    def __init__(self, data):
+        self.d, self.p = data, 0
+
+    def take(self, n):
+        if n < 0 or self.p + n > len(self.d):
+            raise ValueError("short response")
+        b = self.d[self.p:self.p + n]
+        self.p += n
+        return b
+
+    def i16(self):
+        return struct.unpack(">h", self.take(2))[0]
+
+    def i32(self):
+        return struct.unpack(">i", self.take(4))[0]
+
+    def uvarint(self):
+        v, shift = 0, 0
+        while True:
+            b = self.take(1)[0]
+            v |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return v
+            shift += 7
+
+    def cstr(self):
+        n = self.uvarint()
+        return None if n == 0 else self.take(n - 1).decode(errors="replace")
+
+    def string(self):
+        n = self.i16()
+        return None if n < 0 else self.take(n).decode(errors="replace")
+
+
+def call(port, key, version, body, flexible):
+    """One request on a new connection; the response body after its header."""
+    head = struct.pack(">hhi", key, version, 7) + string("test-hostile")
+    if flexible:
+        head += uvarint(0)
+    with socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT_S) as s:
+        s.sendall(struct.pack(">i", len(head) + len(body)) + head + body)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                raise EOFError("connection closed")
+            buf += chunk
+    r = Reader(buf[4:])
+    if r.i32() != 7:
+        raise ValueError("wrong correlation id")
+    if flexible:
+        r.uvarint()  # tagged fields
+    return r
+
+
+def heartbeat(port, group, member, regex=None, topics=None):
+    """A joining ConsumerGroupHeartbeat v1: (error code, message, epoch, assigned partitions)."""
+    member = member or "m-" + os.urandom(8).hex()  # v1: the client picks its member id
+    names = uvarint(0) if topics is None else (
+        uvarint(len(topics) + 1) + b"".join(cstr(t) for t in topics))
+    body = (cstr(group) + cstr(member) + struct.pack(">i", 0) + cstr(None) + cstr(None) +
+            struct.pack(">i", 30000) + names + cstr(regex) + cstr(None) + uvarint(1) +
+            uvarint(0))
+    r = call(port, 68, 1, body, True)
+    r.i32()  # throttle
+    err, msg = r.i16(), r.cstr()
+    r.cstr()  # member id
+    epoch = r.i32()
+    r.i32()  # heartbeat interval
+    parts = 0
+    if err == 0 and r.take(1)[0] != 0xFF:  # a nullable struct: -1 is null
+        for _ in range(r.uvarint() - 1):
+            r.take(16)
+            n = r.uvarint() - 1
+            r.take(4 * n)
+            r.uvarint()
+            parts += n
+    return err, msg, epoch, parts
+
+
+def join_big(port, group, size):
+    """A JoinGroup v5 with `size` bytes of protocol metadata: its error code."""
+    member = ""
+    for _ in range(2):
+        meta = b"x" * size
+        body = (string(group) + struct.pack(">ii", 30000, 30000) + string(member) +
+                string(None) + string("consumer") + struct.pack(">i", 1) + string("range") +
+                struct.pack(">i", len(meta)) + meta)
+        r = call(port, 11, 5, body, False)
+        r.i32()
+        err = r.i16()
+        r.i32()
+        r.string()
+        r.string()
+        member = r.string()
+        if err != MEMBER_ID_REQUIRED:
+            return err
+    return err
+
+
+def commit(port, group, metadata):
+    """A simple OffsetCommit v8 (flexible: metadata may be long) of xPy-0 with `metadata`: its
+    partition's error code."""
+    body = (cstr(group) + struct.pack(">i", -1) + cstr("") + cstr(None) + uvarint(2) +
+            cstr("xPy") + uvarint(2) + struct.pack(">iqi", 0, 5, -1) + cstr(metadata) +
+            uvarint(0) + uvarint(0) + uvarint(0))
+    r = call(port, 8, 8, body, True)
+    r.i32()  # throttle
+    r.uvarint()  # topics
+    r.cstr()
+    r.uvarint()  # partitions
+    r.i32()  # partition index
+    return r.i16()
+
+
+def api_versions_answered(port):
+    r = call(port, 18, 0, b"", False)
+    return r.i16() == 0
+
+
+class Kcoord:
+    def __init__(self, data_dir):
+        # offset.metadata.max.bytes above message.max.bytes, so that a commit can make an
+        # offset record too large.
+        args = [BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data_dir,
+                "--set", "topics=xPy:2,other:2", "--set", "metrics.listener=",
+                "--set", "offsets.topic.num.partitions=2",
+                "--set", "group.consumer.regex.max.bytes=65536", "--set", "log.level=info",
+                "--set", "offset.metadata.max.bytes=4194304"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
+        self.proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                     env=env)
+        self.log = ""
+        self.cv = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.port = int(self.wait_log(r"listening on 127\.0\.0\.1:(\d+)").group(1))
+        self.wait_log(r"all \d+ partitions loaded")
+
+    def _read(self):
+        for raw in self.proc.stderr:
+            with self.cv:
+                self.log += raw.decode(errors="replace")
+                self.cv.notify_all()
+        with self.cv:
+            self.cv.notify_all()
+
+    def wait_log(self, regex, timeout=START_TIMEOUT_S):
+        pat = re.compile(regex)
+        deadline = time.monotonic() + timeout
+        with self.cv:
+            while True:
+                m = pat.search(self.log)
+                if m:
+                    return m
+                if self.proc.poll() is not None:
+                    raise AssertionError("kcoord exited (%s) before /%s/" %
+                                         (self.proc.returncode, regex))
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("no /%s/ within %d s" % (regex, timeout))
+                self.cv.wait(min(left, 0.5))
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.proc.stderr.close()
+
+
+class HostileGroupTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kc-hostile-")
+        self.k = Kcoord(self.dir)
+
+    def tearDown(self):
+        self.k.kill()
+        if any(e for e in self._outcome.result.errors + self._outcome.result.failures
+               if e[0] is self):
+            print("\n---- kcoord log ----\n" + self.k.log[-20000:])
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def assert_alive(self):
+        self.assertIsNone(self.k.proc.poll(), "kcoord died")
+        self.assertTrue(api_versions_answered(self.k.port), "another connection not answered")
+        err, _, epoch, _ = heartbeat(self.k.port, "bystander", "", topics=["other"])
+        self.assertEqual(err, 0)
+        self.assertGreaterEqual(epoch, 1)
+
+    def peak_rss_mb(self):
+        with open("/proc/%d/status" % self.k.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024
+        return 0
+
+    def test_hostile_regexes(self):
+        port = self.k.port
+        # Another client asks all along; its longest wait is printed (never asserted).
+        stop = threading.Event()
+        worst = [0.0]
+
+        def probe():
+            while not stop.is_set():
+                t0 = time.monotonic()
+                api_versions_answered(port)
+                worst[0] = max(worst[0], time.monotonic() - t0)
+                stop.wait(0.002)
+
+        prober = threading.Thread(target=probe, daemon=True)
+        prober.start()
+        self.addCleanup(stop.set)
+        alt = "|".join("topic-%d" % i for i in range(12000))[:100 * 1024]
+        hostile = {
+            "nested": "(" * 20000 + "a" + ")" * 20000,
+            "backrefs": "(.*)(.*)(.*)(.*)(.*)(.*)(.*)\\2\\3\\4\\5\\6\\7\\8",
+            "repeat": "a{0,3000}",
+            "alternation": alt,
+        }
+        for i, (name, rx) in enumerate(hostile.items()):
+            err, msg, _, _ = heartbeat(port, "h%d" % i, "", regex=rx)
+            self.assertEqual(err, INVALID_REGULAR_EXPRESSION, name)
+            self.assertIn("SubscribedTopicRegex", msg or "", name)
+            self.assert_alive()
+
+        # franz-go's wrapping is accepted and resolved.
+        err, msg, epoch, parts = heartbeat(port, "franz", "", regex=".*(?:(?:P)).*")
+        self.assertEqual(err, 0, msg)
+        self.assertGreaterEqual(epoch, 1)
+        self.assertEqual(parts, 2)  # xPy's two partitions
+
+        # Logged once per group, not once per request.
+        for _ in range(3):
+            self.assertEqual(heartbeat(port, "again", "", regex="(x")[0],
+                             INVALID_REGULAR_EXPRESSION)
+        self.k.wait_log(r"consumer group again: request refused: .*missing closing \)")
+        self.assertEqual(len(re.findall(r"consumer group again: request refused", self.k.log)),
+                         1)
+        stop.set()
+        prober.join(IO_TIMEOUT_S)
+        rss = self.peak_rss_mb()
+        print("\nhostile regexes: another client's longest wait %.1f ms, kcoord's peak RSS %d MB"
+              % (worst[0] * 1000, rss))
+        self.assertLess(rss, RSS_BUDGET_MB)
+
+    def test_big_join_metadata(self):
+        err = join_big(self.k.port, "big", 16 << 20)
+        self.assertEqual(err, UNKNOWN_SERVER_ERROR)
+        self.assert_alive()
+        # An offset record larger than message.max.bytes: UNKNOWN_SERVER_ERROR, as Kafka 4.
+        self.assertEqual(commit(self.k.port, "simple", "m" * (2 << 20)), UNKNOWN_SERVER_ERROR)
+        self.assertEqual(commit(self.k.port, "simple", "m" * 1000), 0)
+        print("\n16 MB JoinGroup: kcoord's peak RSS %d MB" % self.peak_rss_mb())
+        self.k.wait_log(r"group big: request refused: .*message\.max\.bytes")
+        # SIGTERM: exit 0, and no log file holds anything near the metadata's size.
+        self.k.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.k.proc.wait(timeout=START_TIMEOUT_S), 0)
+        total = 0
+        for root, _, files in os.walk(self.dir):
+            total += sum(os.path.getsize(os.path.join(root, f)) for f in files
+                         if f.endswith(".log"))
+        self.assertLess(total, 1 << 20)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
