@@ -671,9 +671,9 @@ struct kc_cgm_s {
     char *assignors; /* owned copy of cfg.consumer_assignors */
     kc_gm_ops_t ops;
     kc_strmap_t groups;
-    kc_heap_t heap; /* groups with timers, by earliest deadline */
-    int64_t now;    /* monotonic: timers and ages */
-    int64_t wall;   /* wall clock: timestamps in records and for people */
+    kc_heap_t heap;    /* groups with timers, by earliest deadline */
+    int64_t now;       /* monotonic: timers and ages */
+    int64_t wall;      /* wall clock: timestamps in records and for people */
     kc_rx_cache_t *rx; /* the members' subscription regexes, compiled */
     kc_notes_t notes;  /* refusals logged, per group */
 };
