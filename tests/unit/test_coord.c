@@ -1,6 +1,7 @@
 /* test_coord.c - group placement against Java's values, and the partitions' durability:
  * acknowledged only once fsynced, failed writes (EIO, ENOSPC through the I/O table) fail the
- * held replies and bring memory back to what the log holds, and a new coordinator reloads it.
+ * held replies and bring memory back to what the log holds, a partition whose disk stays full
+ * or unreadable backs off and comes back when the disk does, and a new coordinator reloads it.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -63,10 +64,14 @@ static void test_invalid_utf8(void **state)
 
 static atomic_int fail_fsync;  /* next fsyncs fail with EIO while set */
 static atomic_int fail_pwrite; /* next pwrites fail with ENOSPC while set */
+static atomic_int fail_open;   /* opens fail with EIO while set (an unreadable disk) */
+static atomic_int pwrites;     /* pwrites tried */
 
 static int f_open(void *ctx, const char *path, int flags, int mode)
 {
     (void)ctx;
+    if (atomic_load(&fail_open))
+        return -EIO;
     return kc_log_io_posix()->open(NULL, path, flags, mode);
 }
 static int64_t f_pread(void *ctx, int fd, void *buf, size_t n, int64_t off)
@@ -77,6 +82,7 @@ static int64_t f_pread(void *ctx, int fd, void *buf, size_t n, int64_t off)
 static int64_t f_pwrite(void *ctx, int fd, const void *buf, size_t n, int64_t off)
 {
     (void)ctx;
+    atomic_fetch_add(&pwrites, 1);
     if (atomic_load(&fail_pwrite))
         return -ENOSPC;
     return kc_log_io_posix()->pwrite(NULL, fd, buf, n, off);
@@ -264,6 +270,111 @@ static void test_durable_acks_and_failed_writes(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* commit_and_wait, but turning the loop without blocking, so that no timer that comes due
+ * while it would block in poll runs after the reply: what the reply left is still there. */
+static int commit_and_wait_nowait(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p,
+                                  int64_t offset)
+{
+    kc_offset_t o = {.offset = offset,
+                     .leader_epoch = -1,
+                     .metadata = KC_STR_EMPTY,
+                     .commit_ts_ms = 1000,
+                     .expire_ts_ms = -1};
+    assert_int_equal(kc_offsets_commit(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), 0, &o), 0);
+    held_t h = {0};
+    int32_t idx = p->index;
+    assert_true(kc_coord_hold(c, &idx, 1, on_release, &h));
+    uint64_t deadline = uv_hrtime() + 10000000000ull;
+    while (!h.released && uv_hrtime() < deadline)
+        uv_run(loop, UV_RUN_NOWAIT);
+    return h.released;
+}
+
+/* Run the loop until p is in `state` (bounded by 100 000 turns). */
+static void run_until_state(uv_loop_t *loop, kc_partition_t *p, int state)
+{
+    for (int i = 0; i < 100000 && p->state != state; i++)
+        uv_run(loop, UV_RUN_ONCE);
+    assert_int_equal(p->state, state);
+}
+
+/* A disk that stays full, then recovers: the partition backs off (FAILED, NOT_COORDINATOR)
+ * instead of trying every write, and comes back, reads and writes, once the disk does; a
+ * partition whose log cannot be read at start is retried too and comes back. */
+static void test_partition_recovers(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kc-coord-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    assert_int_equal(kc_conf_set(&conf, "data.dir", dir, KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    assert_int_equal(
+        kc_conf_set(&conf, "offsets.topic.num.partitions", "1", KC_CONF_SRC_SET, err, sizeof(err)),
+        0);
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+
+    kc_coord_t *c = kc_coord_new(&loop, &conf, &cat, &replies, &faulty);
+    kc_partition_t *p = kc_coord_partition(c, KC_STR_LIT("g"));
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(commit_and_wait(&loop, c, p, 1), 1);
+
+    /* The disk fills. The first failure reloads at once (it may be a passing error)... */
+    atomic_store(&fail_pwrite, 1);
+    assert_int_equal(commit_and_wait(&loop, c, p, 2), 2);
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(committed(p), 1);
+    /* ...the next one, with no durable write between, takes the partition out for a backoff. */
+    assert_int_equal(commit_and_wait_nowait(&loop, c, p, 3), 2);
+    assert_int_equal(p->state, KC_PART_FAILED);
+    assert_int_equal(kc_partition_error(p), 16); /* NOT_COORDINATOR */
+    /* Through the backoffs (100, 200, 400 ms, ...), each reload is tried with one write. */
+    int tried0 = atomic_load(&pwrites);
+    for (int round = 0; round < 3; round++) {
+        run_until_state(&loop, p, KC_PART_ACTIVE);
+        assert_int_equal(committed(p), 1);
+        assert_int_equal(commit_and_wait_nowait(&loop, c, p, 10 + round), 2);
+        assert_int_equal(p->state, KC_PART_FAILED);
+    }
+    assert_true(atomic_load(&pwrites) - tried0 <= 3 * 4); /* a few pwrites per attempt at most */
+
+    /* The disk is back: the partition reloads on its own, with what is durable. */
+    atomic_store(&fail_pwrite, 0);
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(committed(p), 1);
+    assert_int_equal(commit_and_wait(&loop, c, p, 4), 1);
+    assert_int_equal(committed(p), 4);
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+
+    /* A log that cannot be opened at start (EIO): FAILED, then retried until the disk reads
+     * again, and loaded with everything durable. */
+    atomic_store(&fail_open, 1);
+    c = kc_coord_new(&loop, &conf, &cat, &replies, &faulty);
+    p = kc_coord_partition(c, KC_STR_LIT("g"));
+    run_until_state(&loop, p, KC_PART_FAILED);
+    assert_int_equal(kc_partition_error(p), 16);
+    atomic_store(&fail_open, 0);
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(committed(p), 4);
+    assert_int_equal(commit_and_wait(&loop, c, p, 5), 1);
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kc_catalog_free(&cat);
+    kc_conf_free(&conf);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static int count_segments(const char *dir, int32_t partition)
 {
     char path[512];
@@ -340,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_java_hash_placement),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_durable_acks_and_failed_writes),
+        cmocka_unit_test(test_partition_recovers),
         cmocka_unit_test(test_cleaner_compacts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
