@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -276,6 +277,27 @@ int main(int argc, char **argv)
         fprintf(stderr, "kcoord: %s\n", err);
         kc_conf_free(&conf);
         return 2;
+    }
+
+    /* Every partition keeps two files open: raise the soft limit as far as needed and allowed,
+     * and refuse to start when even that is too few. */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+        rlim_t need = (rlim_t)kc_conf_files_needed(&conf);
+        if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < need) {
+            struct rlimit raised = nofile;
+            raised.rlim_cur = nofile.rlim_max == RLIM_INFINITY || nofile.rlim_max > need
+                                  ? need
+                                  : nofile.rlim_max;
+            if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+                nofile = raised;
+        }
+        if (nofile.rlim_cur != RLIM_INFINITY &&
+            kc_conf_check_files(&conf, (uint64_t)nofile.rlim_cur, err, sizeof(err)) != 0) {
+            KC_ERROR("main", "%s", err);
+            kc_conf_free(&conf);
+            return 1;
+        }
     }
 
     char cluster_id[64];
