@@ -1174,8 +1174,8 @@ int kc_conf_check_files(const kc_conf_t *c, uint64_t max_files, char *err, size_
            "offsets.topic.num.partitions (%" PRId32 ") needs at least %" PRIu64
            " open files (%d per partition and %d more), but the process may open only %" PRIu64
            " (ulimit -n); raise the limit or lower offsets.topic.num.partitions",
-           c->offsets_topic_num_partitions, need, KC_CONF_FILES_PER_PARTITION,
-           KC_CONF_FILES_SPARE, max_files);
+           c->offsets_topic_num_partitions, need, KC_CONF_FILES_PER_PARTITION, KC_CONF_FILES_SPARE,
+           max_files);
     return -1;
 }
 

@@ -107,6 +107,39 @@ static int make_dirs(const char *path)
     return 0;
 }
 
+/* Create, write, fsync, close and remove the file `path`. 0, or -1 with errno set and *what
+ * saying which step failed (the file is removed then too). */
+static int probe_file(const char *path, const char **what)
+{
+    static const char text[] = "kcoord checks that data.dir is writable\n";
+    *what = "cannot create a file in it";
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    int rc = 0;
+    *what = "cannot write a file in it";
+    errno = ENOSPC; /* a short write sets no errno */
+    if (write(fd, text, sizeof(text) - 1) != (ssize_t)(sizeof(text) - 1))
+        rc = -1;
+    if (rc == 0) {
+        *what = "cannot fsync a file in it";
+        rc = fsync(fd);
+    }
+    int saved = errno;
+    if (close(fd) != 0 && rc == 0) {
+        *what = "cannot close a file in it";
+        saved = errno;
+        rc = -1;
+    }
+    if (unlink(path) != 0 && rc == 0) {
+        *what = "cannot remove a file from it";
+        saved = errno;
+        rc = -1;
+    }
+    errno = saved;
+    return rc;
+}
+
 /* Refuse a data directory kcoord cannot write, as Kafka refuses to start when its only log
  * directory is offline (otherwise every partition would fail and the daemon would look alive
  * while serving nothing): create it when missing, then create, write, fsync and remove a probe
@@ -116,51 +149,24 @@ static int probe_data_dir(const char *dir, char *err, size_t errlen)
 {
     char path[4200];
     const char *what = "cannot create the directory";
-    int fd = -1;
-    if (make_dirs(dir) != 0)
-        goto fail;
-    snprintf(path, sizeof(path), "%s/.kcoord-probe-%ld", dir, (long)getpid());
-    what = "cannot create a file in it";
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        goto fail;
-    static const char text[] = "kcoord checks that data.dir is writable\n";
-    what = "cannot write a file in it";
-    if (write(fd, text, sizeof(text) - 1) != (ssize_t)(sizeof(text) - 1)) {
-        if (errno == 0)
-            errno = ENOSPC;
-        goto fail_unlink;
+    int rc = make_dirs(dir);
+    if (rc == 0) {
+        snprintf(path, sizeof(path), "%s/.kcoord-probe-%ld", dir, (long)getpid());
+        rc = probe_file(path, &what);
     }
-    what = "cannot fsync a file in it";
-    if (fsync(fd) != 0)
-        goto fail_unlink;
-    what = "cannot close a file in it";
-    int rc = close(fd);
-    fd = -1;
-    if (rc != 0)
-        goto fail_unlink;
-    what = "cannot remove a file from it";
-    if (unlink(path) != 0)
-        goto fail;
-    what = "cannot fsync the directory";
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        goto fail;
-    rc = fsync(dfd);
-    int saved = errno;
-    close(dfd);
-    errno = saved;
-    if (rc != 0 && errno != EINVAL) /* some file systems cannot fsync a directory */
-        goto fail;
-    return 0;
-fail_unlink: {
-    int saved_errno = errno;
-    if (fd >= 0)
-        close(fd);
-    unlink(path);
-    errno = saved_errno;
-}
-fail:
+    if (rc == 0) {
+        what = "cannot fsync the directory";
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        rc = dfd < 0 ? -1 : fsync(dfd);
+        int saved = errno;
+        if (dfd >= 0)
+            close(dfd);
+        errno = saved;
+        if (rc != 0 && errno == EINVAL) /* some file systems cannot fsync a directory */
+            rc = 0;
+    }
+    if (rc == 0)
+        return 0;
     snprintf(err, errlen, "data.dir \"%s\": %s: %s; kcoord needs a data directory it can write",
              dir, what, strerror(errno));
     return -1;
@@ -286,9 +292,8 @@ int main(int argc, char **argv)
         rlim_t need = (rlim_t)kc_conf_files_needed(&conf);
         if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < need) {
             struct rlimit raised = nofile;
-            raised.rlim_cur = nofile.rlim_max == RLIM_INFINITY || nofile.rlim_max > need
-                                  ? need
-                                  : nofile.rlim_max;
+            raised.rlim_cur =
+                nofile.rlim_max == RLIM_INFINITY || nofile.rlim_max > need ? need : nofile.rlim_max;
             if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
                 nofile = raised;
         }

@@ -89,11 +89,11 @@ void kc_log_sanitize(char *dst, size_t dstlen, const void *src, size_t n);
 typedef struct kc_log_limit_s {
     struct kc_log_limit_s *next; /* in the list of those used */
     int listed;
-    kc_log_level_t level;  /* of the last line dropped */
-    const char *module;    /* of the last line dropped */
-    int64_t window_ms;     /* when the last line was written (monotonic) */
-    uint64_t suppressed;   /* lines dropped since then */
-    char last[256];        /* the last line dropped, cut to fit */
+    kc_log_level_t level; /* of the last line dropped */
+    const char *module;   /* of the last line dropped */
+    int64_t window_ms;    /* when the last line was written (monotonic) */
+    uint64_t suppressed;  /* lines dropped since then */
+    char last[256];       /* the last line dropped, cut to fit */
 } kc_log_limit_t;
 
 /* Write one line through `lim` as described above (lvl filtering as kc_log_write). The message

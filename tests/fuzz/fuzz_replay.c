@@ -123,8 +123,8 @@ static void collect(void *arg, const kc_group_info_t *g)
         ids->cap = cap;
     }
     size_t len = g->group_id.len > 0 ? (size_t)g->group_id.len : 0;
-    ids->v[ids->n] = (kc_str_t){(const char *)exact_copy((const uint8_t *)g->group_id.p, len),
-                                (int32_t)len};
+    ids->v[ids->n] =
+        (kc_str_t){(const char *)exact_copy((const uint8_t *)g->group_id.p, len), (int32_t)len};
     ids->n++;
 }
 
@@ -177,8 +177,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         const uint8_t *k = data + pos + 2;
         const uint8_t *vp = k + klen;
-        int32_t vlen = (int32_t)((uint32_t)vp[0] << 24 | (uint32_t)vp[1] << 16 |
-                                 (uint32_t)vp[2] << 8 | vp[3]);
+        int32_t vlen =
+            (int32_t)((uint32_t)vp[0] << 24 | (uint32_t)vp[1] << 16 | (uint32_t)vp[2] << 8 | vp[3]);
         pos += 2 + klen + 4;
         if (vlen < -1 || (vlen > 0 && (size_t)vlen > size - pos))
             break;

@@ -447,8 +447,8 @@ static void test_module_bounds(void **state)
     (void)state;
     kc_conf_init(&c);
     set_ok(&c, "offsets.topic.segment.bytes", "1073741823");
-    assert_int_equal(kc_conf_set(&c, "offsets.topic.segment.bytes", "1073741824",
-                                 KC_CONF_SRC_SET, err, sizeof err),
+    assert_int_equal(kc_conf_set(&c, "offsets.topic.segment.bytes", "1073741824", KC_CONF_SRC_SET,
+                                 err, sizeof err),
                      -1);
     assert_string_equal(err, "offsets.topic.segment.bytes: \"1073741824\" is out of range "
                              "(expected 1024..1073741823)");

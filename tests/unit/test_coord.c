@@ -174,8 +174,7 @@ static void run_until_loaded(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p)
 
 /* Commit `offset` for g/t/0 at time `ts` and wait for the held reply: returns 1 (durable) or 2
  * (failed). */
-static int commit_at(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p, int64_t offset,
-                     int64_t ts)
+static int commit_at(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p, int64_t offset, int64_t ts)
 {
     kc_offset_t o = {.offset = offset,
                      .leader_epoch = -1,
@@ -282,8 +281,8 @@ static void test_durable_acks_and_failed_writes(void **state)
 
 /* commit_and_wait, but turning the loop without blocking, so that no timer that comes due
  * while it would block in poll runs after the reply: what the reply left is still there. */
-static int commit_and_wait_nowait(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p,
-                                  int64_t offset, int64_t ts)
+static int commit_and_wait_nowait(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p, int64_t offset,
+                                  int64_t ts)
 {
     kc_offset_t o = {.offset = offset,
                      .leader_epoch = -1,
@@ -560,8 +559,8 @@ static void test_settings_at_bounds(void **state)
                                          KC_CONF_SRC_SET, err, sizeof(err)),
                              0);
             if (strcmp(name, "log.flush.interval.ms") == 0)
-                assert_int_equal(kc_conf_set(&conf, "log.flush.policy", "interval",
-                                             KC_CONF_SRC_SET, err, sizeof(err)),
+                assert_int_equal(kc_conf_set(&conf, "log.flush.policy", "interval", KC_CONF_SRC_SET,
+                                             err, sizeof(err)),
                                  0);
             if (kc_conf_set(&conf, name, val, KC_CONF_SRC_SET, err, sizeof(err)) != 0)
                 fail_msg("%s: the table refuses its own bound: %s", what, err);

@@ -294,12 +294,9 @@ int main(void)
 {
     kc_log_set_level(KC_LOG_ERROR);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escape),
-        cmocka_unit_test(test_json_line),
-        cmocka_unit_test(test_parse_format),
-        cmocka_unit_test(test_write_json),
-        cmocka_unit_test(test_repeated_lines),
-        cmocka_unit_test(test_repeated_lines_json),
+        cmocka_unit_test(test_escape),         cmocka_unit_test(test_json_line),
+        cmocka_unit_test(test_parse_format),   cmocka_unit_test(test_write_json),
+        cmocka_unit_test(test_repeated_lines), cmocka_unit_test(test_repeated_lines_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
