@@ -172,7 +172,7 @@ static void on_record(void *ctx, const uint8_t *key, size_t key_len, const uint8
     return;
 oom:
     /* Memory now differs from what the log will hold: treat it as a failed write. */
-    KC_ERROR("coord", "partition %d: out of memory queueing a record", p->pub.index);
+    KC_ERROR_LIMITED("coord", "partition %d: out of memory queueing a record", p->pub.index);
     p->seq_emitted++;
     p->queue_failed = true;
 }
@@ -200,7 +200,7 @@ static void on_topics(void *ctx, kc_gm_topics_t *out)
     if (c->topics_version != cat->version) {
         kc_gm_topic_t *v = cat->n ? realloc(c->topics, cat->n * sizeof(*v)) : c->topics;
         if (cat->n && v == NULL) {
-            KC_ERROR("coord", "out of memory listing the topics for consumer groups");
+            KC_ERROR_LIMITED("coord", "out of memory listing the topics for consumer groups");
             out->version = 0;
             return;
         }
@@ -738,8 +738,9 @@ static void after_clean(uv_work_t *w, int status)
     } else {
         /* The log stays consistent (a half-done swap is finished at the next clean or
          * replay); only the compaction is lost. */
-        KC_WARN("coord", "partition %d: cleaning failed: %s", p->pub.index,
-                kc_plog_error(p->log)[0] ? kc_plog_error(p->log) : kc_log_strerror(p->job_rc));
+        KC_WARN_LIMITED("coord", "partition %d: cleaning failed: %s", p->pub.index,
+                        kc_plog_error(p->log)[0] ? kc_plog_error(p->log)
+                                                 : kc_log_strerror(p->job_rc));
     }
     p->job_rc = 0;
     if (c->closing) {
