@@ -480,7 +480,7 @@ static void after_load(uv_work_t *w, int status)
     p->new_groups = NULL;
     p->new_offsets = NULL;
     p->new_log = NULL;
-    bool was_reloading = p->reloading;
+    bool after_failure = p->reloading || p->retry_ms > 0; /* a failed write or load */
     p->pub.state = KC_PART_ACTIVE;
     p->job_rc = 0;
     p->pub.obs.load_ms = p->load_ms;
@@ -488,7 +488,7 @@ static void after_load(uv_work_t *w, int status)
     kc_gm_load_complete(p->pub.groups, kc_coord_now(c));
     p->touched = true;
     p->reloading = false;
-    if (was_reloading)
+    if (after_failure)
         KC_INFO_LIMITED("coord", "partition %d is served again, reloaded from its log in %lld ms",
                         p->pub.index, (long long)p->load_ms);
     else if (p->stats.records > 0 || p->malformed > 0)
