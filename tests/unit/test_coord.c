@@ -454,6 +454,70 @@ static void test_cleaner_compacts(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Settings that meet: a record larger than offsets.topic.segment.bytes at its minimum (offset
+ * metadata up to offset.metadata.max.bytes, 4096 by default, is larger than a 1024-byte
+ * segment) gets a segment of its own, and loads back. */
+static void test_record_larger_than_segment(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kc-coord-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    const char *sets[][2] = {{"data.dir", dir},
+                             {"offsets.topic.num.partitions", "1"},
+                             {"offsets.topic.segment.bytes", "1024"},
+                             {"offsets.topic.compression.codec", "none"}};
+    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
+        assert_int_equal(
+            kc_conf_set(&conf, sets[i][0], sets[i][1], KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    static char meta[4096];
+    memset(meta, 'm', sizeof(meta));
+    for (int round = 0; round < 2; round++) {
+        kc_coord_t *c = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+        kc_partition_t *p = kc_coord_partition(c, KC_STR_LIT("g"));
+        run_until_loaded(&loop, c, p);
+        if (round == 0) {
+            for (int32_t part = 0; part < 3; part++) {
+                kc_offset_t o = {.offset = 7 + part,
+                                 .leader_epoch = -1,
+                                 .metadata = {meta, (int32_t)sizeof(meta)},
+                                 .commit_ts_ms = kc_coord_now(c),
+                                 .expire_ts_ms = -1};
+                assert_int_equal(
+                    kc_offsets_commit(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), part, &o), 0);
+                held_t h = {0};
+                int32_t idx = p->index;
+                assert_true(kc_coord_hold(c, &idx, 1, on_release, &h));
+                run_until(&loop, &h.released);
+                assert_int_equal(h.released, 1);
+            }
+            assert_true(count_segments(dir, p->index) >= 3);
+        }
+        for (int32_t part = 0; part < 3; part++) {
+            const kc_offset_t *o =
+                kc_offsets_get(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), part);
+            assert_non_null(o);
+            assert_int_equal(o->offset, 7 + part);
+            assert_int_equal(o->metadata.len, (int32_t)sizeof(meta));
+        }
+        closed = 0;
+        kc_coord_close(c, on_closed, NULL);
+        run_until(&loop, &closed);
+    }
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kc_catalog_free(&cat);
+    kc_conf_free(&conf);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* ---- Every numeric setting at its bounds ------------------------------------------------- */
 
 static void no_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_t *frame,
@@ -592,6 +656,7 @@ int main(void)
         cmocka_unit_test(test_durable_acks_and_failed_writes),
         cmocka_unit_test(test_partition_recovers),
         cmocka_unit_test(test_cleaner_compacts),
+        cmocka_unit_test(test_record_larger_than_segment),
         cmocka_unit_test(test_settings_at_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
