@@ -371,9 +371,11 @@ static const setting_t settings[] = {
      .off = OFF(offsets_topic_segment_bytes),
      .def = "104857600",
      .min = 1024,
-     .max = INT32_MAX,
+     .max = 1073741823,
      .unit = "bytes",
-     .doc = "A log segment is closed and a new one started at this size."},
+     .doc = "A log segment is closed and a new one started at this size. At most 1 GiB - 1 "
+            "(Kafka allows 2 GiB - 1): a segment may grow to twice this before its fsync lets it "
+            "roll, and positions in a segment are 32-bit."},
     {.name = "log.roll.ms",
      .type = T_LONG,
      .off = OFF(log_roll_ms),
@@ -1192,6 +1194,7 @@ static const struct {
     const char *a, *b;
     bool strict;
 } rules[] = {
+    {"group.min.session.timeout.ms", "group.max.session.timeout.ms", false},
     {"group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", false},
     {"group.consumer.min.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", false},
     {"group.consumer.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", false},
@@ -1216,6 +1219,37 @@ int kc_conf_check(const kc_conf_t *c, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+uint64_t kc_conf_files_needed(const kc_conf_t *c)
+{
+    return (uint64_t)c->offsets_topic_num_partitions * KC_CONF_FILES_PER_PARTITION +
+           KC_CONF_FILES_SPARE;
+}
+
+int kc_conf_check_files(const kc_conf_t *c, uint64_t max_files, char *err, size_t errlen)
+{
+    uint64_t need = kc_conf_files_needed(c);
+
+    if (need <= max_files)
+        return 0;
+    seterr(err, errlen,
+           "offsets.topic.num.partitions (%" PRId32 ") needs at least %" PRIu64
+           " open files (%d per partition and %d more), but the process may open only %" PRIu64
+           " (ulimit -n); raise the limit or lower offsets.topic.num.partitions",
+           c->offsets_topic_num_partitions, need, KC_CONF_FILES_PER_PARTITION, KC_CONF_FILES_SPARE,
+           max_files);
+    return -1;
+}
+
+bool kc_conf_numeric(size_t i, const char **name, int64_t *min, int64_t *max)
+{
+    if (i >= N_SETTINGS || (settings[i].type != T_INT && settings[i].type != T_LONG))
+        return false;
+    *name = settings[i].name;
+    *min = settings[i].min;
+    *max = settings[i].max;
+    return true;
 }
 
 int kc_conf_get_source(const kc_conf_t *c, const char *key)

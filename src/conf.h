@@ -163,10 +163,30 @@ int kc_conf_load_env(kc_conf_t *c, char *const *envp, char *err, size_t errlen);
 /* Check the rules that tie settings together, as Kafka's GroupCoordinatorConfig does at start-up:
  * group.consumer.min.heartbeat.interval.ms <= group.consumer.heartbeat.interval.ms <=
  * group.consumer.max.heartbeat.interval.ms, the same for group.consumer.session.timeout.ms and
- * its bounds, and group.consumer.heartbeat.interval.ms < group.consumer.session.timeout.ms.
+ * its bounds, group.consumer.heartbeat.interval.ms < group.consumer.session.timeout.ms, and
+ * group.min.session.timeout.ms <= group.max.session.timeout.ms (else every JoinGroup would get
+ * INVALID_SESSION_TIMEOUT).
  * Returns 0, or -1 with a message naming both settings and their values in `err`. Main calls it
  * once every source has been applied. */
 int kc_conf_check(const kc_conf_t *c, char *err, size_t errlen);
+
+/* Every open __consumer_offsets partition holds its active segment and its index open; the
+ * process needs a few more files of its own (listeners, the loop, a cleaner's files). */
+#define KC_CONF_FILES_PER_PARTITION 2
+#define KC_CONF_FILES_SPARE         64
+
+/* How many open files the settings need: KC_CONF_FILES_PER_PARTITION per
+ * offsets.topic.num.partitions, plus KC_CONF_FILES_SPARE. Connections come on top. */
+uint64_t kc_conf_files_needed(const kc_conf_t *c);
+
+/* Whether a process that may open `max_files` files (RLIMIT_NOFILE) can serve these settings:
+ * 0, or -1 with a message naming offsets.topic.num.partitions and the limit in `err`. Main
+ * calls it at start, after raising its soft limit as far as the hard one allows. */
+int kc_conf_check_files(const kc_conf_t *c, uint64_t max_files, char *err, size_t errlen);
+
+/* The name and bounds of the i-th setting of the table, when it is a number (an integer or a
+ * long): true. False for another type or i >= KC_CONF_N_SETTINGS. Tests walk the table with it. */
+bool kc_conf_numeric(size_t i, const char **name, int64_t *min, int64_t *max);
 
 /* Where the value of setting `key` came from: a kc_conf_source_t, or -1 for an unknown key. */
 int kc_conf_get_source(const kc_conf_t *c, const char *key);

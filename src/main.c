@@ -1,13 +1,18 @@
 /* main.c - kcoord's start-up and shutdown, and nothing else.
  *
  * Order: settings (defaults < file < KCOORD_* environment < --set), logging, the data
- * directory's meta.properties, the topic catalog, the listeners; then the loop runs until
- * SIGTERM or SIGINT, which stops accepting, lets connections finish writing, and exits 0.
+ * directory (it must be writable: probe_data_dir), its meta.properties, the topic catalog, the
+ * listeners; then the loop runs until SIGTERM or SIGINT, which stops accepting, lets
+ * connections finish writing, and exits 0.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -32,6 +37,7 @@ enum { MAX_LISTENERS = 16 };
 typedef struct daemon_s {
     uv_loop_t loop;
     uv_signal_t sigterm, sigint;
+    uv_timer_t log_flush; /* writes the summaries of rate-limited log lines */
     kc_server_t *server;
     kc_coord_t *coord;
     kc_api_ctx_t *api;    /* its coord is cleared when the coordinator closes */
@@ -62,6 +68,108 @@ static void on_server_stopped(void *arg)
     daemon_t *d = arg;
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     uv_close((uv_handle_t *)&d->sigint, NULL);
+    uv_close((uv_handle_t *)&d->log_flush, NULL);
+    kc_log_repeat_flush();
+}
+
+static void on_log_flush(uv_timer_t *t)
+{
+    (void)t;
+    kc_log_repeat_flush();
+}
+
+/* mkdir -p: 0, or -1 with errno set. */
+static int make_dirs(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof(buf)) {
+        errno = n == 0 ? ENOENT : ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return -1;
+        buf[i] = c;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+/* Create, write, fsync, close and remove the file `path`. 0, or -1 with errno set and *what
+ * saying which step failed (the file is removed then too). */
+static int probe_file(const char *path, const char **what)
+{
+    static const char text[] = "kcoord checks that data.dir is writable\n";
+    *what = "cannot create a file in it";
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    int rc = 0;
+    *what = "cannot write a file in it";
+    errno = ENOSPC; /* a short write sets no errno */
+    if (write(fd, text, sizeof(text) - 1) != (ssize_t)(sizeof(text) - 1))
+        rc = -1;
+    if (rc == 0) {
+        *what = "cannot fsync a file in it";
+        rc = fsync(fd);
+    }
+    int saved = errno;
+    if (close(fd) != 0 && rc == 0) {
+        *what = "cannot close a file in it";
+        saved = errno;
+        rc = -1;
+    }
+    if (unlink(path) != 0 && rc == 0) {
+        *what = "cannot remove a file from it";
+        saved = errno;
+        rc = -1;
+    }
+    errno = saved;
+    return rc;
+}
+
+/* Refuse a data directory kcoord cannot write, as Kafka refuses to start when its only log
+ * directory is offline (otherwise every partition would fail and the daemon would look alive
+ * while serving nothing): create it when missing, then create, write, fsync and remove a probe
+ * file in it and fsync the directory. Returns 0, or -1 with a sentence naming data.dir and the
+ * error in `err`. */
+static int probe_data_dir(const char *dir, char *err, size_t errlen)
+{
+    char path[4200];
+    const char *what = "cannot create the directory";
+    int rc = make_dirs(dir);
+    if (rc == 0) {
+        snprintf(path, sizeof(path), "%s/.kcoord-probe-%ld", dir, (long)getpid());
+        rc = probe_file(path, &what);
+    }
+    if (rc == 0) {
+        what = "cannot fsync the directory";
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        rc = dfd < 0 ? -1 : fsync(dfd);
+        int saved = errno;
+        if (dfd >= 0)
+            close(dfd);
+        errno = saved;
+        if (rc != 0 && errno == EINVAL) /* some file systems cannot fsync a directory */
+            rc = 0;
+    }
+    if (rc == 0)
+        return 0;
+    snprintf(err, errlen, "data.dir \"%s\": %s: %s; kcoord needs a data directory it can write",
+             dir, what, strerror(errno));
+    return -1;
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -177,10 +285,35 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    /* Every partition keeps two files open: raise the soft limit as far as needed and allowed,
+     * and refuse to start when even that is too few. */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+        rlim_t need = (rlim_t)kc_conf_files_needed(&conf);
+        if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < need) {
+            struct rlimit raised = nofile;
+            raised.rlim_cur =
+                nofile.rlim_max == RLIM_INFINITY || nofile.rlim_max > need ? need : nofile.rlim_max;
+            if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+                nofile = raised;
+        }
+        if (nofile.rlim_cur != RLIM_INFINITY &&
+            kc_conf_check_files(&conf, (uint64_t)nofile.rlim_cur, err, sizeof(err)) != 0) {
+            KC_ERROR("main", "%s", err);
+            kc_conf_free(&conf);
+            return 1;
+        }
+    }
+
     char cluster_id[64];
+    if (probe_data_dir(conf.data_dir, err, sizeof(err)) != 0) {
+        KC_ERROR("main", "%s", err);
+        kc_conf_free(&conf);
+        return 1;
+    }
     if (kc_meta_load(conf.data_dir, conf.node_id, cluster_id, sizeof(cluster_id), err,
                      sizeof(err)) != 0) {
-        KC_ERROR("main", "%s", err);
+        KC_ERROR("main", "data.dir: %s", err);
         kc_conf_free(&conf);
         return 1;
     }
@@ -279,6 +412,9 @@ int main(int argc, char **argv)
 
     uv_signal_init(&d.loop, &d.sigterm);
     uv_signal_init(&d.loop, &d.sigint);
+    uv_timer_init(&d.loop, &d.log_flush);
+    uv_timer_start(&d.log_flush, on_log_flush, 1000, 1000);
+    uv_unref((uv_handle_t *)&d.log_flush);
     d.sigterm.data = &d;
     d.sigint.data = &d;
     if (rc == 0) {

@@ -17,7 +17,16 @@
  *
  * A failed append or fsync fails the held replies with NOT_COORDINATOR, drops what was not
  * durable, and reloads the partition from its log, so memory again equals what replaying the
- * log yields; a reload that fails is retried every few seconds, until the disk recovers.
+ * log yields. Retries back off: the first failure after a success reloads at once; a failure
+ * after that (the write after the reload failed too, or the reload itself) leaves the
+ * partition FAILED (NOT_COORDINATOR, /readyz 503) for RETRY_MIN_MS, doubling up to
+ * RETRY_MAX_MS, and then reloads it; a durable write ends the backoff. So a full or read-only
+ * disk costs one attempt per partition every few seconds, and the partition comes back, reads
+ * and writes, once the disk does. A load that fails with an I/O error is retried the same way,
+ * also at start; corrupt or unsupported log data is not (it does not heal; /readyz names the
+ * partition). The lines these failures write are rate-limited (KC_ERROR_LIMITED). /healthz
+ * stays 200 meanwhile: it is a liveness probe, and restarting the process would not bring the
+ * disk back sooner than these retries; /readyz is the one that says the partition is out.
  *
  * Compaction: every log.cleaner.backoff.ms, a partition whose closed segments are mostly
  * new since its last compaction is cleaned on the thread pool (newest record per key kept,
@@ -29,6 +38,7 @@
  * assignment also runs on the thread pool (on_offload), on a copy of the group that only the
  * job touches; any number of those may run next to a partition's job.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -41,7 +51,7 @@
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
-enum { RELOAD_RETRY_MS = 5000 };
+enum { RETRY_MIN_MS = 100, RETRY_MAX_MS = 5000 };
 
 typedef struct part_s {
     kc_partition_t pub; /* first: kc_partition_t * and part_t * convert */
@@ -74,6 +84,8 @@ typedef struct part_s {
     int64_t malformed;
     int64_t load_ms;
     bool reloading;    /* the load follows a failed write */
+    int64_t retry_ms;  /* the backoff before the next reload after a failure; 0: no failure
+                        * since the last durable write */
     bool queue_failed; /* a record could not be queued: memory is ahead of the log */
 } part_t;
 
@@ -177,7 +189,7 @@ static void on_record(void *ctx, const uint8_t *key, size_t key_len, const uint8
     return;
 oom:
     /* Memory now differs from what the log will hold: treat it as a failed write. */
-    KC_ERROR("coord", "partition %d: out of memory queueing a record", p->pub.index);
+    KC_ERROR_LIMITED("coord", "partition %d: out of memory queueing a record", p->pub.index);
     p->seq_emitted++;
     p->queue_failed = true;
 }
@@ -205,7 +217,7 @@ static void on_topics(void *ctx, kc_gm_topics_t *out)
     if (c->topics_version != cat->version) {
         kc_gm_topic_t *v = cat->n ? realloc(c->topics, cat->n * sizeof(*v)) : c->topics;
         if (cat->n && v == NULL) {
-            KC_ERROR("coord", "out of memory listing the topics for consumer groups");
+            KC_ERROR_LIMITED("coord", "out of memory listing the topics for consumer groups");
             out->version = 0;
             return;
         }
@@ -288,6 +300,7 @@ static void check_waiters(kc_coord_t *c, const part_t *failed)
 
 static void on_part_timer(uv_timer_t *t);
 static void start_load(part_t *p);
+static void retry_later(part_t *p);
 static void maybe_free(kc_coord_t *c);
 
 /* A consumer group's target assignment on the thread pool (the manager's offload op). The
@@ -445,6 +458,14 @@ static void on_retry(uv_timer_t *t)
         start_load(p);
 }
 
+/* Leave `p` FAILED for its backoff, then reload it; the next backoff is twice as long. */
+static void retry_later(part_t *p)
+{
+    p->pub.state = KC_PART_FAILED;
+    uv_timer_start(&p->retry, on_retry, (uint64_t)p->retry_ms, 0);
+    p->retry_ms = p->retry_ms * 2 < RETRY_MAX_MS ? p->retry_ms * 2 : RETRY_MAX_MS;
+}
+
 static void after_load(uv_work_t *w, int status)
 {
     part_t *p = container_of(w, part_t, work);
@@ -458,12 +479,19 @@ static void after_load(uv_work_t *w, int status)
         return;
     }
     if (p->job_rc != 0) {
-        KC_ERROR("coord", "partition %d is not served: %s", p->pub.index,
-                 p->job_err[0] ? p->job_err : kc_log_strerror(p->job_rc));
+        /* An I/O error (a negative errno: EIO, EROFS, ENOSPC, EACCES, EMFILE, ENOMEM...) may
+         * heal; corrupt or unsupported log data (KC_LOG_E*) and refused options do not. */
+        bool heals = p->job_rc < 0 && p->job_rc > -4096 && p->job_rc != -EINVAL &&
+                     p->job_rc != -ENAMETOOLONG;
+        if (heals && p->retry_ms == 0)
+            p->retry_ms = RETRY_MIN_MS;
+        KC_ERROR_LIMITED("coord", "partition %d is not served: %s%s", p->pub.index,
+                         p->job_err[0] ? p->job_err : kc_log_strerror(p->job_rc),
+                         heals ? "; retrying with backoff" : "");
         discard_new(p);
         p->pub.state = KC_PART_FAILED;
-        if (p->reloading)
-            uv_timer_start(&p->retry, on_retry, RELOAD_RETRY_MS, 0);
+        if (heals)
+            retry_later(p);
         return;
     }
     p->pub.groups = p->new_groups;
@@ -472,14 +500,18 @@ static void after_load(uv_work_t *w, int status)
     p->new_groups = NULL;
     p->new_offsets = NULL;
     p->new_log = NULL;
+    bool after_failure = p->reloading || p->retry_ms > 0; /* a failed write or load */
     p->pub.state = KC_PART_ACTIVE;
-    p->reloading = false;
     p->job_rc = 0;
     p->pub.obs.load_ms = p->load_ms;
     note_log_size(p);
     kc_gm_load_complete(p->pub.groups, kc_coord_time(c));
     p->touched = true;
-    if (p->stats.records > 0 || p->malformed > 0)
+    p->reloading = false;
+    if (after_failure)
+        KC_INFO_LIMITED("coord", "partition %d is served again, reloaded from its log in %lld ms",
+                        p->pub.index, (long long)p->load_ms);
+    else if (p->stats.records > 0 || p->malformed > 0)
         KC_INFO("coord",
                 "partition %d loaded in %lld ms: %lld records in %lld batches, %zu offsets of "
                 "%zu groups%s",
@@ -520,12 +552,14 @@ static void free_pending(part_t *p)
 static void write_failed(part_t *p, int rc)
 {
     kc_coord_t *c = p->coord;
-    KC_ERROR("coord",
-             "partition %d: log write failed: %s; failing %llu unwritten records and "
-             "reloading the partition from its log",
-             p->pub.index,
-             p->log && kc_plog_error(p->log)[0] ? kc_plog_error(p->log) : kc_log_strerror(rc),
-             (unsigned long long)(p->seq_emitted - p->seq_durable));
+    KC_ERROR_LIMITED(
+        "coord",
+        "partition %d: log write failed: %s; failing %llu unwritten records and reloading the "
+        "partition from its log%s",
+        p->pub.index,
+        p->log && kc_plog_error(p->log)[0] ? kc_plog_error(p->log) : kc_log_strerror(rc),
+        (unsigned long long)(p->seq_emitted - p->seq_durable),
+        p->retry_ms > 0 ? " after a backoff" : "");
     kc_obs_log_write_failed();
     p->pub.obs.write_failing = true;
     p->pub.obs.write_failed_ms = kc_coord_now(c);
@@ -545,8 +579,14 @@ static void write_failed(part_t *p, int rc)
     p->log = NULL;
     uv_timer_stop(&p->timer);
     p->reloading = true;
-    if (!c->closing)
+    if (c->closing)
+        return;
+    if (p->retry_ms == 0) { /* the first failure since a durable write: reload at once */
+        p->retry_ms = RETRY_MIN_MS;
         start_load(p);
+    } else {
+        retry_later(p);
+    }
 }
 
 static void sync_work(uv_work_t *w)
@@ -568,6 +608,7 @@ static void after_sync(uv_work_t *w, int status)
     if (status == 0 && p->job_rc == 0) {
         kc_obs_log_fsync(p->sync_ns);
         p->pub.obs.write_failing = false;
+        p->retry_ms = 0;
         p->seq_synced = p->sync_target;
         if (p->seq_durable < p->sync_target)
             p->seq_durable = p->sync_target;
@@ -613,8 +654,10 @@ static void flush_partition(part_t *p)
         note_log_size(p);
         int64_t grown = p->pub.obs.log_bytes - size0;
         kc_obs_log_append(p->n_pend, grown > 0 ? (uint64_t)grown : 0);
-        if (c->conf->log_flush_policy != KC_CONF_FLUSH_ALWAYS)
+        if (c->conf->log_flush_policy != KC_CONF_FLUSH_ALWAYS) {
             p->pub.obs.write_failing = false; /* no fsync will say so */
+            p->retry_ms = 0;
+        }
         free_pending(p);
         p->seq_written = p->seq_emitted;
     }
@@ -741,8 +784,9 @@ static void after_clean(uv_work_t *w, int status)
     } else {
         /* The log stays consistent (a half-done swap is finished at the next clean or
          * replay); only the compaction is lost. */
-        KC_WARN("coord", "partition %d: cleaning failed: %s", p->pub.index,
-                kc_plog_error(p->log)[0] ? kc_plog_error(p->log) : kc_log_strerror(p->job_rc));
+        KC_WARN_LIMITED("coord", "partition %d: cleaning failed: %s", p->pub.index,
+                        kc_plog_error(p->log)[0] ? kc_plog_error(p->log)
+                                                 : kc_log_strerror(p->job_rc));
     }
     p->job_rc = 0;
     if (c->closing) {

@@ -2990,7 +2990,9 @@ static group_t *group_from_record(kc_gm_t *gm, kc_str_t id, const kc_group_metad
     if (!g)
         return NULL;
     g->state = n > 0 ? KC_GROUP_STABLE : KC_GROUP_EMPTY;
-    g->state_ts = v->current_state_timestamp; /* -1 before v2: unknown, as Kafka's empty */
+    /* -1 before v2: unknown, as Kafka's empty; any other negative time is unknown too (it
+     * would overflow the phase and retention arithmetic). */
+    g->state_ts = v->current_state_timestamp < 0 ? -1 : v->current_state_timestamp;
     g->generation = v->generation;
     g->loading = LOAD_RECORD;
     if (v->protocol_type.len > 0) { /* "" is no protocol type (a simple group) */

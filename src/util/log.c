@@ -9,6 +9,11 @@
  * around it by kc_log_json_line, which escapes it with kc_log_json_escape; the message goes
  * through the escaper as is, so a newline in it becomes \n rather than a space.
  *
+ * Repeated lines (kc_log_limited): every rate-limited call site is a kc_log_limit_t in static
+ * storage, linked into one list at its first use; one mutex guards them all, and the lines it
+ * writes, so a summary and the line after it cannot swap places. The clock is monotonic, so a
+ * wall-clock step neither floods nor silences them.
+ *
  * To add a level: extend kc_log_level_t, then level_names and json_level_names below.
  */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
@@ -17,6 +22,7 @@
 
 #include "util/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -394,4 +400,96 @@ void kc_log_sanitize(char *dst, size_t dstlen, const void *src, size_t n)
     for (size_t i = 0; i < n; i++)
         dst[i] = (s[i] >= 0x20 && s[i] <= 0x7e) ? (char)s[i] : '.';
     dst[n] = '\0';
+}
+
+/* ---- Repeated lines ---------------------------------------------------------------------- */
+
+static pthread_mutex_t limit_mu = PTHREAD_MUTEX_INITIALIZER;
+static kc_log_limit_t *limits; /* every call site used so far, under limit_mu */
+static _Atomic int64_t repeat_interval_ms = 5000;
+static int64_t (*_Atomic repeat_clock)(void);
+
+void kc_log_set_repeat_interval(int64_t ms)
+{
+    atomic_store(&repeat_interval_ms, ms > 0 ? ms : 0);
+}
+
+void kc_log_set_repeat_clock(int64_t (*now_ms)(void))
+{
+    atomic_store(&repeat_clock, now_ms);
+}
+
+static int64_t mono_now(void)
+{
+    int64_t (*clk)(void) = atomic_load(&repeat_clock);
+    if (clk != NULL)
+        return clk();
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Write lim's summary and start a new interval at `now`. Under limit_mu, suppressed > 0. */
+static void write_summary(kc_log_limit_t *lim, int64_t now)
+{
+    int64_t secs = (now - lim->window_ms + 500) / 1000;
+    kc_log_write(lim->level, lim->module, "%s ... repeated %llu times in the last %lld s",
+                 lim->last, (unsigned long long)lim->suppressed, (long long)(secs > 0 ? secs : 1));
+    lim->suppressed = 0;
+    lim->window_ms = now;
+}
+
+void kc_log_limited(kc_log_limit_t *lim, kc_log_level_t lvl, const char *module, const char *fmt,
+                    ...)
+{
+    if (lvl < kc_log_get_level())
+        return;
+    int64_t every = atomic_load(&repeat_interval_ms);
+    va_list ap;
+    char msg[LINE_STACK];
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        msg[0] = '\0';
+    else if ((size_t)n >= sizeof msg)
+        memcpy(msg + sizeof msg - 4, "...", 4); /* a rate-limited line is short; cut it */
+    pthread_mutex_lock(&limit_mu);
+    int64_t now = mono_now();
+    if (!lim->listed) {
+        lim->listed = 1;
+        lim->next = limits;
+        limits = lim;
+        lim->window_ms = now - every; /* the first line is written */
+    }
+    if (every > 0 && now - lim->window_ms < every) {
+        lim->suppressed++;
+        lim->level = lvl;
+        lim->module = module;
+        size_t len = strlen(msg);
+        if (len >= sizeof lim->last) {
+            len = sizeof lim->last - 1;
+            memcpy(msg + len - 3, "...", 3);
+        }
+        memcpy(lim->last, msg, len);
+        lim->last[len] = '\0';
+    } else {
+        if (lim->suppressed > 0)
+            write_summary(lim, now);
+        lim->window_ms = now;
+        kc_log_write(lvl, module, "%s", msg);
+    }
+    pthread_mutex_unlock(&limit_mu);
+}
+
+void kc_log_repeat_flush(void)
+{
+    int64_t every = atomic_load(&repeat_interval_ms);
+    pthread_mutex_lock(&limit_mu);
+    int64_t now = mono_now();
+    for (kc_log_limit_t *lim = limits; lim != NULL; lim = lim->next)
+        if (lim->suppressed > 0 && now - lim->window_ms >= every)
+            write_summary(lim, now);
+    pthread_mutex_unlock(&limit_mu);
 }

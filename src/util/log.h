@@ -70,6 +70,60 @@ void kc_log_write(kc_log_level_t lvl, const char *module, const char *fmt, ...)
  * input without writing raw bytes to the terminal. */
 void kc_log_sanitize(char *dst, size_t dstlen, const void *src, size_t n);
 
+/* ---- Repeated lines ------------------------------------------------------------------------
+ *
+ * A line that can repeat at the rate of requests or writes (a full disk fails every write) is
+ * rate-limited by its call site: the first one is written, the ones that follow within the
+ * interval (5 s unless kc_log_set_repeat_interval says otherwise) are counted, and then one
+ * line says so, with the text of the last one dropped:
+ *     ... ERROR coord: partition 3: log write failed: No space left on device ... repeated
+ *         9311 times in the last 5 s
+ * That summary is written by the first call after the interval, or by kc_log_repeat_flush()
+ * (the daemon calls it every second) once the interval has ended, whichever comes first. Use
+ * the KC_*_LIMITED macros: each expansion has its own static kc_log_limit_t, so one call site
+ * is one key whatever its arguments. Safe from any thread (one mutex, taken only by these
+ * lines). */
+
+/* The state of one rate-limited call site. Zero-initialised (static storage); never freed,
+ * since kc_log_repeat_flush keeps a list of those used. Members are private to log.c. */
+typedef struct kc_log_limit_s {
+    struct kc_log_limit_s *next; /* in the list of those used */
+    int listed;
+    kc_log_level_t level; /* of the last line dropped */
+    const char *module;   /* of the last line dropped */
+    int64_t window_ms;    /* when the last line was written (monotonic) */
+    uint64_t suppressed;  /* lines dropped since then */
+    char last[256];       /* the last line dropped, cut to fit */
+} kc_log_limit_t;
+
+/* Write one line through `lim` as described above (lvl filtering as kc_log_write). The message
+ * is cut at about 1 KB; the text kept for the summary at 255 bytes. */
+void kc_log_limited(kc_log_limit_t *lim, kc_log_level_t lvl, const char *module, const char *fmt,
+                    ...) __attribute__((format(printf, 4, 5)));
+
+/* Write the summary of every call site whose interval has ended with lines dropped. Cheap
+ * when there are none; the daemon calls it once a second. */
+void kc_log_repeat_flush(void);
+
+/* The interval of the rate limit in milliseconds (default 5000); 0 turns it off (every line is
+ * written). Process-wide. */
+void kc_log_set_repeat_interval(int64_t ms);
+
+/* The monotonic clock the rate limit reads, in milliseconds; NULL restores CLOCK_MONOTONIC.
+ * For tests, which drive it by hand. */
+void kc_log_set_repeat_clock(int64_t (*now_ms)(void));
+
+#define KC_LOG_LIMITED_(lvl, mod, ...)                                                             \
+    do {                                                                                           \
+        static kc_log_limit_t kc_log_limit_;                                                       \
+        if ((lvl) >= kc_log_get_level())                                                           \
+            kc_log_limited(&kc_log_limit_, (lvl), (mod), __VA_ARGS__);                             \
+    } while (0)
+
+#define KC_INFO_LIMITED(mod, ...)  KC_LOG_LIMITED_(KC_LOG_INFO, mod, __VA_ARGS__)
+#define KC_WARN_LIMITED(mod, ...)  KC_LOG_LIMITED_(KC_LOG_WARN, mod, __VA_ARGS__)
+#define KC_ERROR_LIMITED(mod, ...) KC_LOG_LIMITED_(KC_LOG_ERROR, mod, __VA_ARGS__)
+
 #define KC_LOG_AT_(lvl, mod, ...)                                                                  \
     do {                                                                                           \
         if ((lvl) >= kc_log_get_level())                                                           \

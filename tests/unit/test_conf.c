@@ -449,6 +449,52 @@ static void test_check(void **state)
                  "group.consumer.session.timeout.ms (6000)");
     set_ok(&c, "group.consumer.heartbeat.interval.ms", "500");
     check_is(&c, NULL);
+    /* Classic groups: a minimum session timeout above the maximum refuses every JoinGroup. */
+    set_ok(&c, "group.min.session.timeout.ms", "1800001");
+    check_is(&c, "group.min.session.timeout.ms (1800001) must be at most "
+                 "group.max.session.timeout.ms (1800000)");
+    set_ok(&c, "group.max.session.timeout.ms", "1800001");
+    check_is(&c, NULL);
+    kc_conf_free(&c);
+}
+
+/* Bounds the log and the process impose: a segment size the log refuses is refused by the
+ * table, and a partition count the open-file limit cannot hold is refused at start. */
+static void test_module_bounds(void **state)
+{
+    kc_conf_t c;
+    char err[512];
+
+    (void)state;
+    kc_conf_init(&c);
+    set_ok(&c, "offsets.topic.segment.bytes", "1073741823");
+    assert_int_equal(kc_conf_set(&c, "offsets.topic.segment.bytes", "1073741824", KC_CONF_SRC_SET,
+                                 err, sizeof err),
+                     -1);
+    assert_string_equal(err, "offsets.topic.segment.bytes: \"1073741824\" is out of range "
+                             "(expected 1024..1073741823)");
+    assert_int_equal(kc_conf_files_needed(&c), 50 * 2 + KC_CONF_FILES_SPARE);
+    assert_int_equal(kc_conf_check_files(&c, 1024, err, sizeof err), 0);
+    set_ok(&c, "offsets.topic.num.partitions", "10000");
+    assert_int_equal(kc_conf_check_files(&c, 20064, err, sizeof err), 0);
+    assert_int_equal(kc_conf_check_files(&c, 20063, err, sizeof err), -1);
+    assert_string_equal(err, "offsets.topic.num.partitions (10000) needs at least 20064 open "
+                             "files (2 per partition and 64 more), but the process may open only "
+                             "20063 (ulimit -n); raise the limit or lower "
+                             "offsets.topic.num.partitions");
+    /* The numeric rows are listed with their bounds, and nothing past the table. */
+    const char *name;
+    int64_t min, max;
+    size_t n = 0;
+    for (size_t i = 0; i < KC_CONF_N_SETTINGS; i++)
+        if (kc_conf_numeric(i, &name, &min, &max)) {
+            n++;
+            assert_true(min <= max);
+            if (strcmp(name, "offsets.topic.segment.bytes") == 0)
+                assert_int_equal(max, 1073741823);
+        }
+    assert_true(n >= 20);
+    assert_false(kc_conf_numeric(KC_CONF_N_SETTINGS, &name, &min, &max));
     kc_conf_free(&c);
 }
 
@@ -1103,6 +1149,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_string),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_check),
+        cmocka_unit_test(test_module_bounds),
         cmocka_unit_test(test_parse_listeners),
         cmocka_unit_test(test_listener_settings),
         cmocka_unit_test(test_topics),

@@ -1,6 +1,7 @@
 /* test_coord.c - group placement against Java's values, and the partitions' durability:
  * acknowledged only once fsynced, failed writes (EIO, ENOSPC through the I/O table) fail the
- * held replies and bring memory back to what the log holds, and a new coordinator reloads it.
+ * held replies and bring memory back to what the log holds, a partition whose disk stays full
+ * or unreadable backs off and comes back when the disk does, and a new coordinator reloads it.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -17,8 +18,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
+
 #include "coord/coord.h"
 #include "log/log.h"
+#include "net/net.h"
 
 /* Each id's String.hashCode() and abs(hash) % 50 and % 7 as printed by a Java 17 program
  * (Math.abs, with Integer.MIN_VALUE mapped to 0 as Kafka's Utils.abs does). */
@@ -65,10 +69,14 @@ static void test_invalid_utf8(void **state)
 
 static atomic_int fail_fsync;  /* next fsyncs fail with EIO while set */
 static atomic_int fail_pwrite; /* next pwrites fail with ENOSPC while set */
+static atomic_int fail_open;   /* opens fail with EIO while set (an unreadable disk) */
+static atomic_int pwrites;     /* pwrites tried */
 
 static int f_open(void *ctx, const char *path, int flags, int mode)
 {
     (void)ctx;
+    if (atomic_load(&fail_open))
+        return -EIO;
     return kc_log_io_posix()->open(NULL, path, flags, mode);
 }
 static int64_t f_pread(void *ctx, int fd, void *buf, size_t n, int64_t off)
@@ -79,6 +87,7 @@ static int64_t f_pread(void *ctx, int fd, void *buf, size_t n, int64_t off)
 static int64_t f_pwrite(void *ctx, int fd, const void *buf, size_t n, int64_t off)
 {
     (void)ctx;
+    atomic_fetch_add(&pwrites, 1);
     if (atomic_load(&fail_pwrite))
         return -ENOSPC;
     return kc_log_io_posix()->pwrite(NULL, fd, buf, n, off);
@@ -165,13 +174,14 @@ static void run_until_loaded(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p)
     assert_int_equal(p->state, KC_PART_ACTIVE);
 }
 
-/* Commit `offset` for g/t/0 and wait for the held reply: returns 1 (durable) or 2 (failed). */
-static int commit_and_wait(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p, int64_t offset)
+/* Commit `offset` for g/t/0 at time `ts` and wait for the held reply: returns 1 (durable) or 2
+ * (failed). */
+static int commit_at(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p, int64_t offset, int64_t ts)
 {
     kc_offset_t o = {.offset = offset,
                      .leader_epoch = -1,
                      .metadata = KC_STR_EMPTY,
-                     .commit_ts_ms = 1000,
+                     .commit_ts_ms = ts,
                      .expire_ts_ms = -1};
     assert_int_equal(kc_offsets_commit(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), 0, &o), 0);
     held_t h = {0};
@@ -179,6 +189,11 @@ static int commit_and_wait(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p, in
     assert_true(kc_coord_hold(c, &idx, 1, on_release, &h));
     run_until(loop, &h.released);
     return h.released;
+}
+
+static int commit_and_wait(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p, int64_t offset)
+{
+    return commit_at(loop, c, p, offset, 1000);
 }
 
 static int64_t committed(kc_partition_t *p)
@@ -254,6 +269,111 @@ static void test_durable_acks_and_failed_writes(void **state)
     p = kc_coord_partition(c, KC_STR_LIT("g"));
     run_until_loaded(&loop, c, p);
     assert_int_equal(committed(p), 3);
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kc_catalog_free(&cat);
+    kc_conf_free(&conf);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* commit_and_wait, but turning the loop without blocking, so that no timer that comes due
+ * while it would block in poll runs after the reply: what the reply left is still there. */
+static int commit_and_wait_nowait(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p, int64_t offset,
+                                  int64_t ts)
+{
+    kc_offset_t o = {.offset = offset,
+                     .leader_epoch = -1,
+                     .metadata = KC_STR_EMPTY,
+                     .commit_ts_ms = ts,
+                     .expire_ts_ms = -1};
+    assert_int_equal(kc_offsets_commit(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), 0, &o), 0);
+    held_t h = {0};
+    int32_t idx = p->index;
+    assert_true(kc_coord_hold(c, &idx, 1, on_release, &h));
+    uint64_t deadline = uv_hrtime() + 10000000000ull;
+    while (!h.released && uv_hrtime() < deadline)
+        uv_run(loop, UV_RUN_NOWAIT);
+    return h.released;
+}
+
+/* Run the loop until p is in `state` (bounded by 100 000 turns). */
+static void run_until_state(uv_loop_t *loop, kc_partition_t *p, int state)
+{
+    for (int i = 0; i < 100000 && p->state != state; i++)
+        uv_run(loop, UV_RUN_ONCE);
+    assert_int_equal(p->state, state);
+}
+
+/* A disk that stays full, then recovers: the partition backs off (FAILED, NOT_COORDINATOR)
+ * instead of trying every write, and comes back, reads and writes, once the disk does; a
+ * partition whose log cannot be read at start is retried too and comes back. */
+static void test_partition_recovers(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kc-coord-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    assert_int_equal(kc_conf_set(&conf, "data.dir", dir, KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    assert_int_equal(
+        kc_conf_set(&conf, "offsets.topic.num.partitions", "1", KC_CONF_SRC_SET, err, sizeof(err)),
+        0);
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+
+    kc_coord_t *c = kc_coord_new(&loop, &conf, &cat, &replies, &faulty);
+    kc_partition_t *p = kc_coord_partition(c, KC_STR_LIT("g"));
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(commit_and_wait(&loop, c, p, 1), 1);
+
+    /* The disk fills. The first failure reloads at once (it may be a passing error)... */
+    atomic_store(&fail_pwrite, 1);
+    assert_int_equal(commit_and_wait(&loop, c, p, 2), 2);
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(committed(p), 1);
+    /* ...the next one, with no durable write between, takes the partition out for a backoff. */
+    assert_int_equal(commit_and_wait_nowait(&loop, c, p, 3, 1000), 2);
+    assert_int_equal(p->state, KC_PART_FAILED);
+    assert_int_equal(kc_partition_error(p), 16); /* NOT_COORDINATOR */
+    /* Through the backoffs (100, 200, 400 ms, ...), each reload is tried with one write. */
+    int tried0 = atomic_load(&pwrites);
+    for (int round = 0; round < 3; round++) {
+        run_until_state(&loop, p, KC_PART_ACTIVE);
+        assert_int_equal(committed(p), 1);
+        assert_int_equal(commit_and_wait_nowait(&loop, c, p, 10 + round, 1000), 2);
+        assert_int_equal(p->state, KC_PART_FAILED);
+    }
+    assert_true(atomic_load(&pwrites) - tried0 <= 3 * 4); /* a few pwrites per attempt at most */
+
+    /* The disk is back: the partition reloads on its own, with what is durable. */
+    atomic_store(&fail_pwrite, 0);
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(committed(p), 1);
+    assert_int_equal(commit_and_wait(&loop, c, p, 4), 1);
+    assert_int_equal(committed(p), 4);
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+
+    /* A log that cannot be opened at start (EIO): FAILED, then retried until the disk reads
+     * again, and loaded with everything durable. */
+    atomic_store(&fail_open, 1);
+    c = kc_coord_new(&loop, &conf, &cat, &replies, &faulty);
+    p = kc_coord_partition(c, KC_STR_LIT("g"));
+    run_until_state(&loop, p, KC_PART_FAILED);
+    assert_int_equal(kc_partition_error(p), 16);
+    atomic_store(&fail_open, 0);
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(committed(p), 4);
+    assert_int_equal(commit_and_wait(&loop, c, p, 5), 1);
     closed = 0;
     kc_coord_close(c, on_closed, NULL);
     run_until(&loop, &closed);
@@ -541,15 +661,212 @@ static void test_timers_judged_after_poll(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Settings that meet: a record larger than offsets.topic.segment.bytes at its minimum (offset
+ * metadata up to offset.metadata.max.bytes, 4096 by default, is larger than a 1024-byte
+ * segment) gets a segment of its own, and loads back. */
+static void test_record_larger_than_segment(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kc-coord-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    const char *sets[][2] = {{"data.dir", dir},
+                             {"offsets.topic.num.partitions", "1"},
+                             {"offsets.topic.segment.bytes", "1024"},
+                             {"offsets.topic.compression.codec", "none"}};
+    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
+        assert_int_equal(
+            kc_conf_set(&conf, sets[i][0], sets[i][1], KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    static char meta[4096];
+    memset(meta, 'm', sizeof(meta));
+    for (int round = 0; round < 2; round++) {
+        kc_coord_t *c = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+        kc_partition_t *p = kc_coord_partition(c, KC_STR_LIT("g"));
+        run_until_loaded(&loop, c, p);
+        if (round == 0) {
+            for (int32_t part = 0; part < 3; part++) {
+                kc_offset_t o = {.offset = 7 + part,
+                                 .leader_epoch = -1,
+                                 .metadata = {meta, (int32_t)sizeof(meta)},
+                                 .commit_ts_ms = kc_coord_time(c).wall_ms,
+                                 .expire_ts_ms = -1};
+                assert_int_equal(
+                    kc_offsets_commit(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), part, &o), 0);
+                held_t h = {0};
+                int32_t idx = p->index;
+                assert_true(kc_coord_hold(c, &idx, 1, on_release, &h));
+                run_until(&loop, &h.released);
+                assert_int_equal(h.released, 1);
+            }
+            assert_true(count_segments(dir, p->index) >= 3);
+        }
+        for (int32_t part = 0; part < 3; part++) {
+            const kc_offset_t *o =
+                kc_offsets_get(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), part);
+            assert_non_null(o);
+            assert_int_equal(o->offset, 7 + part);
+            assert_int_equal(o->metadata.len, (int32_t)sizeof(meta));
+        }
+        closed = 0;
+        kc_coord_close(c, on_closed, NULL);
+        run_until(&loop, &closed);
+    }
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kc_catalog_free(&cat);
+    kc_conf_free(&conf);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* ---- Every numeric setting at its bounds ------------------------------------------------- */
+
+static void no_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_t *frame,
+                       size_t len)
+{
+    (void)app;
+    (void)frame;
+    (void)len;
+    (void)conn;
+    kc_slot_close(slot, "not expected in this test");
+}
+
+static int server_stopped;
+static void on_server_stopped(void *arg)
+{
+    (void)arg;
+    server_stopped = 1;
+}
+
+/* Start what `conf` configures on a fresh data directory: the listener (kc_server), and the
+ * coordinator until its partitions are loaded; commit to group g, wait until it is durable,
+ * close; then a second coordinator on the same directory must load that commit. */
+static void run_with(const kc_conf_t *conf, const char *what)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    kc_server_opts_t opts = {
+        .max_request_bytes = conf->socket_request_max_bytes,
+        .idle_ms = conf->connections_max_idle_ms,
+        .max_queued = conf->queued_max_requests,
+        .on_request = no_request,
+    };
+    kc_server_t *srv = kc_server_new(&loop, &opts);
+    assert_non_null(srv);
+    int port = 0;
+    assert_int_equal(kc_server_listen(srv, "127.0.0.1", 0, &port), 0);
+    server_stopped = 0;
+    kc_server_shutdown(srv, on_server_stopped, NULL);
+    run_until(&loop, &server_stopped);
+    kc_server_free(srv);
+
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", conf->topics, conf->n_topics), 0);
+    for (int round = 0; round < 2; round++) {
+        kc_coord_t *c = kc_coord_new(&loop, conf, &cat, &replies, NULL);
+        assert_non_null(c);
+        kc_partition_t *p = kc_coord_partition(c, KC_STR_LIT("g"));
+        for (int i = 0; i < 1000000 && kc_coord_loading(c) > 0; i++)
+            uv_run(&loop, UV_RUN_ONCE);
+        if (p->state != KC_PART_ACTIVE)
+            fail_msg("%s: partition %d is not served (state %d)", what, p->index, p->state);
+        for (int32_t i = 0; i < kc_coord_partitions(c); i++)
+            assert_int_equal(kc_coord_partition_at(c, i)->state, KC_PART_ACTIVE);
+        if (round == 0) {
+            /* Committed now, so that offsets retention (checked every millisecond at the
+             * minimum) keeps it; without blocking, since with log.flush.interval.ms at its
+             * maximum the reply comes before the loop sleeps and nothing wakes it soon. */
+            if (commit_and_wait_nowait(&loop, c, p, 42, kc_coord_time(c).wall_ms) != 1)
+                fail_msg("%s: a commit was not made durable", what);
+        } else if (committed(p) != 42) {
+            fail_msg("%s: the commit was not reloaded", what);
+        }
+        closed = 0;
+        kc_coord_close(c, on_closed, NULL);
+        run_until(&loop, &closed);
+    }
+    kc_catalog_free(&cat);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* Every value the settings table accepts for a number runs, or is refused at start with the
+ * setting's name: each numeric setting at its minimum and at its maximum (the others at their
+ * defaults, one __consumer_offsets partition) either fails kc_conf_check or
+ * kc_conf_check_files with a message that names it, or starts the listener and the coordinator
+ * and keeps a commit across a restart. */
+static void test_settings_at_bounds(void **state)
+{
+    (void)state;
+    struct rlimit nofile;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &nofile), 0);
+    if (nofile.rlim_cur < nofile.rlim_max) { /* as kcoord's main does */
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &nofile), 0);
+    }
+    int ran = 0, refused = 0;
+    for (size_t i = 0; i < KC_CONF_N_SETTINGS; i++) {
+        const char *name;
+        int64_t bound[2];
+        if (!kc_conf_numeric(i, &name, &bound[0], &bound[1]))
+            continue;
+        for (int b = 0; b < 2; b++) {
+            char dir[] = "/tmp/kc-bounds-XXXXXX";
+            assert_non_null(mkdtemp(dir));
+            kc_conf_t conf;
+            kc_conf_init(&conf);
+            char err[512], val[32], what[160];
+            snprintf(val, sizeof(val), "%lld", (long long)bound[b]);
+            snprintf(what, sizeof(what), "%s=%s", name, val);
+            assert_int_equal(kc_conf_set(&conf, "data.dir", dir, KC_CONF_SRC_SET, err, sizeof(err)),
+                             0);
+            assert_int_equal(kc_conf_set(&conf, "offsets.topic.num.partitions", "1",
+                                         KC_CONF_SRC_SET, err, sizeof(err)),
+                             0);
+            if (strcmp(name, "log.flush.interval.ms") == 0)
+                assert_int_equal(kc_conf_set(&conf, "log.flush.policy", "interval", KC_CONF_SRC_SET,
+                                             err, sizeof(err)),
+                                 0);
+            if (kc_conf_set(&conf, name, val, KC_CONF_SRC_SET, err, sizeof(err)) != 0)
+                fail_msg("%s: the table refuses its own bound: %s", what, err);
+            if (kc_conf_check(&conf, err, sizeof(err)) != 0 ||
+                kc_conf_check_files(&conf, (uint64_t)nofile.rlim_cur, err, sizeof(err)) != 0) {
+                if (strstr(err, name) == NULL)
+                    fail_msg("%s: refused without naming the setting: %s", what, err);
+                refused++;
+            } else {
+                run_with(&conf, what);
+                ran++;
+            }
+            kc_conf_free(&conf);
+            char cmd[300];
+            snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+            assert_int_equal(system(cmd), 0);
+        }
+    }
+    print_message("settings at their bounds: %d ran, %d refused at start with the key's name\n",
+                  ran, refused);
+    assert_true(ran > refused);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_java_hash_placement),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_durable_acks_and_failed_writes),
+        cmocka_unit_test(test_partition_recovers),
         cmocka_unit_test(test_cleaner_compacts),
         cmocka_unit_test(test_retention_scan_in_slices),
         cmocka_unit_test(test_timers_judged_after_poll),
+        cmocka_unit_test(test_record_larger_than_segment),
+        cmocka_unit_test(test_settings_at_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* test_util_log.c - the diagnostic log of src/util/log.c: the JSON line format (log.format=json),
- * the escaper it shares with the HTTP API's JSON, and the format setting.
+ * the escaper it shares with the HTTP API's JSON, the format setting, and the rate limit of
+ * repeated lines (counted on a fake monotonic clock).
  *
  * Lines are built with kc_log_json_line at a fixed time and compared whole; kc_log_write is
  * checked by pointing stderr at a temporary file.
@@ -184,14 +185,118 @@ static void test_write_json(void **state)
     assert_null(strstr(out, "filtered out"));
 }
 
+/* ---- Repeated lines ------------------------------------------------------------------------ */
+
+static int64_t fake_ms;
+static int64_t fake_clock(void)
+{
+    return fake_ms;
+}
+
+static int count_lines(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *l = s; *l != '\0';) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        char line[2048];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), l);
+        if (needle == NULL || strstr(line, needle) != NULL)
+            n++;
+        l += len + (nl != NULL);
+    }
+    return n;
+}
+
+/* A full disk: one failure per write, 20 000 of them within 5 s, from one call site with a
+ * different partition each time, then silence, then one more much later. */
+static void storm(void)
+{
+    kc_log_set_level(KC_LOG_INFO);
+    kc_log_set_repeat_clock(fake_clock);
+    fake_ms = 1000000;
+    for (int i = 0; i < 20000; i++) {
+        fake_ms = 1000000 + i / 4; /* 4 lines per millisecond */
+        KC_ERROR_LIMITED("coord", "partition %d: log write failed: %s", i % 50,
+                         "No space left on device");
+        KC_WARN_LIMITED("net", "another call site %d", i); /* its own key */
+    }
+    /* Before the interval ends nothing more is written. */
+    kc_log_repeat_flush();
+    fake_ms = 1000000 + 5000;
+    kc_log_repeat_flush(); /* now both summaries */
+    kc_log_repeat_flush(); /* and nothing twice */
+    fake_ms += 60000;
+    KC_ERROR_LIMITED("coord", "the disk is back");
+    kc_log_set_repeat_clock(NULL);
+    kc_log_set_level(KC_LOG_ERROR);
+}
+
+static void test_repeated_lines(void **state)
+{
+    (void)state;
+    static char out[65536];
+    capture(storm, out, sizeof(out));
+    /* 2 first lines + 2 summaries + 1 later line, of 40 000 calls. */
+    assert_int_equal(count_lines(out, NULL), 5);
+    assert_int_equal(count_lines(out, "ERROR coord: partition 0: log write failed: No space"), 1);
+    assert_int_equal(
+        count_lines(out, "ERROR coord: partition 49: log write failed: No space left on device "
+                         "... repeated 19999 times in the last 5 s"),
+        1);
+    assert_int_equal(count_lines(out, "WARN  net: another call site 0"), 1);
+    assert_int_equal(
+        count_lines(out, "WARN  net: another call site 19999 ... repeated 19999 times in the last"),
+        1);
+    assert_int_equal(count_lines(out, "ERROR coord: the disk is back"), 1);
+    assert_int_equal(count_lines(out, "repeated"), 2);
+}
+
+/* The summary also comes with the next line when nobody flushes, in JSON too. */
+static void storm_json(void)
+{
+    kc_log_set_level(KC_LOG_INFO);
+    kc_log_set_format(KC_LOG_JSON);
+    kc_log_set_repeat_clock(fake_clock);
+    for (int i = 0; i < 1000; i++) {
+        fake_ms = 5000000 + i * 11; /* 11 s in all: two intervals */
+        KC_ERROR_LIMITED("coord", "write %d failed", i);
+    }
+    kc_log_set_repeat_interval(0); /* off: every line */
+    for (int i = 0; i < 3; i++)
+        KC_ERROR_LIMITED("coord", "unlimited %d", i);
+    kc_log_set_repeat_interval(5000);
+    kc_log_set_repeat_clock(NULL);
+    kc_log_set_format(KC_LOG_TEXT);
+    kc_log_set_level(KC_LOG_ERROR);
+}
+
+static void test_repeated_lines_json(void **state)
+{
+    (void)state;
+    static char out[65536];
+    capture(storm_json, out, sizeof(out));
+    /* write 0 at 0 s; 1..454 dropped; at 5.005 s a summary and write 455; 456..909 dropped;
+     * at 10.010 s a summary and write 910; 911..999 dropped (flushed later by anyone). */
+    assert_int_equal(count_lines(out, NULL), 5 + 3);
+    assert_int_equal(count_lines(out, "{\"ts\":\""), 8);
+    assert_int_equal(count_lines(out, "\"level\":\"error\",\"module\":\"coord\","
+                                      "\"msg\":\"write 454 failed ... repeated 454 times in "
+                                      "the last 5 s\"}"),
+                     1);
+    assert_int_equal(count_lines(out, "\"msg\":\"write 455 failed\"}"), 1);
+    assert_int_equal(count_lines(out, "\"msg\":\"write 909 failed ... repeated 454 times"), 1);
+    assert_int_equal(count_lines(out, "\"msg\":\"write 910 failed\"}"), 1);
+    assert_int_equal(count_lines(out, "unlimited"), 3);
+}
+
 int main(void)
 {
     kc_log_set_level(KC_LOG_ERROR);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escape),
-        cmocka_unit_test(test_json_line),
-        cmocka_unit_test(test_parse_format),
-        cmocka_unit_test(test_write_json),
+        cmocka_unit_test(test_escape),         cmocka_unit_test(test_json_line),
+        cmocka_unit_test(test_parse_format),   cmocka_unit_test(test_write_json),
+        cmocka_unit_test(test_repeated_lines), cmocka_unit_test(test_repeated_lines_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
