@@ -1249,6 +1249,10 @@ int kc_plog_append(kc_plog_t *l, const kc_log_record_t *recs, size_t n, int64_t 
     if (rc != 0)
         return rc;
     int64_t base = active(l)->next_offset;
+    if ((uint64_t)n > (uint64_t)(INT64_MAX - 1 - base)) {
+        set_err(l, "offsets %lld + %zu records would pass the largest offset", (long long)base, n);
+        return KC_LOG_ETOOBIG;
+    }
     kc_batch_spec_t spec;
     kc_batch_spec_init(&spec, base);
     spec.partition_leader_epoch = l->opts.leader_epoch;
