@@ -736,6 +736,31 @@ static void test_torn_tails(void **state)
     }
 }
 
+/* After a bad spot, the search for a valid batch computes CRCs over candidate batches; 8 MiB
+ * crafted so that every 16th byte starts a plausible 64 KiB batch would cost 32 GiB of CRC
+ * without the cap. With it the search gives up and refuses: nothing is deleted. */
+static void test_scan_ahead_bounded(void **state)
+{
+    (void)state;
+    char dir[128];
+    new_data_dir(dir, sizeof(dir));
+    model_t m = {0};
+    build_log(dir, &m, 2, NULL);
+    char p[256];
+    seg_path(p, sizeof(p), dir, 0, 0, ".log");
+    size_t n = (size_t)8 << 20;
+    uint8_t *g = calloc(1, n);
+    static const uint8_t period[16] = {2, 0, 0, 0, 0, 0, 0, 0x7f, 0, 1, 0, 0, 0, 0, 0, 0};
+    for (size_t i = 0; i < n; i++)
+        g[i] = period[i % 16];
+    g[0] = 0; /* the bad spot: batchLength below the minimum */
+    append_file(p, g, n);
+    free(g);
+    damaged_t r = {.torn = false, .bad = file_size(p) - (int64_t)n, .size = file_size(p)};
+    expect_refused(dir, p, NULL, &r, "crafted tail", "may be valid follows");
+    model_free(&m);
+}
+
 static void test_damage_in_old_segment(void **state)
 {
     (void)state;
@@ -1759,6 +1784,7 @@ int main(void)
         cmocka_unit_test(test_roll_and_index),
         cmocka_unit_test(test_roll_by_age_and_deferred),
         cmocka_unit_test(test_torn_tails),
+        cmocka_unit_test(test_scan_ahead_bounded),
         cmocka_unit_test(test_damage_in_old_segment),
         cmocka_unit_test(test_kafka_files_and_leftovers),
         cmocka_unit_test(test_txn_control_unsupported),
