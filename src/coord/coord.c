@@ -884,7 +884,8 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
         KC_ERROR("coord", "cannot remove %s/%s: %s; recovering every partition as after a crash",
                  conf->data_dir, KC_LOG_CLEAN_SHUTDOWN_FILE, kc_log_strerror(mrc));
     KC_INFO("coord", "loading %d partitions from %s (%s)", c->n, conf->data_dir,
-            c->clean_start ? "after a clean shutdown" : "no clean-shutdown marker: crash recovery");
+            c->clean_start ? "after a clean shutdown"
+                           : "no clean-shutdown marker: recovering as after a crash");
     for (int32_t i = 0; i < c->n; i++)
         start_load(&c->parts[i]);
     return c;
