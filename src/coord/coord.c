@@ -27,6 +27,14 @@
  * partition). The lines these failures write are rate-limited (KC_ERROR_LIMITED). /healthz
  * stays 200 meanwhile: it is a liveness probe, and restarting the process would not bring the
  * disk back sooner than these retries; /readyz is the one that says the partition is out.
+ * Except when the active segment was deleted or replaced under us (KC_LOG_EGONE): the
+ * acknowledged data is gone from the directory, so reloading would silently serve less. That
+ * partition goes FAILED, loudly, until a restart.
+ *
+ * Clean shutdown: the data directory's Kafka marker (.kafka_cleanshutdown) is taken at start;
+ * the first load of each partition then truncates nothing and refuses any bad byte (reloads
+ * after a failed write recover as after a crash). The marker is written again at close when
+ * every log was synced and closed and no partition was left waiting to reload.
  *
  * Compaction: every log.cleaner.backoff.ms, a partition whose closed segments are mostly
  * new since its last compaction is cleaned on the thread pool (newest record per key kept,
@@ -125,6 +133,7 @@ struct kc_coord_s {
     int jobs; /* thread-pool jobs in flight */
     bool loaded_once;
     bool closing;
+    bool clean_start; /* data.dir held the clean-shutdown marker at start */
     /* The catalog as consumer groups see it (kc_gm_topics_t), rebuilt when its version moves. */
     kc_gm_topic_t *topics;
     size_t n_topics;
@@ -408,6 +417,7 @@ static void load_work(uv_work_t *w)
     opts.roll_ms = conf->log_roll_ms;
     opts.codec = conf->offsets_topic_compression_codec == KC_CONF_CODEC_ZSTD ? KC_LOG_CODEC_ZSTD
                                                                              : KC_LOG_CODEC_NONE;
+    opts.clean_shutdown = p->coord->clean_start && !p->reloading;
     int64_t t0 = mono_ms();
     p->job_err[0] = '\0';
     p->malformed = 0;
@@ -488,6 +498,8 @@ static void after_load(uv_work_t *w, int status)
         KC_ERROR_LIMITED("coord", "partition %d is not served: %s%s", p->pub.index,
                          p->job_err[0] ? p->job_err : kc_log_strerror(p->job_rc),
                          heals ? "; retrying with backoff" : "");
+        if (p->job_rc == KC_LOG_ECORRUPT)
+            kc_obs_log_corrupt();
         discard_new(p);
         p->pub.state = KC_PART_FAILED;
         if (heals)
@@ -552,15 +564,25 @@ static void free_pending(part_t *p)
 static void write_failed(part_t *p, int rc)
 {
     kc_coord_t *c = p->coord;
-    KC_ERROR_LIMITED(
-        "coord",
-        "partition %d: log write failed: %s; failing %llu unwritten records and reloading the "
-        "partition from its log%s",
-        p->pub.index,
-        p->log && kc_plog_error(p->log)[0] ? kc_plog_error(p->log) : kc_log_strerror(rc),
-        (unsigned long long)(p->seq_emitted - p->seq_durable),
-        p->retry_ms > 0 ? " after a backoff" : "");
+    bool lost = rc == KC_LOG_EGONE; /* no reload: the data is not in the directory any more */
+    if (lost)
+        KC_ERROR("coord",
+                 "partition %d: %s; failing %llu unwritten records; the partition is out of "
+                 "service until a restart",
+                 p->pub.index, kc_plog_error(p->log),
+                 (unsigned long long)(p->seq_emitted - p->seq_durable));
+    else
+        KC_ERROR_LIMITED(
+            "coord",
+            "partition %d: log write failed: %s; failing %llu unwritten records and reloading the "
+            "partition from its log%s",
+            p->pub.index,
+            p->log && kc_plog_error(p->log)[0] ? kc_plog_error(p->log) : kc_log_strerror(rc),
+            (unsigned long long)(p->seq_emitted - p->seq_durable),
+            p->retry_ms > 0 ? " after a backoff" : "");
     kc_obs_log_write_failed();
+    if (lost)
+        kc_obs_log_segment_lost();
     p->pub.obs.write_failing = true;
     p->pub.obs.write_failed_ms = kc_coord_now(c);
     free_pending(p);
@@ -578,6 +600,10 @@ static void write_failed(part_t *p, int rc)
     kc_plog_close(p->log);
     p->log = NULL;
     uv_timer_stop(&p->timer);
+    if (lost) {
+        p->pub.state = KC_PART_FAILED;
+        return;
+    }
     p->reloading = true;
     if (c->closing)
         return;
@@ -967,7 +993,13 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
         uv_timer_start(&c->flush_timer, on_flush_timer, ms, ms);
     }
     c->open_handles = 2 * c->n + 6;
-    KC_INFO("coord", "loading %d partitions from %s", c->n, conf->data_dir);
+    int mrc = kc_log_clean_shutdown_take(c->io, conf->data_dir, &c->clean_start);
+    if (mrc != 0)
+        KC_ERROR("coord", "cannot remove %s/%s: %s; recovering every partition as after a crash",
+                 conf->data_dir, KC_LOG_CLEAN_SHUTDOWN_FILE, kc_log_strerror(mrc));
+    KC_INFO("coord", "loading %d partitions from %s (%s)", c->n, conf->data_dir,
+            c->clean_start ? "after a clean shutdown"
+                           : "no clean-shutdown marker: recovering as after a crash");
     for (int32_t i = 0; i < c->n; i++)
         start_load(&c->parts[i]);
     return c;
@@ -1024,13 +1056,16 @@ static void maybe_free(kc_coord_t *c)
 {
     if (!c->closing || c->open_handles > 0 || c->jobs > 0)
         return;
+    bool clean = true;
     for (int32_t i = 0; i < c->n; i++) {
         part_t *p = &c->parts[i];
+        clean = clean && !p->reloading;
         if (p->log != NULL) {
             int rc = kc_plog_sync(p->log);
             if (rc != 0)
                 KC_ERROR("coord", "partition %d: final fsync failed: %s", i, kc_log_strerror(rc));
-            kc_plog_close(p->log);
+            int rc2 = kc_plog_close(p->log);
+            clean = clean && rc == 0 && rc2 == 0;
         }
         if (p->pub.offsets)
             kc_offsets_free(p->pub.offsets);
@@ -1043,6 +1078,10 @@ static void maybe_free(kc_coord_t *c)
         w->release(w->arg, false);
         free(w);
     }
+    int mrc = clean ? kc_log_clean_shutdown_mark(c->io, c->conf->data_dir) : 0;
+    if (mrc != 0)
+        KC_WARN("coord", "cannot write %s/%s: %s (the next start recovers as after a crash)",
+                c->conf->data_dir, KC_LOG_CLEAN_SHUTDOWN_FILE, kc_log_strerror(mrc));
     void (*done)(void *) = c->done;
     void *arg = c->done_arg;
     free(c->topics);

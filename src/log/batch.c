@@ -326,7 +326,7 @@ int kc_batch_validate(const uint8_t *p, size_t len, kc_batch_hdr_t *h, char *why
         return KC_LOG_ECORRUPT;
     }
     if (h->base_offset < 0 || h->last_offset_delta < 0 ||
-        h->base_offset > INT64_MAX - h->last_offset_delta) {
+        h->base_offset > INT64_MAX - 1 - h->last_offset_delta) { /* last + 1 must exist */
         WHY("offsets out of range: baseOffset %lld, lastOffsetDelta %d", (long long)h->base_offset,
             h->last_offset_delta);
         return KC_LOG_ECORRUPT;

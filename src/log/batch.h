@@ -71,8 +71,14 @@ typedef struct kc_batch_hdr_s {
     int32_t count;
 } kc_batch_hdr_t;
 
+/* baseOffset + lastOffsetDelta, saturated at INT64_MIN / INT64_MAX for a header that has not
+ * been validated (a validated one never needs it: its last offset is below INT64_MAX). */
 static inline int64_t kc_batch_last_offset(const kc_batch_hdr_t *h)
 {
+    if (h->last_offset_delta > 0 && h->base_offset > INT64_MAX - h->last_offset_delta)
+        return INT64_MAX;
+    if (h->last_offset_delta < 0 && h->base_offset < INT64_MIN - h->last_offset_delta)
+        return INT64_MIN;
     return h->base_offset + h->last_offset_delta;
 }
 static inline size_t kc_batch_size(const kc_batch_hdr_t *h)
@@ -136,8 +142,8 @@ void kc_batch_hdr_parse(const uint8_t *p, kc_batch_hdr_t *h);
 
 /* Validate the complete batch of `len` bytes at `p`: at least a header, batchLength ==
  * len - 12, magic 2, CRC-32C right, lastOffsetDelta >= 0, 0 <= recordCount <=
- * lastOffsetDelta + 1, base offset >= 0. Fills *h (also on failure, when len allows). Returns
- * 0 or KC_LOG_ECORRUPT with a short reason in `why` (when whylen > 0). */
+ * lastOffsetDelta + 1, base offset >= 0 and last offset < INT64_MAX. Fills *h (also on failure,
+ * when len allows). Returns 0 or KC_LOG_ECORRUPT with a short reason in `why` (when whylen > 0). */
 int kc_batch_validate(const uint8_t *p, size_t len, kc_batch_hdr_t *h, char *why, size_t whylen);
 
 /* A cursor over the records of one batch. */

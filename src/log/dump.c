@@ -756,6 +756,16 @@ static void print_control(FILE *f, jo_t *o, const kc_log_record_t *rec)
         J_FIELD(o, "coordinatorEpoch", j_i64(f, epoch));
 }
 
+/* Kafka's lastSequence: baseSequence + lastOffsetDelta, wrapping past INT32_MAX to 0 as
+ * DefaultRecordBatch.incrementSequence does; -1 without a producer. */
+static int64_t last_sequence(const kc_batch_hdr_t *h)
+{
+    if (h->base_sequence < 0)
+        return -1;
+    int64_t s = (int64_t)h->base_sequence + h->last_offset_delta;
+    return s > INT32_MAX ? s - INT32_MAX - 1 : s;
+}
+
 static void print_batch(FILE *f, const char *path, int64_t pos, const kc_batch_hdr_t *h, bool valid,
                         const char *why)
 {
@@ -767,8 +777,7 @@ static void print_batch(FILE *f, const char *path, int64_t pos, const kc_batch_h
     J_FIELD(&o, "lastOffset", j_i64(f, kc_batch_last_offset(h)));
     J_FIELD(&o, "count", j_i64(f, h->count));
     J_FIELD(&o, "baseSequence", j_i64(f, h->base_sequence));
-    J_FIELD(&o, "lastSequence",
-            j_i64(f, h->base_sequence < 0 ? -1 : h->base_sequence + h->last_offset_delta));
+    J_FIELD(&o, "lastSequence", j_i64(f, last_sequence(h)));
     J_FIELD(&o, "producerId", j_i64(f, h->producer_id));
     J_FIELD(&o, "producerEpoch", j_i64(f, h->producer_epoch));
     J_FIELD(&o, "partitionLeaderEpoch", j_i64(f, h->partition_leader_epoch));
@@ -1052,8 +1061,10 @@ static int list_segments(const char *dir, seglist_t *sl)
     const kc_log_io_t *io = kc_log_io_posix();
     int rc = io->listdir(io->ctx, dir, seglist_add, sl);
     if (rc == 0) {
-        qsort(sl->v, sl->n, sizeof(*sl->v), cmp64);
-        qsort(sl->idx, sl->nidx, sizeof(*sl->idx), cmp64);
+        if (sl->n > 1) /* qsort's base may not be NULL, even for no elements */
+            qsort(sl->v, sl->n, sizeof(*sl->v), cmp64);
+        if (sl->nidx > 1)
+            qsort(sl->idx, sl->nidx, sizeof(*sl->idx), cmp64);
     }
     return rc;
 }
@@ -1176,7 +1187,7 @@ static int64_t verify_partition(const char *dir, FILE *out, kc_batch_ctx_t *ctx)
         bad++;
     }
     for (size_t i = 0; i < sl.nidx; i++) {
-        if (bsearch(&sl.idx[i], sl.v, sl.n, sizeof(*sl.v), cmp64) == NULL) {
+        if (sl.n == 0 || bsearch(&sl.idx[i], sl.v, sl.n, sizeof(*sl.v), cmp64) == NULL) {
             char p[PATH_MAX_];
             (void)kc_log_segment_path(p, sizeof(p), dir, sl.idx[i], ".index");
             fprintf(out, "PROBLEM %s: an index without its segment\n", p);

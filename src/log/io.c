@@ -126,6 +126,34 @@ static int p_listdir(void *ctx, const char *path, int (*fn)(void *arg, const cha
     return rc;
 }
 
+static void fill_stat(const struct stat *st, kc_log_stat_t *out)
+{
+    out->dev = (uint64_t)st->st_dev;
+    out->ino = (uint64_t)st->st_ino;
+    out->nlink = (uint64_t)st->st_nlink;
+    out->size = (int64_t)st->st_size;
+}
+
+static int p_fstat(void *ctx, int fd, kc_log_stat_t *out)
+{
+    (void)ctx;
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -errno;
+    fill_stat(&st, out);
+    return 0;
+}
+
+static int p_stat(void *ctx, const char *path, kc_log_stat_t *out)
+{
+    (void)ctx;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -errno;
+    fill_stat(&st, out);
+    return 0;
+}
+
 static const kc_log_io_t posix_io = {
     .ctx = NULL,
     .open = p_open,
@@ -139,6 +167,8 @@ static const kc_log_io_t posix_io = {
     .unlink = p_unlink,
     .mkdir = p_mkdir,
     .listdir = p_listdir,
+    .fstat = p_fstat,
+    .stat = p_stat,
 };
 
 const kc_log_io_t *kc_log_io_posix(void)

@@ -19,6 +19,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What kc_log_io_t's fstat and stat report of a file. */
+typedef struct kc_log_stat_s {
+    uint64_t dev, ino; /* st_dev, st_ino: which file it is */
+    uint64_t nlink;    /* st_nlink: 0 once the file has no name left */
+    int64_t size;
+} kc_log_stat_t;
+
 typedef struct kc_log_io_s {
     void *ctx; /* passed as the first argument of every call */
     /* open(2): `flags` are open(2) flags (O_RDONLY, O_RDWR | O_CREAT, O_DIRECTORY, ...), and
@@ -46,6 +53,11 @@ typedef struct kc_log_io_s {
      * order. Stops at the first fn that returns nonzero and returns that value; else 0, or
      * -errno when the directory cannot be read. */
     int (*listdir)(void *ctx, const char *path, int (*fn)(void *arg, const char *name), void *arg);
+    /* fstat(2) of an open file, stat(2) of a path (following symlinks). Return 0 or -errno.
+     * Either may be NULL in a test table: the log then skips its checks that a segment is
+     * still the file of its name (kc_plog_append). */
+    int (*fstat)(void *ctx, int fd, kc_log_stat_t *st);
+    int (*stat)(void *ctx, const char *path, kc_log_stat_t *st);
 } kc_log_io_t;
 
 /* The table that calls the operating system. Static; never NULL. */

@@ -38,6 +38,9 @@
  *     append or sync, which fail with that error until it succeeds. Once the disk recovers
  *     (space freed, device back), the next append works and the log is as if the failed
  *     batches had never been written.
+ *   - KC_LOG_EGONE is the exception: the active segment was deleted or replaced under the
+ *     plog (see kc_plog_append). It is final for this plog: nothing is retried, and the
+ *     partition must stay out of service until the process restarts.
  *
  * Durability ordering. Only the newest (active) segment ever holds unsynced bytes: a roll that
  * falls due while the active segment is not fully synced is deferred to the first append after
@@ -73,6 +76,8 @@ enum {
     KC_LOG_EUNSUPPORTED = -20002, /* valid but not something kcoord reads (gzip, snappy, lz4) */
     KC_LOG_ECOMPRESS = -20003,    /* zstd failed to compress or decompress */
     KC_LOG_ETOOBIG = -20004,      /* a batch, key or value exceeds the format's int32 limits */
+    KC_LOG_EGONE = -20005,        /* the active segment was deleted, replaced or cut short under
+                                   * the running log: what it held is gone from the directory */
 };
 
 /* A static description of any return code of this room: "ok", a KC_LOG_E* code, or
@@ -96,6 +101,10 @@ typedef struct kc_plog_opts_s {
     int codec;                    /* KC_LOG_CODEC_NONE (default) or KC_LOG_CODEC_ZSTD */
     int zstd_level;               /* 0 = zstd's default level (3) */
     int32_t leader_epoch;         /* partitionLeaderEpoch written in every batch: 0 */
+    /* The data directory held the clean-shutdown marker at start (kc_log_clean_shutdown_take):
+     * every segment was fsynced and closed, so kc_plog_open truncates nothing and refuses any
+     * bad byte. false (the default): recover as after a crash. */
+    bool clean_shutdown;
 } kc_plog_opts_t;
 
 void kc_plog_opts_init(kc_plog_opts_t *o);
@@ -110,10 +119,15 @@ typedef struct kc_plog_s kc_plog_t;
  *     and *.cleaned files are removed, *.swap files are renamed into place (after removing the
  *     segments they replace), or removed when they belong to an unfinished split;
  *   - every batch of every segment is validated (length, magic, CRC, offsets increasing);
- *   - a short, corrupt or zero-filled tail of the newest segment is a torn write: it is
- *     truncated to the last good batch, and a WARN line says how many bytes went;
- *   - corruption in an older segment fails the open with KC_LOG_ECORRUPT and a message in
- *     `err` naming the file and byte position (the caller must not serve that partition);
+ *   - the log never deletes a batch it can read. A bad spot in the newest segment is a torn
+ *     write only when opts->clean_shutdown is false (a crash) AND no valid batch follows it:
+ *     no byte position after it holds a batch whose header, length and CRC are right and
+ *     whose base offset is not below the offset the log has reached. Then the tail from the
+ *     bad spot on is truncated, and a WARN line says how many bytes went;
+ *   - anything else is damage: a bad spot after a clean shutdown, a bad spot followed by a
+ *     valid batch, or any bad spot in an older segment. The open fails with KC_LOG_ECORRUPT,
+ *     nothing is changed, and `err` names the file, the byte position and the reason (the
+ *     caller must not serve that partition);
  *   - a missing, short, stale or garbled .index is rebuilt from the segment; an index without
  *     a segment is removed;
  *   - Kafka's other files (.timeindex, .txnindex, .snapshot, leader-epoch-checkpoint,
@@ -151,12 +165,21 @@ int kc_plog_replay(kc_plog_t *l, int (*fn)(void *arg, const kc_log_record_t *rec
  * milliseconds, for records whose timestamp_ms is negative and for the roll age). Updates the
  * sparse index. Does not fsync (except the rare forced roll described above). Stores the first
  * offset in *base_offset (may be NULL). Returns 0, -EINVAL (n == 0), KC_LOG_ETOOBIG, -ENOMEM,
- * KC_LOG_ECOMPRESS or -errno; on failure nothing of this batch is in the log. */
+ * KC_LOG_ECOMPRESS, KC_LOG_EGONE or -errno; on failure nothing of this batch is in the log.
+ *
+ * Before writing, append checks that the active segment is still the file of its name: that
+ * the open file still has a name (st_nlink > 0), that the name leads to the same file (device
+ * and inode), and that the file is not shorter than what the log wrote. When any of that fails
+ * (someone deleted, replaced or truncated the segment), what was acknowledged from it is gone
+ * from the directory and cannot be made durable again: append fails with KC_LOG_EGONE, and so
+ * does every later append and sync of this plog. The caller must stop acknowledging on this
+ * partition and must not reload it from the directory (the data is not there). */
 int kc_plog_append(kc_plog_t *l, const kc_log_record_t *recs, size_t n, int64_t now_ms,
                    int64_t *base_offset);
 
 /* Make everything appended so far durable: fsync the active segment, then the partition
  * directory if a segment was created since the last sync. Cheap when there is nothing to do.
+ * Makes the same check as kc_plog_append first (KC_LOG_EGONE).
  * Returns 0 or -errno; on failure the unsynced batches are dropped (see Failures above). May
  * run on another thread than the appends, never at the same time as another call on `l`. */
 int kc_plog_sync(kc_plog_t *l);
@@ -251,6 +274,26 @@ int kc_plog_clean(kc_plog_t *l, int64_t now_ms, int64_t delete_retention_ms,
  * = whenever a segment was rolled since). Also due when a failed clean left a swap to finish.
  * Cheap: a walk over the segment list, no I/O. */
 bool kc_plog_clean_due(const kc_plog_t *l, double min_dirty_ratio);
+
+/* ---- the clean-shutdown marker -------------------------------------------------------------
+ *
+ * Kafka's: a broker writes <log dir>/.kafka_cleanshutdown when it has flushed and closed every
+ * log of that directory, and deletes it at start before it loads anything (so a crash while
+ * loading counts as a crash). kcoord's data.dir is laid out as a Kafka log dir, so it uses the
+ * same file with the same content, and a directory moves between kcoord and a Kafka broker
+ * either way. docs/log-format.md ("Clean shutdown") has the rules. */
+#define KC_LOG_CLEAN_SHUTDOWN_FILE ".kafka_cleanshutdown"
+
+/* At start: whether `data_dir` holds the marker, which is then removed (and the directory
+ * fsynced) before anything else is written. Returns 0 with *was_clean set, or -errno when the
+ * marker exists but could not be removed; *was_clean is then false, so that the logs are
+ * recovered as after a crash (a marker left behind must not vouch for this run). */
+int kc_log_clean_shutdown_take(const kc_log_io_t *io, const char *data_dir, bool *was_clean);
+
+/* At shutdown, after every partition log was synced and closed without error: write the
+ * marker (Kafka's JSON content, {"version":"0","broker_epoch":"-1"}), fsync it and the
+ * directory. Returns 0 or -errno. */
+int kc_log_clean_shutdown_mark(const kc_log_io_t *io, const char *data_dir);
 
 /* Write "<dir>/<20-digit base offset><suffix>" into buf (suffix like ".log", ".index",
  * ".log.swap"). Returns 0, or -ENAMETOOLONG when it does not fit in n bytes. */

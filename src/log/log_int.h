@@ -46,6 +46,14 @@ int kc_segscan_next(kc_segscan_t *s, const uint8_t **p, size_t *len, kc_batch_hd
  * batch and go on; false when the batch cannot be delimited (torn, bad length or magic). */
 bool kc_segscan_skip(kc_segscan_t *s, const kc_batch_hdr_t *h);
 
+/* Look for a valid batch (header, length, CRC and record count right) starting at any byte
+ * position in [from, size), with a base offset of at least `min_base`: what tells damage from
+ * a torn write after a bad spot. Uses s's buffer; s->pos is unchanged. Returns 1 with *at set;
+ * 0 when there is none; 2 with *at set when the CRC work (capped at 4 times the bytes searched
+ * plus 16 MiB, against quadratic work on garbage) ran out before the answer was known; -ENOMEM
+ * or -errno. */
+int kc_segscan_find_valid(kc_segscan_t *s, int64_t from, int64_t min_base, int64_t *at);
+
 /* Kinds of files in a partition directory. */
 typedef enum {
     KC_LF_OTHER = 0, /* not ours: Kafka's .timeindex, .snapshot, checkpoints, anything else */
@@ -99,6 +107,7 @@ struct kc_plog_s {
     int64_t synced_next;  /* next offset as of synced_size */
     bool dir_dirty;       /* a segment was created since the last directory fsync */
     bool need_truncate;   /* the active file may hold bytes past its valid size */
+    bool gone;            /* the active segment was deleted or replaced: KC_LOG_EGONE for good */
     kc_batch_ctx_t *bctx;
     kc_writer_t wbuf;
     char err[600];

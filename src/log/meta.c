@@ -1,10 +1,16 @@
-/* meta.c - read or create <data.dir>/meta.properties.
+/* meta.c - the data directory's own files: <data.dir>/meta.properties and Kafka's
+ * clean-shutdown marker <data.dir>/.kafka_cleanshutdown.
  *
- * The file is written once, crash-safely: to meta.properties.tmp, fsync, rename, fsync of the
- * directory. Reading accepts any Java-properties file that has cluster.id; a node.id in it
- * must match the configured one, as Kafka requires.
+ * meta.properties is written once, crash-safely: to meta.properties.tmp, fsync, rename, fsync
+ * of the directory. Reading accepts any Java-properties file that has cluster.id; a node.id in
+ * it must match the configured one, as Kafka requires.
+ *
+ * The clean-shutdown marker (log.h) goes through the log's I/O table, like every other file
+ * the partition logs depend on, so tests can fail its removal or its write.
  */
 #include "log/meta.h"
+
+#include "log/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -186,4 +192,53 @@ int kc_meta_load(const char *data_dir, int32_t node_id, char *cluster_id, size_t
         return -1;
     strcpy(cluster_id, id);
     return 0;
+}
+
+/* ---- the clean-shutdown marker ------------------------------------------------------------- */
+
+static int marker_path(char *buf, size_t n, const char *data_dir)
+{
+    int w = snprintf(buf, n, "%s/%s", data_dir, KC_LOG_CLEAN_SHUTDOWN_FILE);
+    return w < 0 || (size_t)w >= n ? -ENAMETOOLONG : 0;
+}
+
+int kc_log_clean_shutdown_take(const kc_log_io_t *io, const char *data_dir, bool *was_clean)
+{
+    *was_clean = false;
+    char path[4096];
+    int rc = marker_path(path, sizeof(path), data_dir);
+    if (rc != 0)
+        return rc;
+    rc = io->unlink(io->ctx, path);
+    if (rc == -ENOENT)
+        return 0; /* no marker: the last run did not shut down cleanly (or there was none) */
+    if (rc == 0)
+        rc = kc_log_io_fsync_dir(io, data_dir);
+    if (rc != 0)
+        return rc;
+    *was_clean = true;
+    return 0;
+}
+
+int kc_log_clean_shutdown_mark(const kc_log_io_t *io, const char *data_dir)
+{
+    static const char text[] = "{\"version\":\"0\",\"broker_epoch\":\"-1\"}";
+    char path[4096];
+    int rc = marker_path(path, sizeof(path), data_dir);
+    if (rc != 0)
+        return rc;
+    int fd = io->open(io->ctx, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return fd;
+    rc = kc_log_io_write_all(io, fd, text, sizeof(text) - 1, 0);
+    if (rc == 0)
+        rc = io->fsync(io->ctx, fd);
+    int rc2 = io->close(io->ctx, fd);
+    if (rc == 0)
+        rc = rc2;
+    if (rc == 0)
+        rc = kc_log_io_fsync_dir(io, data_dir);
+    if (rc != 0)
+        (void)io->unlink(io->ctx, path); /* half a marker must not vouch for anything */
+    return rc;
 }

@@ -12,9 +12,15 @@
  * Open. (1) Create the directories. (2) Resolve compaction leftovers exactly as Kafka's
  * LogLoader.removeTempFilesAndCollectSwapFiles and its swap passes do. (3) Scan every segment
  * in base-offset order with the segment scanner, checking each batch and that offsets only
- * grow, and compute the index Kafka would have built; truncate a bad tail of the newest
- * segment, refuse a bad byte anywhere else. (4) Rewrite any .index that differs from the
- * computed one. (5) fsync the active segment so that what is there counts as synced.
+ * grow, and compute the index Kafka would have built. A bad spot in the newest segment is a torn
+ * write, truncated, only after a crash and only when kc_segscan_find_valid finds no valid batch
+ * after it; any other bad byte is refused, and nothing is changed. (4) Rewrite any .index that
+ * differs from the computed one. (5) fsync the active segment so that what is there counts as
+ * synced.
+ *
+ * Identity. Before each append and sync, check_active makes sure the active segment is still
+ * the file of its name (not deleted, replaced or cut short); once it is not, the plog refuses
+ * every write with KC_LOG_EGONE for good.
  *
  * Append. Encode the batch into a reusable buffer, roll if due (deferring the roll while the
  * active segment has unsynced bytes), pwrite at the end, add an index entry when more than
@@ -73,6 +79,8 @@ const char *kc_log_strerror(int rc)
         return "compression failed";
     case KC_LOG_ETOOBIG:
         return "too large for a record batch";
+    case KC_LOG_EGONE:
+        return "segment deleted or replaced under the running log";
     default:
         return rc < 0 ? strerror(-rc) : "unknown error";
     }
@@ -303,6 +311,49 @@ bool kc_segscan_skip(kc_segscan_t *s, const kc_batch_hdr_t *h)
         return false;
     s->pos = s->batch_pos + total;
     return true;
+}
+
+/* Whether the header at p could start a batch that follows a bad spot: the checks that cost
+ * nothing, made before a CRC is computed over what may be a large garbage length. */
+static bool plausible_header(const kc_batch_hdr_t *h, int64_t room, int64_t min_base)
+{
+    return h->magic == KC_BATCH_MAGIC && h->length >= KC_BATCH_MIN_LENGTH &&
+           (int64_t)h->length + KC_BATCH_LOG_OVERHEAD <= room && h->base_offset >= min_base &&
+           h->last_offset_delta >= 0 && h->count >= 0 &&
+           (int64_t)h->count <= (int64_t)h->last_offset_delta + 1 &&
+           kc_batch_codec(h) <= KC_LOG_CODEC_ZSTD;
+}
+
+int kc_segscan_find_valid(kc_segscan_t *s, int64_t from, int64_t min_base, int64_t *at)
+{
+    /* Each candidate that passes the cheap checks costs a CRC over its length; a file of
+     * adversarial bytes could make that quadratic, so the total is capped. Past the cap the
+     * answer is "cannot tell", which the caller treats like "found": nothing is deleted. */
+    int64_t budget = 4 * (s->size - from) + ((int64_t)16 << 20);
+    char why[sizeof(s->why)];
+    for (int64_t q = from < 0 ? 0 : from; q + KC_BATCH_HEADER_SIZE <= s->size; q++) {
+        int rc = scan_fill(s, q, KC_BATCH_HEADER_SIZE);
+        if (rc != 0)
+            return rc == -ENODATA ? -EIO : rc;
+        kc_batch_hdr_t h;
+        kc_batch_hdr_parse(s->buf + (q - s->buf_off), &h);
+        if (!plausible_header(&h, s->size - q, min_base))
+            continue;
+        int64_t total = (int64_t)h.length + KC_BATCH_LOG_OVERHEAD;
+        budget -= total;
+        if (budget < 0) {
+            *at = q;
+            return 2;
+        }
+        if ((rc = scan_fill(s, q, (size_t)total)) != 0)
+            return rc == -ENODATA ? -EIO : rc;
+        if (kc_batch_validate(s->buf + (q - s->buf_off), (size_t)total, &h, why, sizeof(why)) ==
+            0) {
+            *at = q;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* ---- file names and directory listing ---------------------------------------------------- */
@@ -680,11 +731,21 @@ static int load_segment(kc_plog_t *l, int64_t base, bool newest, int64_t prev_ne
         expected = last + 1;
         valid = s.pos;
     }
-    if (rc == KC_LOG_ECORRUPT && newest) {
+    int64_t next_valid = -1;
+    int found = 0;
+    if (rc == KC_LOG_ECORRUPT && newest && !l->opts.clean_shutdown) {
+        /* A torn write only if no valid batch follows the bad spot (see kc_plog_open). */
+        found = kc_segscan_find_valid(&s, s.batch_pos + 1, expected, &next_valid);
+        if (found < 0) {
+            set_err(l, "cannot read %s: %s", path, kc_log_strerror(found));
+            rc = found;
+        }
+    }
+    if (rc == KC_LOG_ECORRUPT && newest && !l->opts.clean_shutdown && found == 0) {
         int64_t dropped = size - s.batch_pos;
         KC_WARN(MOD,
                 "partition %d: torn write at the end of %s: dropping %lld bytes from byte "
-                "position %lld (%s)",
+                "position %lld (%s; no valid batch follows)",
                 (int)l->partition, path, (long long)dropped, (long long)s.batch_pos, s.why);
         rc = l->io->ftruncate(l->io->ctx, fd, s.batch_pos);
         if (rc == 0)
@@ -692,6 +753,18 @@ static int load_segment(kc_plog_t *l, int64_t base, bool newest, int64_t prev_ne
         if (rc != 0)
             set_err(l, "cannot truncate %s: %s", path, kc_log_strerror(rc));
         valid = s.batch_pos;
+    } else if (rc == KC_LOG_ECORRUPT && newest && l->opts.clean_shutdown) {
+        set_err(l,
+                "corrupt batch in %s at byte position %lld: %s; the log was shut down cleanly, "
+                "so this is damage, not a torn write: nothing truncated",
+                path, (long long)s.batch_pos, s.why);
+    } else if (rc == KC_LOG_ECORRUPT && newest) {
+        set_err(l,
+                "corrupt batch in %s at byte position %lld: %s; %s at byte position %lld, so "
+                "this is damage, not a torn write: nothing truncated",
+                path, (long long)s.batch_pos, s.why,
+                found == 1 ? "a valid batch follows" : "a batch that may be valid follows",
+                (long long)next_valid);
     } else if (rc == KC_LOG_ECORRUPT) {
         set_err(l, "corrupt batch in %s at byte position %lld: %s", path, (long long)s.batch_pos,
                 s.why);
@@ -1021,6 +1094,41 @@ int kc_plog_replay(kc_plog_t *l, int (*fn)(void *arg, const kc_log_record_t *rec
 
 /* ---- append, sync, roll ----------------------------------------------------------------- */
 
+/* Whether the active segment is still the file of its name, no shorter than what was written
+ * to it (see kc_plog_append). Returns 0, or KC_LOG_EGONE (sticky) with l->err set. A check that
+ * cannot be made (a test table without fstat or stat, an fstat error) passes: the write that
+ * follows meets the same disk and reports its own error. */
+static int check_active(kc_plog_t *l)
+{
+    if (l->gone)
+        return KC_LOG_EGONE;
+    if (l->io->fstat == NULL || l->io->stat == NULL)
+        return 0;
+    seg_t *seg = active(l);
+    char path[PATH_MAX_];
+    (void)kc_log_segment_path(path, sizeof(path), l->dir, seg->base, ".log");
+    kc_log_stat_t fs, ps;
+    if (l->io->fstat(l->io->ctx, l->fd, &fs) != 0)
+        return 0;
+    const char *what = NULL;
+    int rc = l->io->stat(l->io->ctx, path, &ps);
+    if (rc == 0 && (ps.dev != fs.dev || ps.ino != fs.ino))
+        what = "was replaced by another file";
+    else if (fs.nlink == 0 || rc == -ENOENT || rc == -ENOTDIR)
+        what = "was deleted";
+    else if (fs.size < seg->size)
+        what = "was truncated";
+    if (what == NULL)
+        return 0;
+    l->gone = true;
+    set_err(l,
+            "segment %s %s under the running log (%lld bytes, offsets %lld..%lld, were in it): "
+            "what it held is gone from the directory; refusing every write until a restart",
+            path, what, (long long)seg->size, (long long)seg->base,
+            (long long)seg->next_offset - 1);
+    return KC_LOG_EGONE;
+}
+
 /* Cut the active file back to its valid size, if an earlier failure left bytes past it. */
 static int fix_tail(kc_plog_t *l)
 {
@@ -1069,7 +1177,10 @@ static void drop_unsynced(kc_plog_t *l)
 
 static int sync_now(kc_plog_t *l)
 {
-    int rc = fix_tail(l);
+    int rc = check_active(l);
+    if (rc != 0)
+        return rc;
+    rc = fix_tail(l);
     if (rc != 0)
         return rc;
     seg_t *seg = active(l);
@@ -1131,10 +1242,17 @@ int kc_plog_append(kc_plog_t *l, const kc_log_record_t *recs, size_t n, int64_t 
 {
     if (n == 0)
         return -EINVAL;
-    int rc = fix_tail(l);
+    int rc = check_active(l);
+    if (rc != 0)
+        return rc;
+    rc = fix_tail(l);
     if (rc != 0)
         return rc;
     int64_t base = active(l)->next_offset;
+    if ((uint64_t)n > (uint64_t)(INT64_MAX - 1 - base)) {
+        set_err(l, "offsets %lld + %zu records would pass the largest offset", (long long)base, n);
+        return KC_LOG_ETOOBIG;
+    }
     kc_batch_spec_t spec;
     kc_batch_spec_init(&spec, base);
     spec.partition_leader_epoch = l->opts.leader_epoch;

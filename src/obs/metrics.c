@@ -397,6 +397,16 @@ void kc_obs_log_write_failed(void)
     kc_obs.log_write_failures++;
 }
 
+void kc_obs_log_segment_lost(void)
+{
+    kc_obs.log_segments_lost++;
+}
+
+void kc_obs_log_corrupt(void)
+{
+    kc_obs.log_corrupt++;
+}
+
 void kc_obs_cleaner_run(bool ok, int64_t bytes_reclaimed)
 {
     kc_obs.cleaner_runs[ok ? 0 : 1]++;
@@ -519,6 +529,13 @@ void kc_obs_write_counters(kc_obs_buf_t *b)
     kc_prom_family(b, "kcoord_log_write_failures_total", "counter",
                    "Failed appends or fsyncs of a partition log (each reloads its partition).");
     kc_prom_sample(b, "kcoord_log_write_failures_total", NULL, (double)c->log_write_failures);
+    kc_prom_family(b, "kcoord_log_segments_lost_total", "counter",
+                   "Active segments found deleted, replaced or truncated under the daemon (each "
+                   "takes its partition out of service until a restart).");
+    kc_prom_sample(b, "kcoord_log_segments_lost_total", NULL, (double)c->log_segments_lost);
+    kc_prom_family(b, "kcoord_log_corrupt_total", "counter",
+                   "Partition loads refused because the log holds corrupt data.");
+    kc_prom_sample(b, "kcoord_log_corrupt_total", NULL, (double)c->log_corrupt);
 
     kc_prom_family(b, "kcoord_log_cleaner_runs_total", "counter",
                    "Compactions of a partition log's closed segments, by result.");

@@ -98,7 +98,9 @@ typedef struct kc_obs_counters_s {
     kc_hist_t log_append_records;
     kc_hist_t fsync;
     uint64_t log_write_failures;
-    uint64_t cleaner_runs[2]; /* [0] ok, [1] failed */
+    uint64_t log_segments_lost; /* active segments deleted or replaced under the daemon */
+    uint64_t log_corrupt;       /* partition loads refused for corrupt log data */
+    uint64_t cleaner_runs[2];   /* [0] ok, [1] failed */
     uint64_t cleaner_bytes_reclaimed;
     uint64_t http_requests[7];  /* by status: 200, 400, 404, 405, 431, 503, any other */
     uint64_t http_conn_open;    /* HTTP connections open now */
@@ -140,6 +142,10 @@ void kc_obs_log_append(uint64_t records, uint64_t bytes);
 void kc_obs_log_fsync(uint64_t ns);
 /* A write or fsync of a partition log failed. */
 void kc_obs_log_write_failed(void);
+/* A partition's active segment was found deleted or replaced under the daemon. */
+void kc_obs_log_segment_lost(void);
+/* A partition was not served because its log holds corrupt data. */
+void kc_obs_log_corrupt(void);
 /* A compaction ran: ok, and the bytes of closed segments it freed. */
 void kc_obs_cleaner_run(bool ok, int64_t bytes_reclaimed);
 /* The HTTP listener answered with `status`. */

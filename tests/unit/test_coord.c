@@ -1,7 +1,8 @@
 /* test_coord.c - group placement against Java's values, and the partitions' durability:
  * acknowledged only once fsynced, failed writes (EIO, ENOSPC through the I/O table) fail the
  * held replies and bring memory back to what the log holds, a partition whose disk stays full
- * or unreadable backs off and comes back when the disk does, and a new coordinator reloads it.
+ * or unreadable backs off and comes back when the disk does, and a new coordinator reloads it;
+ * the clean-shutdown marker, and an active segment deleted under a running partition.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 
 #include <cmocka.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 #include "coord/coord.h"
 #include "log/log.h"
 #include "net/net.h"
+#include "obs/metrics.h"
 
 /* Each id's String.hashCode() and abs(hash) % 50 and % 7 as printed by a Java 17 program
  * (Math.abs, with Integer.MIN_VALUE mapped to 0 as Kafka's Utils.abs does). */
@@ -135,8 +138,9 @@ static int f_listdir(void *ctx, const char *path, int (*fn)(void *, const char *
     return kc_log_io_posix()->listdir(NULL, path, fn, arg);
 }
 
-static const kc_log_io_t faulty = {NULL,    f_open,  f_pread,  f_pwrite, f_fsync, f_ftruncate,
-                                   f_fsize, f_close, f_rename, f_unlink, f_mkdir, f_listdir};
+static const kc_log_io_t faulty = {NULL,        f_open,    f_pread, f_pwrite, f_fsync,
+                                   f_ftruncate, f_fsize,   f_close, f_rename, f_unlink,
+                                   f_mkdir,     f_listdir, NULL,    NULL};
 
 static void no_join(void *waiter, const kc_join_group_response_t *resp)
 {
@@ -855,6 +859,98 @@ static void test_settings_at_bounds(void **state)
     assert_true(ran > refused);
 }
 
+/* Kafka's clean-shutdown marker decides how a partition's bad bytes are read, and an active
+ * segment deleted under a running partition takes only that partition out of service. */
+static void test_clean_shutdown_and_lost_segment(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kc-lost-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kc_conf_t conf;
+    kc_conf_init(&conf);
+    char err[256];
+    assert_int_equal(kc_conf_set(&conf, "data.dir", dir, KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    assert_int_equal(
+        kc_conf_set(&conf, "offsets.topic.num.partitions", "2", KC_CONF_SRC_SET, err, sizeof(err)),
+        0);
+    kc_catalog_t cat;
+    assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    char marker[300], seg[300];
+    snprintf(marker, sizeof(marker), "%s/.kafka_cleanshutdown", dir);
+    struct stat st;
+
+    kc_coord_t *c = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+    kc_partition_t *p = kc_coord_partition(c, KC_STR_LIT("g"));
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(commit_and_wait(&loop, c, p, 1), 1);
+    assert_int_equal(commit_and_wait(&loop, c, p, 2), 1);
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+    assert_int_equal(stat(marker, &st), 0); /* a clean shutdown */
+
+    /* A flipped byte in the last batch after a clean shutdown: that partition is not served,
+     * nothing is truncated, the other partition serves. */
+    snprintf(seg, sizeof(seg), "%s/__consumer_offsets-%d/00000000000000000000.log", dir,
+             (int)kc_partition_for(KC_STR_LIT("g"), 2));
+    FILE *f = fopen(seg, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, -2, SEEK_END), 0);
+    int ch = fgetc(f);
+    assert_int_equal(fseek(f, -2, SEEK_END), 0);
+    fputc(ch ^ 0x10, f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(stat(seg, &st), 0);
+    off_t size = st.st_size;
+    c = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+    assert_int_not_equal(stat(marker, &st), 0); /* taken at start */
+    p = kc_coord_partition(c, KC_STR_LIT("g"));
+    kc_partition_t *other = kc_coord_partition_at(c, 1 - p->index);
+    run_until_loaded(&loop, c, other);
+    for (int i = 0; i < 100000 && kc_coord_loading(c) > 0; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(p->state, KC_PART_FAILED);
+    assert_int_equal(kc_partition_error(p), 16); /* NOT_COORDINATOR: retriable */
+    assert_int_equal(stat(seg, &st), 0);
+    assert_int_equal(st.st_size, size);
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+
+    /* After a crash (no marker) the same bytes are a torn tail: the last batch goes. */
+    assert_int_equal(unlink(marker), 0);
+    c = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+    p = kc_coord_partition(c, KC_STR_LIT("g"));
+    other = kc_coord_partition_at(c, 1 - p->index);
+    run_until_loaded(&loop, c, p);
+    assert_int_equal(committed(p), 1);
+
+    /* The active segment deleted under the running partition: the next commit fails, and the
+     * partition stays out of service (no reload from what is left), the other one serves. */
+    uint64_t lost0 = kc_obs.log_segments_lost;
+    assert_int_equal(commit_and_wait(&loop, c, p, 3), 1);
+    assert_int_equal(unlink(seg), 0);
+    assert_int_equal(commit_and_wait(&loop, c, p, 4), 2);
+    assert_int_equal(kc_obs.log_segments_lost, lost0 + 1);
+    for (int i = 0; i < 100; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    assert_int_equal(p->state, KC_PART_FAILED);
+    assert_int_equal(kc_coord_loading(c), 0);
+    assert_int_equal(other->state, KC_PART_ACTIVE);
+    closed = 0;
+    kc_coord_close(c, on_closed, NULL);
+    run_until(&loop, &closed);
+
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kc_catalog_free(&cat);
+    kc_conf_free(&conf);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -867,6 +963,7 @@ int main(void)
         cmocka_unit_test(test_timers_judged_after_poll),
         cmocka_unit_test(test_record_larger_than_segment),
         cmocka_unit_test(test_settings_at_bounds),
+        cmocka_unit_test(test_clean_shutdown_and_lost_segment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -193,6 +193,30 @@ static void test_encode_errors(void **state)
     kc_wr_free(&w);
 }
 
+/* A batch whose last offset is INT64_MAX is refused (the offset after it must exist), and an
+ * unvalidated header's last offset saturates instead of overflowing (the fuzzer's finding). */
+static void test_offset_limit(void **state)
+{
+    (void)state;
+    kc_log_record_t r = {.timestamp_ms = 5, .key = (const uint8_t *)"k", .key_len = 1};
+    for (int d = 0; d < 3; d++) {
+        kc_batch_spec_t spec;
+        kc_batch_spec_init(&spec, INT64_MAX - 2 + d); /* last offset MAX-2, MAX-1, MAX */
+        kc_writer_t w;
+        kc_wr_init(&w);
+        assert_int_equal(kc_batch_encode(NULL, &w, &spec, &r, 1), 0);
+        kc_batch_hdr_t h;
+        char why[160];
+        int rc = kc_batch_validate(w.buf, w.len, &h, why, sizeof(why));
+        assert_int_equal(rc, d < 2 ? 0 : KC_LOG_ECORRUPT);
+        kc_wr_free(&w);
+    }
+    kc_batch_hdr_t h = {.base_offset = INT64_MAX - 1, .last_offset_delta = 5};
+    assert_true(kc_batch_last_offset(&h) == INT64_MAX);
+    h = (kc_batch_hdr_t){.base_offset = INT64_MIN + 1, .last_offset_delta = -5};
+    assert_true(kc_batch_last_offset(&h) == INT64_MIN);
+}
+
 /* ---- zstd ------------------------------------------------------------------------------- */
 
 /* n records with keys "key-i" and values of varying, compressible content. */
@@ -801,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_crc_paths_agree),
         cmocka_unit_test(test_golden_batch),
         cmocka_unit_test(test_encode_errors),
+        cmocka_unit_test(test_offset_limit),
         cmocka_unit_test(test_zstd_round_trip),
         cmocka_unit_test(test_record_schemas_through_batches),
         cmocka_unit_test(test_dump_consumer_group),

@@ -3,8 +3,12 @@
  * Append, replay and reopen; rolls by size and age (and the deferred roll); the sparse index
  * and its rebuild; Kafka's extra files and compaction leftovers; the named corruption cases of
  * the newest segment (truncated header, truncated body, bad CRC, bad length at the end,
- * zero-filled tail), which are torn writes, and damage in an older segment, which is refused
- * with the file and byte position; transactional, control and unsupported batches; I/O faults
+ * zero-filled tail, ...), which after a crash are torn writes when no valid batch follows them
+ * and damage when one does (a CRC mismatch or a zeroed batch in the middle, a zero gap before
+ * a valid batch), and which after a clean shutdown are all refused without truncating
+ * anything; damage in an older segment, which is refused with the file and byte position; an
+ * active segment deleted, replaced or truncated under the running log (KC_LOG_EGONE, for
+ * good); Kafka's clean-shutdown marker; transactional, control and unsupported batches; I/O faults
  * through the ops table (short writes, EIO and ENOSPC on write, fsync and directory fsync,
  * failing truncation); and crashes that drop, cut, zero or garble everything not fsynced, after
  * which a reopen must give back exactly the synced prefix (or a longer prefix of whole batches).
@@ -519,21 +523,175 @@ static void build_log(const char *dir, model_t *m, size_t nbatch, const kc_plog_
     kc_plog_close(l);
 }
 
+/* The named corruption cases. Each damages a log of 6 batches (positions pos[0..5]) in the
+ * newest segment. `torn` says whether, after a crash (no clean-shutdown marker), it is a torn
+ * write (no valid batch follows the bad spot: the tail is truncated, `keep` batches stay) or
+ * damage (a valid batch follows: the open is refused and nothing changes). After a clean
+ * shutdown every one of them is refused, with the file, the byte position `bad` and a reason. */
 enum damage {
-    TRUNC_HEADER,   /* the first 30 bytes of another batch */
-    TRUNC_BODY,     /* a header and a few record bytes */
-    BAD_CRC,        /* a flipped byte in the last batch */
-    LEN_TOO_BIG,    /* the last batch's length points past the end of the file */
-    LEN_TOO_SMALL,  /* the last batch's length cuts it short */
-    ZERO_TAIL,      /* 4 KiB of zeros after the last batch (a file extended by a crash) */
-    GARBAGE_TAIL,   /* random bytes after the last batch */
-    BAD_MAGIC_LAST, /* the last batch claims magic 1 */
+    TRUNC_HEADER,     /* the first 30 bytes of another batch */
+    TRUNC_BODY,       /* a header and a few record bytes */
+    BAD_CRC,          /* a flipped byte in the last batch */
+    LEN_TOO_BIG,      /* the last batch's length points past the end of the file */
+    LEN_TOO_SMALL,    /* the last batch's length cuts it short */
+    ZERO_TAIL,        /* 4 KiB of zeros after the last batch (a file extended by a crash) */
+    GARBAGE_TAIL,     /* random bytes after the last batch */
+    BAD_MAGIC_LAST,   /* the last batch claims magic 1 */
+    STALE_AFTER_TAIL, /* garbage, then a stale copy of the first batch (offsets already used) */
+    CRC_MIDDLE,       /* a flipped byte in the third batch of six */
+    LEN_MIDDLE,       /* the third batch's length points past the end of the file */
+    ZERO_MIDDLE,      /* the third batch zeroed (a lost page), the later ones intact */
+    MAGIC_MIDDLE,     /* the third batch claims magic 0 */
+    ZERO_GAP_TAIL,    /* 4 KiB of zeros, then a valid batch with the next offsets */
     N_DAMAGE
 };
 
-static const char *const damage_names[] = {
-    "truncated header",       "truncated body",   "bad crc",      "bad length (too big)",
-    "bad length (too small)", "zero-filled tail", "garbage tail", "bad magic"};
+static const char *const damage_names[] = {"truncated header",
+                                           "truncated body",
+                                           "bad crc in the last batch",
+                                           "bad length (too big)",
+                                           "bad length (too small)",
+                                           "zero-filled tail",
+                                           "garbage tail",
+                                           "bad magic",
+                                           "stale batch after a torn tail",
+                                           "crc mismatch in the middle",
+                                           "bad length in the middle",
+                                           "zeroed batch in the middle",
+                                           "bad magic in the middle",
+                                           "zero gap, then a valid batch"};
+
+typedef struct damaged_s {
+    bool torn;    /* after a crash: a torn write (truncated), else refused */
+    size_t keep;  /* batches left after the truncation of a torn write */
+    int64_t bad;  /* byte position of the bad spot */
+    int64_t size; /* file size after the damage */
+} damaged_t;
+
+/* Damage the segment at `p` (6 batches of 3 records of model m, at pos[]) as `d` says. */
+static damaged_t apply_damage(int d, const char *p, const model_t *m, const int64_t *pos)
+{
+    size_t len;
+    uint8_t *b = read_file(p, &len);
+    damaged_t r = {.torn = true, .keep = 6, .bad = (int64_t)len};
+    switch (d) {
+    case TRUNC_HEADER:
+        append_file(p, b + pos[1], 30);
+        break;
+    case TRUNC_BODY:
+        append_file(p, b + pos[1], KC_BATCH_HEADER_SIZE + 5);
+        break;
+    case BAD_CRC:
+        b[len - 3] ^= 0x40;
+        r.keep = 5;
+        break;
+    case LEN_TOO_BIG:
+        b[pos[5] + 8] = 0x7f;
+        r.keep = 5;
+        break;
+    case LEN_TOO_SMALL:
+        b[pos[5] + 11] = (uint8_t)(b[pos[5] + 11] - 5);
+        r.keep = 5;
+        break;
+    case ZERO_TAIL: {
+        uint8_t *z = calloc(1, 4096);
+        append_file(p, z, 4096);
+        free(z);
+        break;
+    }
+    case GARBAGE_TAIL:
+    case STALE_AFTER_TAIL: {
+        uint8_t g[777];
+        for (size_t i = 0; i < sizeof(g); i++)
+            g[i] = (uint8_t)rnd();
+        append_file(p, g, sizeof(g));
+        if (d == STALE_AFTER_TAIL)
+            append_file(p, b, (size_t)pos[1]);
+        break;
+    }
+    case BAD_MAGIC_LAST:
+        b[pos[5] + 16] = 1;
+        r.keep = 5;
+        break;
+    case CRC_MIDDLE:
+        b[pos[2] + 70] ^= 0x01;
+        r.torn = false;
+        break;
+    case LEN_MIDDLE:
+        b[pos[2] + 8] = 0x7f;
+        r.torn = false;
+        break;
+    case ZERO_MIDDLE:
+        memset(b + pos[2], 0, (size_t)(pos[3] - pos[2]));
+        r.torn = false;
+        break;
+    case MAGIC_MIDDLE:
+        b[pos[2] + 16] = 0;
+        r.torn = false;
+        break;
+    case ZERO_GAP_TAIL: {
+        uint8_t *z = calloc(1, 4096);
+        append_file(p, z, 4096);
+        free(z);
+        /* a batch with offsets 18..20, as the log would have written it next */
+        char tmp[128];
+        snprintf(tmp, sizeof(tmp), "%s/gap", root);
+        kc_plog_t *l = open_ok(tmp, 0, NULL, NULL);
+        assert_int_equal(append_range(l, m, 0, 18, 1), 0); /* offsets 0..17 */
+        assert_int_equal(append_range(l, m, 18, 3, 1), 0);
+        kc_plog_close(l);
+        char q[256];
+        seg_path(q, sizeof(q), tmp, 0, 0, ".log");
+        size_t ql;
+        uint8_t *qb = read_file(q, &ql);
+        int64_t qpos[4];
+        assert_int_equal(batch_positions(q, qpos, 4), 2);
+        append_file(p, qb + qpos[1], ql - (size_t)qpos[1]);
+        free(qb);
+        assert_int_equal(unlink(q), 0);
+        seg_path(q, sizeof(q), tmp, 0, 0, ".index");
+        unlink(q);
+        r.torn = false;
+        break;
+    }
+    }
+    if (d == BAD_CRC || d == LEN_TOO_BIG || d == LEN_TOO_SMALL || d == BAD_MAGIC_LAST ||
+        d == CRC_MIDDLE || d == LEN_MIDDLE || d == ZERO_MIDDLE || d == MAGIC_MIDDLE)
+        write_file(p, b, len);
+    if (d >= CRC_MIDDLE && d <= MAGIC_MIDDLE)
+        r.bad = pos[2];
+    else if (r.keep == 5)
+        r.bad = pos[5];
+    r.size = file_size(p);
+    free(b);
+    return r;
+}
+
+/* Open must fail with KC_LOG_ECORRUPT, name the file, the byte position and `reason`, and
+ * leave the file exactly as it was. */
+static void expect_refused(const char *dir, const char *p, const kc_plog_opts_t *o,
+                           const damaged_t *r, const char *what, const char *reason)
+{
+    size_t len0;
+    uint8_t *before = read_file(p, &len0);
+    kc_plog_t *l = NULL;
+    char err[512];
+    int rc = kc_plog_open(&l, kc_log_io_posix(), dir, 0, o, err, sizeof(err));
+    if (rc != KC_LOG_ECORRUPT)
+        fail_msg("%s: open gave %d (%s), want KC_LOG_ECORRUPT", what, rc, err);
+    assert_null(l);
+    char want[64];
+    snprintf(want, sizeof(want), "byte position %lld", (long long)r->bad);
+    if (strstr(err, p) == NULL || strstr(err, want) == NULL || strstr(err, reason) == NULL ||
+        strstr(err, "nothing truncated") == NULL)
+        fail_msg("%s: message '%s' does not name %s, %s and '%s'", what, err, p, want, reason);
+    size_t len1;
+    uint8_t *after = read_file(p, &len1);
+    if (len1 != len0 || memcmp(before, after, len0) != 0)
+        fail_msg("%s: the segment changed although the open was refused", what);
+    free(before);
+    free(after);
+}
 
 static void test_torn_tails(void **state)
 {
@@ -547,66 +705,60 @@ static void test_torn_tails(void **state)
         seg_path(p, sizeof(p), dir, 0, 0, ".log");
         int64_t pos[8];
         assert_int_equal(batch_positions(p, pos, 8), 6);
-        size_t len;
-        uint8_t *b = read_file(p, &len);
-        size_t keep_batches = 6; /* batches that must survive */
-        switch (d) {
-        case TRUNC_HEADER:
-            append_file(p, b + pos[1], 30);
-            break;
-        case TRUNC_BODY:
-            append_file(p, b + pos[1], KC_BATCH_HEADER_SIZE + 5);
-            break;
-        case BAD_CRC:
-            b[len - 3] ^= 0x40;
-            write_file(p, b, len);
-            keep_batches = 5;
-            break;
-        case LEN_TOO_BIG:
-            b[pos[5] + 8] = 0x7f;
-            write_file(p, b, len);
-            keep_batches = 5;
-            break;
-        case LEN_TOO_SMALL:
-            b[pos[5] + 11] = (uint8_t)(b[pos[5] + 11] - 5);
-            write_file(p, b, len);
-            keep_batches = 5;
-            break;
-        case ZERO_TAIL: {
-            uint8_t *z = calloc(1, 4096);
-            append_file(p, z, 4096);
-            free(z);
-            break;
+        damaged_t r = apply_damage(d, p, &m, pos);
+
+        /* After a clean shutdown nothing is a torn write. */
+        kc_plog_opts_t clean;
+        kc_plog_opts_init(&clean);
+        clean.clean_shutdown = true;
+        expect_refused(dir, p, &clean, &r, damage_names[d], "shut down cleanly");
+
+        /* After a crash: a torn tail goes, damage is refused. */
+        if (!r.torn) {
+            expect_refused(dir, p, NULL, &r, damage_names[d], "valid batch follows");
+            model_free(&m);
+            continue;
         }
-        case GARBAGE_TAIL: {
-            uint8_t g[777];
-            for (size_t i = 0; i < sizeof(g); i++)
-                g[i] = (uint8_t)rnd();
-            append_file(p, g, sizeof(g));
-            break;
-        }
-        case BAD_MAGIC_LAST:
-            b[pos[5] + 16] = 1;
-            write_file(p, b, len);
-            keep_batches = 5;
-            break;
-        }
-        int64_t want_size = keep_batches == 6 ? (int64_t)len : pos[5];
+        int64_t want_size = r.bad;
         kc_plog_t *l = open_ok(dir, 0, NULL, NULL);
         if (file_size(p) != want_size)
             fail_msg("%s: size %lld after open, want %lld", damage_names[d],
                      (long long)file_size(p), (long long)want_size);
-        expect_replay(l, &m, keep_batches * 3);
+        expect_replay(l, &m, r.keep * 3);
         /* The log goes on from there. */
-        assert_int_equal(append_range(l, &m, keep_batches * 3, 3, 1), 0);
+        assert_int_equal(append_range(l, &m, r.keep * 3, 3, 1), 0);
         assert_int_equal(kc_plog_sync(l), 0);
         kc_plog_close(l);
-        l = open_ok(dir, 0, NULL, NULL);
-        expect_replay(l, &m, keep_batches * 3 + 3);
+        l = open_ok(dir, 0, NULL, &clean); /* synced and closed: a clean open works */
+        expect_replay(l, &m, r.keep * 3 + 3);
         kc_plog_close(l);
-        free(b);
         model_free(&m);
     }
+}
+
+/* After a bad spot, the search for a valid batch computes CRCs over candidate batches; 8 MiB
+ * crafted so that every 16th byte starts a plausible 64 KiB batch would cost 32 GiB of CRC
+ * without the cap. With it the search gives up and refuses: nothing is deleted. */
+static void test_scan_ahead_bounded(void **state)
+{
+    (void)state;
+    char dir[128];
+    new_data_dir(dir, sizeof(dir));
+    model_t m = {0};
+    build_log(dir, &m, 2, NULL);
+    char p[256];
+    seg_path(p, sizeof(p), dir, 0, 0, ".log");
+    size_t n = (size_t)8 << 20;
+    uint8_t *g = calloc(1, n);
+    static const uint8_t period[16] = {2, 0, 0, 0, 0, 0, 0, 0x7f, 0, 1, 0, 0, 0, 0, 0, 0};
+    for (size_t i = 0; i < n; i++)
+        g[i] = period[i % 16];
+    g[0] = 0; /* the bad spot: batchLength below the minimum */
+    append_file(p, g, n);
+    free(g);
+    damaged_t r = {.torn = false, .bad = file_size(p) - (int64_t)n, .size = file_size(p)};
+    expect_refused(dir, p, NULL, &r, "crafted tail", "may be valid follows");
+    model_free(&m);
 }
 
 static void test_damage_in_old_segment(void **state)
@@ -1353,6 +1505,140 @@ static void test_crash_recovery(void **state)
         assert_true(runs[i] > 0);
 }
 
+/* ---- a segment deleted or replaced under the running log -------------------------------- */
+
+enum gone_how { GONE_DELETED, GONE_REPLACED, GONE_TRUNCATED, GONE_DIR_DELETED, N_GONE };
+static const char *const gone_names[] = {"was deleted", "was replaced by another file",
+                                         "was truncated", "was deleted"};
+
+static int rm_tree(const char *path)
+{
+    return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void test_segment_gone(void **state)
+{
+    (void)state;
+    for (int how = 0; how < N_GONE; how++) {
+        for (int at_sync = 0; at_sync < 2; at_sync++) {
+            char dir[128];
+            new_data_dir(dir, sizeof(dir));
+            model_t m = {0};
+            while (m.n < 30)
+                model_add(&m, m.n);
+            kc_plog_t *l = open_ok(dir, 0, NULL, NULL);
+            assert_int_equal(append_range(l, &m, 0, 3, 1), 0);
+            assert_int_equal(kc_plog_sync(l), 0);
+            if (at_sync) /* acknowledged once the sync returns: the sync must refuse */
+                assert_int_equal(append_range(l, &m, 3, 3, 1), 0);
+            char p[256];
+            seg_path(p, sizeof(p), dir, 0, 0, ".log");
+            switch (how) {
+            case GONE_DELETED:
+                assert_int_equal(unlink(p), 0);
+                break;
+            case GONE_REPLACED: { /* what `cp` to a new name + `mv` over the old one does */
+                char t[300];
+                snprintf(t, sizeof(t), "%s.new", p);
+                size_t len;
+                uint8_t *b = read_file(p, &len);
+                write_file(t, b, len);
+                free(b);
+                assert_int_equal(rename(t, p), 0);
+                break;
+            }
+            case GONE_TRUNCATED:
+                assert_int_equal(truncate(p, 10), 0);
+                break;
+            case GONE_DIR_DELETED: {
+                char pdir[200];
+                snprintf(pdir, sizeof(pdir), "%s/__consumer_offsets-0", dir);
+                assert_int_equal(rm_tree(pdir), 0);
+                break;
+            }
+            }
+            int rc = at_sync ? kc_plog_sync(l) : append_range(l, &m, 3, 3, 2);
+            if (rc != KC_LOG_EGONE)
+                fail_msg("%s (at %s): got %d, want KC_LOG_EGONE", gone_names[how],
+                         at_sync ? "sync" : "append", rc);
+            const char *e = kc_plog_error(l);
+            if (strstr(e, p) == NULL || strstr(e, gone_names[how]) == NULL)
+                fail_msg("%s: message '%s' does not name %s and what happened", gone_names[how], e,
+                         p);
+            /* For good: no later append or sync succeeds, nothing is retried. */
+            assert_int_equal(append_range(l, &m, 3, 3, 3), KC_LOG_EGONE);
+            assert_int_equal(kc_plog_sync(l), KC_LOG_EGONE);
+            assert_int_equal(append_range(l, &m, 3, 3, 4), KC_LOG_EGONE);
+            assert_string_equal(kc_log_strerror(KC_LOG_EGONE),
+                                "segment deleted or replaced under the running log");
+            kc_plog_close(l);
+            model_free(&m);
+        }
+    }
+    /* A roll is not a replacement: the new active segment is checked as itself. */
+    char dir[128];
+    new_data_dir(dir, sizeof(dir));
+    model_t m = {0};
+    while (m.n < 200)
+        model_add(&m, m.n);
+    kc_plog_opts_t o;
+    kc_plog_opts_init(&o);
+    o.segment_bytes = 400;
+    kc_plog_t *l = open_ok(dir, 0, NULL, &o);
+    for (size_t at = 0; at < 60; at += 3) {
+        assert_int_equal(append_range(l, &m, at, 3, 1), 0);
+        assert_int_equal(kc_plog_sync(l), 0);
+    }
+    assert_true(kc_plog_segment_count(l) > 2);
+    kc_plog_close(l);
+    l = open_ok(dir, 0, NULL, &o);
+    expect_replay(l, &m, 60);
+    kc_plog_close(l);
+    model_free(&m);
+}
+
+/* ---- the clean-shutdown marker ----------------------------------------------------------- */
+
+static void test_clean_shutdown_marker(void **state)
+{
+    (void)state;
+    const kc_log_io_t *io = kc_log_io_posix();
+    char dir[128], path[200];
+    new_data_dir(dir, sizeof(dir));
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof(path), "%s/.kafka_cleanshutdown", dir);
+    bool clean = true;
+    assert_int_equal(kc_log_clean_shutdown_take(io, dir, &clean), 0);
+    assert_false(clean); /* a first start, or a crash */
+    assert_int_equal(kc_log_clean_shutdown_mark(io, dir), 0);
+    size_t len;
+    uint8_t *b = read_file(path, &len);
+    const char want[] = "{\"version\":\"0\",\"broker_epoch\":\"-1\"}"; /* Kafka's content */
+    assert_int_equal(len, sizeof(want) - 1);
+    assert_memory_equal(b, want, len);
+    free(b);
+    assert_int_equal(kc_log_clean_shutdown_take(io, dir, &clean), 0);
+    assert_true(clean);
+    assert_int_equal(file_size(path), -1); /* taken: a crash from now on is a crash */
+    assert_int_equal(kc_log_clean_shutdown_take(io, dir, &clean), 0);
+    assert_false(clean);
+    /* A Kafka broker's marker (any content, even empty) counts too. */
+    write_file(path, "", 0);
+    assert_int_equal(kc_log_clean_shutdown_take(io, dir, &clean), 0);
+    assert_true(clean);
+    /* A marker that cannot be removed does not vouch for this run. */
+    assert_int_equal(mkdir(path, 0755), 0); /* unlink(2) of a directory fails */
+    assert_true(kc_log_clean_shutdown_take(io, dir, &clean) < 0);
+    assert_false(clean);
+    assert_int_equal(rmdir(path), 0);
+    /* No directory: nothing to take, and the mark fails. */
+    char missing[200];
+    snprintf(missing, sizeof(missing), "%s/nope", dir);
+    assert_int_equal(kc_log_clean_shutdown_take(io, missing, &clean), 0);
+    assert_false(clean);
+    assert_true(kc_log_clean_shutdown_mark(io, missing) < 0);
+}
+
 /* ---- the tools -------------------------------------------------------------------------- */
 
 static size_t count(const char *hay, const char *needle)
@@ -1498,6 +1784,7 @@ int main(void)
         cmocka_unit_test(test_roll_and_index),
         cmocka_unit_test(test_roll_by_age_and_deferred),
         cmocka_unit_test(test_torn_tails),
+        cmocka_unit_test(test_scan_ahead_bounded),
         cmocka_unit_test(test_damage_in_old_segment),
         cmocka_unit_test(test_kafka_files_and_leftovers),
         cmocka_unit_test(test_txn_control_unsupported),
@@ -1505,6 +1792,8 @@ int main(void)
         cmocka_unit_test(test_truncate_fault_and_short_writes),
         cmocka_unit_test(test_fsync_faults),
         cmocka_unit_test(test_crash_recovery),
+        cmocka_unit_test(test_segment_gone),
+        cmocka_unit_test(test_clean_shutdown_marker),
         cmocka_unit_test(test_verify_and_dump),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
