@@ -611,18 +611,34 @@ def commit_one_by_one(c, group, parts, base, timeout):
     return acked, errors
 
 
-def lost_after_restart(ctx, data, group, acked, sets=()):
-    """Restart kcoord on `data` and count the acknowledged commits it no longer returns."""
-    k = ctx.start(sets, data=data, probe=False)
+def restart_and_fetch(ctx, data, group, acked, sets=()):
+    """Restart kcoord on `data` and fetch `group`'s offsets: (the daemon, the OffsetFetch error
+    (-1: no answer), how many of the acknowledged commits it does not return, or None when it
+    does not serve the group's partition)."""
+    k = ctx.start(sets, data=data, probe=False, wait_loaded=False)
+    try:
+        k.wait_log(r"all \d+ partitions loaded", 10)
+    except CaseError:
+        pass  # a partition that does not load: the fetch says so
     c = ctx.conn(k)
-    got, err = {}, None
-    for _ in range(50):
-        got, err = fetch_offsets(c, group)
-        if err not in RETRIABLE:
+    end = time.monotonic() + 5.0
+    while True:
+        try:
+            got, err = fetch_offsets(c, group)
+        except (socket.timeout, EOFError, OSError):
+            got, err = {}, -1
+            break
+        if err not in RETRIABLE or time.monotonic() > end:
             break
         time.sleep(0.1)
-    lost = sum(1 for p, o in acked.items() if got.get(p, -1) < o)
-    return lost, err, k
+    if err != 0:
+        return k, err, None
+    return k, err, sum(1 for p, o in acked.items() if got.get(p, -1) < o)
+
+
+def log_batches(data, partition=0):
+    """How many record batches the partition's segments hold."""
+    return sum(len(batch_spans(seg)) for seg in segments(data, partition))
 
 
 def hostile_call(ctx, k, key, version, body, flexible=False, resp_flexible=None):
@@ -837,16 +853,23 @@ def case_flipped_byte(ctx):
         b = f.read(1)
         f.seek(start + length - 2)
         f.write(bytes([b[0] ^ 0x01]))
-    lost, err, k2 = lost_after_restart(ctx, data, "flip", acked, sets)
+    k2, err, lost = restart_and_fetch(ctx, data, "flip", acked, sets)
+    n_err = k2.count_lines(" ERROR ", 0, time.monotonic())
     k2.stop()
+    kept = log_batches(data)
     ctx.result["lost"] = lost
     if lost:
         ctx.result["harm"] = "%d of %d acknowledged commits lost" % (lost, len(acked))
-    ctx.result["action"] = ("100 commits acknowledged (%d), clean stop (%s), one byte of batch "
-                            "%d of %d flipped, restart: %d acknowledged commits lost (the "
-                            "flipped batch held 1)" % (len(acked), how, len(spans) // 2 + 1,
-                                                       len(spans), lost))
-    ctx.result["errors_logged"] = sum(l.count(" ERROR ") for l in k2.log_text().split("\n"))
+    elif lost is None and kept < len(spans):
+        ctx.result["harm"] = "partition not served and %d of %d batches deleted" % (
+            len(spans) - kept, len(spans))
+    ctx.result["action"] = ("%d commits acknowledged, one per batch; clean stop (%s); one byte "
+                            "of batch %d of %d flipped; at restart %s; %d ERROR lines; %d of %d "
+                            "batches left on disk" % (
+                                len(acked), how, len(spans) // 2 + 1, len(spans),
+                                "%d acknowledged commits missing" % lost if lost is not None
+                                else "the partition is not served (OffsetFetch error %d)" % err,
+                                n_err, kept, len(spans)))
 
 
 def case_segment_deleted(ctx):
@@ -862,15 +885,17 @@ def case_segment_deleted(ctx):
     n_err = k.count_lines(" ERROR ", t_del, time.monotonic())
     ctx.end_probe()
     k.stop()
-    lost, err, k2 = lost_after_restart(ctx, data, "del", after, sets)
+    k2, err, lost = restart_and_fetch(ctx, data, "del", after, sets)
     k2.stop()
     ctx.result["lost"] = lost
     if lost:
         ctx.result["harm"] = "%d of %d commits acknowledged after the deletion lost%s" % (
             lost, len(after), ", nothing logged" if n_err == 0 else "")
     ctx.result["action"] = ("active segment deleted after 50 commits; then %d of 50 commits "
-                            "acknowledged (errors %s), %d ERROR lines; at restart %d of those "
-                            "%d lost" % (len(after), errors or "none", n_err, lost, len(after)))
+                            "acknowledged (errors %s), %d ERROR lines; at restart %s" % (
+                                len(after), errors or "none", n_err,
+                                "%d of those %d missing" % (lost, len(after)) if lost is not None
+                                else "the partition is not served (OffsetFetch error %d)" % err))
 
 
 def case_big_member(ctx):
@@ -1038,7 +1063,10 @@ def clock_case(step):
             f.write("+0\n")
         env = {"LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": stamp, "FAKETIME_NO_CACHE": "1",
                "DONT_FAKE_MONOTONIC": "1"}
-        k = ctx.start(["group.min.session.timeout.ms=1000"], env=env)
+        # One __consumer_offsets partition: every group shares its timer, as thousands of
+        # groups do on 50 partitions.
+        k = ctx.start(["group.min.session.timeout.ms=1000", "offsets.topic.num.partitions=1"],
+                      env=env)
         # A member of another group that stops heartbeating at the step, and one that
         # heartbeats every 3 s (the Java consumer's default interval) with a 10 s session.
         c = ctx.conn(k)
@@ -1116,8 +1144,8 @@ CASES = [
     ("http-groups", "100 x `GET /v1/groups` with 30 000 groups, never read", case_http_groups),
     ("fd-limit", "idle connections up to the fd limit (256, prlimit), then 40 commits with 1 KB "
      "segments", case_fd_limit),
-    ("clock-forward", "the wall clock stepped +1 h (libfaketime)", clock_case("+1h")),
-    ("clock-back", "the wall clock stepped -1 h (libfaketime)", clock_case("-1h")),
+    ("clock-forward", "the wall clock stepped +1 h (libfaketime; one offsets partition)", clock_case("+1h")),
+    ("clock-back", "the wall clock stepped -1 h (libfaketime; one offsets partition)", clock_case("-1h")),
     ("readonly-datadir", "`data.dir` read-only at start (a tmpfs remounted ro), then writable",
      case_readonly_start),
     ("flipped-byte", "one flipped byte in the newest segment after a clean shutdown (100 "
@@ -1310,8 +1338,10 @@ def section(before, after, cap):
     w("")
     for label, res in (("Before", before), ("After", after)):
         if res:
-            w("- %s: commit %s, `%s`, %s UTC on %s; command %s." % (
-                label, res["rev"], res["binary"], res["started"], res["machine"],
+            w("- %s: `%s` built from the daemon source of commit %s (the last to change src/ or "
+              "proto/; HEAD was %s), %s UTC on %s; command %s." % (
+                label, res["binary"], res.get("src_rev", "?"), res["rev"], res["started"],
+                res["machine"],
                 ", then ".join("`%s`" % c for c in res.get("commands", [res["command"]]))))
         else:
             w("- %s: not measured yet (`make bench-hostile` on the fixed build fills it)." % label)
@@ -1375,11 +1405,13 @@ def splice(path, lines):
     os.replace(path + ".tmp", path)
 
 
-def git_rev():
+def git_rev(*args):
+    """The short hash of HEAD, or with args (`--`, paths) of the last commit changing them."""
+    cmd = ["git", "-C", ROOT, "log", "-1", "--format=%h", "HEAD"] + list(args)
     try:
-        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                              check=True).stdout.strip()
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             check=True).stdout.strip()
+        return out or "unknown"
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -1443,7 +1475,8 @@ def main(argv):
     except KeyboardInterrupt:
         print("hostile: interrupted", file=sys.stderr)
         return 1
-    run = {"label": args.label, "rev": git_rev(), "binary": os.path.relpath(
+    run = {"label": args.label, "rev": git_rev(), "src_rev": git_rev("--", "src", "proto"),
+           "binary": os.path.relpath(
         os.path.abspath(args.binary), ROOT), "started": started.strftime("%Y-%m-%d %H:%M"),
         "machine": machine(), "cap_s": args.cap,
         "command": " ".join(["tests/bench/hostile.py"] + [shlex.quote(a) for a in argv[1:]]),
