@@ -47,6 +47,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -91,6 +92,10 @@ RETRIABLE = (14, 15, 16)
 
 class CaseError(Exception):
     """The driver could not do what the case needs (not something kcoord did)."""
+
+
+class StartRefused(CaseError):
+    """kcoord exited during its start (a refusal, when the case is about its settings)."""
 
 
 class NotMeasured(Exception):
@@ -269,7 +274,7 @@ class Kcoord:
     """A kcoord process on free ports; its stderr is read by a thread (each line with the
     monotonic time it arrived) and its memory by a sampler thread."""
 
-    def __init__(self, binary, data_dir, sets=(), env=None, wait_loaded=True):
+    def __init__(self, binary, data_dir, sets=(), env=None, wait_loaded=True, nofile=None):
         self.args = [binary, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data_dir,
                      "--set", "metrics.listener=127.0.0.1:0",
                      "--set", "group.initial.rebalance.delay.ms=0",
@@ -279,8 +284,12 @@ class Kcoord:
         e = quiet_env()
         e.update(env or {})
         self.t_start = time.monotonic()
+        def limit():
+            if nofile is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
         self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env=e)
+                                     stderr=subprocess.PIPE, env=e, preexec_fn=limit)
         self.pid = self.proc.pid
         self.lines = []  # (monotonic time, line)
         self.cv = threading.Condition()
@@ -348,8 +357,9 @@ class Kcoord:
                     i += 1
                 if self.proc.poll() is not None and not self.reader.is_alive():
                     last = self.lines[-1][1][25:] if self.lines else "nothing"
-                    raise CaseError("kcoord exited (%s) before logging /%s/; its last line: %s"
-                                    % (exit_text(self.proc.returncode), regex, last))
+                    raise StartRefused("kcoord exited (%s) before logging /%s/; its last "
+                                       "line: %s" % (exit_text(self.proc.returncode), regex,
+                                                     last))
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise CaseError("kcoord logged no /%s/ within %.0f s" % (regex, timeout))
@@ -512,11 +522,11 @@ class Ctx:
     def left(self):
         return max(0.1, self.deadline - time.monotonic())
 
-    def start(self, sets=(), data=None, env=None, wait_loaded=True, probe=True):
+    def start(self, sets=(), data=None, env=None, wait_loaded=True, probe=True, nofile=None):
         """A kcoord on `data` (default TMP/data), and the probe on it."""
         data = data or os.path.join(self.tmp, "data")
         os.makedirs(data, exist_ok=True)
-        k = Kcoord(self.binary, data, sets, env, wait_loaded)
+        k = Kcoord(self.binary, data, sets, env, wait_loaded, nofile)
         self.daemons.append(k)
         self.cleanups.append(k.kill)
         if probe:
@@ -787,8 +797,12 @@ def case_http_groups(ctx):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         ctx.cleanups.append(s.close)
         socks.append(s)
+    refused = 0
     for s in socks:
-        s.sendall(b"GET /v1/groups HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        try:
+            s.sendall(b"GET /v1/groups HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        except OSError:
+            refused += 1
     settle(ctx, k, 10.0)
     # What an 8 KB+ request header gets.
     hdr = "no answer"
@@ -804,18 +818,17 @@ def case_http_groups(ctx):
     except OSError as e:
         hdr = str(e)
     ctx.result["action"] = ("%s (RSS then %.0f MB); 100 connections sent GET /v1/groups and "
-                            "read nothing; a 9 KB header got: %s"
-                            % (ctx.result.pop("setup"), rss_setup / 2**20, hdr))
+                            "read nothing%s; a 9 KB header got: %s"
+                            % (ctx.result.pop("setup"), rss_setup / 2**20,
+                               " (%d could not send it)" % refused if refused else "", hdr))
 
 
 def case_fd_limit(ctx):
     limit = 256
-    k = ctx.start(["offsets.topic.segment.bytes=1024", "offsets.topic.num.partitions=1"])
+    # The limit from the start, as `ulimit -n` or systemd's LimitNOFILE set it.
+    k = ctx.start(["offsets.topic.segment.bytes=1024", "offsets.topic.num.partitions=1"],
+                  nofile=limit)
     c = ctx.conn(k, 10.0)
-    r = subprocess.run(["prlimit", "--pid", str(k.pid), "--nofile=%d:%d" % (limit, limit)],
-                       stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        raise NotMeasured("prlimit failed: %s" % r.stderr.strip())
     opened = 0
     for _ in range(limit + 50):
         try:
@@ -1035,6 +1048,10 @@ def http_status(port, path):
 
 def case_segment_bytes(ctx):
     k = ctx.start(["offsets.topic.segment.bytes=1073741824"], wait_loaded=False)
+    try:
+        k.wait_log(r"all \d+ partitions loaded", 10)
+    except CaseError:
+        pass
     c = ctx.conn(k, 5.0)
     err = None
     end = time.monotonic() + 5.0
@@ -1142,8 +1159,8 @@ CASES = [
      case_describe_3m),
     ("request-60mb", "one 60 MB request, then the connection stays idle", case_big_request_idle),
     ("http-groups", "100 x `GET /v1/groups` with 30 000 groups, never read", case_http_groups),
-    ("fd-limit", "idle connections up to the fd limit (256, prlimit), then 40 commits with 1 KB "
-     "segments", case_fd_limit),
+    ("fd-limit", "idle connections up to the fd limit (256, RLIMIT_NOFILE at start), then 40 "
+     "commits with 1 KB segments", case_fd_limit),
     ("clock-forward", "the wall clock stepped +1 h (libfaketime; one offsets partition)", clock_case("+1h")),
     ("clock-back", "the wall clock stepped -1 h (libfaketime; one offsets partition)", clock_case("-1h")),
     ("readonly-datadir", "`data.dir` read-only at start (a tmpfs remounted ro), then writable",
@@ -1186,6 +1203,9 @@ def run_case(binary, case, cap, say):
         k = ctx.daemons[0] if ctx.daemons else None
         if isinstance(err, NotMeasured):
             res["not_measured"] = str(err)
+        elif isinstance(err, StartRefused) and not ctx.daemons:
+            res["refused_start"] = True
+            ctx.result.setdefault("action", str(err))
         elif isinstance(err, CaseError) and k is not None and not k.alive():
             pass  # kcoord died under the case: reported below
         elif err is not None and not isinstance(err, (socket.timeout, EOFError, OSError)):
