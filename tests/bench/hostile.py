@@ -457,19 +457,14 @@ class Probe(threading.Thread):
                 with self.lock:
                     self.pending_since = t0
                 while True:
-                    try:
-                        got, r = self.conn.recv(0.2)
-                    except socket.timeout:
-                        if self.stop_ev.is_set():
-                            with self.lock:
-                                self.unanswered = time.monotonic() - t0
-                            return
-                        continue
+                    # finish() shuts the socket down, which ends this wait.
+                    got, r = self.conn.recv(3600)
                     if got == corr:
                         break
             except (OSError, EOFError, ValueError) as e:
                 with self.lock:
-                    self.ended = str(e) or type(e).__name__
+                    if not self.stop_ev.is_set():
+                        self.ended = str(e) or type(e).__name__
                     self.unanswered = time.monotonic() - t0
                 return
             wait = time.monotonic() - t0
@@ -485,11 +480,16 @@ class Probe(threading.Thread):
                 self.stop_ev.wait(rest)
 
     def finish(self):
-        self.stop_ev.set()
-        self.join(timeout=2)
+        with self.lock:
+            self.stop_ev.set()
+        try:
+            self.conn.s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.join(timeout=5)
         self.conn.close()
         with self.lock:
-            if self.unanswered is None and self.pending_since is not None:
+            if self.pending_since is not None and (self.unanswered is None or self.is_alive()):
                 self.unanswered = time.monotonic() - self.pending_since
         longest = max(self.waits, default=0.0)
         return {
@@ -554,23 +554,24 @@ class Ctx:
                                                     stderr=subprocess.DEVNULL))
 
     def wait_probe_quiet(self, least):
-        """Wait `least` seconds, then until the probe has no heartbeat waiting for more than
-        0.2 s (or the cap)."""
-        end = time.monotonic() + least
-        while time.monotonic() < self.deadline:
+        """Wait `least` seconds, then until the probe has had no heartbeat waiting for more
+        than 0.2 s for 0.3 s (or the cap)."""
+        end = min(self.deadline, time.monotonic() + least)
+        while time.monotonic() < end:
             time.sleep(0.05)
-            if time.monotonic() < end or self.probe is None:
-                continue
+        quiet_since = None
+        while time.monotonic() < self.deadline:
+            if self.probe is None or not self.probe.is_alive():
+                return
             with self.probe.lock:
                 since = self.probe.pending_since
             if since is None or time.monotonic() - since < 0.2:
-                if not self.probe.is_alive():
+                quiet_since = quiet_since or time.monotonic()
+                if time.monotonic() - quiet_since >= 0.3:
                     return
-                time.sleep(0.3)
-                with self.probe.lock:
-                    since = self.probe.pending_since
-                if since is None or time.monotonic() - since < 0.2:
-                    return
+            else:
+                quiet_since = None
+            time.sleep(0.05)
 
     def end_probe(self):
         if self.probe is not None:
@@ -682,7 +683,7 @@ def regex_case(regex, topics=None, must_accept=False):
             if must_accept and err != 0:
                 ctx.result["harm"] = "refused (error %d)" % err
         ctx.result["action"] = what
-        time.sleep(0.5)
+        ctx.wait_probe_quiet(0.5)
     return run
 
 
@@ -730,6 +731,7 @@ def case_metadata_unread(ctx):
     body = Writer().i32(1).string("big").bytes()
     c.s.sendall(b"".join(c.frame(METADATA, 1, body) for _ in range(200)))
     settle(ctx, k, 8.0)
+    ctx.wait_probe_quiet(0)
     ctx.result["action"] = "200 Metadata v1 requests for big (100 000 partitions), never read"
 
 
@@ -756,7 +758,7 @@ def case_describe_3m(ctx):
     ctx.result["action"] = "DescribeGroups v5, %d empty ids (%.1f MB): %s" % (
         n, len(body) / 1e6, what)
     del r
-    time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
+    ctx.wait_probe_quiet(max(0.0, 1.0 - (time.monotonic() - t0)))
 
 
 def case_big_request_idle(ctx):
@@ -804,6 +806,7 @@ def case_http_groups(ctx):
         except OSError:
             refused += 1
     settle(ctx, k, 10.0)
+    ctx.wait_probe_quiet(0)
     # What an 8 KB+ request header gets.
     hdr = "no answer"
     try:
