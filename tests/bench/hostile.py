@@ -22,9 +22,13 @@ the figure is ">8 GB". Every case has a hard cap (--cap, default 25 s) on its ow
 request loop is bounded, and every wait is bounded by that cap; a case still running 15 s past
 it gets kcoord killed (which ends every socket wait). At the end the driver asks a new
 connection for ApiVersions (answered within 5 s or "hung"), sends SIGTERM and waits 5 s (or
-kills it and says so). The outcome says what happened: crashed (and the signal), hung, exited,
-and for durability cases how many acknowledged commits a restart lost (commits are OffsetCommit
-v7 with generation -1, each acknowledged one re-read with OffsetFetch v3 after a restart).
+kills it and says so). A case that stalls kcoord ends only once the probe is answered again
+(or at the cap), so that a stall is measured whole. The outcome says what happened: crashed
+(and the signal), hung, exited, a start refused, and in bold what went wrong: another client
+waiting 1 s or more, acknowledged commits a restart no longer returns (commits are OffsetCommit
+v7 with generation -1, one per batch, re-read with OffsetFetch v3 after the restart; a
+partition the restart does not serve is reported as such, not as lost), commits refused, a
+member expelled or kept, error lines.
 
 Every process started, every socket, every tmpfs mounted (the disk-full and read-only cases
 mount a small tmpfs, so they need root; without it they say "not measured") and every temporary
@@ -38,6 +42,14 @@ they say "not measured".
 column from the --before results and one from the --after results (the results of this run
 count as --label says). `make bench-hostile` runs every case against the current build as
 "after" and keeps the saved "before" figures (docs/bench/hostile-before.json).
+With --only and --json the other cases already in that file are kept.
+
+To add a case: a function of a Ctx that starts kcoord with ctx.start(SETTINGS) (which also
+starts the probe), does the hostile thing within ctx.left() seconds, registers what it opens
+with ctx.conn() / ctx.cleanups, and puts what it saw in ctx.result ("action": one sentence;
+"harm": what went wrong, in a few words); then a row in CASES with an id and the sentence the
+table shows. Keep a case under the cap and its memory under RSS_LIMIT.
+
 Exit status: 0 when every case ran (whatever kcoord did), 1 when the driver itself failed on a
 case, 2 on a usage error.
 """
@@ -83,10 +95,10 @@ TOP_LINE = ("- Hostile load (its own section, *Hostile load*): `make bench-hosti
             "(tests/bench/hostile.py) runs just it and replaces just that section, which says "
             "when and at which commit each column ran.")
 
-API_VERSIONS, METADATA, FIND_COORDINATOR = 18, 3, 10
+API_VERSIONS, METADATA = 18, 3
 JOIN_GROUP, SYNC_GROUP, HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH = 11, 14, 12, 8, 9
 DESCRIBE_GROUPS, CG_HEARTBEAT = 15, 68
-MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS = 79, 25, 22, 27
+MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION = 79, 25, 22
 RETRIABLE = (14, 15, 16)
 
 
@@ -1164,8 +1176,10 @@ CASES = [
     ("http-groups", "100 x `GET /v1/groups` with 30 000 groups, never read", case_http_groups),
     ("fd-limit", "idle connections up to the fd limit (256, RLIMIT_NOFILE at start), then 40 "
      "commits with 1 KB segments", case_fd_limit),
-    ("clock-forward", "the wall clock stepped +1 h (libfaketime; one offsets partition)", clock_case("+1h")),
-    ("clock-back", "the wall clock stepped -1 h (libfaketime; one offsets partition)", clock_case("-1h")),
+    ("clock-forward", "the wall clock stepped +1 h (libfaketime; one offsets partition)",
+     clock_case("+1h")),
+    ("clock-back", "the wall clock stepped -1 h (libfaketime; one offsets partition)",
+     clock_case("-1h")),
     ("readonly-datadir", "`data.dir` read-only at start (a tmpfs remounted ro), then writable",
      case_readonly_start),
     ("flipped-byte", "one flipped byte in the newest segment after a clean shutdown (100 "
@@ -1473,7 +1487,8 @@ def main(argv):
         if not args.markdown:
             ap.error("--render needs --markdown")
         before, after = load(args.before), load(args.after)
-        splice(args.markdown, section(before, after, (before or after or {}).get("cap_s", args.cap)))
+        cap = (before or after or {}).get("cap_s", args.cap)
+        splice(args.markdown, section(before, after, cap))
         return 0
     if not args.binary or not os.access(args.binary, os.X_OK):
         ap.error("give the kcoord binary to run")
