@@ -10,6 +10,8 @@
 #   make format-check    clang-format check of hand-written sources
 #   make bench           benchmarks (load time, commit/join/heartbeat/memory against kcoord
 #                        and a reference Kafka); writes docs/BENCHMARKS.md
+#   make bench-hostile   hostile clients, clock steps and bytes on disk against the current
+#                        build; rewrites the section "Hostile load" of docs/BENCHMARKS.md
 #   make log-interop     kcoord's log read by Kafka's DumpLogSegments, a Kafka broker's
 #                        __consumer_offsets loaded by kcoord
 #   make compat          scenarios with real clients against kcoord and a reference Kafka, and the
@@ -160,6 +162,18 @@ bench: bench-tools
 
 bench-tools: $(BUILD)/kcoord $(BUILD)/bench/gen_log $(BUILD)/bench/kcoord-bench \
 	$(BUILD)/bench/assign_bench
+
+# make bench-hostile: tests/bench/hostile.py runs every hostile case (a fresh kcoord each, a
+# probe client's longest wait, peak RSS, survival, acknowledged commits lost) against the
+# current build as "after", writes docs/bench/hostile-after.json and rewrites only the section
+# "Hostile load" of docs/BENCHMARKS.md, its "before" column from docs/bench/hostile-before.json.
+# HOSTILE_ARGS="--only ID,..." runs some cases (see tests/bench/hostile.py --list). Mounts
+# tmpfs for two cases, so run it as root to measure them.
+.PHONY: bench-hostile
+bench-hostile: $(BUILD)/kcoord
+	$(Q)tests/bench/hostile.py --label after --json docs/bench/hostile-after.json \
+		--before docs/bench/hostile-before.json --markdown docs/BENCHMARKS.md \
+		$(HOSTILE_ARGS) $(BUILD)/kcoord
 
 # The assignor benchmark (docs/assignors.md): build/bench/assign_bench [MEMBERS TOPICS PARTS RUNS]
 $(BUILD)/bench/assign_bench: $(BUILD)/tests/bench/assign_bench.o $(BUILD)/libkcoord.a
