@@ -168,6 +168,100 @@ static void test_unread_answers(void **state)
     f->proc.ok = 1;
 }
 
+/* Four clients each pipeline 50 of those Metadata requests and read nothing, under a per-
+ * connection budget too large to matter: queued.max.unsent.bytes (8 MiB) stops reading every
+ * connection with answers waiting, while one that reads its answers is still served. */
+static void test_unread_answers_all_connections(void **state)
+{
+    fixture_t *f = *state;
+    static const char *const sets[] = {"topics=big:100000",
+                                       "connection.max.unsent.bytes=1073741824",
+                                       "queued.max.unsent.bytes=8388608", NULL};
+    start(f, sets);
+    int healthy = connect_fd(f);
+    served(healthy, 1);
+    long base = mem_mib(f, "VmRSS");
+    kc_buf_t b = {0};
+    for (int i = 0; i < 50; i++) {
+        size_t at = kc_req_begin(&b, 3, 1, 1000 + i, "hog", 0);
+        kc_out_i32(&b, 1);
+        kc_out_str(&b, "big");
+        kc_req_end(&b, at);
+    }
+    for (int h = 0; h < 4; h++) {
+        int hog = connect_small_rcvbuf(f);
+        assert_int_equal(kc_sock_send(hog, b.p, b.len), KC_SOCK_OK);
+    }
+    kc_buf_free(&b);
+    if (!kc_proc_wait_log(&f->proc, "until it reads its answers", "queued.max.unsent.bytes 8388608",
+                          WAIT_MS))
+        fail_msg("the daemon did not stop reading the clients that do not read");
+    for (int i = 0; i < 20; i++)
+        served(healthy, 10 + i);
+    long hwm = mem_mib(f, "VmHWM");
+    print_message("4 unread connections: VmRSS before %ld MiB, VmHWM %ld MiB\n", base, hwm);
+    if (hwm > base + 96)
+        fail_msg("peak RSS %ld MiB, more than 96 MiB over the %ld MiB before", hwm, base);
+    f->proc.ok = 1;
+}
+
+/* Fetch v4 of orders[0] waiting up to 2 s for data that never comes, padded to 1 MiB (the
+ * bytes after the body are ignored). */
+static void parked_fetch(kc_buf_t *b, int32_t corr)
+{
+    size_t at = kc_req_begin(b, 1, 4, corr, "parked", 0);
+    kc_out_i32(b, -1);      /* replica_id */
+    kc_out_i32(b, 2000);    /* max_wait_ms */
+    kc_out_i32(b, 1);       /* min_bytes */
+    kc_out_i32(b, 1 << 20); /* max_bytes */
+    kc_out_i8(b, 0);        /* isolation_level */
+    kc_out_i32(b, 1);
+    kc_out_str(b, "orders");
+    kc_out_i32(b, 1);
+    kc_out_i32(b, 0);       /* partition */
+    kc_out_i32(b, 0);       /* fetch_offset, high half */
+    kc_out_i32(b, 0);       /* fetch_offset, low half */
+    kc_out_i32(b, 1 << 20); /* partition_max_bytes */
+    static uint8_t pad[1 << 20];
+    kc_out_bytes(b, pad, sizeof(pad));
+    kc_req_end(b, at);
+}
+
+/* queued.max.request.bytes=3 MiB and eight clients each with a parked 1 MiB Fetch: once three
+ * are held, no connection is read until they are answered; then the rest are read. Every
+ * request is answered, in the end the healthy connection too. */
+static void test_queued_request_bytes(void **state)
+{
+    fixture_t *f = *state;
+    static const char *const sets[] = {"topics=orders:1", "queued.max.request.bytes=3145728", NULL};
+    start(f, sets);
+    int healthy = connect_fd(f);
+    served(healthy, 1);
+    enum { N = 8 };
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = connect_fd(f);
+        kc_buf_t b = {0};
+        parked_fetch(&b, 500 + i);
+        assert_int_equal(kc_sock_send(fds[i], b.p, b.len), KC_SOCK_OK);
+        kc_buf_free(&b);
+    }
+    if (!kc_proc_wait_log(&f->proc, "over queued.max.request.bytes", NULL, WAIT_MS))
+        fail_msg("the daemon did not stop reading at queued.max.request.bytes");
+    for (int i = 0; i < N; i++) {
+        kc_buf_t resp = {0};
+        int rc = kc_sock_read_frame(fds[i], &resp, 4 * WAIT_MS);
+        if (rc != KC_SOCK_OK)
+            fail_msg("parked Fetch %d: %s", i, kc_sock_strerror(rc));
+        kc_in_t r;
+        kc_in_init(&r, resp.p, resp.len);
+        assert_int_equal(kc_in_i32(&r), 500 + i);
+        kc_buf_free(&resp);
+    }
+    served(healthy, 2);
+    f->proc.ok = 1;
+}
+
 /* ---- Decoding amplification ------------------------------------------------------------------ */
 
 /* DescribeGroups v5 with 3 million empty group ids: 3 MB on the wire, 48 MB decoded, and
@@ -428,6 +522,8 @@ int main(void)
 {
     static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_unread_answers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unread_answers_all_connections, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queued_request_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_describe_millions_of_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_request_then_idle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_connections_per_ip, setup, teardown),
