@@ -34,6 +34,26 @@
 
 enum { MAX_FDS = 512, WAIT_MS = 20000 };
 
+/* AddressSanitizer keeps freed memory in quarantine and its own allocator's pools, so the
+ * daemon's RSS says nothing about kcoord's buffers under it: the RSS budgets are checked only
+ * when the daemon (built like this test) is not instrumented. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_CHECKED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RSS_CHECKED 0
+#endif
+#endif
+#ifndef RSS_CHECKED
+#define RSS_CHECKED 1
+#endif
+
+/* Whether `mib` is over `base` + `budget` MiB (never under AddressSanitizer). */
+static int rss_over(long mib, long base, long budget)
+{
+    return RSS_CHECKED && mib > base + budget;
+}
+
 typedef struct fixture_s {
     kc_proc_t proc;
     int fds[MAX_FDS];
@@ -162,7 +182,7 @@ static void test_unread_answers(void **state)
         fail_msg("%s was not closed with its answers unread", peer);
     long hwm = mem_mib(f, "VmHWM");
     print_message("unread answers: VmRSS before %ld MiB, VmHWM %ld MiB\n", base, hwm);
-    if (hwm > base + 64)
+    if (rss_over(hwm, base, 64))
         fail_msg("peak RSS %ld MiB, more than 64 MiB over the %ld MiB before", hwm, base);
     served(healthy, 3);
     f->proc.ok = 1;
@@ -200,7 +220,7 @@ static void test_unread_answers_all_connections(void **state)
         served(healthy, 10 + i);
     long hwm = mem_mib(f, "VmHWM");
     print_message("4 unread connections: VmRSS before %ld MiB, VmHWM %ld MiB\n", base, hwm);
-    if (hwm > base + 96)
+    if (rss_over(hwm, base, 96))
         fail_msg("peak RSS %ld MiB, more than 96 MiB over the %ld MiB before", hwm, base);
     f->proc.ok = 1;
 }
@@ -300,7 +320,7 @@ static void test_describe_millions_of_ids(void **state)
         fail_msg("no log line about request.max.memory.bytes");
     long hwm = mem_mib(f, "VmHWM");
     print_message("3M group ids: VmRSS before %ld MiB, VmHWM %ld MiB\n", base, hwm);
-    if (hwm > base + 128)
+    if (rss_over(hwm, base, 128))
         fail_msg("peak RSS %ld MiB, more than 128 MiB over the %ld MiB before", hwm, base);
     served(healthy, 2);
     int fresh = connect_fd(f);
@@ -345,7 +365,7 @@ static void test_large_request_then_idle(void **state)
     long rss = mem_mib(f, "VmRSS");
     print_message("60 MB requests: VmRSS before %ld MiB, after %ld MiB with %d idle connections\n",
                   base, rss, N_CONNS);
-    if (rss > base + 40)
+    if (rss_over(rss, base, 40))
         fail_msg("RSS %ld MiB with the connections idle, more than 40 MiB over %ld MiB", rss, base);
     f->proc.ok = 1;
 }
