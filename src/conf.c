@@ -139,9 +139,10 @@ static const setting_t settings[] = {
      .max = INT64_MAX,
      .unit = "bytes",
      .doc = "Bytes of requests read and not yet answered (parked JoinGroup, SyncGroup and Fetch "
-            "requests and answers waiting for fsync included), over all connections; above it "
-            "kcoord reads from no connection until answers drain (clients wait). -1 (Kafka's "
-            "default) or 0: no limit."},
+            "requests and answers waiting for fsync included) and of buffers for requests larger "
+            "than 64 KiB being received, over all connections; above it kcoord reads no more "
+            "requests (clients wait) until answers drain, as Kafka's memory pool does. -1 "
+            "(Kafka's default) or 0: no limit."},
     {.name = "connection.max.unsent.bytes",
      .type = T_LONG,
      .off = OFF(connection_max_unsent_bytes),

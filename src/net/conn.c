@@ -32,11 +32,35 @@ enum { READ_CHUNK = KC_NET_READ_CHUNK, MAX_IOV = 128 };
 static void flush(kc_conn_t *c);
 static void process_frames(kc_conn_t *c);
 
+/* The request's memory (its frame and its arena) is no longer needed: it was answered. */
+static void slot_drop_request(kc_slot_t *s)
+{
+    kc_arena_free(&s->arena);
+    free(s->own);
+    s->own = NULL;
+}
+
 static void slot_free(kc_slot_t *s)
 {
     free(s->reply);
-    kc_arena_free(&s->arena);
+    slot_drop_request(s);
     free(s);
+}
+
+/* A read buffer larger than READ_CHUNK counts in req_bytes: bring the count in line with rcap
+ * after rbuf changed. */
+static void rbuf_account(kc_conn_t *c)
+{
+    kc_server_t *srv = c->server;
+    uint64_t now = !c->borrowed && c->rcap > READ_CHUNK ? c->rcap : 0;
+    if (now == c->rcharged)
+        return;
+    bool less = now < c->rcharged;
+    srv->req_bytes = srv->req_bytes - c->rcharged + now;
+    c->rcharged = now;
+    kc_obs_net_bytes(srv->req_bytes, srv->unsent_bytes);
+    if (less)
+        kc_server_req_released(srv);
 }
 
 /* The slot's frame no longer counts in req_bytes (it was answered, or its connection left). */
@@ -67,22 +91,34 @@ static void pop_head(kc_conn_t *c)
     slot_free(s);
 }
 
-/* Why a connection may not be read now, or READ_OK. */
+static uint32_t be32(const uint8_t *p);
+
+/* Why a connection may not be read now, or READ_OK. Over queued.max.request.bytes, a
+ * connection whose buffer already holds room for all of its partial frame goes on reading
+ * (it costs nothing more, and the frame's completion is what frees memory), and frames
+ * already read are cut (`cutting`): only reading into new memory stops. */
 enum { READ_OK = -1 };
 
-static int may_read(const kc_conn_t *c)
+static int may_read_(const kc_conn_t *c, bool cutting)
 {
     const kc_server_t *srv = c->server;
     const kc_server_opts_t *o = &srv->opts;
     if ((int64_t)c->queued >= o->max_queued)
         return KC_OBS_PAUSE_QUEUED;
-    if (o->max_request_bytes_queued >= 0 && srv->req_bytes > (uint64_t)o->max_request_bytes_queued)
+    if (!cutting && o->max_request_bytes_queued >= 0 &&
+        srv->req_bytes > (uint64_t)o->max_request_bytes_queued &&
+        !(!c->borrowed && c->rlen >= 4 && c->rcap >= 4 + (size_t)be32(c->rbuf)))
         return KC_OBS_PAUSE_REQUESTS;
     if (c->unsent > 0 && c->unsent > (uint64_t)o->conn_unsent_bytes)
         return KC_OBS_PAUSE_CONN_UNSENT;
     if (c->unsent > 0 && srv->unsent_bytes > (uint64_t)o->max_unsent_bytes)
         return KC_OBS_PAUSE_UNSENT;
     return READ_OK;
+}
+
+static int may_read(const kc_conn_t *c)
+{
+    return may_read_(c, false);
 }
 
 /* Reading stops for budget `why` (a KC_OBS_PAUSE_*): count it, and say so now and then. */
@@ -116,19 +152,28 @@ static uint32_t be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
-/* Make room for `need` bytes in rbuf past rlen. Returns false when out of memory. */
-static bool rbuf_reserve(kc_conn_t *c, size_t need)
+/* Grow rbuf to `cap` bytes. A buffer over READ_CHUNK counts in req_bytes, and growing one
+ * past queued.max.request.bytes is refused (c->denied), unless nothing else is counted (so
+ * that one request larger than the budget can still be read). Returns false when refused or
+ * out of memory. */
+static bool rbuf_reserve(kc_conn_t *c, size_t cap)
 {
-    if (c->rcap - c->rlen >= need)
+    kc_server_t *srv = c->server;
+    int64_t budget = srv->opts.max_request_bytes_queued;
+    if (c->rcap >= cap)
         return true;
-    size_t cap = c->rcap ? c->rcap : READ_CHUNK;
-    while (cap - c->rlen < need)
-        cap *= 2;
+    uint64_t charge = cap > READ_CHUNK ? cap : 0;
+    if (charge > c->rcharged && budget >= 0 && srv->req_bytes != c->rcharged &&
+        srv->req_bytes - c->rcharged + charge > (uint64_t)budget) {
+        c->denied = true;
+        return false;
+    }
     uint8_t *p = realloc(c->rbuf, cap);
     if (p == NULL)
         return false;
     c->rbuf = p;
     c->rcap = cap;
+    rbuf_account(c);
     return true;
 }
 
@@ -145,14 +190,14 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         buf->len = srv->scratch ? READ_CHUNK : 0;
         return;
     }
-    size_t want = READ_CHUNK;
-    /* A partly received frame: make room for all of it at once. The size was checked. */
-    if (c->rlen >= 4) {
-        size_t frame = 4 + (size_t)be32(c->rbuf);
-        if (frame > c->rlen && frame - c->rlen > want)
-            want = frame - c->rlen;
-    }
-    if (!rbuf_reserve(c, want)) {
+    /* A partial frame: room for all of it at once (its size was checked), or for a chunk
+     * while its size is not known yet. */
+    size_t cap = READ_CHUNK;
+    if (c->rlen >= 4 && 4 + (size_t)be32(c->rbuf) > cap)
+        cap = 4 + (size_t)be32(c->rbuf);
+    if (cap <= c->rlen)
+        cap = c->rlen + READ_CHUNK;
+    if (!rbuf_reserve(c, cap)) {
         buf->base = NULL;
         buf->len = 0;
         return;
@@ -185,19 +230,16 @@ static bool rbuf_trim(kc_conn_t *c)
         c->rbuf = p;
         c->rlen = c->rcap = left;
         c->borrowed = false;
+        rbuf_account(c);
         return true;
     }
+    /* A large buffer never outlives its frame: process_frames hands it to the frame's slot. */
     if (c->rlen == 0) {
         free(c->rbuf);
         c->rbuf = NULL;
         c->rcap = 0;
-    } else if (c->rcap > READ_CHUNK && c->rlen <= c->rcap / 4) {
-        uint8_t *p = realloc(c->rbuf, c->rlen);
-        if (p != NULL) {
-            c->rbuf = p;
-            c->rcap = c->rlen;
-        }
     }
+    rbuf_account(c);
     return true;
 }
 
@@ -255,7 +297,8 @@ static void process_frames(kc_conn_t *c)
     const kc_server_opts_t *o = &c->server->opts;
     size_t off = 0;
     int why = READ_OK;
-    while (!c->closing && !c->draining && (why = may_read(c)) == READ_OK && c->rlen - off >= 4) {
+    while (!c->closing && !c->draining && (why = may_read_(c, true)) == READ_OK &&
+           c->rlen - off >= 4) {
         uint32_t size = be32(c->rbuf + off);
         if (size < KC_NET_MIN_FRAME || size > (uint32_t)o->max_request_bytes) {
             char sample[40];
@@ -270,10 +313,18 @@ static void process_frames(kc_conn_t *c)
         if (c->rlen - off - 4 < size)
             break;
         kc_slot_t *s = calloc(1, sizeof(*s));
-        uint8_t *frame = NULL;
+        uint8_t *frame = NULL, *rest = NULL;
+        size_t left = c->rlen - off - 4 - size;
+        /* A large frame (its buffer counts in req_bytes): the slot takes the buffer over, with
+         * its count, and the bytes after the frame move to a buffer of their own. A small one
+         * is copied into the slot's arena. */
+        bool take = !c->borrowed && c->rcharged > 0;
         if (s != NULL) {
             kc_arena_init(&s->arena);
-            frame = kc_arena_dup(&s->arena, c->rbuf + off + 4, size);
+            if (take && (left == 0 || (rest = malloc(left)) != NULL))
+                frame = c->rbuf + off + 4;
+            else if (!take)
+                frame = kc_arena_dup(&s->arena, c->rbuf + off + 4, size);
         }
         if (frame == NULL) {
             if (s != NULL)
@@ -284,8 +335,21 @@ static void process_frames(kc_conn_t *c)
             return;
         }
         s->conn = c;
-        s->charged = size;
-        c->server->req_bytes += size;
+        if (take) {
+            if (left > 0)
+                memcpy(rest, frame + size, left);
+            s->own = c->rbuf;
+            s->charged = c->rcharged;
+            c->rbuf = rest;
+            c->rlen = c->rcap = left;
+            c->rcharged = 0;
+            off = 0;
+            rbuf_account(c);
+        } else {
+            s->charged = size;
+            c->server->req_bytes += size;
+            off += 4 + (size_t)size;
+        }
         kc_obs_net_bytes(c->server->req_bytes, c->server->unsent_bytes);
         if (c->tail)
             c->tail->next = s;
@@ -294,7 +358,6 @@ static void process_frames(kc_conn_t *c)
         c->tail = s;
         c->queued++;
         c->unanswered++;
-        off += 4 + (size_t)size;
         o->on_request(o->app, c, s, frame, size);
     }
     if (off > 0 && !c->closing && !c->draining) {
@@ -324,6 +387,13 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
             kc_conn_close(c, NULL);
         return;
     }
+    if (nread == UV_ENOBUFS && c->denied) {
+        /* on_alloc would not grow the buffer past queued.max.request.bytes: wait. */
+        c->denied = false;
+        stop_reading(c);
+        paused(c, KC_OBS_PAUSE_REQUESTS);
+        return;
+    }
     if (nread < 0) {
         if (nread == UV_EOF)
             KC_DEBUG("net", "%s closed the connection", c->peer);
@@ -344,6 +414,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         c->rcap = READ_CHUNK;
         c->rlen = (size_t)nread;
         c->borrowed = true;
+        rbuf_account(c);
     } else {
         c->rlen += (size_t)nread;
     }
@@ -463,7 +534,7 @@ void kc_slot_reply(kc_slot_t *s, uint8_t *buf, size_t len)
     s->reply = buf;
     s->reply_len = len;
     s->answered = true;
-    kc_arena_free(&s->arena);
+    slot_drop_request(s);
     c->unanswered--;
     c->unsent += len;
     c->server->unsent_bytes += len;
@@ -482,7 +553,7 @@ void kc_slot_close(kc_slot_t *s, const char *why)
         KC_INFO("net", "closing %s: %s", c->peer, why);
     s->answered = true;
     s->close_after = true;
-    kc_arena_free(&s->arena);
+    slot_drop_request(s);
     c->unanswered--;
     uncharge(c->server, s);
     flush(c);
@@ -498,7 +569,7 @@ void kc_slot_skip(kc_slot_t *s)
     s->reply = NULL;
     s->reply_len = 0;
     s->answered = true;
-    kc_arena_free(&s->arena);
+    slot_drop_request(s);
     c->unanswered--;
     uncharge(c->server, s);
     flush(c);
@@ -533,6 +604,10 @@ static void on_handle_closed(uv_handle_t *h)
     c->tail = NULL;
     if (!c->borrowed)
         free(c->rbuf);
+    c->rbuf = NULL;
+    c->rcap = c->rlen = 0;
+    c->borrowed = false;
+    rbuf_account(c);
     kc_server_conn_gone(c->server, c);
     if (c->counted)
         kc_obs_conn_closed();

@@ -13,9 +13,11 @@
  *   - a connection whose answers not yet written exceed `conn_unsent_bytes` is not read until
  *     the client reads them; while the answers of all connections exceed `max_unsent_bytes`,
  *     no connection that has answers waiting is read (one that has none still is);
- *   - while the frames of all requests not yet answered exceed `max_request_bytes_queued`, no
- *     connection is read (Kafka's queued.max.request.bytes), and reading resumes as they are
- *     answered.
+ *   - while the frames of all requests not yet answered, and the read buffers of requests
+ *     larger than a read chunk still arriving, exceed `max_request_bytes_queued`, no connection
+ *     reads into new memory (Kafka's queued.max.request.bytes): a buffer is not grown past it
+ *     (unless it is the only one counted), frames already read are still served, and reading
+ *     resumes as they are answered.
  * A connection that neither sends nor reads anything for `idle_ms` is closed, also when
  * answers wait for it (the client does not read them); one whose requests the application
  * still holds (a parked JoinGroup) is not. Read buffers are lent from one buffer of the

@@ -60,7 +60,8 @@ struct kc_slot_s {
     size_t reply_len;
     bool answered;
     bool close_after; /* close the connection when this slot reaches the head */
-    uint32_t charged; /* frame bytes counted in the server's req_bytes until answered */
+    uint64_t charged; /* bytes counted in the server's req_bytes until answered */
+    uint8_t *own;     /* the read buffer holding the frame, when the slot took it over */
     kc_arena_t arena; /* the frame copy and the handler's memory */
 };
 
@@ -75,8 +76,10 @@ struct kc_conn_s {
 
     uint8_t *rbuf; /* bytes read but not yet cut into frames; NULL when there are none */
     size_t rlen, rcap;
-    bool borrowed;   /* rbuf is the server's scratch buffer, during on_read only */
-    bool processing; /* inside process_frames: do not enter it again */
+    bool borrowed;     /* rbuf is the server's scratch buffer, during on_read only */
+    uint64_t rcharged; /* rcap counted in the server's req_bytes (buffers over READ_CHUNK) */
+    bool denied;       /* on_alloc refused to grow rbuf: over queued.max.request.bytes */
+    bool processing;   /* inside process_frames: do not enter it again */
 
     uint64_t unsent; /* bytes of answered slots not yet written */
     uint8_t ip[17];  /* the peer's address, as kc_ip_count_t keys it */

@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +277,93 @@ static void test_queued_request_bytes(void **state)
         kc_in_t r;
         kc_in_init(&r, resp.p, resp.len);
         assert_int_equal(kc_in_i32(&r), 500 + i);
+        kc_buf_free(&resp);
+    }
+    served(healthy, 2);
+    f->proc.ok = 1;
+}
+
+/* Write as much of the `n` frames (each `len` bytes at `buf`) as the sockets take, up to `upto`
+ * bytes of each (sent[i] so far), until every one has sent that much or none has taken a byte
+ * for `quiet_ms`. Returns how many reached `upto`. */
+static int pump(const int *fds, size_t *sent, int n, const uint8_t *buf, size_t upto, int quiet_ms)
+{
+    for (;;) {
+        struct pollfd pf[16];
+        int k = 0, done = 0;
+        for (int i = 0; i < n; i++) {
+            if (sent[i] >= upto) {
+                done++;
+                continue;
+            }
+            pf[k].fd = fds[i];
+            pf[k].events = POLLOUT;
+            pf[k].revents = 0;
+            k++;
+        }
+        if (k == 0 || poll(pf, (nfds_t)k, quiet_ms) <= 0)
+            return done;
+        for (int j = 0; j < k; j++) {
+            if (!(pf[j].revents & POLLOUT))
+                continue;
+            for (int i = 0; i < n; i++) {
+                if (fds[i] != pf[j].fd)
+                    continue;
+                size_t want = upto - sent[i] < (1u << 20) ? upto - sent[i] : (1u << 20);
+                ssize_t w = send(fds[i], buf + sent[i], want, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (w > 0)
+                    sent[i] += (size_t)w;
+            }
+        }
+    }
+}
+
+/* Six clients each send most of a 40 MiB request at once, under queued.max.request.bytes=64 MiB.
+ * Before, each got a read buffer of its whole frame as its bytes came; now a buffer larger than
+ * a read chunk counts in the budget and one that would pass it is not grown: that client waits
+ * (in its socket) until the frames being read are answered. Every request is answered. */
+static void test_partial_large_frames(void **state)
+{
+    fixture_t *f = *state;
+    static const char *const sets[] = {"queued.max.request.bytes=67108864", NULL};
+    start(f, sets);
+    int healthy = connect_fd(f);
+    served(healthy, 1);
+    long base = mem_mib(f, "VmRSS");
+    enum { N = 6, BIG = 40 * 1024 * 1024 };
+    kc_buf_t b = {0};
+    size_t at = kc_req_begin(&b, 18, 0, 77, "partial", 0);
+    uint8_t *pad = calloc(1, BIG);
+    assert_non_null(pad);
+    kc_out_bytes(&b, pad, BIG);
+    free(pad);
+    kc_req_end(&b, at);
+    int fds[N];
+    size_t sent[N] = {0};
+    for (int i = 0; i < N; i++)
+        fds[i] = connect_fd(f);
+    /* All but the last KiB of each frame, as far as the daemon reads them. */
+    pump(fds, sent, N, b.p, b.len - 1024, 1000);
+    if (!kc_proc_wait_log(&f->proc, "over queued.max.request.bytes", NULL, WAIT_MS))
+        fail_msg("no connection waited for queued.max.request.bytes");
+    long hwm = mem_mib(f, "VmHWM");
+    print_message("6 partial 40 MiB requests: VmRSS before %ld MiB, VmHWM %ld MiB\n", base, hwm);
+    if (rss_over(hwm, base, 128))
+        fail_msg("peak RSS %ld MiB, more than 128 MiB over the %ld MiB before", hwm, base);
+    /* The rest: the daemon reads each client as the ones before are answered. */
+    int64_t deadline = kc_now_ms() + 6 * WAIT_MS;
+    while (pump(fds, sent, N, b.p, b.len, 1000) < N)
+        if (kc_now_ms() > deadline)
+            fail_msg("the partial requests were not read in the end");
+    kc_buf_free(&b);
+    for (int i = 0; i < N; i++) {
+        kc_buf_t resp = {0};
+        int rc = kc_sock_read_frame(fds[i], &resp, WAIT_MS);
+        if (rc != KC_SOCK_OK)
+            fail_msg("request %d: %s", i, kc_sock_strerror(rc));
+        kc_in_t r;
+        kc_in_init(&r, resp.p, resp.len);
+        assert_int_equal(kc_in_i32(&r), 77);
         kc_buf_free(&resp);
     }
     served(healthy, 2);
@@ -544,6 +632,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unread_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unread_answers_all_connections, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queued_request_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partial_large_frames, setup, teardown),
         cmocka_unit_test_setup_teardown(test_describe_millions_of_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_request_then_idle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_connections_per_ip, setup, teardown),
