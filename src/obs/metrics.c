@@ -534,7 +534,8 @@ void kc_obs_write_counters(kc_obs_buf_t *b)
     kc_prom_sample(b, "kcoord_connections_idle_closed_total", "reason=\"answers_unread\"",
                    (double)c->idle_closed[1]);
     kc_prom_family(b, "kcoord_queued_request_bytes", "gauge",
-                   "Bytes of Kafka requests read and not yet answered (queued.max.request.bytes).");
+                   "Bytes of Kafka requests read and not yet answered, and of buffers of large "
+                   "requests still arriving (queued.max.request.bytes).");
     kc_prom_sample(b, "kcoord_queued_request_bytes", NULL, (double)c->queued_request_bytes);
     kc_prom_family(b, "kcoord_unsent_response_bytes", "gauge",
                    "Bytes of answers not yet written to their clients (queued.max.unsent.bytes).");
