@@ -131,6 +131,73 @@ static const setting_t settings[] = {
      .max = 1000000,
      .doc = "Per connection, how many requests may be read but not yet answered before kcoord "
             "stops reading from that connection."},
+    {.name = "queued.max.request.bytes",
+     .type = T_LONG,
+     .off = OFF(queued_max_request_bytes),
+     .def = "268435456",
+     .min = -1,
+     .max = INT64_MAX,
+     .unit = "bytes",
+     .doc = "Bytes of requests read and not yet answered (parked JoinGroup, SyncGroup and Fetch "
+            "requests and answers waiting for fsync included) and of buffers for requests larger "
+            "than 64 KiB being received, over all connections; above it kcoord reads no more "
+            "requests (clients wait) until answers drain, as Kafka's memory pool does. -1 "
+            "(Kafka's default) or 0: no limit."},
+    {.name = "connection.max.unsent.bytes",
+     .type = T_LONG,
+     .off = OFF(connection_max_unsent_bytes),
+     .def = "4194304",
+     .min = 1,
+     .max = INT64_MAX,
+     .unit = "bytes",
+     .doc = "Per connection, bytes of answers not yet written to the client above which kcoord "
+            "stops reading that connection's requests until the client reads them."},
+    {.name = "queued.max.unsent.bytes",
+     .type = T_LONG,
+     .off = OFF(queued_max_unsent_bytes),
+     .def = "268435456",
+     .min = 1,
+     .max = INT64_MAX,
+     .unit = "bytes",
+     .doc = "Bytes of answers not yet written, over all connections; above it kcoord stops "
+            "reading every connection that has answers of its own waiting, until they drain. "
+            "Answers already owed are never dropped."},
+    {.name = "request.max.memory.bytes",
+     .type = T_LONG,
+     .off = OFF(request_max_memory_bytes),
+     .def = "134217728",
+     .min = 65536,
+     .max = INT64_MAX,
+     .unit = "bytes",
+     .doc = "The most memory one request may take beyond its own bytes: its decoded form, the "
+            "handler's work and the response (and, separately, the encoded response). A "
+            "request that would need more closes its connection, as an oversized request does."},
+    {.name = "max.connections",
+     .type = T_INT,
+     .off = OFF(max_connections),
+     .def = "2147483647",
+     .min = 1,
+     .max = INT32_MAX,
+     .doc = "The most Kafka client connections open at once. At the limit kcoord accepts no new "
+            "connection (they wait in the listen backlog) until one closes, as Kafka does."},
+    {.name = "max.connections.per.ip",
+     .type = T_INT,
+     .off = OFF(max_connections_per_ip),
+     .def = "2147483647",
+     .min = 1,
+     .max = INT32_MAX,
+     .doc = "The most Kafka client connections open at once from one IP address; a new one over "
+            "it is closed as soon as it is accepted, as Kafka does."},
+    {.name = "log.reserved.fds",
+     .type = T_INT,
+     .off = OFF(log_reserved_fds),
+     .def = "-1",
+     .min = -1,
+     .max = INT32_MAX,
+     .doc = "File descriptors no client connection may take, kept for log segments, indexes and "
+            "the cleaner; a connection that would use one is closed as soon as it is accepted. "
+            "-1: 4 per offsets.topic.num.partitions partition, plus 64. kcoord raises its soft "
+            "open-file limit to the hard limit at start."},
     {.name = "log.level",
      .type = T_ENUM,
      .off = OFF(log_level),

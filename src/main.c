@@ -254,6 +254,37 @@ static int load_settings(kc_conf_t *conf, int argc, char **argv, bool *print_con
     return 0;
 }
 
+/* Raise the soft open-file limit to the hard one (connections and the log share it), and
+ * return how many descriptors connections must leave to the log: log.reserved.fds, or 4 per
+ * __consumer_offsets partition (active segment and index, a roll's new pair, the cleaner's
+ * files) plus 64 for the rest (directories, meta files, the HTTP listener). */
+static int32_t reserve_fds(const kc_conf_t *conf)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            KC_WARN("main", "cannot raise the open-file limit from %llu to %llu: %s",
+                    (unsigned long long)was, (unsigned long long)rl.rlim_max, strerror(errno));
+    }
+    int64_t reserve = conf->log_reserved_fds >= 0
+                          ? conf->log_reserved_fds
+                          : 4 * (int64_t)conf->offsets_topic_num_partitions + 64;
+    if (reserve > INT32_MAX)
+        reserve = INT32_MAX;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        KC_INFO("main", "open-file limit %llu, %lld kept for the log (log.reserved.fds)",
+                (unsigned long long)rl.rlim_cur, (long long)reserve);
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (uint64_t)reserve + 64 > (uint64_t)rl.rlim_cur)
+        KC_WARN("main",
+                "the open-file limit %llu leaves little room for connections beside the %lld "
+                "descriptors kept for the log (log.reserved.fds)",
+                (unsigned long long)rl.rlim_cur, (long long)reserve);
+    return (int32_t)reserve;
+}
+
 int main(int argc, char **argv)
 {
     /* Offline tools over a data directory: kcoord dump-log PATH..., kcoord verify-log DIR. */
@@ -285,24 +316,15 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    /* Every partition keeps two files open: raise the soft limit as far as needed and allowed,
-     * and refuse to start when even that is too few. */
+    /* Raise the soft open-file limit to the hard one, keep log.reserved.fds of it from
+     * connections, and refuse to start when even the partitions' own files do not fit. */
+    int32_t reserved_fds = reserve_fds(&conf);
     struct rlimit nofile;
-    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
-        rlim_t need = (rlim_t)kc_conf_files_needed(&conf);
-        if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < need) {
-            struct rlimit raised = nofile;
-            raised.rlim_cur =
-                nofile.rlim_max == RLIM_INFINITY || nofile.rlim_max > need ? need : nofile.rlim_max;
-            if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
-                nofile = raised;
-        }
-        if (nofile.rlim_cur != RLIM_INFINITY &&
-            kc_conf_check_files(&conf, (uint64_t)nofile.rlim_cur, err, sizeof(err)) != 0) {
-            KC_ERROR("main", "%s", err);
-            kc_conf_free(&conf);
-            return 1;
-        }
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+        kc_conf_check_files(&conf, (uint64_t)nofile.rlim_cur, err, sizeof(err)) != 0) {
+        KC_ERROR("main", "%s", err);
+        kc_conf_free(&conf);
+        return 1;
     }
 
     char cluster_id[64];
@@ -340,6 +362,12 @@ int main(int argc, char **argv)
         .max_request_bytes = conf.socket_request_max_bytes,
         .idle_ms = conf.connections_max_idle_ms,
         .max_queued = conf.queued_max_requests,
+        .max_request_bytes_queued = conf.queued_max_request_bytes,
+        .conn_unsent_bytes = conf.connection_max_unsent_bytes,
+        .max_unsent_bytes = conf.queued_max_unsent_bytes,
+        .max_connections = conf.max_connections,
+        .max_connections_per_ip = conf.max_connections_per_ip,
+        .reserved_fds = reserved_fds,
         .on_request = kc_api_on_request,
         .app = &ctx,
     };

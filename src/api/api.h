@@ -42,6 +42,7 @@ typedef struct kc_api_call_s {
     int32_t *parts;
     int32_t n_parts, cap_parts;
     uint64_t start_ns; /* uv_hrtime() when the request was decoded, for the latency metric */
+    size_t frame_len;  /* the request's size, for logs */
 } kc_api_call_t;
 
 /* Handler results. */

@@ -3,7 +3,15 @@
  * To serve a new API: write its handler (one file per API family) and add a row to
  * `handlers`. Its versions come from proto/ through the generated kc_api_table, and
  * ApiVersions advertises it from the same rows, so the two cannot disagree.
+ *
+ * Memory: a request's arena may hold request.max.memory.bytes beyond the frame it copies: the
+ * decoded request, the handler's work and the response struct. A request whose decoding would
+ * pass it is refused before the array that would pass it is allocated, one whose handler
+ * would is refused when the handler gives up, and a response whose encoding would be larger
+ * than it is refused before it is encoded (its size is computed first): each closes the
+ * connection, as Kafka closes one that sends an oversized request, with a rate-limited line.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,8 +80,56 @@ void kc_api_fill_versions(kc_api_versions_response_t *resp, kc_arena_t *a)
     resp->api_keys.n = v ? n : 0;
 }
 
+static uint8_t *encode_response(const kc_codec_t *codec, int16_t key, int16_t version, int flexible,
+                                int32_t correlation_id, const void *body, size_t *len);
+
+/* The most one request may take (request.max.memory.bytes), or 0 for no limit. */
+static size_t memory_budget(const kc_api_ctx_t *ctx)
+{
+    if (ctx == NULL || ctx->conf == NULL || ctx->conf->request_max_memory_bytes <= 0)
+        return 0;
+    return (size_t)ctx->conf->request_max_memory_bytes;
+}
+
+static kc_net_ratelog_t rl_memory;
+
+/* A request needs more than request.max.memory.bytes (`what` says for what): count it, say so
+ * now and then, and close its connection once the answers before it are written. */
+static void refuse_memory(kc_api_ctx_t *ctx, kc_slot_t *slot, const char *peer, int16_t key,
+                          int16_t version, const char *what, const uint8_t *frame, size_t len)
+{
+    kc_obs_refused_memory();
+    uint64_t more = 0;
+    uint64_t now = ctx != NULL && ctx->loop != NULL ? uv_now(ctx->loop) : 0;
+    if (kc_net_log_allowed(&rl_memory, now, 10000, &more)) {
+        char sample[72] = "";
+        if (frame != NULL)
+            kc_log_sanitize(sample, sizeof(sample), frame, len < 64 ? len : 64);
+        const kc_api_info_t *api = kc_api_find(key);
+        KC_WARN("api",
+                "closing %s: %s v%d request of %zu bytes needs more than "
+                "request.max.memory.bytes (%zu) %s (bytes: \"%s\") (%" PRIu64
+                " more refused like this)",
+                peer, api ? api->name : "?", version, len, memory_budget(ctx), what, sample, more);
+    }
+    kc_slot_close(slot, NULL);
+}
+
 /* Encode a response frame: size, header (v1 with its tag byte when flexible, except for
- * ApiVersions, whose response header is always v0), body. Returns NULL when out of memory. */
+ * ApiVersions, whose response header is always v0), body. Returns NULL when out of memory, or
+ * with *too_large set when the frame would be larger than `max` bytes (0: no limit). */
+static uint8_t *encode_response_max(const kc_codec_t *codec, int16_t key, int16_t version,
+                                    int flexible, int32_t correlation_id, const void *body,
+                                    size_t max, bool *too_large, size_t *len)
+{
+    *too_large = false;
+    if (max != 0 && codec->size != NULL && codec->size(version, body) > max) {
+        *too_large = true;
+        return NULL;
+    }
+    return encode_response(codec, key, version, flexible, correlation_id, body, len);
+}
+
 static uint8_t *encode_response(const kc_codec_t *codec, int16_t key, int16_t version, int flexible,
                                 int32_t correlation_id, const void *body, size_t *len)
 {
@@ -142,8 +198,16 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
 {
     kc_api_ctx_t *ctx = app;
     kc_arena_t *a = kc_slot_arena(slot);
+    size_t budget = memory_budget(ctx);
+    if (budget != 0) /* beyond the frame the arena already holds */
+        a->limit = a->total > SIZE_MAX - budget ? SIZE_MAX : a->total + budget;
     kc_request_t req;
     kc_req_status_t st = kc_request_parse(frame, len, a, kc_api_served, &req);
+    if (st == KC_REQ_TOO_LARGE) {
+        refuse_memory(ctx, slot, kc_conn_peer(conn), req.api_key, req.api_version, "to decode",
+                      frame, len);
+        return;
+    }
     if (st == KC_REQ_UNSUPPORTED) {
         if (req.api_key == KC_API_API_VERSIONS) {
             kc_obs_request(req.api_key, req.api_version);
@@ -171,9 +235,14 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     kc_api_call_t *call = kc_arena_alloc(a, sizeof(*call));
     void *resp = kc_arena_alloc(a, req.api->response.struct_size);
     if (call == NULL || resp == NULL) {
-        kc_slot_close(slot, "out of memory");
+        if (a->over_limit)
+            refuse_memory(ctx, slot, kc_conn_peer(conn), req.api_key, req.api_version, "to answer",
+                          frame, len);
+        else
+            kc_slot_close(slot, "out of memory");
         return;
     }
+    call->frame_len = len;
     call->slot = slot;
     call->api = req.api;
     call->version = req.api_version;
@@ -188,6 +257,9 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     int rc = handler_for(req.api_key)(ctx, call, &req, a, resp);
     if (rc == KC_API_DONE)
         kc_api_call_reply(call, resp);
+    else if (rc == KC_API_CLOSE && a->over_limit)
+        refuse_memory(ctx, slot, kc_conn_peer(conn), req.api_key, req.api_version, "to answer",
+                      frame, len);
     else if (rc == KC_API_CLOSE)
         kc_slot_close(slot, "request refused by its handler");
 }
@@ -283,10 +355,21 @@ static void release_held(void *arg, bool ok)
 
 void kc_api_call_reply(kc_api_call_t *call, const void *resp)
 {
-    size_t len;
-    uint8_t *buf = encode_response(&call->api->response, call->api->key, call->version,
-                                   call->flexible, call->correlation_id, resp, &len);
+    size_t len = 0;
+    bool too_large;
     kc_api_ctx_t *ctx = call->ctx;
+    uint8_t *buf =
+        encode_response_max(&call->api->response, call->api->key, call->version, call->flexible,
+                            call->correlation_id, resp, memory_budget(ctx), &too_large, &len);
+    if (too_large) {
+        char peer[64];
+        snprintf(peer, sizeof(peer), "%.*s", call->client_host.len > 0 ? call->client_host.len : 0,
+                 call->client_host.p);
+        kc_obs_done(call->api->key, call->start_ns);
+        refuse_memory(ctx, call->slot, peer, call->api->key, call->version, "for its response",
+                      NULL, call->frame_len);
+        return;
+    }
     uint32_t n_ok = kc_obs_response(call->api->key, call->version, resp);
     if (buf == NULL || call->n_parts == 0 || ctx->coord == NULL) {
         kc_obs_commit(n_ok);

@@ -37,9 +37,9 @@ kc_req_status_t kc_request_parse(const uint8_t *frame, size_t len, kc_arena_t *a
 
     void *body = kc_arena_alloc(a, req->api->request.struct_size);
     if (body == NULL)
-        return KC_REQ_MALFORMED;
+        return a->over_limit ? KC_REQ_TOO_LARGE : KC_REQ_MALFORMED;
     if (req->api->request.decode(&r, a, req->api_version, body) != 0)
-        return KC_REQ_MALFORMED;
+        return r.err == KC_RD_NOMEM && a->over_limit ? KC_REQ_TOO_LARGE : KC_REQ_MALFORMED;
     req->body = body;
     return KC_REQ_OK;
 }

@@ -19,6 +19,7 @@ typedef enum {
     KC_REQ_OK = 0,
     KC_REQ_MALFORMED = -1,   /* header or body does not decode: close the connection */
     KC_REQ_UNSUPPORTED = -2, /* unknown API key, or a version outside the served range */
+    KC_REQ_TOO_LARGE = -3,   /* the decoded form would pass the arena's limit: close */
 } kc_req_status_t;
 
 typedef struct kc_request_s {
@@ -36,7 +37,10 @@ typedef struct kc_request_s {
  * non-zero when (key, version) is served. The first 8 bytes (key, version, correlation id)
  * are filled in whenever the frame has them, even when the result is not KC_REQ_OK, so that
  * an UNSUPPORTED_VERSION answer can echo the correlation id.
- * Returns KC_REQ_OK, KC_REQ_MALFORMED or KC_REQ_UNSUPPORTED. */
+ * When the arena has a limit, the decoder's arrays are allocated against it, and a request
+ * whose decoded form would pass it fails with KC_REQ_TOO_LARGE before the array that would
+ * pass it is allocated.
+ * Returns KC_REQ_OK, KC_REQ_MALFORMED, KC_REQ_UNSUPPORTED or KC_REQ_TOO_LARGE. */
 kc_req_status_t kc_request_parse(const uint8_t *frame, size_t len, kc_arena_t *a,
                                  int (*served)(int16_t key, int16_t version), kc_request_t *req);
 

@@ -1,14 +1,25 @@
 /* conn.c - one client connection: framing, the ordered reply queue, backpressure, idle close.
  *
- * Bytes read accumulate in `rbuf`; process_frames cuts complete frames off its front, gives
- * each one a slot at the tail of the reply queue (with its own copy of the frame) and calls the
- * application. flush writes the answered slots at the head of the queue in one uv_write; the
- * write callback frees them and flushes again. A slot answered out of order simply waits.
+ * Reads land in the server's scratch buffer while the connection has no partial frame, and in
+ * the connection's own `rbuf` while it has one (grown to hold the whole frame, freed as soon as
+ * no bytes are left in it, so a large request does not leave a large buffer behind).
+ * process_frames cuts complete frames off the front, gives each one a slot at the tail of the
+ * reply queue (with its own copy of the frame) and calls the application; whatever it leaves
+ * in the scratch buffer is copied to `rbuf`. flush writes the answered slots at the head of the
+ * queue in one uv_write; the write callback frees them and flushes again. A slot answered out
+ * of order simply waits.
+ *
+ * Budgets (net.h): a slot's frame bytes count in the server's req_bytes from the read until it
+ * is answered (or its connection is gone); an answer's bytes count in the connection's and the
+ * server's unsent bytes until written. may_read() is the one place that decides whether a
+ * connection is read: process_frames stops cutting frames and stops reading when it says no,
+ * and kc_conn_resume (from on_write, and from the server when req_bytes drains) starts again.
  *
  * Lifetime: kc_conn_close marks the connection closing and closes its two handles; the memory
  * is freed in the last close callback (free late). Slots the application has not answered by
  * then are detached (slot->conn = NULL) and freed when they are answered.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,16 +27,124 @@
 #include "obs/metrics.h"
 #include "util/log.h"
 
-enum { READ_CHUNK = 64 * 1024, MAX_IOV = 128 };
+enum { READ_CHUNK = KC_NET_READ_CHUNK, MAX_IOV = 128 };
 
 static void flush(kc_conn_t *c);
 static void process_frames(kc_conn_t *c);
 
+/* The request's memory (its frame and its arena) is no longer needed: it was answered. */
+static void slot_drop_request(kc_slot_t *s)
+{
+    kc_arena_free(&s->arena);
+    free(s->own);
+    s->own = NULL;
+}
+
 static void slot_free(kc_slot_t *s)
 {
     free(s->reply);
-    kc_arena_free(&s->arena);
+    slot_drop_request(s);
     free(s);
+}
+
+/* A read buffer larger than READ_CHUNK counts in req_bytes: bring the count in line with rcap
+ * after rbuf changed. */
+static void rbuf_account(kc_conn_t *c)
+{
+    kc_server_t *srv = c->server;
+    uint64_t now = !c->borrowed && c->rcap > READ_CHUNK ? c->rcap : 0;
+    if (now == c->rcharged)
+        return;
+    bool less = now < c->rcharged;
+    srv->req_bytes = srv->req_bytes - c->rcharged + now;
+    c->rcharged = now;
+    kc_obs_net_bytes(srv->req_bytes, srv->unsent_bytes);
+    if (less)
+        kc_server_req_released(srv);
+}
+
+/* The slot's frame no longer counts in req_bytes (it was answered, or its connection left). */
+static void uncharge(kc_server_t *srv, kc_slot_t *s)
+{
+    if (s->charged == 0)
+        return;
+    srv->req_bytes -= s->charged;
+    s->charged = 0;
+    kc_obs_net_bytes(srv->req_bytes, srv->unsent_bytes);
+    kc_server_req_released(srv);
+}
+
+/* Unlink the head slot and free it; its answer bytes no longer count as unsent. */
+static void pop_head(kc_conn_t *c)
+{
+    kc_slot_t *s = c->head;
+    c->head = s->next;
+    if (c->head == NULL)
+        c->tail = NULL;
+    c->queued--;
+    if (s->answered && s->reply_len > 0) {
+        c->unsent -= s->reply_len;
+        c->server->unsent_bytes -= s->reply_len;
+        kc_obs_net_bytes(c->server->req_bytes, c->server->unsent_bytes);
+    }
+    uncharge(c->server, s);
+    slot_free(s);
+}
+
+static uint32_t be32(const uint8_t *p);
+
+/* Why a connection may not be read now, or READ_OK. Over queued.max.request.bytes, a
+ * connection whose buffer already holds room for all of its partial frame goes on reading
+ * (it costs nothing more, and the frame's completion is what frees memory), and frames
+ * already read are cut (`cutting`): only reading into new memory stops. */
+enum { READ_OK = -1 };
+
+static int may_read_(const kc_conn_t *c, bool cutting)
+{
+    const kc_server_t *srv = c->server;
+    const kc_server_opts_t *o = &srv->opts;
+    if ((int64_t)c->queued >= o->max_queued)
+        return KC_OBS_PAUSE_QUEUED;
+    if (!cutting && o->max_request_bytes_queued >= 0 &&
+        srv->req_bytes > (uint64_t)o->max_request_bytes_queued &&
+        !(!c->borrowed && c->rlen >= 4 && c->rcap >= 4 + (size_t)be32(c->rbuf)))
+        return KC_OBS_PAUSE_REQUESTS;
+    if (c->unsent > 0 && c->unsent > (uint64_t)o->conn_unsent_bytes)
+        return KC_OBS_PAUSE_CONN_UNSENT;
+    if (c->unsent > 0 && srv->unsent_bytes > (uint64_t)o->max_unsent_bytes)
+        return KC_OBS_PAUSE_UNSENT;
+    return READ_OK;
+}
+
+static int may_read(const kc_conn_t *c)
+{
+    return may_read_(c, false);
+}
+
+/* Reading stops for budget `why` (a KC_OBS_PAUSE_*): count it, and say so now and then. */
+static void paused(kc_conn_t *c, int why)
+{
+    kc_server_t *srv = c->server;
+    kc_obs_net_paused(why);
+    uint64_t more = 0, now = uv_now(srv->loop);
+    if (why == KC_OBS_PAUSE_REQUESTS) {
+        srv->req_muted = true;
+        if (kc_net_log_allowed(&srv->rl_requests, now, KC_NET_LOG_PERIOD_MS, &more))
+            KC_WARN("net",
+                    "%" PRIu64 " bytes of requests wait for answers, over queued.max.request.bytes "
+                    "(%" PRId64 "): reading no connection until they drain (%" PRIu64
+                    " more pauses like this)",
+                    srv->req_bytes, srv->opts.max_request_bytes_queued, more);
+    } else if (why == KC_OBS_PAUSE_CONN_UNSENT || why == KC_OBS_PAUSE_UNSENT) {
+        if (kc_net_log_allowed(&srv->rl_unsent, now, KC_NET_LOG_PERIOD_MS, &more))
+            KC_WARN("net",
+                    "not reading %s until it reads its answers: %" PRIu64
+                    " bytes unsent (connection.max.unsent.bytes %" PRId64 "), %" PRIu64
+                    " bytes unsent in all (queued.max.unsent.bytes %" PRId64 ") (%" PRIu64
+                    " more pauses like this)",
+                    c->peer, c->unsent, srv->opts.conn_unsent_bytes, srv->unsent_bytes,
+                    srv->opts.max_unsent_bytes, more);
+    }
 }
 
 static uint32_t be32(const uint8_t *p)
@@ -33,34 +152,52 @@ static uint32_t be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
-/* Make room for `need` bytes in rbuf past rlen. Returns false when out of memory. */
-static bool rbuf_reserve(kc_conn_t *c, size_t need)
+/* Grow rbuf to `cap` bytes. A buffer over READ_CHUNK counts in req_bytes, and growing one
+ * past queued.max.request.bytes is refused (c->denied), unless nothing else is counted (so
+ * that one request larger than the budget can still be read). Returns false when refused or
+ * out of memory. */
+static bool rbuf_reserve(kc_conn_t *c, size_t cap)
 {
-    if (c->rcap - c->rlen >= need)
+    kc_server_t *srv = c->server;
+    int64_t budget = srv->opts.max_request_bytes_queued;
+    if (c->rcap >= cap)
         return true;
-    size_t cap = c->rcap ? c->rcap : READ_CHUNK;
-    while (cap - c->rlen < need)
-        cap *= 2;
+    uint64_t charge = cap > READ_CHUNK ? cap : 0;
+    if (charge > c->rcharged && budget >= 0 && srv->req_bytes != c->rcharged &&
+        srv->req_bytes - c->rcharged + charge > (uint64_t)budget) {
+        c->denied = true;
+        return false;
+    }
     uint8_t *p = realloc(c->rbuf, cap);
     if (p == NULL)
         return false;
     c->rbuf = p;
     c->rcap = cap;
+    rbuf_account(c);
     return true;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     kc_conn_t *c = h->data;
+    kc_server_t *srv = c->server;
     (void)suggested;
-    size_t want = READ_CHUNK;
-    /* A partly received frame: make room for all of it at once. The size was checked. */
-    if (c->rlen >= 4) {
-        size_t frame = 4 + (size_t)be32(c->rbuf);
-        if (frame > c->rlen && frame - c->rlen > want)
-            want = frame - c->rlen;
+    /* No partial frame: lend the scratch buffer (libuv calls on_read before the next alloc). */
+    if (c->rlen == 0) {
+        if (srv->scratch == NULL)
+            srv->scratch = malloc(READ_CHUNK);
+        buf->base = (char *)srv->scratch;
+        buf->len = srv->scratch ? READ_CHUNK : 0;
+        return;
     }
-    if (!rbuf_reserve(c, want)) {
+    /* A partial frame: room for all of it at once (its size was checked), or for a chunk
+     * while its size is not known yet. */
+    size_t cap = READ_CHUNK;
+    if (c->rlen >= 4 && 4 + (size_t)be32(c->rbuf) > cap)
+        cap = 4 + (size_t)be32(c->rbuf);
+    if (cap <= c->rlen)
+        cap = c->rlen + READ_CHUNK;
+    if (!rbuf_reserve(c, cap)) {
         buf->base = NULL;
         buf->len = 0;
         return;
@@ -79,11 +216,38 @@ static void stop_reading(kc_conn_t *c)
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
+/* The frames are cut: give the buffer back, or keep only what is left of it. A buffer with no
+ * bytes left is freed, so an idle connection holds none. Returns false when out of memory. */
+static bool rbuf_trim(kc_conn_t *c)
+{
+    if (c->borrowed) {
+        size_t left = c->closing || c->draining ? 0 : c->rlen;
+        uint8_t *p = NULL;
+        if (left > 0 && (p = malloc(left)) == NULL)
+            return false;
+        if (left > 0)
+            memcpy(p, c->rbuf, left);
+        c->rbuf = p;
+        c->rlen = c->rcap = left;
+        c->borrowed = false;
+        rbuf_account(c);
+        return true;
+    }
+    /* A large buffer never outlives its frame: process_frames hands it to the frame's slot. */
+    if (c->rlen == 0) {
+        free(c->rbuf);
+        c->rbuf = NULL;
+        c->rcap = 0;
+    }
+    rbuf_account(c);
+    return true;
+}
+
 static void restart_reading(kc_conn_t *c)
 {
     if (c->reading || c->closing || c->draining || c->server->stopping)
         return;
-    if ((int64_t)c->queued >= c->server->opts.max_queued)
+    if (may_read(c) != READ_OK)
         return;
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
         kc_conn_close(c, "cannot read");
@@ -91,6 +255,13 @@ static void restart_reading(kc_conn_t *c)
     }
     c->reading = true;
     process_frames(c);
+    if (!rbuf_trim(c))
+        kc_conn_close(c, "out of memory for its read buffer");
+}
+
+void kc_conn_resume(kc_conn_t *c)
+{
+    restart_reading(c);
 }
 
 /* A bad frame: read nothing more, but first write the replies owed to the requests before
@@ -120,9 +291,13 @@ static void close_after_replies(kc_conn_t *c)
 
 static void process_frames(kc_conn_t *c)
 {
+    if (c->processing)
+        return;
+    c->processing = true;
     const kc_server_opts_t *o = &c->server->opts;
     size_t off = 0;
-    while (!c->closing && !c->draining && (int64_t)c->queued < o->max_queued &&
+    int why = READ_OK;
+    while (!c->closing && !c->draining && (why = may_read_(c, true)) == READ_OK &&
            c->rlen - off >= 4) {
         uint32_t size = be32(c->rbuf + off);
         if (size < KC_NET_MIN_FRAME || size > (uint32_t)o->max_request_bytes) {
@@ -132,24 +307,50 @@ static void process_frames(kc_conn_t *c)
             KC_WARN("net", "closing %s: frame size %u outside %d..%d (bytes: \"%s\")", c->peer,
                     size, KC_NET_MIN_FRAME, o->max_request_bytes, sample);
             close_after_replies(c);
+            c->processing = false;
             return;
         }
         if (c->rlen - off - 4 < size)
             break;
         kc_slot_t *s = calloc(1, sizeof(*s));
-        uint8_t *frame = NULL;
+        uint8_t *frame = NULL, *rest = NULL;
+        size_t left = c->rlen - off - 4 - size;
+        /* A large frame (its buffer counts in req_bytes): the slot takes the buffer over, with
+         * its count, and the bytes after the frame move to a buffer of their own. A small one
+         * is copied into the slot's arena. */
+        bool take = !c->borrowed && c->rcharged > 0;
         if (s != NULL) {
             kc_arena_init(&s->arena);
-            frame = kc_arena_dup(&s->arena, c->rbuf + off + 4, size);
+            if (take && (left == 0 || (rest = malloc(left)) != NULL))
+                frame = c->rbuf + off + 4;
+            else if (!take)
+                frame = kc_arena_dup(&s->arena, c->rbuf + off + 4, size);
         }
         if (frame == NULL) {
             if (s != NULL)
                 slot_free(s);
             KC_ERROR("net", "closing %s: out of memory for a %u-byte request", c->peer, size);
             kc_conn_close(c, NULL);
+            c->processing = false;
             return;
         }
         s->conn = c;
+        if (take) {
+            if (left > 0)
+                memcpy(rest, frame + size, left);
+            s->own = c->rbuf;
+            s->charged = c->rcharged;
+            c->rbuf = rest;
+            c->rlen = c->rcap = left;
+            c->rcharged = 0;
+            off = 0;
+            rbuf_account(c);
+        } else {
+            s->charged = size;
+            c->server->req_bytes += size;
+            off += 4 + (size_t)size;
+        }
+        kc_obs_net_bytes(c->server->req_bytes, c->server->unsent_bytes);
         if (c->tail)
             c->tail->next = s;
         else
@@ -157,15 +358,21 @@ static void process_frames(kc_conn_t *c)
         c->tail = s;
         c->queued++;
         c->unanswered++;
-        off += 4 + (size_t)size;
         o->on_request(o->app, c, s, frame, size);
     }
     if (off > 0 && !c->closing && !c->draining) {
         memmove(c->rbuf, c->rbuf + off, c->rlen - off);
         c->rlen -= off;
     }
-    if ((int64_t)c->queued >= o->max_queued)
+    c->processing = false;
+    if (c->closing || c->draining)
+        return;
+    if (why == READ_OK)
+        why = may_read(c);
+    if (why != READ_OK && c->reading) {
         stop_reading(c);
+        paused(c, why);
+    }
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
@@ -180,6 +387,13 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
             kc_conn_close(c, NULL);
         return;
     }
+    if (nread == UV_ENOBUFS && c->denied) {
+        /* on_alloc would not grow the buffer past queued.max.request.bytes: wait. */
+        c->denied = false;
+        stop_reading(c);
+        paused(c, KC_OBS_PAUSE_REQUESTS);
+        return;
+    }
     if (nread < 0) {
         if (nread == UV_EOF)
             KC_DEBUG("net", "%s closed the connection", c->peer);
@@ -192,22 +406,30 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread == 0)
         return;
-    c->rlen += (size_t)nread;
     uv_timer_again(&c->idle);
+    if (buf->base != NULL && (uint8_t *)buf->base == c->server->scratch) {
+        /* on_alloc lent the scratch buffer: cut frames from it, keep the rest. */
+        free(c->rbuf); /* empty (rlen was 0), if not already freed */
+        c->rbuf = c->server->scratch;
+        c->rcap = READ_CHUNK;
+        c->rlen = (size_t)nread;
+        c->borrowed = true;
+        rbuf_account(c);
+    } else {
+        c->rlen += (size_t)nread;
+    }
     process_frames(c);
+    if (!rbuf_trim(c)) {
+        KC_ERROR("net", "closing %s: out of memory for its read buffer", c->peer);
+        kc_conn_close(c, NULL);
+    }
 }
 
 static void on_write(uv_write_t *req, int status)
 {
     kc_conn_t *c = container_of(req, kc_conn_t, wreq);
-    for (size_t i = 0; i < c->writing_n; i++) {
-        kc_slot_t *s = c->head;
-        c->head = s->next;
-        if (c->head == NULL)
-            c->tail = NULL;
-        c->queued--;
-        slot_free(s);
-    }
+    for (size_t i = 0; i < c->writing_n; i++)
+        pop_head(c);
     c->writing = NULL;
     c->writing_n = 0;
     if (c->closing)
@@ -217,6 +439,8 @@ static void on_write(uv_write_t *req, int status)
         kc_conn_close(c, NULL);
         return;
     }
+    if (!c->lingering) /* the client read: the connection is not idle */
+        uv_timer_again(&c->idle);
     flush(c);
     restart_reading(c);
 }
@@ -227,12 +451,7 @@ static bool drop_skipped(kc_conn_t *c)
 {
     bool any = false;
     while (c->head && c->head->answered && !c->head->close_after && c->head->reply_len == 0) {
-        kc_slot_t *s = c->head;
-        c->head = s->next;
-        if (c->head == NULL)
-            c->tail = NULL;
-        c->queued--;
-        slot_free(s);
+        pop_head(c);
         any = true;
     }
     return any;
@@ -315,8 +534,11 @@ void kc_slot_reply(kc_slot_t *s, uint8_t *buf, size_t len)
     s->reply = buf;
     s->reply_len = len;
     s->answered = true;
-    kc_arena_free(&s->arena);
+    slot_drop_request(s);
     c->unanswered--;
+    c->unsent += len;
+    c->server->unsent_bytes += len;
+    uncharge(c->server, s);
     flush(c);
 }
 
@@ -327,11 +549,13 @@ void kc_slot_close(kc_slot_t *s, const char *why)
         slot_free(s);
         return;
     }
-    KC_INFO("net", "closing %s: %s", c->peer, why);
+    if (why != NULL)
+        KC_INFO("net", "closing %s: %s", c->peer, why);
     s->answered = true;
     s->close_after = true;
-    kc_arena_free(&s->arena);
+    slot_drop_request(s);
     c->unanswered--;
+    uncharge(c->server, s);
     flush(c);
 }
 
@@ -345,8 +569,9 @@ void kc_slot_skip(kc_slot_t *s)
     s->reply = NULL;
     s->reply_len = 0;
     s->answered = true;
-    kc_arena_free(&s->arena);
+    slot_drop_request(s);
     c->unanswered--;
+    uncharge(c->server, s);
     flush(c);
 }
 
@@ -365,20 +590,27 @@ static void on_handle_closed(uv_handle_t *h)
     kc_conn_t *c = h->data;
     if (--c->open_handles > 0)
         return;
-    kc_slot_t *s = c->head;
-    while (s) {
-        kc_slot_t *next = s->next;
+    while (c->head) {
+        kc_slot_t *s = c->head;
         if (s->answered) {
-            slot_free(s);
+            pop_head(c);
         } else {
+            c->head = s->next;
+            uncharge(c->server, s);
             s->conn = NULL; /* freed when the application answers it */
             s->next = NULL;
         }
-        s = next;
     }
-    free(c->rbuf);
+    c->tail = NULL;
+    if (!c->borrowed)
+        free(c->rbuf);
+    c->rbuf = NULL;
+    c->rcap = c->rlen = 0;
+    c->borrowed = false;
+    rbuf_account(c);
     kc_server_conn_gone(c->server, c);
-    kc_obs_conn_closed();
+    if (c->counted)
+        kc_obs_conn_closed();
     free(c);
 }
 
@@ -405,11 +637,28 @@ void kc_conn_drain(kc_conn_t *c)
     flush(c);
 }
 
+/* Nothing read or written for connections.max.idle.ms. A connection whose answers wait for
+ * a client that does not read them is idle too; one with a request the application still
+ * holds (a parked JoinGroup, a long-poll Fetch) is not. */
 static void on_idle(uv_timer_t *t)
 {
     kc_conn_t *c = t->data;
-    if (c->head == NULL)
+    kc_server_t *srv = c->server;
+    if (c->unanswered > 0)
+        return;
+    bool unread = c->unsent > 0;
+    kc_obs_conn_idle_closed(unread);
+    if (!unread) {
         kc_conn_close(c, "idle for longer than connections.max.idle.ms");
+        return;
+    }
+    uint64_t more = 0;
+    if (kc_net_log_allowed(&srv->rl_idle, uv_now(srv->loop), KC_NET_LOG_PERIOD_MS, &more))
+        KC_WARN("net",
+                "closing %s: %" PRIu64 " bytes of answers unread for longer than "
+                "connections.max.idle.ms (%" PRIu64 " more closed like this)",
+                c->peer, c->unsent, more);
+    kc_conn_close(c, NULL);
 }
 
 static void peer_name(kc_conn_t *c)
@@ -439,6 +688,7 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
         return;
     }
     c->server = s;
+    c->counted = true;
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->idle);
     c->tcp.data = c;
@@ -457,6 +707,12 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
     }
     uv_tcp_nodelay(&c->tcp, 1);
     peer_name(c);
+    if (!kc_server_admit(s, c)) {
+        c->counted = false; /* refused: not an open connection */
+        kc_obs_conn_closed();
+        kc_conn_close(c, NULL);
+        return;
+    }
     KC_DEBUG("net", "accepted %s", c->peer);
     uint64_t idle = (uint64_t)s->opts.idle_ms;
     uv_timer_start(&c->idle, on_idle, idle, idle);

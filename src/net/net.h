@@ -7,8 +7,26 @@
  * early waits for the slots before it. Ready replies at the head of the queue are written
  * together, one uv_write with many buffers, one write in flight per connection.
  *
- * Backpressure: when a connection has `max_queued` requests not yet written back, the server
- * stops reading from it, and resumes when the queue drains below that.
+ * Backpressure and memory budgets (each one stops reading, never drops an answer owed):
+ *   - a connection with `max_queued` requests not yet written back is not read until its
+ *     queue drains below that;
+ *   - a connection whose answers not yet written exceed `conn_unsent_bytes` is not read until
+ *     the client reads them; while the answers of all connections exceed `max_unsent_bytes`,
+ *     no connection that has answers waiting is read (one that has none still is);
+ *   - while the frames of all requests not yet answered, and the read buffers of requests
+ *     larger than a read chunk still arriving, exceed `max_request_bytes_queued`, no connection
+ *     reads into new memory (Kafka's queued.max.request.bytes): a buffer is not grown past it
+ *     (unless it is the only one counted), frames already read are still served, and reading
+ *     resumes as they are answered.
+ * A connection that neither sends nor reads anything for `idle_ms` is closed, also when
+ * answers wait for it (the client does not read them); one whose requests the application
+ * still holds (a parked JoinGroup) is not. Read buffers are lent from one buffer of the
+ * server while a connection has no partial frame, so an idle connection holds none.
+ *
+ * Connections: at `max_connections` open connections the server accepts no more (they wait
+ * in the listen backlog) until one closes; a connection from an address that already has
+ * `max_connections_per_ip` is closed as soon as it is accepted; so is one that would leave
+ * fewer than `reserved_fds` file descriptors under the open-file limit (they are the log's).
  *
  * A frame whose size is above `max_request_bytes` or below the smallest request header closes
  * that connection, with a log line; so does kc_slot_close. Nothing here knows the Kafka APIs.
@@ -38,9 +56,15 @@ typedef void (*kc_request_cb)(void *app, kc_conn_t *conn, kc_slot_t *slot, const
                               size_t len);
 
 typedef struct kc_server_opts_s {
-    int32_t max_request_bytes; /* socket.request.max.bytes */
-    int64_t idle_ms;           /* connections.max.idle.ms */
-    int32_t max_queued;        /* queued.max.requests, per connection */
+    int32_t max_request_bytes;        /* socket.request.max.bytes */
+    int64_t idle_ms;                  /* connections.max.idle.ms */
+    int32_t max_queued;               /* queued.max.requests, per connection */
+    int64_t max_request_bytes_queued; /* queued.max.request.bytes; -1 = no limit */
+    int64_t conn_unsent_bytes;        /* connection.max.unsent.bytes */
+    int64_t max_unsent_bytes;         /* queued.max.unsent.bytes */
+    int32_t max_connections;          /* max.connections */
+    int32_t max_connections_per_ip;   /* max.connections.per.ip */
+    int32_t reserved_fds;             /* file descriptors connections must leave free */
     kc_request_cb on_request;
     void *app;
 } kc_server_opts_t;
@@ -66,7 +90,7 @@ void kc_server_free(kc_server_t *s);
 void kc_slot_reply(kc_slot_t *slot, uint8_t *buf, size_t len);
 
 /* Answer a slot by closing its connection once the replies before it are written. `why` is
- * logged. The slot is gone after this call. */
+ * logged at info unless it is NULL (the caller logged). The slot is gone after this call. */
 void kc_slot_close(kc_slot_t *slot, const char *why);
 
 /* Answer a slot with nothing: no bytes go out for it (a Produce with acks=0), and the replies
@@ -79,5 +103,28 @@ kc_arena_t *kc_slot_arena(kc_slot_t *slot);
 
 /* "host:port" of the peer, for logs. Valid while the connection is. */
 const char *kc_conn_peer(const kc_conn_t *c);
+
+/* A minimal limiter for repeated log lines: kc_net_log_allowed returns true at most once per
+ * `period_ms` of `now_ms` (a monotonic clock); the calls it refused meanwhile are counted and
+ * returned in *suppressed (then reset) when it next allows one. Zero-initialise it. */
+typedef struct kc_net_ratelog_s {
+    uint64_t next_ms;
+    uint64_t suppressed;
+    int started;
+} kc_net_ratelog_t;
+
+static inline int kc_net_log_allowed(kc_net_ratelog_t *rl, uint64_t now_ms, uint64_t period_ms,
+                                     uint64_t *suppressed)
+{
+    if (rl->started && now_ms < rl->next_ms) {
+        rl->suppressed++;
+        return 0;
+    }
+    rl->started = 1;
+    rl->next_ms = now_ms + period_ms;
+    *suppressed = rl->suppressed;
+    rl->suppressed = 0;
+    return 1;
+}
 
 #endif

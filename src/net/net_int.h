@@ -13,7 +13,17 @@ typedef struct kc_listener_h_s {
     uv_tcp_t tcp;
     kc_server_t *server;
     struct kc_listener_h_s *next;
+    bool pending; /* a connection waits for uv_accept (max.connections was reached) */
 } kc_listener_h_t;
+
+/* Open connections from one address, for max.connections.per.ip. */
+typedef struct kc_ip_count_s {
+    struct kc_ip_count_s *next;
+    uint8_t addr[17]; /* family byte, then the IPv4 or IPv6 address */
+    uint32_t n;
+} kc_ip_count_t;
+
+enum { KC_NET_IP_BUCKETS = 1024 };
 
 struct kc_server_s {
     uv_loop_t *loop;
@@ -27,6 +37,19 @@ struct kc_server_s {
     bool stop_timer_init;
     void (*done)(void *);
     void *done_arg;
+
+    /* Memory budgets (net.h). */
+    uint64_t req_bytes;    /* frames of the requests not yet answered, all connections */
+    uint64_t unsent_bytes; /* answers not yet written, all connections */
+    bool req_muted;        /* req_bytes went over its budget: no connection reads */
+    uv_idle_t resume;      /* resumes every connection once req_bytes is back under budget */
+    bool resume_closing;
+    uint8_t *scratch; /* READ_CHUNK bytes lent to reads of connections without a partial frame */
+
+    /* Connection limits. */
+    kc_ip_count_t **ips; /* KC_NET_IP_BUCKETS chains; NULL until max.connections.per.ip is used */
+    size_t base_fds;     /* file descriptors open when the first listener was opened */
+    kc_net_ratelog_t rl_max_conns, rl_per_ip, rl_fds, rl_unsent, rl_requests, rl_idle;
 };
 
 /* A slot: one request's place in its connection's reply queue. */
@@ -37,6 +60,8 @@ struct kc_slot_s {
     size_t reply_len;
     bool answered;
     bool close_after; /* close the connection when this slot reaches the head */
+    uint64_t charged; /* bytes counted in the server's req_bytes until answered */
+    uint8_t *own;     /* the read buffer holding the frame, when the slot took it over */
     kc_arena_t arena; /* the frame copy and the handler's memory */
 };
 
@@ -49,8 +74,17 @@ struct kc_conn_s {
     kc_conn_t *prev, *next;
     char peer[64];
 
-    uint8_t *rbuf; /* bytes read but not yet cut into frames */
+    uint8_t *rbuf; /* bytes read but not yet cut into frames; NULL when there are none */
     size_t rlen, rcap;
+    bool borrowed;     /* rbuf is the server's scratch buffer, during on_read only */
+    uint64_t rcharged; /* rcap counted in the server's req_bytes (buffers over READ_CHUNK) */
+    bool denied;       /* on_alloc refused to grow rbuf: over queued.max.request.bytes */
+    bool processing;   /* inside process_frames: do not enter it again */
+
+    uint64_t unsent; /* bytes of answered slots not yet written */
+    uint8_t ip[17];  /* the peer's address, as kc_ip_count_t keys it */
+    bool ip_counted; /* counted in the server's per-IP table */
+    bool counted;    /* counted as an open connection in the metrics */
 
     kc_slot_t *head, *tail; /* reply queue, request order */
     size_t queued;          /* slots in the queue */
@@ -65,12 +99,22 @@ struct kc_conn_s {
     bool lingering; /* replies written, write side shut: discard input until the peer closes */
 };
 
+enum { KC_NET_READ_CHUNK = 64 * 1024, KC_NET_LOG_PERIOD_MS = 10000 };
+
 /* conn.c */
 void kc_conn_accept(kc_server_t *s, uv_stream_t *listener);
 void kc_conn_close(kc_conn_t *c, const char *why);
 void kc_conn_drain(kc_conn_t *c);
+/* Start reading again if no budget forbids it (and process the frames already buffered). */
+void kc_conn_resume(kc_conn_t *c);
 
 /* server.c: called by conn.c when a connection's memory is freed. */
 void kc_server_conn_gone(kc_server_t *s, kc_conn_t *c);
+/* server.c: whether a just accepted connection may stay (max.connections.per.ip and the fds
+ * reserved for the log); counts it per IP when it may. Logs and counts a refusal. */
+bool kc_server_admit(kc_server_t *s, kc_conn_t *c);
+/* server.c: req_bytes went down; schedules kc_conn_resume of every connection when it is back
+ * under budget after having been over. */
+void kc_server_req_released(kc_server_t *s);
 
 #endif

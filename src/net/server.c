@@ -1,17 +1,32 @@
-/* server.c - listeners and the server's list of connections, and graceful shutdown.
+/* server.c - listeners and the server's list of connections, connection limits, and graceful
+ * shutdown.
  *
  * kc_server_listen binds one TCP listener per address; each accepted connection is handed to
  * conn.c. Shutdown closes the listeners, asks every connection to drain (finish the replies it
  * owes, then close), and force-closes whatever is left after a grace period. The done
  * callback runs once the last handle is closed.
+ *
+ * Limits: at max.connections, on_connection leaves the connection libuv has accepted for us
+ * un-taken (libuv then stops watching that listener), and kc_server_conn_gone takes it when a
+ * connection closes: new clients wait in the backlog, as Kafka's acceptor waits for a slot.
+ * kc_server_admit then checks max.connections.per.ip (a table of open connections per
+ * address) and the file descriptors reserved for the log: the accepted descriptor's number
+ * and the count of open connections must both leave `reserved_fds` descriptors under the
+ * current soft RLIMIT_NOFILE (read at every accept, so a limit changed at run time counts).
  */
+#include <dirent.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "net/net_int.h"
+#include "obs/metrics.h"
 #include "util/log.h"
 
 enum { SHUTDOWN_GRACE_MS = 5000 };
+
+static void on_resume(uv_idle_t *h);
 
 kc_server_t *kc_server_new(uv_loop_t *loop, const kc_server_opts_t *opts)
 {
@@ -20,19 +35,175 @@ kc_server_t *kc_server_new(uv_loop_t *loop, const kc_server_opts_t *opts)
         return NULL;
     s->loop = loop;
     s->opts = *opts;
+    /* Zero means no limit, so that a caller may leave what it does not use unset. */
+    if (s->opts.max_connections <= 0)
+        s->opts.max_connections = INT32_MAX;
+    if (s->opts.max_connections_per_ip <= 0)
+        s->opts.max_connections_per_ip = INT32_MAX;
+    if (s->opts.conn_unsent_bytes <= 0)
+        s->opts.conn_unsent_bytes = INT64_MAX;
+    if (s->opts.max_unsent_bytes <= 0)
+        s->opts.max_unsent_bytes = INT64_MAX;
+    if (s->opts.max_request_bytes_queued == 0)
+        s->opts.max_request_bytes_queued = -1;
+    uv_idle_init(loop, &s->resume);
+    s->resume.data = s;
     return s;
+}
+
+/* Every connection may read again: req_bytes is back under queued.max.request.bytes. Runs
+ * from the loop rather than from the answer that released the bytes, so that no connection's
+ * frames are cut inside another's callback. */
+static void on_resume(uv_idle_t *h)
+{
+    kc_server_t *s = h->data;
+    uv_idle_stop(h);
+    kc_conn_t *c = s->conns;
+    while (c) {
+        kc_conn_t *next = c->next; /* resuming may close c, but frees it only later */
+        kc_conn_resume(c);
+        c = next;
+    }
+}
+
+void kc_server_req_released(kc_server_t *s)
+{
+    if (!s->req_muted || s->resume_closing)
+        return;
+    if (s->opts.max_request_bytes_queued >= 0 &&
+        s->req_bytes > (uint64_t)s->opts.max_request_bytes_queued)
+        return;
+    s->req_muted = false;
+    uv_idle_start(&s->resume, on_resume);
 }
 
 static void on_connection(uv_stream_t *listener, int status)
 {
     kc_listener_h_t *l = listener->data;
+    kc_server_t *s = l->server;
     if (status < 0) {
         KC_WARN("net", "accept failed: %s", uv_strerror(status));
         return;
     }
-    if (l->server->stopping)
+    if (s->stopping)
         return;
-    kc_conn_accept(l->server, listener);
+    if (s->n_conns >= (size_t)s->opts.max_connections) {
+        /* Not taken: libuv stops watching this listener until kc_server_conn_gone takes it. */
+        l->pending = true;
+        kc_obs_accept_deferred();
+        uint64_t more = 0;
+        if (kc_net_log_allowed(&s->rl_max_conns, uv_now(s->loop), KC_NET_LOG_PERIOD_MS, &more))
+            KC_WARN("net",
+                    "max.connections (%d) reached: new connections wait until one closes "
+                    "(%" PRIu64 " more like this)",
+                    s->opts.max_connections, more);
+        return;
+    }
+    kc_conn_accept(s, listener);
+}
+
+/* ---- max.connections.per.ip ------------------------------------------------------------ */
+
+static uint32_t ip_hash(const uint8_t *a)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (int i = 0; i < 17; i++)
+        h = (h ^ a[i]) * 16777619u;
+    return h % KC_NET_IP_BUCKETS;
+}
+
+/* The peer's address as a table key; false when it cannot be read. */
+static bool peer_key(kc_conn_t *c, uint8_t key[17])
+{
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    memset(key, 0, 17);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) != 0)
+        return false;
+    if (ss.ss_family == AF_INET6) {
+        key[0] = 6;
+        memcpy(key + 1, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+    } else {
+        key[0] = 4;
+        memcpy(key + 1, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+    }
+    return true;
+}
+
+static kc_ip_count_t **ip_find(kc_server_t *s, const uint8_t *key)
+{
+    kc_ip_count_t **pp = &s->ips[ip_hash(key)];
+    while (*pp && memcmp((*pp)->addr, key, 17) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+/* ---- File descriptors ------------------------------------------------------------------- */
+
+/* How many descriptors this process has open (-1 when /proc cannot tell). */
+static long count_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL)
+        return -1;
+    long n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1; /* the directory's own descriptor */
+}
+
+bool kc_server_admit(kc_server_t *s, kc_conn_t *c)
+{
+    uint64_t more = 0, now = uv_now(s->loop);
+    if (s->opts.reserved_fds > 0) {
+        struct rlimit rl;
+        uv_os_fd_t fd = -1;
+        uv_fileno((uv_handle_t *)&c->tcp, &fd);
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+            uint64_t limit = (uint64_t)rl.rlim_cur, reserve = (uint64_t)s->opts.reserved_fds;
+            uint64_t room = limit > reserve + s->base_fds ? limit - reserve - s->base_fds : 0;
+            /* n_conns counts this connection already. */
+            if ((uint64_t)fd + reserve >= limit || s->n_conns > room) {
+                kc_obs_conn_refused(KC_OBS_REFUSED_FDS);
+                if (kc_net_log_allowed(&s->rl_fds, now, KC_NET_LOG_PERIOD_MS, &more))
+                    KC_WARN("net",
+                            "closing %s: %zu connections open, and the open-file limit %" PRIu64
+                            " keeps log.reserved.fds=%d descriptors for the log (%" PRIu64
+                            " more closed like this)",
+                            c->peer, s->n_conns - 1, limit, s->opts.reserved_fds, more);
+                return false;
+            }
+        }
+    }
+    if (s->opts.max_connections_per_ip < INT32_MAX) {
+        if (s->ips == NULL && (s->ips = calloc(KC_NET_IP_BUCKETS, sizeof(*s->ips))) == NULL)
+            return false;
+        if (!peer_key(c, c->ip))
+            return false;
+        kc_ip_count_t **pp = ip_find(s, c->ip);
+        if (*pp != NULL && (*pp)->n >= (uint32_t)s->opts.max_connections_per_ip) {
+            kc_obs_conn_refused(KC_OBS_REFUSED_PER_IP);
+            if (kc_net_log_allowed(&s->rl_per_ip, now, KC_NET_LOG_PERIOD_MS, &more))
+                KC_WARN("net",
+                        "closing %s: its address has max.connections.per.ip (%d) connections "
+                        "open (%" PRIu64 " more closed like this)",
+                        c->peer, s->opts.max_connections_per_ip, more);
+            return false;
+        }
+        if (*pp == NULL) {
+            kc_ip_count_t *e = calloc(1, sizeof(*e));
+            if (e == NULL)
+                return false;
+            memcpy(e->addr, c->ip, 17);
+            *pp = e;
+        }
+        (*pp)->n++;
+        c->ip_counted = true;
+    }
+    return true;
 }
 
 static void on_listener_closed(uv_handle_t *h);
@@ -65,6 +236,10 @@ int kc_server_listen(kc_server_t *s, const char *host, int port, int *bound_port
     l->next = s->listeners;
     s->listeners = l;
     s->n_listeners_open++;
+    if (s->base_fds == 0) {
+        long n = count_open_fds();
+        s->base_fds = n > 0 ? (size_t)n : 16;
+    }
     int rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&addr, 0);
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&l->tcp, 511, on_connection);
@@ -88,7 +263,8 @@ int kc_server_listen(kc_server_t *s, const char *host, int port, int *bound_port
 
 static void maybe_done(kc_server_t *s)
 {
-    if (!s->stopping || s->n_conns > 0 || s->n_listeners_open > 0 || s->done == NULL)
+    if (!s->stopping || s->n_conns > 0 || s->n_listeners_open > 0 || s->done == NULL ||
+        !s->resume_closing)
         return;
     void (*done)(void *) = s->done;
     s->done = NULL;
@@ -98,6 +274,13 @@ static void maybe_done(kc_server_t *s)
         s->stop_timer_init = false;
     }
     done(s->done_arg);
+}
+
+static void on_resume_closed(uv_handle_t *h)
+{
+    kc_server_t *s = h->data;
+    s->n_listeners_open--;
+    maybe_done(s);
 }
 
 static void on_listener_closed(uv_handle_t *h)
@@ -118,6 +301,21 @@ void kc_server_conn_gone(kc_server_t *s, kc_conn_t *c)
     if (c->next)
         c->next->prev = c->prev;
     s->n_conns--;
+    if (c->ip_counted) {
+        kc_ip_count_t **pp = ip_find(s, c->ip);
+        if (*pp != NULL && --(*pp)->n == 0) {
+            kc_ip_count_t *e = *pp;
+            *pp = e->next;
+            free(e);
+        }
+    }
+    /* A connection waited for this one's slot (max.connections). */
+    for (kc_listener_h_t *l = s->listeners; l && !s->stopping; l = l->next) {
+        if (!l->pending || s->n_conns >= (size_t)s->opts.max_connections)
+            continue;
+        l->pending = false;
+        kc_conn_accept(s, (uv_stream_t *)&l->tcp);
+    }
     maybe_done(s);
 }
 
@@ -137,6 +335,10 @@ void kc_server_shutdown(kc_server_t *s, void (*done)(void *arg), void *arg)
     s->stopping = true;
     s->done = done;
     s->done_arg = arg;
+    uv_idle_stop(&s->resume);
+    s->resume_closing = true;
+    s->n_listeners_open++; /* the resume handle: maybe_done waits for its close too */
+    uv_close((uv_handle_t *)&s->resume, on_resume_closed);
     kc_listener_h_t *l = s->listeners;
     s->listeners = NULL;
     while (l) {
@@ -163,5 +365,18 @@ void kc_server_shutdown(kc_server_t *s, void (*done)(void *arg), void *arg)
 
 void kc_server_free(kc_server_t *s)
 {
+    if (s == NULL)
+        return;
+    if (s->ips != NULL) {
+        for (size_t i = 0; i < KC_NET_IP_BUCKETS; i++) {
+            while (s->ips[i]) {
+                kc_ip_count_t *e = s->ips[i];
+                s->ips[i] = e->next;
+                free(e);
+            }
+        }
+        free(s->ips);
+    }
+    free(s->scratch);
     free(s);
 }

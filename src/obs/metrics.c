@@ -378,6 +378,39 @@ void kc_obs_conn_closed(void)
         kc_obs.conn_open--;
 }
 
+void kc_obs_conn_refused(int reason)
+{
+    if (reason >= 0 && reason < 2)
+        kc_obs.conn_refused[reason]++;
+}
+
+void kc_obs_accept_deferred(void)
+{
+    kc_obs.accepts_deferred++;
+}
+
+void kc_obs_net_paused(int reason)
+{
+    if (reason >= 0 && reason < 4)
+        kc_obs.reads_paused[reason]++;
+}
+
+void kc_obs_net_bytes(uint64_t requests, uint64_t unsent)
+{
+    kc_obs.queued_request_bytes = requests;
+    kc_obs.unsent_response_bytes = unsent;
+}
+
+void kc_obs_conn_idle_closed(bool unread)
+{
+    kc_obs.idle_closed[unread ? 1 : 0]++;
+}
+
+void kc_obs_refused_memory(void)
+{
+    kc_obs.requests_over_memory++;
+}
+
 void kc_obs_log_append(uint64_t records, uint64_t bytes)
 {
     kc_obs.log_append_batches++;
@@ -474,6 +507,8 @@ void kc_obs_write_counters(kc_obs_buf_t *b)
                    (double)c->requests_refused[0]);
     kc_prom_sample(b, "kcoord_requests_refused_total", "reason=\"malformed\"",
                    (double)c->requests_refused[1]);
+    kc_prom_sample(b, "kcoord_requests_refused_total", "reason=\"memory\"",
+                   (double)c->requests_over_memory);
 
     kc_prom_family(b, "kcoord_errors_total", "counter",
                    "Nonzero Kafka error codes in responses, by API and code (top-level, "
@@ -505,6 +540,41 @@ void kc_obs_write_counters(kc_obs_buf_t *b)
     kc_prom_family(b, "kcoord_connections_accepted_total", "counter",
                    "Kafka client connections accepted.");
     kc_prom_sample(b, "kcoord_connections_accepted_total", NULL, (double)c->conn_accepted);
+    kc_prom_family(b, "kcoord_connections_refused_total", "counter",
+                   "Kafka client connections closed as soon as they were accepted: over "
+                   "max.connections.per.ip, or into the file descriptors kept for the log.");
+    kc_prom_sample(b, "kcoord_connections_refused_total", "reason=\"max_connections_per_ip\"",
+                   (double)c->conn_refused[KC_OBS_REFUSED_PER_IP]);
+    kc_prom_sample(b, "kcoord_connections_refused_total", "reason=\"reserved_fds\"",
+                   (double)c->conn_refused[KC_OBS_REFUSED_FDS]);
+    kc_prom_family(b, "kcoord_connection_accepts_deferred_total", "counter",
+                   "Times a new connection had to wait in the backlog: max.connections open.");
+    kc_prom_sample(b, "kcoord_connection_accepts_deferred_total", NULL,
+                   (double)c->accepts_deferred);
+    kc_prom_family(b, "kcoord_connection_reads_paused_total", "counter",
+                   "Times a connection stopped being read, by the budget that stopped it.");
+    static const char *const pause_reasons[4] = {"queued_max_requests", "queued_max_request_bytes",
+                                                 "connection_max_unsent_bytes",
+                                                 "queued_max_unsent_bytes"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(labels, sizeof(labels), "reason=\"%s\"", pause_reasons[i]);
+        kc_prom_sample(b, "kcoord_connection_reads_paused_total", labels,
+                       (double)c->reads_paused[i]);
+    }
+    kc_prom_family(b, "kcoord_connections_idle_closed_total", "counter",
+                   "Connections closed by connections.max.idle.ms; answers_unread: answers were "
+                   "waiting for a client that did not read them.");
+    kc_prom_sample(b, "kcoord_connections_idle_closed_total", "reason=\"idle\"",
+                   (double)c->idle_closed[0]);
+    kc_prom_sample(b, "kcoord_connections_idle_closed_total", "reason=\"answers_unread\"",
+                   (double)c->idle_closed[1]);
+    kc_prom_family(b, "kcoord_queued_request_bytes", "gauge",
+                   "Bytes of Kafka requests read and not yet answered, and of buffers of large "
+                   "requests still arriving (queued.max.request.bytes).");
+    kc_prom_sample(b, "kcoord_queued_request_bytes", NULL, (double)c->queued_request_bytes);
+    kc_prom_family(b, "kcoord_unsent_response_bytes", "gauge",
+                   "Bytes of answers not yet written to their clients (queued.max.unsent.bytes).");
+    kc_prom_sample(b, "kcoord_unsent_response_bytes", NULL, (double)c->unsent_response_bytes);
 
     kc_prom_family(b, "kcoord_offset_commits_total", "counter",
                    "OffsetCommit requests acknowledged with at least one offset stored.");

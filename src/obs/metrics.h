@@ -90,8 +90,14 @@ typedef struct kc_obs_counters_s {
     uint64_t requests[KC_OBS_APIS][KC_OBS_VERSIONS];
     uint64_t errors[KC_OBS_APIS][KC_OBS_ERRS]; /* [api][code + 1] */
     kc_hist_t latency[KC_OBS_APIS];
-    uint64_t requests_refused[2]; /* [0] unsupported API or version, [1] malformed */
+    uint64_t requests_refused[2];  /* [0] unsupported API or version, [1] malformed */
+    uint64_t requests_over_memory; /* refused: over request.max.memory.bytes */
     uint64_t conn_open, conn_accepted;
+    uint64_t conn_refused[2];  /* KC_OBS_REFUSED_*: closed as soon as accepted */
+    uint64_t accepts_deferred; /* max.connections reached: accepting paused */
+    uint64_t reads_paused[4];  /* KC_OBS_PAUSE_*: a connection stopped being read */
+    uint64_t idle_closed[2];   /* [0] idle, [1] idle with answers unread */
+    uint64_t queued_request_bytes, unsent_response_bytes; /* gauges */
     uint64_t offset_commits;    /* OffsetCommit requests answered with at least one offset */
     uint64_t offsets_committed; /* partitions of those, acknowledged without error */
     uint64_t log_append_bytes, log_append_batches;
@@ -135,6 +141,29 @@ void kc_obs_commit(uint32_t n_ok);
 /* A Kafka client connection was accepted / closed. */
 void kc_obs_conn_accepted(void);
 void kc_obs_conn_closed(void);
+
+/* Reasons of kc_obs_conn_refused: max.connections.per.ip, and the fds kept for the log. */
+enum { KC_OBS_REFUSED_PER_IP = 0, KC_OBS_REFUSED_FDS = 1 };
+/* A connection was closed as soon as it was accepted, for `reason`. */
+void kc_obs_conn_refused(int reason);
+/* max.connections was reached: a new connection waits in the backlog. */
+void kc_obs_accept_deferred(void);
+/* Reasons of kc_obs_net_paused: queued.max.requests, queued.max.request.bytes,
+ * connection.max.unsent.bytes, queued.max.unsent.bytes. */
+enum {
+    KC_OBS_PAUSE_QUEUED = 0,
+    KC_OBS_PAUSE_REQUESTS = 1,
+    KC_OBS_PAUSE_CONN_UNSENT = 2,
+    KC_OBS_PAUSE_UNSENT = 3,
+};
+/* A connection stopped being read because of budget `reason`. */
+void kc_obs_net_paused(int reason);
+/* The bytes of requests not yet answered, and of answers not yet written, all connections. */
+void kc_obs_net_bytes(uint64_t requests, uint64_t unsent);
+/* A connection was closed by connections.max.idle.ms; `unread`: answers were waiting for it. */
+void kc_obs_conn_idle_closed(bool unread);
+/* A request was refused (its connection closed) for needing more than request.max.memory.bytes. */
+void kc_obs_refused_memory(void);
 
 /* The coordinator appended a batch of `records` records, `bytes` bytes, to a partition log. */
 void kc_obs_log_append(uint64_t records, uint64_t bytes);

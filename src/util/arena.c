@@ -65,12 +65,15 @@ void kc_arena_init(kc_arena_t *a)
     a->used = 0;
     a->total = 0;
     a->limit = 0;
+    a->over_limit = 0;
 }
 
 void *kc_arena_alloc(kc_arena_t *a, size_t n)
 {
-    if (a->limit != 0 && (a->total > a->limit || n > a->limit - a->total))
+    if (a->limit != 0 && (a->total > a->limit || n > a->limit - a->total)) {
+        a->over_limit = 1;
         return NULL;
+    }
 
     /* No object may exceed PTRDIFF_MAX (glibc's malloc refuses them too); this also keeps every
      * size computed below far from overflowing. */

@@ -16,6 +16,7 @@ typedef struct kc_arena_s {
     size_t used;            /* bytes used in head */
     size_t total;           /* bytes handed out over the arena's life */
     size_t limit;           /* 0 = unlimited; otherwise kc_arena_alloc fails past it */
+    int over_limit;         /* set when an allocation failed because of `limit` */
 } kc_arena_t;
 
 /* Initialise an empty arena. No memory is allocated until the first kc_arena_alloc. */

@@ -113,7 +113,9 @@ static void test_limit(void **state)
     kc_arena_init(&a);
     a.limit = 100;
     assert_non_null(kc_arena_alloc(&a, 60));
+    assert_false(a.over_limit);
     assert_null(kc_arena_alloc(&a, 41)); /* 101 > 100 */
+    assert_true(a.over_limit);           /* the limit, not memory, refused it */
     assert_int_equal(a.total, 60);
     assert_non_null(kc_arena_alloc(&a, 40)); /* exactly at the limit */
     assert_int_equal(a.total, 100);

@@ -172,6 +172,13 @@ static void test_defaults(void **state)
                              "socket.request.max.bytes=104857600  # default\n"
                              "connections.max.idle.ms=600000  # default\n"
                              "queued.max.requests=500  # default\n"
+                             "queued.max.request.bytes=268435456  # default\n"
+                             "connection.max.unsent.bytes=4194304  # default\n"
+                             "queued.max.unsent.bytes=268435456  # default\n"
+                             "request.max.memory.bytes=134217728  # default\n"
+                             "max.connections=2147483647  # default\n"
+                             "max.connections.per.ip=2147483647  # default\n"
+                             "log.reserved.fds=-1  # default\n"
                              "log.level=info  # default\n"
                              "log.format=text  # default\n"
                              "topics=  # default\n"
@@ -313,6 +320,29 @@ static void test_int(void **state)
     assert_int_equal(c.message_max_bytes, 1024);
     set_ok(&c, "message.max.bytes", "2147483647");
     assert_int_equal(c.message_max_bytes, INT32_MAX);
+    /* The network bounds. */
+    set_bad(&c, "queued.max.request.bytes", "-2", "is out of range (expected -1..");
+    set_ok(&c, "queued.max.request.bytes", "-1");
+    assert_true(c.queued_max_request_bytes == -1);
+    set_ok(&c, "queued.max.request.bytes", "0");
+    set_bad(&c, "connection.max.unsent.bytes", "0", "is out of range (expected 1..");
+    set_ok(&c, "connection.max.unsent.bytes", "1");
+    assert_true(c.connection_max_unsent_bytes == 1);
+    set_bad(&c, "queued.max.unsent.bytes", "0", "is out of range (expected 1..");
+    set_ok(&c, "queued.max.unsent.bytes", "9223372036854775807");
+    assert_true(c.queued_max_unsent_bytes == INT64_MAX);
+    set_bad(&c, "request.max.memory.bytes", "65535", "is out of range (expected 65536..");
+    set_ok(&c, "request.max.memory.bytes", "65536");
+    assert_true(c.request_max_memory_bytes == 65536);
+    set_bad(&c, "max.connections", "0", "is out of range (expected 1..2147483647)");
+    set_ok(&c, "max.connections", "1");
+    assert_int_equal(c.max_connections, 1);
+    set_bad(&c, "max.connections.per.ip", "0", "is out of range (expected 1..2147483647)");
+    set_ok(&c, "max.connections.per.ip", "2147483647");
+    assert_int_equal(c.max_connections_per_ip, INT32_MAX);
+    set_bad(&c, "log.reserved.fds", "-2", "is out of range (expected -1..2147483647)");
+    set_ok(&c, "log.reserved.fds", "0");
+    assert_int_equal(c.log_reserved_fds, 0);
     kc_conf_free(&c);
 }
 
@@ -931,6 +961,13 @@ static void test_precedence(void **state)
                              "socket.request.max.bytes=104857600  # default\n"
                              "connections.max.idle.ms=9223372036854775807  # --set\n"
                              "queued.max.requests=500  # default\n"
+                             "queued.max.request.bytes=268435456  # default\n"
+                             "connection.max.unsent.bytes=4194304  # default\n"
+                             "queued.max.unsent.bytes=268435456  # default\n"
+                             "request.max.memory.bytes=134217728  # default\n"
+                             "max.connections=2147483647  # default\n"
+                             "max.connections.per.ip=2147483647  # default\n"
+                             "log.reserved.fds=-1  # default\n"
                              "log.level=warn  # env\n"
                              "log.format=text  # default\n"
                              "topics=b:2,a:1  # --set\n"
@@ -1068,6 +1105,13 @@ static void test_doc_content(void **state)
                                  "socket.request.max.bytes=104857600  # default\n"
                                  "connections.max.idle.ms=600000  # default\n"
                                  "queued.max.requests=500  # default\n"
+                                 "queued.max.request.bytes=268435456  # default\n"
+                                 "connection.max.unsent.bytes=4194304  # default\n"
+                                 "queued.max.unsent.bytes=268435456  # default\n"
+                                 "request.max.memory.bytes=134217728  # default\n"
+                                 "max.connections=2147483647  # default\n"
+                                 "max.connections.per.ip=2147483647  # default\n"
+                                 "log.reserved.fds=-1  # default\n"
                                  "log.level=info  # default\n"
                                  "log.format=text  # default\n"
                                  "topics=  # default\n"

@@ -323,6 +323,45 @@ static void test_prom_writers(void **state)
 /* ---- The counters -----------------------------------------------------------------------------
  */
 
+/* The network bounds' counters and gauges (src/net/ calls these). */
+static void test_net_counters(void **state)
+{
+    (void)state;
+    memset(&kc_obs, 0, sizeof(kc_obs));
+    kc_obs_conn_refused(KC_OBS_REFUSED_PER_IP);
+    kc_obs_conn_refused(KC_OBS_REFUSED_FDS);
+    kc_obs_conn_refused(KC_OBS_REFUSED_FDS);
+    kc_obs_conn_refused(7); /* unknown: not counted */
+    kc_obs_accept_deferred();
+    kc_obs_net_paused(KC_OBS_PAUSE_CONN_UNSENT);
+    kc_obs_net_paused(KC_OBS_PAUSE_REQUESTS);
+    kc_obs_net_paused(-1);
+    kc_obs_net_bytes(1000, 2000);
+    kc_obs_conn_idle_closed(true);
+    kc_obs_refused_memory();
+    kc_obs_buf_t b = {0};
+    kc_obs_render_metrics(&b, NULL);
+    assert_false(b.oom);
+    check_exposition(b.p);
+    static const char *const want[] = {
+        "\nkcoord_connections_refused_total{reason=\"max_connections_per_ip\"} 1\n",
+        "\nkcoord_connections_refused_total{reason=\"reserved_fds\"} 2\n",
+        "\nkcoord_connection_accepts_deferred_total 1\n",
+        "\nkcoord_connection_reads_paused_total{reason=\"connection_max_unsent_bytes\"} 1\n",
+        "\nkcoord_connection_reads_paused_total{reason=\"queued_max_request_bytes\"} 1\n",
+        "\nkcoord_connection_reads_paused_total{reason=\"queued_max_unsent_bytes\"} 0\n",
+        "\nkcoord_connections_idle_closed_total{reason=\"answers_unread\"} 1\n",
+        "\nkcoord_connections_idle_closed_total{reason=\"idle\"} 0\n",
+        "\nkcoord_queued_request_bytes 1000\n",
+        "\nkcoord_unsent_response_bytes 2000\n",
+        "\nkcoord_requests_refused_total{reason=\"memory\"} 1\n",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (strstr(b.p, want[i]) == NULL)
+            fail_msg("missing %s", want[i]);
+    kc_obs_buf_free(&b);
+}
+
 static void test_counters(void **state)
 {
     (void)state;
@@ -1249,6 +1288,7 @@ int main(void)
         cmocka_unit_test(test_percent_decode),
         cmocka_unit_test(test_prom_writers),
         cmocka_unit_test(test_counters),
+        cmocka_unit_test(test_net_counters),
         cmocka_unit_test(test_coordinator_metrics_and_readiness),
         cmocka_unit_test(test_server),
         cmocka_unit_test(test_server_bounds),
