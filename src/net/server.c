@@ -24,7 +24,11 @@
 #include "obs/metrics.h"
 #include "util/log.h"
 
-enum { SHUTDOWN_GRACE_MS = 5000 };
+/* How long shutdown waits for connections to take their last answers. A client that reads
+ * takes them in milliseconds; one that does not read (its answers over
+ * connection.max.unsent.bytes) must not hold the process past a container's stop timeout
+ * (Docker's default is 10 s), so this stays well under it. */
+enum { SHUTDOWN_GRACE_MS = 2000 };
 
 static void on_resume(uv_idle_t *h);
 
