@@ -472,6 +472,7 @@ static void on_retry(uv_timer_t *t)
 static void retry_later(part_t *p)
 {
     p->pub.state = KC_PART_FAILED;
+    p->pub.obs.out = p->reloading ? KC_PART_OUT_WRITE_RETRY : KC_PART_OUT_LOAD_RETRY;
     uv_timer_start(&p->retry, on_retry, (uint64_t)p->retry_ms, 0);
     p->retry_ms = p->retry_ms * 2 < RETRY_MAX_MS ? p->retry_ms * 2 : RETRY_MAX_MS;
 }
@@ -502,6 +503,7 @@ static void after_load(uv_work_t *w, int status)
             kc_obs_log_corrupt();
         discard_new(p);
         p->pub.state = KC_PART_FAILED;
+        p->pub.obs.out = KC_PART_OUT_LOAD;
         if (heals)
             retry_later(p);
         return;
@@ -602,6 +604,7 @@ static void write_failed(part_t *p, int rc)
     uv_timer_stop(&p->timer);
     if (lost) {
         p->pub.state = KC_PART_FAILED;
+        p->pub.obs.out = KC_PART_OUT_LOST;
         return;
     }
     p->reloading = true;
