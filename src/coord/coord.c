@@ -382,6 +382,7 @@ static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
         .consumer_regex_max_bytes = conf->group_consumer_regex_max_bytes,
         .consumer_regex_max_count = conf->group_consumer_regex_max_count,
         .record_max_bytes = conf->message_max_bytes,
+        .reload = p->reloading || p->retry_ms > 0,
     };
     kc_gm_ops_t gops = {p, on_join_done, on_sync_done, on_record, on_topics, on_offload};
     kc_offsets_ops_t oops = {p, on_record};
