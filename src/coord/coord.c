@@ -425,8 +425,14 @@ static void load_work(uv_work_t *w)
     memset(&p->stats, 0, sizeof(p->stats));
     p->job_rc = kc_plog_open(&p->new_log, p->coord->io, conf->data_dir, p->pub.index, &opts,
                              p->job_err, sizeof(p->job_err));
-    if (p->job_rc != 0)
+    if (p->job_rc != 0) {
+        /* Its message starts with "partition N: ", which after_load's line says already. */
+        char pre[32];
+        size_t n = (size_t)snprintf(pre, sizeof(pre), "partition %d: ", (int)p->pub.index);
+        if (strncmp(p->job_err, pre, n) == 0)
+            memmove(p->job_err, p->job_err + n, strlen(p->job_err + n) + 1);
         return;
+    }
     make_state(p, &p->new_groups, &p->new_offsets);
     if (p->new_groups == NULL || p->new_offsets == NULL) {
         p->job_rc = -12;
