@@ -382,6 +382,7 @@ static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
         .consumer_regex_max_bytes = conf->group_consumer_regex_max_bytes,
         .consumer_regex_max_count = conf->group_consumer_regex_max_count,
         .record_max_bytes = conf->message_max_bytes,
+        .reload = p->reloading || p->retry_ms > 0,
     };
     kc_gm_ops_t gops = {p, on_join_done, on_sync_done, on_record, on_topics, on_offload};
     kc_offsets_ops_t oops = {p, on_record};
@@ -424,8 +425,14 @@ static void load_work(uv_work_t *w)
     memset(&p->stats, 0, sizeof(p->stats));
     p->job_rc = kc_plog_open(&p->new_log, p->coord->io, conf->data_dir, p->pub.index, &opts,
                              p->job_err, sizeof(p->job_err));
-    if (p->job_rc != 0)
+    if (p->job_rc != 0) {
+        /* Its message starts with "partition N: ", which after_load's line says already. */
+        char pre[32];
+        size_t n = (size_t)snprintf(pre, sizeof(pre), "partition %d: ", (int)p->pub.index);
+        if (strncmp(p->job_err, pre, n) == 0)
+            memmove(p->job_err, p->job_err + n, strlen(p->job_err + n) + 1);
         return;
+    }
     make_state(p, &p->new_groups, &p->new_offsets);
     if (p->new_groups == NULL || p->new_offsets == NULL) {
         p->job_rc = -12;
@@ -472,6 +479,7 @@ static void on_retry(uv_timer_t *t)
 static void retry_later(part_t *p)
 {
     p->pub.state = KC_PART_FAILED;
+    p->pub.obs.out = p->reloading ? KC_PART_OUT_WRITE_RETRY : KC_PART_OUT_LOAD_RETRY;
     uv_timer_start(&p->retry, on_retry, (uint64_t)p->retry_ms, 0);
     p->retry_ms = p->retry_ms * 2 < RETRY_MAX_MS ? p->retry_ms * 2 : RETRY_MAX_MS;
 }
@@ -502,6 +510,7 @@ static void after_load(uv_work_t *w, int status)
             kc_obs_log_corrupt();
         discard_new(p);
         p->pub.state = KC_PART_FAILED;
+        p->pub.obs.out = KC_PART_OUT_LOAD;
         if (heals)
             retry_later(p);
         return;
@@ -602,6 +611,7 @@ static void write_failed(part_t *p, int rc)
     uv_timer_stop(&p->timer);
     if (lost) {
         p->pub.state = KC_PART_FAILED;
+        p->pub.obs.out = KC_PART_OUT_LOST;
         return;
     }
     p->reloading = true;

@@ -85,6 +85,14 @@ enum {
     KC_PART_FAILED = 2, /* its log could not be loaded: NOT_COORDINATOR */
 };
 
+/* Why a partition is KC_PART_FAILED (kc_partition_obs_t.out), for /readyz. */
+enum {
+    KC_PART_OUT_LOAD = 0,    /* its log could not be loaded (corrupt, unsupported): no retry */
+    KC_PART_OUT_LOAD_RETRY,  /* its load failed with an I/O error: reloaded after a backoff */
+    KC_PART_OUT_WRITE_RETRY, /* its log writes failed: reloaded after a backoff */
+    KC_PART_OUT_LOST,        /* its active segment was lost under it: out until a restart */
+};
+
 /* What the coordinator shows of a partition's log to observers (src/obs/), kept up to date on
  * the loop thread: the log itself must not be read while a thread-pool job uses it. */
 typedef struct kc_partition_obs_s {
@@ -93,6 +101,7 @@ typedef struct kc_partition_obs_s {
     int64_t log_segments;    /* compaction */
     bool write_failing;      /* its last append or fsync failed, and none has succeeded since */
     int64_t write_failed_ms; /* when that last failure happened (kc_coord_now: monotonic) */
+    int out;                 /* KC_PART_OUT_*: why the partition is FAILED, when it is */
 } kc_partition_obs_t;
 
 /* One __consumer_offsets partition: the groups and offsets it owns. `groups` and `offsets`

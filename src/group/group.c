@@ -3193,7 +3193,10 @@ void kc_gm_load_complete(kc_gm_t *gm, kc_time_t now)
             prepare_rebalance(g, reason);
         }
     }
-    if (loaded > 0)
+    if (loaded > 0 && gm->cfg.reload) /* one call site for reloads, another for the start */
+        KC_INFO_LIMITED("group", "partition %d: reloaded %zu classic groups with %zu members",
+                        (int)gm->cfg.partition, loaded, members);
+    else if (loaded > 0)
         KC_INFO("group", "partition %d: loaded %zu classic groups with %zu members",
                 (int)gm->cfg.partition, loaded, members);
     kc_cgm_load_complete(gm->cgm, now);

@@ -78,6 +78,9 @@ typedef struct kc_gm_config_s {
      * default 1048588): key + value + the record's framing in a batch of its own. 0 stands for
      * the default. */
     int32_t record_max_bytes;
+    /* This manager reloads the partition after a failed write or load: kc_gm_load_complete's
+     * summary line is then rate-limited, since a failing disk reloads again and again. */
+    bool reload;
 } kc_gm_config_t;
 
 #define KC_GM_TICK_BUDGET_DEFAULT 512

@@ -1163,9 +1163,9 @@ static void drop_unsynced(kc_plog_t *l)
 {
     seg_t *seg = active(l);
     if (seg->size > l->synced_size)
-        KC_WARN(MOD, "partition %d: dropping %lld unsynced bytes (offsets %lld..%lld)",
-                (int)l->partition, (long long)(seg->size - l->synced_size),
-                (long long)l->synced_next, (long long)seg->next_offset - 1);
+        KC_WARN_LIMITED(MOD, "partition %d: dropping %lld unsynced bytes (offsets %lld..%lld)",
+                        (int)l->partition, (long long)(seg->size - l->synced_size),
+                        (long long)l->synced_next, (long long)seg->next_offset - 1);
     seg->size = l->synced_size;
     seg->next_offset = l->synced_next;
     if (seg->size == 0)

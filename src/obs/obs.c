@@ -200,6 +200,21 @@ static bool write_failing(const kc_partition_t *p, int64_t now)
     return p->obs.write_failing && now - p->obs.write_failed_ms < KC_OBS_WRITE_FAIL_WINDOW_MS;
 }
 
+/* What follows "partition N" in /readyz for a FAILED partition. */
+static const char *out_reason(int out)
+{
+    switch (out) {
+    case KC_PART_OUT_LOAD_RETRY:
+        return ": failed to load, retrying (not served)";
+    case KC_PART_OUT_WRITE_RETRY:
+        return ": log writes failing, retrying (not served)";
+    case KC_PART_OUT_LOST:
+        return ": active segment lost, out of service until restart";
+    default:
+        return " failed to load (not served)";
+    }
+}
+
 bool kc_obs_ready(kc_obs_buf_t *b, kc_coord_t *coord)
 {
     if (coord == NULL) {
@@ -224,8 +239,8 @@ bool kc_obs_ready(kc_obs_buf_t *b, kc_coord_t *coord)
     for (int32_t i = 0; i < n; i++) {
         const kc_partition_t *p = kc_coord_partition_at(coord, i);
         if (p->state == KC_PART_FAILED)
-            kc_obs_buf_printf(b, " partition %d failed to load (not served);", i);
-        if (write_failing(p, now))
+            kc_obs_buf_printf(b, " partition %d%s;", i, out_reason(p->obs.out));
+        else if (write_failing(p, now))
             kc_obs_buf_printf(b, " partition %d: log writes failing;", i);
     }
     b->len--; /* the last ';' */

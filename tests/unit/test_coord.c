@@ -26,6 +26,7 @@
 #include "log/log.h"
 #include "net/net.h"
 #include "obs/metrics.h"
+#include "util/log.h"
 
 /* Each id's String.hashCode() and abs(hash) % 50 and % 7 as printed by a Java 17 program
  * (Math.abs, with Integer.MIN_VALUE mapped to 0 as Kafka's Utils.abs does). */
@@ -316,6 +317,59 @@ static void run_until_state(uv_loop_t *loop, kc_partition_t *p, int state)
 /* A disk that stays full, then recovers: the partition backs off (FAILED, NOT_COORDINATOR)
  * instead of trying every write, and comes back, reads and writes, once the disk does; a
  * partition whose log cannot be read at start is retried too and comes back. */
+
+/* The rate limiter's clock, stopped long after any line written so far: the first line of a
+ * call site is written, every repeat falls in its first interval. */
+static int64_t frozen_ms(void)
+{
+    return INT64_MAX / 4;
+}
+
+/* Point stderr at a temporary file; release_stderr restores it and returns what was written
+ * (malloc'd, NUL-terminated). */
+static int capture_stderr(void)
+{
+    char path[] = "/tmp/kc-coord-log-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    fflush(stderr);
+    int saved = dup(2);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(fd, 2), 2);
+    close(fd);
+    return saved;
+}
+
+static char *release_stderr(int saved)
+{
+    fflush(stderr);
+    off_t n = lseek(2, 0, SEEK_END);
+    assert_true(n >= 0);
+    char *out = malloc((size_t)n + 1);
+    assert_non_null(out);
+    assert_int_equal(pread(2, out, (size_t)n, 0), n);
+    out[n] = '\0';
+    assert_int_equal(dup2(saved, 2), 2);
+    close(saved);
+    return out;
+}
+
+/* Lines of `s` holding `needle`, not counting the summaries of lines dropped earlier. */
+static int count_lines(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = s; *p;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char line[2048];
+        snprintf(line, sizeof(line), "%.*s", (int)len, p);
+        n += strstr(line, needle) != NULL && strstr(line, " ... repeated ") == NULL;
+        p += len + (end != NULL);
+    }
+    return n;
+}
+
 static void test_partition_recovers(void **state)
 {
     (void)state;
@@ -347,14 +401,23 @@ static void test_partition_recovers(void **state)
     assert_int_equal(commit_and_wait_nowait(&loop, c, p, 3, 1000), 2);
     assert_int_equal(p->state, KC_PART_FAILED);
     assert_int_equal(kc_partition_error(p), 16); /* NOT_COORDINATOR */
-    /* Through the backoffs (100, 200, 400 ms, ...), each reload is tried with one write. */
+    /* Through the backoffs (100, 200, 400 ms, ...), each reload is tried with one write. The
+     * lines each reload writes are rate-limited: with the limiter's clock stopped, one each. */
     int tried0 = atomic_load(&pwrites);
+    kc_log_set_repeat_clock(frozen_ms);
+    int log_fd = capture_stderr();
     for (int round = 0; round < 3; round++) {
         run_until_state(&loop, p, KC_PART_ACTIVE);
         assert_int_equal(committed(p), 1);
         assert_int_equal(commit_and_wait_nowait(&loop, c, p, 10 + round, 1000), 2);
         assert_int_equal(p->state, KC_PART_FAILED);
     }
+    char *lines = release_stderr(log_fd);
+    kc_log_set_repeat_clock(NULL);
+    assert_int_equal(count_lines(lines, "is served again"), 1);
+    assert_int_equal(count_lines(lines, "partition 0: reloaded 1 classic groups"), 1);
+    assert_int_equal(count_lines(lines, "partition 0: loaded"), 0);
+    free(lines);
     assert_true(atomic_load(&pwrites) - tried0 <= 3 * 4); /* a few pwrites per attempt at most */
 
     /* The disk is back: the partition reloads on its own, with what is durable. */

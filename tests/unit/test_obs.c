@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -617,6 +618,21 @@ static void test_coordinator_metrics_and_readiness(void **state)
     assert_false(p->obs.write_failing);
     text = ready_text(c, &ready);
     assert_true(ready);
+    free(text);
+
+    /* The active segment deleted under it: the commit fails, and /readyz says the partition
+     * is out until a restart, not that it failed to load. */
+    char seg[200];
+    snprintf(seg, sizeof(seg), "%s/__consumer_offsets-%d/00000000000000000000.log", dir, p->index);
+    assert_int_equal(unlink(seg), 0);
+    assert_int_equal(commit_and_wait(&loop, c, p, 10), 2);
+    assert_int_equal(p->state, KC_PART_FAILED);
+    text = ready_text(c, &ready);
+    assert_false(ready);
+    snprintf(want, sizeof(want), "partition %d: active segment lost, out of service until restart",
+             p->index);
+    assert_non_null(strstr(text, want));
+    assert_null(strstr(text, "failed to load"));
     free(text);
 
     closed = 0;
