@@ -286,6 +286,29 @@ int kc_api_offset_fetch(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request
     memset(&g, 0, sizeof(g));
     fetch_group(ctx, call, a, q->group_id, KC_STR_EMPTY, -1, topics, nt, &g);
     resp->error_code = g.error_code;
+    if (v < 2 && g.error_code != KC_ERR_NONE && g.topics.n == 0 && nt > 0) {
+        /* A group error found before any partition was looked at (NOT_COORDINATOR, a loading
+         * partition): v0-1 have no top-level error, so every requested partition carries it
+         * with offset -1, as Kafka answers; an empty list would read as "nothing committed". */
+        kc_offset_fetch_response_topics_t *gt = kc_arena_alloc(a, (size_t)nt * sizeof(*gt));
+        if (gt == NULL)
+            return KC_API_CLOSE;
+        for (int32_t i = 0; i < nt; i++) {
+            int32_t np = topics[i].partition_indexes.n > 0 ? topics[i].partition_indexes.n : 0;
+            kc_offset_fetch_response_partitions_t *gp =
+                np ? kc_arena_alloc(a, (size_t)np * sizeof(*gp)) : NULL;
+            if (np && gp == NULL)
+                return KC_API_CLOSE;
+            for (int32_t j = 0; j < np; j++)
+                fill_partition(&gp[j], topics[i].partition_indexes.v[j], NULL);
+            memset(&gt[i], 0, sizeof(gt[i]));
+            gt[i].name = topics[i].name;
+            gt[i].partitions.v = gp;
+            gt[i].partitions.n = np;
+        }
+        g.topics.v = gt;
+        g.topics.n = nt;
+    }
     int32_t n = g.topics.n;
     kc_offset_fetch_response_topic_t *rt = n ? kc_arena_alloc(a, (size_t)n * sizeof(*rt)) : NULL;
     if (n && rt == NULL)

@@ -5,7 +5,7 @@ Each case starts build/kcoord (or $KC_TEST_BIN) in its own data directory, on fr
 (listeners and metrics.listener at port 0, read back from its log), with PARTITIONS
 __consumer_offsets partitions, no compression (so that a byte of a batch is a byte on disk), the
 smallest segment size (so that logs roll) and topic t. GROUPS_PER_PARTITION simple groups
-(OffsetCommit v7, generation -1; OffsetFetch v2) are picked per partition by Kafka's placement,
+(OffsetCommit v7, generation -1; OffsetFetch v2, and v1 for the damaged partition) are picked per partition by Kafka's placement,
 and commit increasing offsets of t/0 one after the other until the victim partition's log has
 rolled and its newest segment holds several batches; a commit counts as acknowledged when its
 answer is error 0, and every one of these must be.
@@ -180,6 +180,19 @@ class Conn:
                 err = r.i16()
         group_err = r.i16()
         return offset, group_err or err
+
+    def fetch_v1(self, group):
+        """OffsetFetch v1 of t/0, which has no top-level error: [(partition, offset, error)]."""
+        r = self.call(OFFSET_FETCH, 1, string(group) + i32(1) + string(TOPIC) + i32(1) + i32(0))
+        out = []
+        for _ in range(r.i32()):
+            r.string()
+            for _ in range(r.i32()):
+                part = r.i32()
+                offset = r.i64()
+                r.string()
+                out.append((part, offset, r.i16()))
+        return out
 
     def close(self):
         self.s.close()
@@ -367,6 +380,9 @@ class LogDamageTest(unittest.TestCase):
             for g in self.groups[VICTIM]:
                 _, err = conn.fetch(g)
                 self.assertEqual(err, NOT_COORDINATOR, d.output())
+                # v0-1 carry the group's error on every requested partition, offset -1; an
+                # empty answer would read as "nothing committed" and reset the consumer.
+                self.assertEqual(conn.fetch_v1(g), [(0, -1, NOT_COORDINATOR)], d.output())
                 self.assertEqual(conn.commit(g, 99999), NOT_COORDINATOR, d.output())
         finally:
             conn.close()
