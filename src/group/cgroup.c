@@ -2910,6 +2910,10 @@ static void do_heartbeat(hb_t *h)
         if (kind == KC_CLASSIC_ACTIVE && create) {
             /* kcoord does not convert groups with members (Kafka's migration policy
              * "disabled" answers the same). */
+            refused(c, KC_GM_REFUSED_PROTOCOL, gid,
+                    KC_STR_LIT("a consumer-protocol member (ConsumerGroupHeartbeat) in a classic "
+                               "group that has members: kcoord does not convert it "
+                               "(GROUP_ID_NOT_FOUND)"));
             hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND,
                     "Cannot upgrade classic group %.*s to consumer group because online upgrade "
                     "is disabled.",

@@ -697,9 +697,9 @@ static int32_t record_max(const kc_gm_t *gm)
 
 /* A request refused for a reason its user must act on: logged at info once per group and
  * reason, not once per request. */
-static void refused(kc_gm_t *gm, kc_str_t group_id, const char *reason)
+static void refused(kc_gm_t *gm, int kind, kc_str_t group_id, const char *reason)
 {
-    gm->stats.refused[KC_GM_REFUSED_RECORD_SIZE]++;
+    gm->stats.refused[kind]++;
     if (kc_notes_first(&gm->notes, group_id, kc_str_c(reason))) {
         char id[256]; /* the client's bytes, made printable */
         kc_log_sanitize(id, sizeof(id), group_id.p, group_id.len > 0 ? (size_t)group_id.len : 0);
@@ -775,7 +775,7 @@ static int emit_group_metadata(group_t *g, bool tombstone, bool empty, const kc_
                  "its GroupMetadata record (generation %d, %d members) would be %zu bytes, "
                  "larger than message.max.bytes (%d)",
                  (int)g->generation, (int)g->n_members, bytes, (int)record_max(gm));
-        refused(gm, g->id, why);
+        refused(gm, KC_GM_REFUSED_RECORD_SIZE, g->id, why);
         rc = -2;
         goto out;
     }
@@ -2267,7 +2267,7 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
                  "a JoinGroup with %zu bytes of protocol metadata: no GroupMetadata record of at "
                  "most message.max.bytes (%d) can hold it",
                  smallest, (int)record_max(gm));
-        refused(gm, req->group_id, why);
+        refused(gm, KC_GM_REFUSED_RECORD_SIZE, req->group_id, why);
         reply_join_error(gm, KC_ERR_UNKNOWN_SERVER_ERROR, jr->member_id);
         return;
     }
@@ -2278,9 +2278,9 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
          * Kafka refuses a group of another type. An empty consumer group becomes a classic
          * group (its tombstones first), as in Kafka. */
         if (!kc_cgm_is_empty(gm->cgm, req->group_id)) {
-            KC_DEBUG("group",
-                     "group %.*s is a consumer group with members: classic member %.*s refused",
-                     SV(req->group_id), SV(jr->member_id));
+            refused(gm, KC_GM_REFUSED_PROTOCOL, req->group_id,
+                    "a classic member (JoinGroup) in a consumer group that has members: kcoord "
+                    "does not mix the protocols in one group (INCONSISTENT_GROUP_PROTOCOL)");
             reply_join_error(gm, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, jr->member_id);
             return;
         }
@@ -3580,7 +3580,7 @@ void kc_gm_stats(const kc_gm_t *gm, kc_gm_stats_t *out)
 const char *kc_gm_refused_name(int kind)
 {
     static const char *const names[KC_GM_REFUSED_KINDS] = {"regex_invalid", "regex_limit",
-                                                           "record_too_large"};
+                                                           "record_too_large", "protocol_mix"};
     return kind >= 0 && kind < KC_GM_REFUSED_KINDS ? names[kind] : "unknown";
 }
 

@@ -457,7 +457,7 @@ extern const double kc_gm_phase_bounds_s[KC_GM_PHASE_BUCKETS - 1];
 #define KC_GM_ASSIGN_BUCKETS 12
 extern const double kc_gm_assign_bounds_s[KC_GM_ASSIGN_BUCKETS - 1];
 
-#define KC_GM_REFUSED_KINDS 3
+#define KC_GM_REFUSED_KINDS 4
 
 typedef struct kc_gm_stats_s {
     uint64_t rebalances[KC_RB_CAUSES];        /* rebalances started, by cause (both group kinds) */
@@ -485,9 +485,11 @@ enum {
     KC_GM_REFUSED_REGEX_INVALID = 0, /* INVALID_REGULAR_EXPRESSION: syntax, length, nesting */
     KC_GM_REFUSED_REGEX_LIMIT = 1, /* INVALID_REGULAR_EXPRESSION: group.consumer.regex.max.count */
     KC_GM_REFUSED_RECORD_SIZE = 2, /* a record larger than message.max.bytes */
+    KC_GM_REFUSED_PROTOCOL = 3,    /* a member of the other protocol in a group with members */
 };
 
-/* "regex_invalid", "regex_limit", "record_too_large": the metric's label values. */
+/* "regex_invalid", "regex_limit", "record_too_large", "protocol_mix": the metric's label
+ * values. */
 const char *kc_gm_refused_name(int kind);
 
 /* ADD this manager's counters into *out (so a caller sums managers by calling it for each on

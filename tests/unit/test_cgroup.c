@@ -1532,6 +1532,10 @@ static void test_classic_interplay(void **state)
     /* JoinGroup to a consumer group with members: refused. */
     assert_int_equal(classic_join(f, "g", "", &rc), KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
     assert_int_equal(rc, KC_GM_ANSWERED);
+    kc_gm_stats_t st;
+    memset(&st, 0, sizeof(st));
+    kc_gm_stats(f->gm, &st);
+    assert_int_equal(st.refused[KC_GM_REFUSED_PROTOCOL], 1); /* counted, logged once at info */
     /* Heartbeat, SyncGroup: its members do not use the classic protocol. */
     kc_heartbeat_request_t hq;
     kc_heartbeat_request_init(&hq);
@@ -1597,6 +1601,9 @@ static void test_classic_interplay(void **state)
     assert_int_equal(r.error_code, KC_ERR_GROUP_ID_NOT_FOUND);
     assert_str(r.error_message, "Cannot upgrade classic group cg to consumer group because "
                                 "online upgrade is disabled.");
+    memset(&st, 0, sizeof(st));
+    kc_gm_stats(f2->gm, &st);
+    assert_int_equal(st.refused[KC_GM_REFUSED_PROTOCOL], 1);
     r = send_hb(f2, &(req_t){.group = "cg", .member = "m3", .epoch = 4});
     assert_int_equal(r.error_code, KC_ERR_GROUP_ID_NOT_FOUND);
     assert_str(r.error_message, "Group cg is not a consumer group.");
