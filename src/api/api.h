@@ -64,7 +64,9 @@ typedef int (*kc_api_handler_fn)(kc_api_ctx_t *ctx, kc_api_call_t *call, const k
  * answer depends on what is durable (JoinGroup, SyncGroup, LeaveGroup, OffsetCommit,
  * OffsetFetch, OffsetDelete, DeleteGroups), the call remembers the partition, and
  * kc_api_call_reply holds the answer until the records the partition emitted so far are on
- * disk; a failed write turns the answer into NOT_COORDINATOR. */
+ * disk; a failed write turns the answer into NOT_COORDINATOR, and so does a lack of memory to
+ * hold it (or, when even that answer cannot be encoded, the connection closes): nothing is
+ * acknowledged before it is durable. */
 kc_partition_t *kc_api_partition(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_t group_id,
                                  int16_t *err);
 
