@@ -388,11 +388,9 @@ void kc_api_call_reply(kc_api_call_t *call, const void *resp)
     void *copy = kc_arena_dup(a, resp, call->api->response.struct_size);
     uint8_t *failed = NULL;
     size_t failed_len = 0;
-    if (copy != NULL) {
-        kc_api_fail(call, call->request, copy, KC_ERR_NOT_COORDINATOR, a);
+    if (copy != NULL && kc_api_fail(call, call->request, copy, KC_ERR_NOT_COORDINATOR, a) == 0)
         failed = encode_response(&call->api->response, call->api->key, call->version,
                                  call->flexible, call->correlation_id, copy, &failed_len);
-    }
     held_t *h = failed != NULL ? malloc(sizeof(*h)) : NULL;
     if (h != NULL) {
         *h = (held_t){.slot = call->slot,

@@ -30,10 +30,11 @@
 
 static atomic_int fsyncs; /* fsyncs that returned, counted from the thread pool */
 
-static int fail_next_malloc; /* the next malloc returns NULL */
-static int fail_allocs;      /* every malloc and realloc returns NULL until the answer */
-static int fail_hold;        /* the next kc_coord_hold cannot allocate its waiter */
-static int fail_after_fail;  /* allocations fail once kc_api_fail built the failure answer */
+static int fail_next_malloc;   /* the next malloc returns NULL */
+static int fail_allocs;        /* every malloc and realloc returns NULL until the answer */
+static int fail_hold;          /* the next kc_coord_hold cannot allocate its waiter */
+static int fail_after_fail;    /* allocations fail once kc_api_fail built the failure answer */
+static int arena_full_in_fail; /* kc_api_fail gets no memory from the request's arena */
 
 void *__real_malloc(size_t n);
 void *__wrap_malloc(size_t n)
@@ -51,14 +52,18 @@ void *__wrap_realloc(void *p, size_t n)
     return fail_allocs ? NULL : __real_realloc(p, n);
 }
 
-void __real_kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int16_t err,
-                        kc_arena_t *a);
-void __wrap_kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int16_t err,
-                        kc_arena_t *a)
+int __real_kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int16_t err,
+                       kc_arena_t *a);
+int __wrap_kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int16_t err,
+                       kc_arena_t *a)
 {
-    __real_kc_api_fail(call, request, resp, err, a);
+    if (arena_full_in_fail)
+        a->limit = a->total; /* every allocation from the request's arena fails */
+    arena_full_in_fail = 0;
+    int rc = __real_kc_api_fail(call, request, resp, err, a);
     fail_allocs = fail_after_fail;
     fail_after_fail = 0;
+    return rc;
 }
 
 int __real_kc_coord_hold(kc_coord_t *c, const int32_t *parts, size_t n,
@@ -144,7 +149,7 @@ typedef struct env_s {
     kc_partition_t *p;
 } env_t;
 
-static void env_start(env_t *e)
+static void env_start_loading(env_t *e)
 {
     memset(e, 0, sizeof(*e));
     snprintf(e->dir, sizeof(e->dir), "/tmp/kc-api-XXXXXX");
@@ -172,6 +177,11 @@ static void env_start(env_t *e)
     e->ctx.coord = kc_coord_new(&e->loop, &e->conf, &e->cat, &replies, &e->io);
     assert_non_null(e->ctx.coord);
     e->p = kc_coord_partition(e->ctx.coord, KC_STR_LIT("g"));
+}
+
+static void env_start(env_t *e)
+{
+    env_start_loading(e);
     for (int i = 0; i < 100000 && e->p->state != KC_PART_ACTIVE; i++)
         uv_run(&e->loop, UV_RUN_ONCE);
     assert_int_equal(e->p->state, KC_PART_ACTIVE);
@@ -357,6 +367,29 @@ static void test_commit_closes_without_failure_answer(void **state)
     memset(&kc_obs, 0, sizeof(kc_obs));
 }
 
+/* An OffsetCommit to a partition still loading is answered COORDINATOR_LOAD_IN_PROGRESS on
+ * every partition it names; when that answer cannot be built in full, the connection closes
+ * rather than answer without those partitions (which a client could read as committed). */
+static void test_commit_error_answer_or_close(void **state)
+{
+    (void)state;
+    env_t e;
+    env_start_loading(&e);
+    assert_int_equal(e.p->state, KC_PART_LOADING);
+    kc_slot_t *s = offset_commit(&e, 1);
+    assert_int_equal(commit_error(s), KC_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+    slot_free(s);
+    arena_full_in_fail = 1;
+    s = offset_commit(&e, 1);
+    assert_int_equal(arena_full_in_fail, 0);
+    assert_true(s->closed);
+    assert_null(s->answer);
+    slot_free(s);
+    for (int i = 0; i < 100000 && e.p->state != KC_PART_ACTIVE; i++)
+        uv_run(&e.loop, UV_RUN_ONCE);
+    env_stop(&e);
+}
+
 /* kc_coord_hold itself: 0 when nothing waits, 1 when held, -1 when the waiter cannot be
  * allocated (and then release is never called). */
 static void on_release(void *arg, bool ok)
@@ -392,6 +425,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_commit_answer_waits_for_fsync),
         cmocka_unit_test(test_commit_closes_without_failure_answer),
+        cmocka_unit_test(test_commit_error_answer_or_close),
         cmocka_unit_test(test_hold_outcomes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
