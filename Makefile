@@ -96,6 +96,13 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(UNIT_SUPPORT_OBJS) $(BUILD)/lib
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ -lcmocka $(LIBS)
 
+# test_api answers to a fake connection and fails chosen allocations: the network calls of the
+# API room, the allocator, kc_coord_hold and kc_api_fail are replaced by the test's own (see its
+# header comment).
+$(BUILD)/tests/unit/test_api: LDFLAGS_ALL += -Wl,--wrap=kc_slot_reply,--wrap=kc_slot_close \
+	-Wl,--wrap=kc_slot_arena,--wrap=kc_conn_peer,--wrap=malloc,--wrap=realloc \
+	-Wl,--wrap=kc_coord_hold,--wrap=kc_api_fail
+
 $(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(INTEG_SUPPORT_OBJS) $(BUILD)/libkcoord.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ -lrdkafka -lcmocka $(LIBS)

@@ -64,7 +64,9 @@ typedef int (*kc_api_handler_fn)(kc_api_ctx_t *ctx, kc_api_call_t *call, const k
  * answer depends on what is durable (JoinGroup, SyncGroup, LeaveGroup, OffsetCommit,
  * OffsetFetch, OffsetDelete, DeleteGroups), the call remembers the partition, and
  * kc_api_call_reply holds the answer until the records the partition emitted so far are on
- * disk; a failed write turns the answer into NOT_COORDINATOR. */
+ * disk; a failed write turns the answer into NOT_COORDINATOR, and so does a lack of memory to
+ * hold it (or, when even that answer cannot be encoded, the connection closes): nothing is
+ * acknowledged before it is durable. */
 kc_partition_t *kc_api_partition(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_t group_id,
                                  int16_t *err);
 
@@ -100,9 +102,12 @@ int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
 /* Put `err` into every error field of `resp`, a response of the call's API (fail.c), for a
  * request that cannot be served: COORDINATOR_LOAD_IN_PROGRESS while its partition loads,
  * NOT_COORDINATOR when the partition is not served or its write failed. `request` is the
- * decoded request (per-partition answers are built from it when `resp` is still empty). */
-void kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int16_t err,
-                 kc_arena_t *a);
+ * decoded request (per-partition answers are built from it when `resp` is still empty).
+ * Returns 0, or -1 when out of memory: some error could not be placed (an OffsetCommit answer
+ * would lack requested partitions, which a client may read as committed), so the answer must
+ * not be sent; close the connection instead. */
+int kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int16_t err,
+                kc_arena_t *a);
 
 /* Classic groups and the group admin APIs (groups.c). */
 extern const kc_coord_replies_t kc_api_group_replies; /* for kc_coord_new */

@@ -371,7 +371,13 @@ void kc_api_call_reply(kc_api_call_t *call, const void *resp)
         return;
     }
     uint32_t n_ok = kc_obs_response(call->api->key, call->version, resp);
-    if (buf == NULL || call->n_parts == 0 || ctx->coord == NULL) {
+    if (buf == NULL) { /* out of memory: nothing is acknowledged, the connection closes */
+        kc_obs_done(call->api->key, call->start_ns);
+        reply(call->slot, NULL, 0);
+        return;
+    }
+    if (call->n_parts == 0 || ctx->coord == NULL ||
+        !kc_coord_pending(ctx->coord, call->parts, (size_t)call->n_parts)) {
         kc_obs_commit(n_ok);
         kc_obs_done(call->api->key, call->start_ns);
         reply(call->slot, buf, len);
@@ -380,31 +386,43 @@ void kc_api_call_reply(kc_api_call_t *call, const void *resp)
     /* The failure answer: the same response with NOT_COORDINATOR in every error field. */
     kc_arena_t *a = kc_slot_arena(call->slot);
     void *copy = kc_arena_dup(a, resp, call->api->response.struct_size);
-    held_t *h = malloc(sizeof(*h));
-    if (copy == NULL || h == NULL) {
+    uint8_t *failed = NULL;
+    size_t failed_len = 0;
+    if (copy != NULL && kc_api_fail(call, call->request, copy, KC_ERR_NOT_COORDINATOR, a) == 0)
+        failed = encode_response(&call->api->response, call->api->key, call->version,
+                                 call->flexible, call->correlation_id, copy, &failed_len);
+    held_t *h = failed != NULL ? malloc(sizeof(*h)) : NULL;
+    if (h != NULL) {
+        *h = (held_t){.slot = call->slot,
+                      .ok = buf,
+                      .ok_len = len,
+                      .failed = failed,
+                      .failed_len = failed_len,
+                      .api_key = call->api->key,
+                      .n_ok = n_ok,
+                      .start_ns = call->start_ns};
+        int held = kc_coord_hold(ctx->coord, call->parts, (size_t)call->n_parts, release_held, h);
+        if (held > 0)
+            return;
         free(h);
-        kc_obs_commit(n_ok);
-        kc_obs_done(call->api->key, call->start_ns);
-        reply(call->slot, buf, len);
-        return;
+        if (held == 0) { /* nothing to wait for after all */
+            free(failed);
+            kc_obs_commit(n_ok);
+            kc_obs_done(call->api->key, call->start_ns);
+            reply(call->slot, buf, len);
+            return;
+        }
     }
-    kc_api_fail(call, call->request, copy, KC_ERR_NOT_COORDINATOR, a);
-    h->slot = call->slot;
-    h->ok = buf;
-    h->ok_len = len;
-    h->api_key = call->api->key;
-    h->n_ok = n_ok;
-    h->start_ns = call->start_ns;
-    h->failed = encode_response(&call->api->response, call->api->key, call->version, call->flexible,
-                                call->correlation_id, copy, &h->failed_len);
-    if (h->failed == NULL ||
-        !kc_coord_hold(ctx->coord, call->parts, (size_t)call->n_parts, release_held, h)) {
-        free(h->failed);
-        free(h);
-        kc_obs_commit(n_ok);
-        kc_obs_done(call->api->key, call->start_ns);
-        reply(call->slot, buf, len);
-    }
+    /* The answer must wait for the log and cannot (out of memory): never acknowledge before
+     * durable. The records already emitted may still become durable, as after a timeout; the
+     * client retries on NOT_COORDINATOR. Without even that answer, the connection closes. */
+    free(buf);
+    kc_obs_error(call->api->key, KC_ERR_NOT_COORDINATOR);
+    kc_obs_done(call->api->key, call->start_ns);
+    KC_ERROR_LIMITED("api",
+                     "out of memory holding an answer until its records are durable (%s): %s",
+                     call->api->name, failed ? "answering NOT_COORDINATOR" : "closing");
+    reply(call->slot, failed, failed_len);
 }
 
 void kc_api_call_skip(kc_api_call_t *call)

@@ -10,14 +10,16 @@
  */
 #include "api/api.h"
 
-static void fail_offset_commit(kc_offset_commit_response_t *r, const kc_offset_commit_request_t *q,
-                               int16_t err, kc_arena_t *a)
+/* 0, or -1 when out of memory: the response then lacks some requested partition, which a
+ * client could read as committed, so it must not be sent. */
+static int fail_offset_commit(kc_offset_commit_response_t *r, const kc_offset_commit_request_t *q,
+                              int16_t err, kc_arena_t *a)
 {
     /* An empty response gets the request's topics and partitions, each with the error. */
     if (r->topics.n <= 0 && q != NULL && q->topics.n > 0) {
         kc_offset_commit_response_topic_t *t = kc_arena_alloc(a, (size_t)q->topics.n * sizeof(*t));
         if (t == NULL)
-            return;
+            return -1;
         for (int32_t i = 0; i < q->topics.n; i++) {
             const kc_offset_commit_request_topic_t *qt = &q->topics.v[i];
             t[i].name = qt->name;
@@ -25,8 +27,10 @@ static void fail_offset_commit(kc_offset_commit_response_t *r, const kc_offset_c
             int32_t np = qt->partitions.n > 0 ? qt->partitions.n : 0;
             t[i].partitions.v =
                 np ? kc_arena_alloc(a, (size_t)np * sizeof(*t[i].partitions.v)) : NULL;
-            t[i].partitions.n = t[i].partitions.v ? np : 0;
-            for (int32_t j = 0; j < t[i].partitions.n; j++)
+            if (np && t[i].partitions.v == NULL)
+                return -1;
+            t[i].partitions.n = np;
+            for (int32_t j = 0; j < np; j++)
                 t[i].partitions.v[j].partition_index = qt->partitions.v[j].partition_index;
         }
         r->topics.v = t;
@@ -35,6 +39,7 @@ static void fail_offset_commit(kc_offset_commit_response_t *r, const kc_offset_c
     for (int32_t i = 0; i < r->topics.n; i++)
         for (int32_t j = 0; j < r->topics.v[i].partitions.n; j++)
             r->topics.v[i].partitions.v[j].error_code = err;
+    return 0;
 }
 
 static void fail_offset_fetch(kc_offset_fetch_response_t *r, const kc_offset_fetch_request_t *q,
@@ -62,8 +67,8 @@ static void fail_offset_fetch(kc_offset_fetch_response_t *r, const kc_offset_fet
         r->topics.n = 0;
 }
 
-void kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int16_t err,
-                 kc_arena_t *a)
+int kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int16_t err,
+                kc_arena_t *a)
 {
     switch (call->api->key) {
     case KC_API_JOIN_GROUP: {
@@ -89,8 +94,7 @@ void kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int
         break;
     }
     case KC_API_OFFSET_COMMIT:
-        fail_offset_commit(resp, request, err, a);
-        break;
+        return fail_offset_commit(resp, request, err, a);
     case KC_API_OFFSET_FETCH:
         fail_offset_fetch(resp, request, call->version, err, a);
         break;
@@ -130,4 +134,5 @@ void kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int
     default:
         break;
     }
+    return 0;
 }

@@ -31,10 +31,8 @@ int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
     kc_time_t now = kc_coord_time(ctx->coord);
     int16_t perr;
     kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &perr);
-    if (p == NULL) {
-        kc_api_fail(call, q, out, perr, a);
-        return KC_API_DONE;
-    }
+    if (p == NULL)
+        return kc_api_fail(call, q, out, perr, a) == 0 ? KC_API_DONE : KC_API_CLOSE;
 
     /* v0 has no generation: it is a simple commit, like generation -1. */
     int32_t generation = v >= 1 ? q->generation_id_or_member_epoch : -1;

@@ -11,7 +11,8 @@
  *             records appends them as ONE RecordBatch and, with log.flush.policy=always, hands
  *             the fsync to the thread pool. Replies that depend on those records are held
  *             (kc_coord_hold) until the fsync returns: many requests share one write and one
- *             fsync.
+ *             fsync. A reply that cannot be held (out of memory) is never sent as a success:
+ *             the API room answers NOT_COORDINATOR instead, which the client retries.
  *   FAILED    the log could not be opened (corruption in an old segment, unreadable): the
  *             partition is not served (NOT_COORDINATOR); the others are.
  *
@@ -246,27 +247,39 @@ static void on_topics(void *ctx, kc_gm_topics_t *out)
 
 /* ---- Held replies ------------------------------------------------------------------------- */
 
-bool kc_coord_hold(kc_coord_t *c, const int32_t *parts, size_t n, void (*release)(void *, bool),
-                   void *arg)
+/* A partition whose emitted records are not all durable yet. */
+static bool part_pending(const part_t *p)
+{
+    return p->pub.state == KC_PART_ACTIVE && p->seq_emitted > p->seq_durable;
+}
+
+bool kc_coord_pending(const kc_coord_t *c, const int32_t *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (part_pending(&c->parts[parts[i]]))
+            return true;
+    return false;
+}
+
+int kc_coord_hold(kc_coord_t *c, const int32_t *parts, size_t n, void (*release)(void *, bool),
+                  void *arg)
 {
     size_t need = 0;
-    for (size_t i = 0; i < n; i++) {
-        part_t *p = &c->parts[parts[i]];
-        if (p->pub.state == KC_PART_ACTIVE && p->seq_emitted > p->seq_durable)
+    for (size_t i = 0; i < n; i++)
+        if (part_pending(&c->parts[parts[i]]))
             need++;
-    }
     if (need == 0)
-        return false;
+        return 0;
     waiter_t *w = malloc(sizeof(*w) + need * sizeof(w->need[0]));
     if (w == NULL)
-        return false; /* cannot wait: answer now rather than never */
+        return -1; /* cannot wait: the caller must not acknowledge what is not durable */
     w->next = NULL;
     w->release = release;
     w->arg = arg;
     w->n = 0;
     for (size_t i = 0; i < n; i++) {
         part_t *p = &c->parts[parts[i]];
-        if (p->pub.state == KC_PART_ACTIVE && p->seq_emitted > p->seq_durable) {
+        if (part_pending(p)) {
             w->need[w->n].part = parts[i];
             w->need[w->n].seq = p->seq_emitted;
             w->n++;
@@ -274,7 +287,7 @@ bool kc_coord_hold(kc_coord_t *c, const int32_t *parts, size_t n, void (*release
     }
     *c->waiters_tail = w;
     c->waiters_tail = &w->next;
-    return true;
+    return 1;
 }
 
 /* Release every waiter whose records are durable, and, when `failed` is set, fail every waiter

@@ -155,12 +155,18 @@ kc_time_t kc_coord_time(const kc_coord_t *c);
  * clock, which may be stepped. */
 int64_t kc_coord_now(const kc_coord_t *c);
 
+/* Whether some record emitted so far by the partitions parts[0..n) is not durable yet: a
+ * reply that depends on them must then be held (kc_coord_hold), never sent now. */
+bool kc_coord_pending(const kc_coord_t *c, const int32_t *parts, size_t n);
+
 /* Hold a reply until the records emitted so far by the partitions parts[0..n) are durable.
- * Returns false when nothing needs waiting (answer now). Otherwise release(arg, ok) is called
- * later from the loop: ok = true once they are durable, false when their write failed (the
- * reply must then become an error, NOT_COORDINATOR). */
-bool kc_coord_hold(kc_coord_t *c, const int32_t *parts, size_t n,
-                   void (*release)(void *arg, bool ok), void *arg);
+ * Returns 0 when nothing needs waiting (answer now), 1 when the reply is held: release(arg, ok)
+ * is then called later from the loop, ok = true once they are durable, false when their write
+ * failed (the reply must then become an error, NOT_COORDINATOR). Returns -1 when a wait is
+ * needed but cannot be set up (out of memory): release is never called, and the reply must not
+ * be the success answer (answer NOT_COORDINATOR, which the client retries, or close). */
+int kc_coord_hold(kc_coord_t *c, const int32_t *parts, size_t n,
+                  void (*release)(void *arg, bool ok), void *arg);
 
 /* Number of partitions still loading. */
 int32_t kc_coord_loading(const kc_coord_t *c);

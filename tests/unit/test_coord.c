@@ -191,7 +191,7 @@ static int commit_at(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p, int64_t 
     assert_int_equal(kc_offsets_commit(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), 0, &o), 0);
     held_t h = {0};
     int32_t idx = p->index;
-    assert_true(kc_coord_hold(c, &idx, 1, on_release, &h));
+    assert_int_equal(kc_coord_hold(c, &idx, 1, on_release, &h), 1);
     run_until(loop, &h.released);
     return h.released;
 }
@@ -263,7 +263,7 @@ static void test_durable_acks_and_failed_writes(void **state)
     /* Nothing to wait for when nothing was emitted. */
     held_t h = {0};
     int32_t idx = p->index;
-    assert_false(kc_coord_hold(c, &idx, 1, on_release, &h));
+    assert_int_equal(kc_coord_hold(c, &idx, 1, on_release, &h), 0);
 
     closed = 0;
     kc_coord_close(c, on_closed, NULL);
@@ -299,7 +299,7 @@ static int commit_and_wait_nowait(uv_loop_t *loop, kc_coord_t *c, kc_partition_t
     assert_int_equal(kc_offsets_commit(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), 0, &o), 0);
     held_t h = {0};
     int32_t idx = p->index;
-    assert_true(kc_coord_hold(c, &idx, 1, on_release, &h));
+    assert_int_equal(kc_coord_hold(c, &idx, 1, on_release, &h), 1);
     uint64_t deadline = uv_hrtime() + 10000000000ull;
     while (!h.released && uv_hrtime() < deadline)
         uv_run(loop, UV_RUN_NOWAIT);
@@ -767,7 +767,7 @@ static void test_record_larger_than_segment(void **state)
                     kc_offsets_commit(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), part, &o), 0);
                 held_t h = {0};
                 int32_t idx = p->index;
-                assert_true(kc_coord_hold(c, &idx, 1, on_release, &h));
+                assert_int_equal(kc_coord_hold(c, &idx, 1, on_release, &h), 1);
                 run_until(&loop, &h.released);
                 assert_int_equal(h.released, 1);
             }

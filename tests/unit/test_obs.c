@@ -505,7 +505,7 @@ static int commit_and_wait(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p, in
     assert_int_equal(kc_offsets_commit(p->offsets, KC_STR_LIT("g"), KC_STR_LIT("t"), 0, &o), 0);
     int released = 0;
     int32_t idx = p->index;
-    assert_true(kc_coord_hold(c, &idx, 1, on_release, &released));
+    assert_int_equal(kc_coord_hold(c, &idx, 1, on_release, &released), 1);
     run_until(loop, &released);
     return released;
 }
