@@ -215,3 +215,14 @@ class Kcoord:
 
     def kill(self):
         return self.stop(signal.SIGKILL)
+
+
+def partition_for(group_id, n):
+    """The __consumer_offsets partition of a group id, as Kafka places it:
+    abs(Java String.hashCode(group_id)) % n (ASCII ids)."""
+    h = 0
+    for ch in group_id:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    if h >= 1 << 31:
+        h -= 1 << 32
+    return (0 if h == -(1 << 31) else abs(h)) % n
