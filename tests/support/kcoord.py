@@ -81,13 +81,19 @@ class Kcoord:
         self.reader.start()
         self.port = self.http_port = None
         metrics = [s for s in sets if s.startswith("metrics.listener=")]
-        if wait_port:
-            self.port = int(self.wait_line(r"listening on 127\.0\.0\.1:(\d+)", timeout).group(1))
-        if wait_port and metrics and metrics[-1] != "metrics.listener=":
-            self.http_port = int(self.wait_line(
-                r"metrics\.listener: serving http://127\.0\.0\.1:(\d+)/metrics", timeout).group(1))
-        if wait_loaded:
-            self.wait_line(r"all \d+ partitions loaded", timeout)
+        try:
+            if wait_port:
+                self.port = int(self.wait_line(r"listening on 127\.0\.0\.1:(\d+)",
+                                               timeout).group(1))
+            if wait_port and metrics and metrics[-1] != "metrics.listener=":
+                self.http_port = int(self.wait_line(
+                    r"metrics\.listener: serving http://127\.0\.0\.1:(\d+)/metrics",
+                    timeout).group(1))
+            if wait_loaded:
+                self.wait_line(r"all \d+ partitions loaded", timeout)
+        except BaseException:
+            self.kill()  # a start that failed leaves no process behind
+            raise
 
     def _read(self):
         for raw in self.proc.stderr:
