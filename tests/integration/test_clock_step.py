@@ -33,8 +33,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from tests.support import kcoord  # noqa: E402
-from tests.support.wire import Conn, bytes_, i16, i32, string  # noqa: E402
+from tests.support import calls, kcoord  # noqa: E402
+from tests.support.wire import Conn, i32, string  # noqa: E402
 
 FAKETIME_LIBS = ["/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
                  "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
@@ -44,8 +44,7 @@ HEARTBEAT_S = 0.5
 DEAD_TIMEOUT_S = 30
 IO_TIMEOUT_S = 10
 
-JOIN_GROUP, SYNC_GROUP, HEARTBEAT, DESCRIBE_GROUPS = 11, 14, 12, 15
-MEMBER_ID_REQUIRED = 79
+HEARTBEAT, DESCRIBE_GROUPS = 12, 15
 
 
 # ---- a minimal Kafka client: non-flexible versions, request header v1, response header v0 ---
@@ -56,28 +55,7 @@ def connect(port):
 
 def join(conn, group):
     """Join group as its only member: (generation, member id)."""
-    meta = i16(0) + i32(1) + string("t") + bytes_(None)  # ConsumerProtocol subscription v0
-    member = ""
-    for _ in range(3):
-        body = (string(group) + i32(SESSION_MS) + i32(SESSION_MS) + string(member) +
-                string(None) + string("consumer") + i32(1) + string("range") + bytes_(meta))
-        r = conn.call(JOIN_GROUP, 5, body)
-        r.i32()  # throttle
-        err, gen, _proto, _leader, member = r.i16(), r.i32(), r.string(), r.string(), r.string()
-        if err == MEMBER_ID_REQUIRED:
-            continue
-        if err != 0:
-            raise AssertionError("JoinGroup %s: error %d" % (group, err))
-        break
-    else:
-        raise AssertionError("JoinGroup %s: no member id after 3 tries" % group)
-    body = (string(group) + i32(gen) + string(member) + string(None) +
-            i32(1) + string(member) + bytes_(b""))
-    r = conn.call(SYNC_GROUP, 3, body)
-    r.i32()
-    err = r.i16()
-    if err != 0:
-        raise AssertionError("SyncGroup %s: error %d" % (group, err))
+    gen, _leader, member = calls.join_classic(conn, group, SESSION_MS, "t")
     return gen, member
 
 
