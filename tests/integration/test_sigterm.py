@@ -38,8 +38,9 @@ import unittest
 from kafka import KafkaConsumer, TopicPartition
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from tests.support import kcoord  # noqa: E402
-from tests.support.wire import Conn, bytes_, i16, i32, i64, string  # noqa: E402
+from tests.support import calls, kcoord  # noqa: E402
+from tests.support.calls import OFFSET_COMMIT, commit_errors  # noqa: E402
+from tests.support.wire import Conn  # noqa: E402
 
 TOPIC = "sig"
 PARTITIONS = 8
@@ -51,10 +52,6 @@ STOP_TIMEOUT_S = 5
 LOAD_TIMEOUT_S = 60
 IO_TIMEOUT_S = 10
 
-JOIN_GROUP, SYNC_GROUP, OFFSET_COMMIT = 11, 14, 8
-MEMBER_ID_REQUIRED = 79
-
-
 # ---- a minimal Kafka client: non-flexible versions, request header v1, response header v0 ---
 
 def connect(port):
@@ -64,52 +61,15 @@ def connect(port):
 
 def join(conn, group, partitions):
     """Join group as its only member and take partitions: (generation, member id)."""
-    meta = i16(0) + i32(1) + string(TOPIC) + bytes_(None)  # ConsumerProtocol subscription v0
-    member = ""
-    for _ in range(3):
-        body = (string(group) + i32(30000) + i32(30000) + string(member) + string(None) +
-                string("consumer") + i32(1) + string("range") + bytes_(meta))
-        r = conn.call(JOIN_GROUP, 5, body)
-        r.i32()  # throttle
-        err, gen, _proto, leader, member = r.i16(), r.i32(), r.string(), r.string(), r.string()
-        if err == MEMBER_ID_REQUIRED:
-            continue
-        if err != 0:
-            raise AssertionError("JoinGroup %s: error %d" % (group, err))
-        if leader != member:
-            raise AssertionError("JoinGroup %s: %s is not the leader %s" % (group, member, leader))
-        break
-    else:
-        raise AssertionError("JoinGroup %s: no member id after 3 tries" % group)
-    assignment = (i16(0) + i32(1) + string(TOPIC) + i32(len(partitions)) +
-                  b"".join(i32(p) for p in partitions) + bytes_(None))
-    body = (string(group) + i32(gen) + string(member) + string(None) +
-            i32(1) + string(member) + bytes_(assignment))
-    r = conn.call(SYNC_GROUP, 3, body)
-    r.i32()
-    err = r.i16()
-    if err != 0:
-        raise AssertionError("SyncGroup %s: error %d" % (group, err))
+    gen, leader, member = calls.join_classic(conn, group, 30000, TOPIC, partitions)
+    if leader != member:
+        raise AssertionError("JoinGroup %s: %s is not the leader %s" % (group, member, leader))
     return gen, member
 
 
 def commit_request(group, gen, member, offsets):
     """OffsetCommit v7 of {partition: offset} on TOPIC, metadata "o<offset>"."""
-    parts = b"".join(i32(p) + i64(o) + i32(-1) + string("o%d" % o) for p, o in offsets.items())
-    return (string(group) + i32(gen) + string(member) + string(None) +
-            i32(1) + string(TOPIC) + i32(len(offsets)) + parts)
-
-
-def commit_errors(r):
-    """{partition: error code} of an OffsetCommit v7 response."""
-    r.i32()
-    out = {}
-    for _ in range(r.i32()):
-        r.string()
-        for _ in range(r.i32()):
-            p = r.i32()
-            out[p] = r.i16()
-    return out
+    return calls.commit_request(group, gen, member, TOPIC, offsets)
 
 
 # ---- the daemon -----------------------------------------------------------------------------
