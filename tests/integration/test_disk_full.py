@@ -25,13 +25,14 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from tests.support.kcoord import Kcoord  # noqa: E402
-from tests.support.wire import Conn, i32, i64, string  # noqa: E402
+from tests.support import calls  # noqa: E402
+from tests.support.calls import OFFSET_FETCH  # noqa: E402
+from tests.support.wire import Conn, i32, string  # noqa: E402
 
 IO_TIMEOUT_S = 10
 ATTEMPTS = 3000
 MAX_WRITE_FAILED_LINES = 10
 RECOVERY_TRIES = 2000
-OFFSET_COMMIT, OFFSET_FETCH = 8, 9
 
 
 class Client(Conn):
@@ -40,15 +41,7 @@ class Client(Conn):
 
     def commit(self, offset):
         """OffsetCommit v7, simple (generation -1): the error code for t/0."""
-        body = (string("g") + i32(-1) + string("") + string(None) + i32(1) + string("t") +
-                i32(1) + i32(0) + i64(offset) + i32(-1) + string("o%d" % offset))
-        r = self.call(OFFSET_COMMIT, 7, body)
-        r.i32()  # throttle
-        r.i32()
-        r.string()
-        r.i32()
-        r.i32()
-        return r.i16()
+        return calls.commit(self, "g", -1, "", "t", {0: offset})[0]
 
     def fetch(self):
         """OffsetFetch v1 of t/0: (offset, error)."""
