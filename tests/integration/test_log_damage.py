@@ -43,6 +43,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from tests.support.kcoord import Kcoord, partition_for  # noqa: E402
+from tests.support import calls  # noqa: E402
+from tests.support.calls import OFFSET_FETCH  # noqa: E402
 from tests.support.wire import Conn, i32, i64, string  # noqa: E402
 
 PARTITIONS = 4
@@ -57,7 +59,6 @@ IO_TIMEOUT_S = 10
 TOPIC = "t"
 MARKER = ".kafka_cleanshutdown"
 
-OFFSET_COMMIT, OFFSET_FETCH = 8, 9
 NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS = 16, 14
 
 
@@ -80,15 +81,7 @@ class Client(Conn):
 
     def commit(self, group, offset):
         """OffsetCommit v7, simple (generation -1), of t/0: its error code."""
-        body = (string(group) + i32(-1) + string("") + string(None) + i32(1) + string(TOPIC) +
-                i32(1) + i32(0) + i64(offset) + i32(-1) + string("o%d" % offset))
-        r = self.call(OFFSET_COMMIT, 7, body)
-        r.i32()  # throttle
-        r.i32()
-        r.string()
-        r.i32()
-        r.i32()
-        return r.i16()
+        return calls.commit(self, group, -1, "", TOPIC, {0: offset})[0]
 
     def fetch(self, group):
         """OffsetFetch v2 of t/0: (offset, error), the group's error when it has one (offset
