@@ -150,8 +150,13 @@ class Kcoord:
         """As wait_match, but a missing line is an AssertionError that shows the output."""
         m = self.wait_match(pattern, timeout)
         if m is None:
-            why = ("it exited (status %s)" % self.proc.poll() if self.ended
-                   else "none within %d s" % timeout)
+            if self.ended:
+                try:
+                    why = "it exited (status %s)" % self.proc.wait(IO_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    why = "it closed its stderr"
+            else:
+                why = "none within %d s" % timeout
             raise AssertionError("kcoord logged no line matching /%s/: %s; its output:\n%s"
                                  % (pattern, why, self.output()))
         return m
