@@ -18,8 +18,13 @@ To extend: write the request body with the Writer, parse the response with the R
 raises on a short read), and keep to versions below the first flexible one where there is
 one (the Writer and Reader have the compact forms for an API that is flexible only).
 """
+import os
 import socket
 import struct
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from tests.support import wire  # noqa: E402
 
 # Kafka error codes used below.
 NONE = 0
@@ -41,122 +46,13 @@ class KwireRetry(KwireError):
     pass
 
 
-class Writer:
-    def __init__(self):
-        self.parts = []
-
-    def i8(self, v):
-        self.parts.append(struct.pack(">b", v))
-        return self
-
-    def i16(self, v):
-        self.parts.append(struct.pack(">h", v))
-        return self
-
-    def i32(self, v):
-        self.parts.append(struct.pack(">i", v))
-        return self
-
-    def string(self, s):
-        if s is None:
-            return self.i16(-1)
-        b = s.encode()
-        self.i16(len(b))
-        self.parts.append(b)
-        return self
-
-    def uvarint(self, v):
-        out = bytearray()
-        while v >= 0x80:
-            out.append((v & 0x7F) | 0x80)
-            v >>= 7
-        out.append(v)
-        self.parts.append(bytes(out))
-        return self
-
-    def compact_string(self, s):
-        if s is None:
-            return self.uvarint(0)
-        b = s.encode()
-        self.uvarint(len(b) + 1)
-        self.parts.append(b)
-        return self
-
-    def bytes(self):
-        return b"".join(self.parts)
+# The encoders and the Reader are the test support's (tests/support/wire.py); a short or
+# garbled response raises KwireError here.
+Writer = wire.Writer
 
 
-class Reader:
-    def __init__(self, buf):
-        self.buf = buf
-        self.pos = 0
-
-    def take(self, n):
-        if n < 0 or self.pos + n > len(self.buf):
-            raise KwireError("short response: need %d bytes at %d of %d"
-                             % (n, self.pos, len(self.buf)))
-        b = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return b
-
-    def i8(self):
-        return struct.unpack(">b", self.take(1))[0]
-
-    def i16(self):
-        return struct.unpack(">h", self.take(2))[0]
-
-    def i32(self):
-        return struct.unpack(">i", self.take(4))[0]
-
-    def i64(self):
-        return struct.unpack(">q", self.take(8))[0]
-
-    def boolean(self):
-        return self.i8() != 0
-
-    def string(self):
-        n = self.i16()
-        return None if n < 0 else self.take(n).decode(errors="replace")
-
-    def bytes_(self):
-        n = self.i32()
-        return None if n < 0 else self.take(n)
-
-    def uvarint(self):
-        v, shift = 0, 0
-        while True:
-            b = self.take(1)[0]
-            v |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return v
-            shift += 7
-            if shift > 28:
-                raise KwireError("unsigned varint longer than 5 bytes")
-
-    def compact_string(self):
-        n = self.uvarint() - 1
-        return None if n < 0 else self.take(n).decode(errors="replace")
-
-    def compact_array(self, item):
-        n = self.uvarint() - 1
-        if n < 0:
-            return None
-        if n > len(self.buf) - self.pos:
-            raise KwireError("array count %d exceeds the response" % n)
-        return [item(self) for _ in range(n)]
-
-    def tagged_fields(self):
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self.take(self.uvarint())
-
-    def array(self, item):
-        n = self.i32()
-        if n < 0:
-            return None
-        if n > len(self.buf) - self.pos:
-            raise KwireError("array count %d exceeds the response" % n)
-        return [item(self) for _ in range(n)]
+class Reader(wire.Reader):
+    error = KwireError
 
 
 def split_addr(addr):

@@ -25,132 +25,37 @@ Every wait is for an event and bounded; every process started is killed on the w
 a failure the daemon's log is printed.
 """
 import os
-import re
 import shutil
-import socket
-import struct
-import subprocess
+import sys
 import tempfile
 import threading
 import time
 import unittest
 
-BIN = os.environ.get("KC_TEST_BIN", "build/kcoord")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from tests.support import calls, kcoord  # noqa: E402
+from tests.support.wire import Conn, i32, string  # noqa: E402
+
 FAKETIME_LIBS = ["/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
                  "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
                  "/usr/lib/faketime/libfaketimeMT.so.1"]
 SESSION_MS = 6000
 HEARTBEAT_S = 0.5
 DEAD_TIMEOUT_S = 30
-START_TIMEOUT_S = 30
 IO_TIMEOUT_S = 10
 
-JOIN_GROUP, SYNC_GROUP, HEARTBEAT, DESCRIBE_GROUPS = 11, 14, 12, 15
-MEMBER_ID_REQUIRED = 79
+HEARTBEAT, DESCRIBE_GROUPS = 12, 15
 
 
 # ---- a minimal Kafka client: non-flexible versions, request header v1, response header v0 ---
 
-def i16(v):
-    return struct.pack(">h", v)
-
-
-def i32(v):
-    return struct.pack(">i", v)
-
-
-def string(s):
-    if s is None:
-        return i16(-1)
-    b = s.encode()
-    return i16(len(b)) + b
-
-
-def bytes_(b):
-    return i32(-1) if b is None else i32(len(b)) + b
-
-
-class Reader:
-    def __init__(self, data):
-        self.d = data
-        self.p = 0
-
-    def take(self, n):
-        if n < 0 or self.p + n > len(self.d):
-            raise ValueError("short response")
-        b = self.d[self.p:self.p + n]
-        self.p += n
-        return b
-
-    def i16(self):
-        return struct.unpack(">h", self.take(2))[0]
-
-    def i32(self):
-        return struct.unpack(">i", self.take(4))[0]
-
-    def string(self):
-        n = self.i16()
-        return None if n < 0 else self.take(n).decode()
-
-    def bytes_(self):
-        n = self.i32()
-        return None if n < 0 else self.take(n)
-
-
-class Conn:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT_S)
-        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.corr = 0
-
-    def call(self, key, version, body):
-        self.corr += 1
-        head = i16(key) + i16(version) + i32(self.corr) + string("test-clock-step")
-        self.s.sendall(i32(len(head) + len(body)) + head + body)
-        size = struct.unpack(">i", self._exact(4))[0]
-        r = Reader(self._exact(size))
-        got = r.i32()
-        if got != self.corr:
-            raise ValueError("correlation id %d, expected %d" % (got, self.corr))
-        return r
-
-    def _exact(self, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = self.s.recv(n - len(buf))
-            if not chunk:
-                raise EOFError("connection closed")
-            buf += chunk
-        return buf
-
-    def close(self):
-        self.s.close()
+def connect(port):
+    return Conn(port, "test-clock-step", timeout=IO_TIMEOUT_S)
 
 
 def join(conn, group):
     """Join group as its only member: (generation, member id)."""
-    meta = i16(0) + i32(1) + string("t") + bytes_(None)  # ConsumerProtocol subscription v0
-    member = ""
-    for _ in range(3):
-        body = (string(group) + i32(SESSION_MS) + i32(SESSION_MS) + string(member) +
-                string(None) + string("consumer") + i32(1) + string("range") + bytes_(meta))
-        r = conn.call(JOIN_GROUP, 5, body)
-        r.i32()  # throttle
-        err, gen, _proto, _leader, member = r.i16(), r.i32(), r.string(), r.string(), r.string()
-        if err == MEMBER_ID_REQUIRED:
-            continue
-        if err != 0:
-            raise AssertionError("JoinGroup %s: error %d" % (group, err))
-        break
-    else:
-        raise AssertionError("JoinGroup %s: no member id after 3 tries" % group)
-    body = (string(group) + i32(gen) + string(member) + string(None) +
-            i32(1) + string(member) + bytes_(b""))
-    r = conn.call(SYNC_GROUP, 3, body)
-    r.i32()
-    err = r.i16()
-    if err != 0:
-        raise AssertionError("SyncGroup %s: error %d" % (group, err))
+    gen, _leader, member = calls.join_classic(conn, group, SESSION_MS, "t")
     return gen, member
 
 
@@ -176,72 +81,17 @@ def members_of(conn, group):
 
 # ---- the daemon -----------------------------------------------------------------------------
 
-def quiet_env():
-    return {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
-
-
-def extra_sets():
-    """No metrics listener, in a build that has one (its default port may be taken)."""
-    out = subprocess.run([BIN, "--print-config"], stdout=subprocess.PIPE, text=True,
-                         env=quiet_env(), check=True).stdout
-    return ["--set", "metrics.listener="] if re.search(r"^metrics\.listener=", out, re.M) else []
-
-
-class Kcoord:
+def start_kcoord(data_dir, lib, clock_file):
     """kcoord on a free port with its wall clock read from `clock_file`."""
-
-    def __init__(self, data_dir, lib, clock_file):
-        args = [BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data_dir,
-                "--set", "topics=t:4", "--set", "offsets.topic.num.partitions=4",
-                "--set", "group.initial.rebalance.delay.ms=0",
-                "--set", "group.min.session.timeout.ms=%d" % SESSION_MS] + extra_sets()
-        env = quiet_env()
-        env.update({"LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": clock_file,
-                    "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-                    "NO_FAKE_STAT": "1",
-                    # An ASan build must not insist on coming first in the preload list.
-                    "ASAN_OPTIONS": env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"})
-        self.proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                     env=env)
-        self.log = ""
-        self.cv = threading.Condition()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        m = self.wait_log(r"listening on 127\.0\.0\.1:(\d+)")
-        self.port = int(m.group(1))
-        self.wait_log(r"all \d+ partitions loaded")
-
-    def _read(self):
-        for raw in self.proc.stderr:
-            with self.cv:
-                self.log += raw.decode(errors="replace")
-                self.cv.notify_all()
-        with self.cv:
-            self.cv.notify_all()
-
-    def wait_log(self, regex, timeout=START_TIMEOUT_S):
-        pat = re.compile(regex)
-        deadline = time.monotonic() + timeout
-        with self.cv:
-            while True:
-                m = pat.search(self.log)
-                if m:
-                    return m
-                if self.proc.poll() is not None:
-                    raise AssertionError("kcoord exited (status %s) before logging /%s/"
-                                         % (self.proc.returncode, regex))
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError("kcoord logged no /%s/ within %d s" % (regex, timeout))
-                self.cv.wait(min(left, 0.5))
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.reader.join(timeout=5)
-        if not self.reader.is_alive():
-            self.proc.stderr.close()
+    env = {"LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": clock_file,
+           "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+           "NO_FAKE_STAT": "1",
+           # An ASan build must not insist on coming first in the preload list.
+           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+    return kcoord.Kcoord(data_dir, "topics=t:4", "offsets.topic.num.partitions=4",
+                         "group.initial.rebalance.delay.ms=0",
+                         "group.min.session.timeout.ms=%d" % SESSION_MS,
+                         *kcoord.no_metrics_listener(), env=env)
 
 
 class Heartbeater(threading.Thread):
@@ -249,7 +99,7 @@ class Heartbeater(threading.Thread):
 
     def __init__(self, port, group, gen, member):
         super().__init__(daemon=True)
-        self.conn = Conn(port)
+        self.conn = connect(port)
         self.args = (group, gen, member)
         self.stop = threading.Event()
         self.answers = []
@@ -279,7 +129,7 @@ class ClockStepTest(unittest.TestCase):
         self.dir = tempfile.mkdtemp(prefix="kc-clock-step-")
         self.clock = os.path.join(self.dir, "faketime.rc")
         self.set_clock("+0")
-        self.kc = Kcoord(os.path.join(self.dir, "data"), self.lib, self.clock)
+        self.kc = start_kcoord(os.path.join(self.dir, "data"), self.lib, self.clock)
 
     def tearDown(self):
         self.kc.kill()
@@ -293,12 +143,12 @@ class ClockStepTest(unittest.TestCase):
 
     def step(self, n, offset):
         """One step of the wall clock to `offset` with a live and a dead member."""
-        conn = Conn(self.kc.port)
+        conn = connect(self.kc.port)
         try:
             live = join(conn, "live-%d" % n)
             hb = Heartbeater(self.kc.port, "live-%d" % n, *live)
             hb.start()
-            dead_conn = Conn(self.kc.port)
+            dead_conn = connect(self.kc.port)
             join(dead_conn, "dead-%d" % n)
             dead_conn.close()
             self.assertEqual(len(members_of(conn, "dead-%d" % n)), 1)

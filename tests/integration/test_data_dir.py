@@ -16,73 +16,30 @@ Then the same directory made writable again serves: kcoord starts and logs that 
 loaded. Every wait is bounded and for an event; every process and mount is cleaned up.
 """
 import os
+import re
 import shutil
-import signal
 import subprocess
+import sys
 import tempfile
-import threading
 import unittest
 
-BIN = os.environ.get("KC_TEST_BIN", "build/kcoord")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from tests.support import kcoord  # noqa: E402
+
 EXIT_TIMEOUT_S = 20
 START_TIMEOUT_S = 30
 PARTITIONS = 3
 
 
-def args(data_dir):
-    return [BIN, "--set", "data.dir=" + data_dir, "--set", "listeners=127.0.0.1:0",
-            "--set", "metrics.listener=", "--set", "offsets.topic.num.partitions=%d" % PARTITIONS]
-
-
-class Daemon:
-    """A kcoord process whose stderr is collected by a thread; wait_for(text) waits for a
-    line with `text` in it, or for the process to end."""
-
-    def __init__(self, data_dir):
-        self.proc = subprocess.Popen(args(data_dir), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.lines = []
-        self.cond = threading.Condition()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.proc.stderr:
-            with self.cond:
-                self.lines.append(line)
-                self.cond.notify_all()
-        with self.cond:
-            self.lines.append(None)  # end of output
-            self.cond.notify_all()
-
-    def wait_for(self, text, timeout):
-        with self.cond:
-            ok = self.cond.wait_for(
-                lambda: any(l is None or text in l for l in self.lines), timeout)
-            return ok and any(l is not None and text in l for l in self.lines)
-
-    def output(self):
-        with self.cond:
-            return "".join(l for l in self.lines if l is not None)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(EXIT_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.reader.join(EXIT_TIMEOUT_S)
-        self.proc.stderr.close()
-        return self.proc.returncode
+SETS = ("metrics.listener=", "offsets.topic.num.partitions=%d" % PARTITIONS)
 
 
 def run_to_exit(data_dir):
     """Start kcoord and wait (bounded) for it to exit: (status, stderr). A kcoord still running
     after EXIT_TIMEOUT_S is killed and reported as status None."""
-    p = subprocess.Popen(args(data_dir), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(kcoord.args(data_dir, *SETS), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         env=kcoord.quiet_env())
     try:
         _, err = p.communicate(timeout=EXIT_TIMEOUT_S)
         return p.returncode, err
@@ -100,7 +57,7 @@ class DataDirTest(unittest.TestCase):
 
     def tearDown(self):
         for d in self.daemons:
-            d.stop()
+            d.stop(timeout=EXIT_TIMEOUT_S)
         if self.mounted:
             subprocess.run(["umount", self.mounted], check=False)
         os.chmod(self.tmp, 0o755)
@@ -120,11 +77,11 @@ class DataDirTest(unittest.TestCase):
 
     def serve_once(self, data_dir):
         """Start kcoord on data_dir, wait until every partition loaded, stop it (status 0)."""
-        d = Daemon(data_dir)
+        d = kcoord.Kcoord(data_dir, *SETS, wait_port=False, wait_loaded=False)
         self.daemons.append(d)
-        self.assertTrue(d.wait_for("all %d partitions loaded" % PARTITIONS, START_TIMEOUT_S),
-                        d.output())
-        self.assertEqual(d.stop(), 0, d.output())
+        self.assertTrue(d.wait_match(re.escape("all %d partitions loaded" % PARTITIONS),
+                                     START_TIMEOUT_S), d.output())
+        self.assertEqual(d.stop(timeout=EXIT_TIMEOUT_S), 0, d.output())
         self.assertNotIn(" ERROR ", d.output())
 
     def test_data_dir_under_a_file(self):

@@ -24,15 +24,18 @@ import os
 import re
 import shutil
 import signal
-import socket
 import struct
-import subprocess
+import sys
 import tempfile
 import threading
 import time
 import unittest
 
-BIN = os.environ.get("KC_TEST_BIN", "build/kcoord")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from tests.support import wire  # noqa: E402
+from tests.support.kcoord import Kcoord  # noqa: E402
+from tests.support.wire import compact_string as cstr, string, uvarint  # noqa: E402
+
 START_TIMEOUT_S = 30
 IO_TIMEOUT_S = 10
 INVALID_REGULAR_EXPRESSION = 128
@@ -41,86 +44,9 @@ MEMBER_ID_REQUIRED = 79
 RSS_BUDGET_MB = 128  # glibc's regcomp took +140 MB for a{0,3000} and +3.9 GB for 100 KB
 
 
-def uvarint(v):
-    out = b""
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def cstr(s):
-    """A compact nullable string."""
-    if s is None:
-        return uvarint(0)
-    b = s.encode()
-    return uvarint(len(b) + 1) + b
-
-
-def string(s):
-    if s is None:
-        return struct.pack(">h", -1)
-    b = s.encode()
-    return struct.pack(">h", len(b)) + b
-
-
-class Reader:
-    def __init__(self, data):
-        self.d, self.p = data, 0
-
-    def take(self, n):
-        if n < 0 or self.p + n > len(self.d):
-            raise ValueError("short response")
-        b = self.d[self.p:self.p + n]
-        self.p += n
-        return b
-
-    def i16(self):
-        return struct.unpack(">h", self.take(2))[0]
-
-    def i32(self):
-        return struct.unpack(">i", self.take(4))[0]
-
-    def uvarint(self):
-        v, shift = 0, 0
-        while True:
-            b = self.take(1)[0]
-            v |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return v
-            shift += 7
-
-    def cstr(self):
-        n = self.uvarint()
-        return None if n == 0 else self.take(n - 1).decode(errors="replace")
-
-    def string(self):
-        n = self.i16()
-        return None if n < 0 else self.take(n).decode(errors="replace")
-
-
 def call(port, key, version, body, flexible):
     """One request on a new connection; the response body after its header."""
-    head = struct.pack(">hhi", key, version, 7) + string("test-hostile")
-    if flexible:
-        head += uvarint(0)
-    with socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT_S) as s:
-        s.sendall(struct.pack(">i", len(head) + len(body)) + head + body)
-        buf = b""
-        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
-            chunk = s.recv(1 << 16)
-            if not chunk:
-                raise EOFError("connection closed")
-            buf += chunk
-    r = Reader(buf[4:])
-    if r.i32() != 7:
-        raise ValueError("wrong correlation id")
-    if flexible:
-        r.uvarint()  # tagged fields
-    return r
+    return wire.call(port, "test-hostile", key, version, body, flexible, timeout=IO_TIMEOUT_S)
 
 
 def heartbeat(port, group, member, regex=None, topics=None):
@@ -133,8 +59,8 @@ def heartbeat(port, group, member, regex=None, topics=None):
             uvarint(0))
     r = call(port, 68, 1, body, True)
     r.i32()  # throttle
-    err, msg = r.i16(), r.cstr()
-    r.cstr()  # member id
+    err, msg = r.i16(), r.compact_string()
+    r.compact_string()  # member id
     epoch = r.i32()
     r.i32()  # heartbeat interval
     parts = 0
@@ -177,7 +103,7 @@ def commit(port, group, metadata):
     r = call(port, 8, 8, body, True)
     r.i32()  # throttle
     r.uvarint()  # topics
-    r.cstr()
+    r.compact_string()
     r.uvarint()  # partitions
     r.i32()  # partition index
     return r.i16()
@@ -188,59 +114,18 @@ def api_versions_answered(port):
     return r.i16() == 0
 
 
-class Kcoord:
-    def __init__(self, data_dir):
-        # offset.metadata.max.bytes above message.max.bytes, so that a commit can make an
-        # offset record too large.
-        args = [BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data_dir,
-                "--set", "topics=xPy:2,other:2", "--set", "metrics.listener=",
-                "--set", "offsets.topic.num.partitions=2",
-                "--set", "group.consumer.regex.max.bytes=65536", "--set", "log.level=info",
-                "--set", "offset.metadata.max.bytes=4194304"]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
-        self.proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                     env=env)
-        self.log = ""
-        self.cv = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.port = int(self.wait_log(r"listening on 127\.0\.0\.1:(\d+)").group(1))
-        self.wait_log(r"all \d+ partitions loaded")
-
-    def _read(self):
-        for raw in self.proc.stderr:
-            with self.cv:
-                self.log += raw.decode(errors="replace")
-                self.cv.notify_all()
-        with self.cv:
-            self.cv.notify_all()
-
-    def wait_log(self, regex, timeout=START_TIMEOUT_S):
-        pat = re.compile(regex)
-        deadline = time.monotonic() + timeout
-        with self.cv:
-            while True:
-                m = pat.search(self.log)
-                if m:
-                    return m
-                if self.proc.poll() is not None:
-                    raise AssertionError("kcoord exited (%s) before /%s/" %
-                                         (self.proc.returncode, regex))
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError("no /%s/ within %d s" % (regex, timeout))
-                self.cv.wait(min(left, 0.5))
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.proc.stderr.close()
+def start_kcoord(data_dir):
+    # offset.metadata.max.bytes above message.max.bytes, so that a commit can make an
+    # offset record too large.
+    return Kcoord(data_dir, "topics=xPy:2,other:2", "metrics.listener=",
+                  "offsets.topic.num.partitions=2", "group.consumer.regex.max.bytes=65536",
+                  "log.level=info", "offset.metadata.max.bytes=4194304", timeout=START_TIMEOUT_S)
 
 
 class HostileGroupTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="kc-hostile-")
-        self.k = Kcoord(self.dir)
+        self.k = start_kcoord(self.dir)
 
     def tearDown(self):
         self.k.kill()
@@ -257,11 +142,7 @@ class HostileGroupTest(unittest.TestCase):
         self.assertGreaterEqual(epoch, 1)
 
     def peak_rss_mb(self):
-        with open("/proc/%d/status" % self.k.proc.pid) as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) // 1024
-        return 0
+        return self.k.peak_rss_kb() // 1024
 
     def test_hostile_regexes(self):
         port = self.k.port
@@ -302,7 +183,7 @@ class HostileGroupTest(unittest.TestCase):
         for _ in range(3):
             self.assertEqual(heartbeat(port, "again", "", regex="(x")[0],
                              INVALID_REGULAR_EXPRESSION)
-        self.k.wait_log(r"consumer group again: request refused: .*missing closing \)")
+        self.k.wait_line(r"consumer group again: request refused: .*missing closing \)")
         self.assertEqual(len(re.findall(r"consumer group again: request refused", self.k.log)),
                          1)
         stop.set()
@@ -320,7 +201,7 @@ class HostileGroupTest(unittest.TestCase):
         self.assertEqual(commit(self.k.port, "simple", "m" * (2 << 20)), UNKNOWN_SERVER_ERROR)
         self.assertEqual(commit(self.k.port, "simple", "m" * 1000), 0)
         print("\n16 MB JoinGroup: kcoord's peak RSS %d MB" % self.peak_rss_mb())
-        self.k.wait_log(r"group big: request refused: .*message\.max\.bytes")
+        self.k.wait_line(r"group big: request refused: .*message\.max\.bytes")
         # SIGTERM: exit 0, and no log file holds anything near the metadata's size.
         self.k.proc.send_signal(signal.SIGTERM)
         self.assertEqual(self.k.proc.wait(timeout=START_TIMEOUT_S), 0)

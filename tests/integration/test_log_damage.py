@@ -32,19 +32,21 @@ answer is error 0, and every one of these must be.
 Every wait is for an event (a log line, an answer) and bounded; every process started is
 stopped on the way out, and on a failure the daemon's log is in the message.
 """
-import http.client
 import os
 import re
 import shutil
 import signal
-import socket
 import struct
-import subprocess
+import sys
 import tempfile
-import threading
 import unittest
 
-BIN = os.environ.get("KC_TEST_BIN", "build/kcoord")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from tests.support.kcoord import Kcoord, partition_for  # noqa: E402
+from tests.support import calls  # noqa: E402
+from tests.support.calls import OFFSET_FETCH  # noqa: E402
+from tests.support.wire import Conn, i32, i64, string  # noqa: E402
+
 PARTITIONS = 4
 VICTIM = 2
 GROUPS_PER_PARTITION = 2
@@ -53,43 +55,11 @@ MIN_BATCHES = 4       # in the newest segment, once commit_all is done
 MAX_ROUNDS = 100
 COMMITS = 8           # refused commits tried after the active segment was deleted
 FIRST_SEGMENT = "%020d.log" % 0
-START_TIMEOUT_S = 30
-STOP_TIMEOUT_S = 20
 IO_TIMEOUT_S = 10
 TOPIC = "t"
 MARKER = ".kafka_cleanshutdown"
 
-OFFSET_COMMIT, OFFSET_FETCH = 8, 9
 NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS = 16, 14
-
-
-def i16(v):
-    return struct.pack(">h", v)
-
-
-def i32(v):
-    return struct.pack(">i", v)
-
-
-def i64(v):
-    return struct.pack(">q", v)
-
-
-def string(s):
-    if s is None:
-        return i16(-1)
-    b = s.encode()
-    return i16(len(b)) + b
-
-
-def partition_for(group, n):
-    """Kafka's placement: abs(Java String.hashCode(group)) % n (ASCII ids)."""
-    h = 0
-    for ch in group:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    if h >= 1 << 31:
-        h -= 1 << 32
-    return (0 if h == -(1 << 31) else abs(h)) % n
 
 
 def pick_groups():
@@ -105,66 +75,13 @@ def pick_groups():
     return out
 
 
-class Reader:
-    def __init__(self, data):
-        self.d, self.p = data, 0
-
-    def take(self, n):
-        if n < 0 or self.p + n > len(self.d):
-            raise ValueError("short response")
-        b = self.d[self.p:self.p + n]
-        self.p += n
-        return b
-
-    def i16(self):
-        return struct.unpack(">h", self.take(2))[0]
-
-    def i32(self):
-        return struct.unpack(">i", self.take(4))[0]
-
-    def i64(self):
-        return struct.unpack(">q", self.take(8))[0]
-
-    def string(self):
-        n = self.i16()
-        return None if n < 0 else self.take(n).decode()
-
-
-class Conn:
+class Client(Conn):
     def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT_S)
-        self.corr = 0
-
-    def call(self, key, version, body):
-        self.corr += 1
-        head = i16(key) + i16(version) + i32(self.corr) + string("test-log-damage")
-        self.s.sendall(i32(len(head) + len(body)) + head + body)
-        size = struct.unpack(">i", self._exact(4))[0]
-        r = Reader(self._exact(size))
-        if r.i32() != self.corr:
-            raise ValueError("correlation id mismatch")
-        return r
-
-    def _exact(self, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = self.s.recv(n - len(buf))
-            if not chunk:
-                raise EOFError("connection closed")
-            buf += chunk
-        return buf
+        super().__init__(port, "test-log-damage", timeout=IO_TIMEOUT_S)
 
     def commit(self, group, offset):
         """OffsetCommit v7, simple (generation -1), of t/0: its error code."""
-        body = (string(group) + i32(-1) + string("") + string(None) + i32(1) + string(TOPIC) +
-                i32(1) + i32(0) + i64(offset) + i32(-1) + string("o%d" % offset))
-        r = self.call(OFFSET_COMMIT, 7, body)
-        r.i32()  # throttle
-        r.i32()
-        r.string()
-        r.i32()
-        r.i32()
-        return r.i16()
+        return calls.commit(self, group, -1, "", TOPIC, {0: offset})[0]
 
     def fetch(self, group):
         """OffsetFetch v2 of t/0: (offset, error), the group's error when it has one (offset
@@ -194,92 +111,14 @@ class Conn:
                 out.append((part, offset, r.i16()))
         return out
 
-    def close(self):
-        self.s.close()
 
 
-class Daemon:
-    """A kcoord process whose stderr a thread collects; its ports read from its log."""
-
-    def __init__(self, data_dir):
-        self.proc = subprocess.Popen(
-            [BIN, "--set", "data.dir=" + data_dir, "--set", "listeners=127.0.0.1:0",
-             "--set", "metrics.listener=127.0.0.1:0",
-             "--set", "offsets.topic.num.partitions=%d" % PARTITIONS,
-             "--set", "topics=%s:1" % TOPIC, "--set", "offsets.topic.compression.codec=none",
-             "--set", "offsets.topic.segment.bytes=%d" % SEGMENT_BYTES],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True)
-        self.lines = []
-        self.cond = threading.Condition()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        self.http_port = int(self.wait_line(r"serving http://127\.0\.0\.1:(\d+)/metrics").group(1))
-        self.port = int(self.wait_line(r"advertised as [^ ]+:(\d+),").group(1))
-        self.wait_line(r"all %d partitions loaded" % PARTITIONS)
-
-    def _read(self):
-        for line in self.proc.stderr:
-            with self.cond:
-                self.lines.append(line)
-                self.cond.notify_all()
-        with self.cond:
-            self.lines.append(None)  # end of output
-            self.cond.notify_all()
-
-    def find(self, pattern):
-        rx = re.compile(pattern)
-        with self.cond:
-            for l in self.lines:
-                m = l is not None and rx.search(l)
-                if m:
-                    return m
-        return None
-
-    def wait_line(self, pattern, timeout=START_TIMEOUT_S):
-        """The first line matching pattern; waits (bounded) for it, or fails."""
-        rx = re.compile(pattern)
-        with self.cond:
-            self.cond.wait_for(lambda: any(l is None or (rx.search(l)) for l in self.lines),
-                               timeout)
-        m = self.find(pattern)
-        if m is None:
-            raise AssertionError("no line matching %r in:\n%s" % (pattern, self.output()))
-        return m
-
-    def output(self):
-        with self.cond:
-            return "".join(l for l in self.lines if l is not None)
-
-    def get(self, path):
-        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=IO_TIMEOUT_S)
-        try:
-            c.request("GET", path)
-            resp = c.getresponse()
-            return resp.status, resp.read().decode()
-        finally:
-            c.close()
-
-    def metric(self, name):
-        """The value of an unlabelled sample on /metrics, None when there is none."""
-        status, body = self.get("/metrics")
-        if status != 200:
-            raise AssertionError("/metrics answered %d" % status)
-        m = re.search(r"^%s (\S+)$" % re.escape(name), body, re.M)
-        return None if m is None else float(m.group(1))
-
-    def stop(self, sig=signal.SIGTERM):
-        """Send sig (if still running) and reap: the exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.reader.join(STOP_TIMEOUT_S)
-        self.proc.stderr.close()
-        return self.proc.returncode
+def start_kcoord(data_dir):
+    """kcoord on free ports (Kafka and HTTP) with data_dir, once every partition loaded."""
+    return Kcoord(data_dir, "metrics.listener=127.0.0.1:0",
+                  "offsets.topic.num.partitions=%d" % PARTITIONS, "topics=%s:1" % TOPIC,
+                  "offsets.topic.compression.codec=none",
+                  "offsets.topic.segment.bytes=%d" % SEGMENT_BYTES)
 
 
 def newest_segment(data_dir, partition):
@@ -313,7 +152,7 @@ class LogDamageTest(unittest.TestCase):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def start(self):
-        d = Daemon(self.data)
+        d = start_kcoord(self.data)
         self.daemons.append(d)
         return d
 
@@ -322,7 +161,7 @@ class LogDamageTest(unittest.TestCase):
         has rolled (several segments) and its newest segment holds at least MIN_BATCHES
         batches; every commit must be acknowledged. acked: {group: last acknowledged offset},
         updated."""
-        conn = Conn(d.port)
+        conn = Client(d.port)
         try:
             for i in range(MAX_ROUNDS):
                 for p in range(PARTITIONS):
@@ -341,7 +180,7 @@ class LogDamageTest(unittest.TestCase):
             conn.close()
 
     def assert_served(self, d, acked, partitions):
-        conn = Conn(d.port)
+        conn = Client(d.port)
         try:
             for p in partitions:
                 for g in self.groups[p]:
@@ -375,7 +214,7 @@ class LogDamageTest(unittest.TestCase):
         damaged = bytes(data)
 
         d = self.start()
-        conn = Conn(d.port)
+        conn = Client(d.port)
         try:
             for g in self.groups[VICTIM]:
                 _, err = conn.fetch(g)
@@ -389,7 +228,7 @@ class LogDamageTest(unittest.TestCase):
         self.assert_served(d, acked, self.others())
         errors = [l for l in d.output().splitlines() if " ERROR " in l and seg in l]
         self.assertTrue(errors, "no ERROR line names %s:\n%s" % (seg, d.output()))
-        status, body = d.get("/readyz")
+        status, _, body = d.get("/readyz")
         self.assertEqual(status, 503, body)
         self.assertIn("partition %d failed to load (not served)" % VICTIM, body)
         with open(seg, "rb") as f:
@@ -430,7 +269,7 @@ class LogDamageTest(unittest.TestCase):
             self.assertEqual(f.read(), before, "not exactly the torn tail was cut off")
         self.assertNotIn(" ERROR ", d.output())
         self.assertIsNotNone(d.find(r" WARN .*torn write.*%s" % re.escape(seg)), d.output())
-        status, body = d.get("/readyz")
+        status, _, body = d.get("/readyz")
         self.assertEqual(status, 200, body)
         self.assertEqual(d.stop(), 0, d.output())
 
@@ -444,7 +283,7 @@ class LogDamageTest(unittest.TestCase):
         seg = newest_segment(self.data, VICTIM)
         os.unlink(seg)
 
-        conn = Conn(d.port)
+        conn = Client(d.port)
         after = {}  # victim group: offsets acknowledged after the deletion
         try:
             for i in range(COMMITS):
@@ -463,7 +302,7 @@ class LogDamageTest(unittest.TestCase):
             conn.close()
         d.wait_line(r" ERROR .*%s" % re.escape(seg))
         self.assertGreater(d.metric("kcoord_log_segments_lost_total") or 0, lost0)
-        status, body = d.get("/readyz")
+        status, _, body = d.get("/readyz")
         self.assertEqual(status, 503, body)
         self.assertIn("partition %d: active segment lost" % VICTIM, body)
         self.assert_served(d, acked, self.others())
@@ -471,7 +310,7 @@ class LogDamageTest(unittest.TestCase):
 
         d = self.start()
         self.assert_served(d, acked, self.others())
-        conn = Conn(d.port)
+        conn = Client(d.port)
         try:
             for g in self.groups[VICTIM]:
                 offset, err = conn.fetch(g)

@@ -30,19 +30,19 @@ import json
 import math
 import os
 import re
-import select
 import shutil
-import signal
 import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 import urllib.parse
 
-BIN = os.environ.get("KC_TEST_BIN", "build/kcoord")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from tests.support import kcoord, wire  # noqa: E402
+from tests.support.kcoord import partition_for  # noqa: E402
+
 TOPIC = "t"
 WAIT_S = 40
 
@@ -53,72 +53,10 @@ except ImportError:
     sys.exit("test_obs: FAILED: confluent-kafka is needed (Debian: python3-confluent-kafka)")
 
 
-class Kcoord:
-    """The daemon, its stderr drained into self.log by a thread so that it never blocks."""
-
-    def __init__(self, data_dir, *sets, wait_loaded=True):
-        self.dir = data_dir
-        args = [BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data_dir,
-                "--set", "metrics.listener=127.0.0.1:0", "--set", "log.level=debug",
-                "--set", "topics=%s:4" % TOPIC]
-        for s in sets:
-            args += ["--set", s]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
-        self.proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                     env=env)
-        self.log = b""
-        self.port = self.http_port = None
-        deadline = time.monotonic() + 20
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None:
-                self.stop()
-                raise RuntimeError("kcoord did not start:\n" + self.log.decode(errors="replace"))
-            ready, _, _ = select.select([self.proc.stderr], [], [], left)
-            if not ready:
-                continue
-            self.log += os.read(self.proc.stderr.fileno(), 65536)
-            m = re.search(rb"listening on 127\.0\.0\.1:(\d+)", self.log)
-            h = re.search(rb"metrics\.listener: serving http://127\.0\.0\.1:(\d+)/metrics",
-                          self.log)
-            if m and h and (not wait_loaded or b"partitions loaded" in self.log):
-                self.port, self.http_port = int(m.group(1)), int(h.group(1))
-                break
-        self.drainer = threading.Thread(target=self._drain, daemon=True)
-        self.drainer.start()
-
-    def _drain(self):
-        while True:
-            chunk = os.read(self.proc.stderr.fileno(), 65536)
-            if not chunk:
-                return
-            self.log += chunk
-
-    def get(self, path):
-        """GET path: (status, content type, body as str)."""
-        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
-        try:
-            c.request("GET", path)
-            r = c.getresponse()
-            return r.status, r.getheader("Content-Type"), r.read().decode()
-        finally:
-            c.close()
-
-    def stop(self):
-        rc = None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                rc = self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        else:
-            rc = self.proc.returncode
-        if getattr(self, "drainer", None) is not None:
-            self.drainer.join(timeout=10)
-        self.proc.stderr.close()
-        return rc
+def start_kcoord(data_dir, *sets, wait_loaded=True):
+    """The daemon with its metrics listener on a free port, logging at debug."""
+    return kcoord.Kcoord(data_dir, "metrics.listener=127.0.0.1:0", "log.level=debug",
+                         "topics=%s:4" % TOPIC, *sets, wait_loaded=wait_loaded, timeout=20)
 
 
 # ---- A strict parser of the Prometheus text format 0.0.4 ---------------------------------------
@@ -281,23 +219,13 @@ def write_big_log(data_dir, batches, per_batch):
             f.write(head + after_crc)
 
 
-def java_partition(group_id, n):
-    """Kafka's partition of a group id: abs(String.hashCode) % n (ASCII ids)."""
-    h = 0
-    for ch in group_id:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    if h >= 0x80000000:
-        h -= 0x100000000
-    return (0 if h == -0x80000000 else abs(h)) % n
-
-
 def write_many_groups(data_dir, ids, partitions=50):
     """One uncompressed batch of OffsetCommit records (topic t, partition 0) per
     __consumer_offsets partition, one record per group id: on load, each id is a group."""
     ts = int(time.time() * 1000)
     by_part = {}
     for gid in ids:
-        by_part.setdefault(java_partition(gid, partitions), []).append(gid.encode())
+        by_part.setdefault(partition_for(gid, partitions), []).append(gid.encode())
     for part in range(partitions):
         d = os.path.join(data_dir, "__consumer_offsets-%d" % part)
         os.makedirs(d)
@@ -319,32 +247,9 @@ def write_many_groups(data_dir, ids, partitions=50):
             f.write(head + after_crc)
 
 
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
 def api_versions(port, timeout=WAIT_S):
     """An ApiVersions v0 request on a new connection: the error code of its answer."""
-    import socket
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    try:
-        req = struct.pack(">hhih", 18, 0, 7, 4) + b"test"
-        s.sendall(struct.pack(">i", len(req)) + req)
-        buf = b""
-        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
-            d = s.recv(65536)
-            if not d:
-                raise AssertionError("ApiVersions: the connection closed without an answer")
-            buf += d
-        corr, err = struct.unpack(">ih", buf[4:10])
-        assert corr == 7
-        return err
-    finally:
-        s.close()
+    return wire.call(port, "test", 18, 0, b"", timeout=timeout).i16()
 
 
 def dechunk(data):
@@ -389,12 +294,12 @@ class ObsTest(unittest.TestCase):
             p.wait()
         rc = self.kc.stop() if self.kc else 0
         if rc != 0 or os.environ.get("KC_TEST_VERBOSE"):
-            sys.stderr.write(self.kc.log.decode(errors="replace")[-20000:])
+            sys.stderr.write(self.kc.output()[-20000:])
         shutil.rmtree(self.dir, ignore_errors=True)
         self.assertEqual(rc, 0, "kcoord did not exit cleanly")
 
     def start(self, *sets, wait_loaded=True):
-        self.kc = Kcoord(os.path.join(self.dir, "data"), *sets, wait_loaded=wait_loaded)
+        self.kc = start_kcoord(os.path.join(self.dir, "data"), *sets, wait_loaded=wait_loaded)
         return self.kc
 
     def test_metrics_parse_and_count_requests(self):
@@ -536,7 +441,7 @@ class HttpBoundsTest(unittest.TestCase):
             s.close()
         rc = self.kc.stop() if self.kc else 0
         if rc != 0 or os.environ.get("KC_TEST_VERBOSE"):
-            sys.stderr.write(self.kc.log.decode(errors="replace")[-20000:])
+            sys.stderr.write(self.kc.output()[-20000:])
         shutil.rmtree(self.dir, ignore_errors=True)
         self.assertEqual(rc, 0, "kcoord did not exit cleanly")
 
@@ -554,7 +459,7 @@ class HttpBoundsTest(unittest.TestCase):
         ids = ["grp-%05d" % i for i in range(self.N_GROUPS)]
         data = os.path.join(self.dir, "data")
         write_many_groups(data, ids)
-        kc = self.kc = Kcoord(data, "metrics.request.timeout.ms=120000")
+        kc = self.kc = start_kcoord(data, "metrics.request.timeout.ms=120000")
         st, ctype, body = kc.get("/v1/groups")
         self.assertEqual((st, ctype), (200, "application/json"))
         listed = json.loads(body)
@@ -568,7 +473,7 @@ class HttpBoundsTest(unittest.TestCase):
         st, _, body = kc.get("/v1/groups?limit=5&after=" +
                              urllib.parse.quote(page[-1]["group_id"], safe=""))
         self.assertEqual(json.loads(body), listed[5:10])
-        base = rss_kb(kc.proc.pid)
+        base = kc.rss_kb()
 
         # 100 clients ask for the list and read a few bytes each, slowly.
         for _ in range(self.N_CLIENTS):
@@ -603,7 +508,7 @@ class HttpBoundsTest(unittest.TestCase):
             self.assertEqual(got[0].offset, 42)
         finally:
             c.close()
-        grown = rss_kb(kc.proc.pid) - base
+        grown = kc.rss_kb() - base
         self.assertLess(grown, self.RSS_BUDGET_KB, "RSS grew by %d kB" % grown)
 
         # Each served list is whole: read the rest.
@@ -619,7 +524,7 @@ class HttpBoundsTest(unittest.TestCase):
             self.assertIn(b"\r\nTransfer-Encoding: chunked\r\n", head + b"\r\n")
             groups = json.loads(dechunk(rest))
             self.assertEqual(len(groups), self.N_GROUPS)
-        grown = rss_kb(kc.proc.pid) - base
+        grown = kc.rss_kb() - base
         self.assertLess(grown, self.RSS_BUDGET_KB, "RSS grew by %d kB" % grown)
         for s in self.socks:
             s.close()
@@ -631,7 +536,8 @@ class HttpBoundsTest(unittest.TestCase):
                            len(served) * self.N_GROUPS * 100)
 
     def test_big_head_and_silent_client(self):
-        kc = self.kc = Kcoord(os.path.join(self.dir, "data"), "metrics.request.timeout.ms=300")
+        kc = self.kc = start_kcoord(os.path.join(self.dir, "data"),
+                                    "metrics.request.timeout.ms=300")
         # A 1 MB header: the answer is 431, read whole, never a reset.
         c = http.client.HTTPConnection("127.0.0.1", kc.http_port, timeout=WAIT_S)
         try:
@@ -657,12 +563,9 @@ class SettingTest(unittest.TestCase):
     def run_kcoord(self, *sets):
         d = tempfile.mkdtemp(prefix="kc-obs-")
         try:
-            args = [BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + d]
-            for s in sets:
-                args += ["--set", s]
-            env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
-            p = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=env, timeout=30)
+            p = subprocess.run(kcoord.args(d, *sets), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=kcoord.quiet_env(), timeout=30)
             return p.returncode, p.stderr.decode(errors="replace")
         finally:
             shutil.rmtree(d, ignore_errors=True)
@@ -693,30 +596,19 @@ class SettingTest(unittest.TestCase):
         except OSError:
             pass
         d = tempfile.mkdtemp(prefix="kc-obs-")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
-        p = subprocess.Popen([BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + d],
-                             stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        log = b""
+        kc = None
         try:
-            deadline = time.monotonic() + 20
-            while b"serving no metrics" not in log or b"partitions loaded" not in log:
-                left = deadline - time.monotonic()
-                self.assertGreater(left, 0, log.decode(errors="replace"))
-                ready, _, _ = select.select([p.stderr], [], [], left)
-                if ready:
-                    chunk = os.read(p.stderr.fileno(), 65536)
-                    self.assertTrue(chunk, "kcoord exited:\n" + log.decode(errors="replace"))
-                    log += chunk
-            p.send_signal(signal.SIGTERM)
-            self.assertEqual(p.wait(timeout=20), 0)
+            kc = kcoord.Kcoord(d, wait_port=False, wait_loaded=False)
+            kc.wait_line("serving no metrics", 20)
+            kc.wait_line("partitions loaded", 20)
+            self.assertEqual(kc.stop(timeout=20), 0)
         finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            p.stderr.close()
+            if kc is not None:
+                kc.kill()
             s.close()
             shutil.rmtree(d, ignore_errors=True)
-        self.assertIn(b"metrics.listener: cannot listen on the default 127.0.0.1:9404", log)
+        log = kc.output()
+        self.assertIn("metrics.listener: cannot listen on the default 127.0.0.1:9404", log)
 
 
 if __name__ == "__main__":

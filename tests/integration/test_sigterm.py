@@ -28,12 +28,8 @@ Every wait is for an event and bounded; every process started is killed on the w
 a failure the daemons' logs are printed.
 """
 import os
-import re
 import shutil
-import signal
-import socket
-import struct
-import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -41,7 +37,11 @@ import unittest
 
 from kafka import KafkaConsumer, TopicPartition
 
-BIN = os.environ.get("KC_TEST_BIN", "build/kcoord")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from tests.support import calls, kcoord  # noqa: E402
+from tests.support.calls import OFFSET_COMMIT, commit_errors  # noqa: E402
+from tests.support.wire import Conn  # noqa: E402
+
 TOPIC = "sig"
 PARTITIONS = 8
 COMMITTERS = 4
@@ -52,225 +52,33 @@ STOP_TIMEOUT_S = 5
 LOAD_TIMEOUT_S = 60
 IO_TIMEOUT_S = 10
 
-JOIN_GROUP, SYNC_GROUP, OFFSET_COMMIT = 11, 14, 8
-MEMBER_ID_REQUIRED = 79
-
-
 # ---- a minimal Kafka client: non-flexible versions, request header v1, response header v0 ---
 
-def i16(v):
-    return struct.pack(">h", v)
-
-
-def i32(v):
-    return struct.pack(">i", v)
-
-
-def i64(v):
-    return struct.pack(">q", v)
-
-
-def string(s):
-    if s is None:
-        return i16(-1)
-    b = s.encode()
-    return i16(len(b)) + b
-
-
-def bytes_(b):
-    return i32(-1) if b is None else i32(len(b)) + b
-
-
-class Reader:
-    def __init__(self, data):
-        self.d = data
-        self.p = 0
-
-    def take(self, n):
-        if n < 0 or self.p + n > len(self.d):
-            raise ValueError("short response")
-        b = self.d[self.p:self.p + n]
-        self.p += n
-        return b
-
-    def i16(self):
-        return struct.unpack(">h", self.take(2))[0]
-
-    def i32(self):
-        return struct.unpack(">i", self.take(4))[0]
-
-    def string(self):
-        n = self.i16()
-        return None if n < 0 else self.take(n).decode()
-
-    def bytes_(self):
-        n = self.i32()
-        return None if n < 0 else self.take(n)
-
-
-class Conn:
+def connect(port):
     """One connection; send() and recv() are separate so that requests can be pipelined."""
-
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT_S)
-        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.corr = 0
-
-    def send(self, key, version, body):
-        self.corr += 1
-        head = i16(key) + i16(version) + i32(self.corr) + string("test-sigterm")
-        self.s.sendall(i32(len(head) + len(body)) + head + body)
-        return self.corr
-
-    def recv(self):
-        """The next response's (correlation id, body reader); EOFError when the server closed."""
-        size = struct.unpack(">i", self._exact(4))[0]
-        r = Reader(self._exact(size))
-        return r.i32(), r
-
-    def call(self, key, version, body):
-        corr = self.send(key, version, body)
-        got, r = self.recv()
-        if got != corr:
-            raise ValueError("correlation id %d, expected %d" % (got, corr))
-        return r
-
-    def _exact(self, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = self.s.recv(n - len(buf))
-            if not chunk:
-                raise EOFError("connection closed")
-            buf += chunk
-        return buf
-
-    def close(self):
-        self.s.close()
+    return Conn(port, "test-sigterm", timeout=IO_TIMEOUT_S)
 
 
 def join(conn, group, partitions):
     """Join group as its only member and take partitions: (generation, member id)."""
-    meta = i16(0) + i32(1) + string(TOPIC) + bytes_(None)  # ConsumerProtocol subscription v0
-    member = ""
-    for _ in range(3):
-        body = (string(group) + i32(30000) + i32(30000) + string(member) + string(None) +
-                string("consumer") + i32(1) + string("range") + bytes_(meta))
-        r = conn.call(JOIN_GROUP, 5, body)
-        r.i32()  # throttle
-        err, gen, _proto, leader, member = r.i16(), r.i32(), r.string(), r.string(), r.string()
-        if err == MEMBER_ID_REQUIRED:
-            continue
-        if err != 0:
-            raise AssertionError("JoinGroup %s: error %d" % (group, err))
-        if leader != member:
-            raise AssertionError("JoinGroup %s: %s is not the leader %s" % (group, member, leader))
-        break
-    else:
-        raise AssertionError("JoinGroup %s: no member id after 3 tries" % group)
-    assignment = (i16(0) + i32(1) + string(TOPIC) + i32(len(partitions)) +
-                  b"".join(i32(p) for p in partitions) + bytes_(None))
-    body = (string(group) + i32(gen) + string(member) + string(None) +
-            i32(1) + string(member) + bytes_(assignment))
-    r = conn.call(SYNC_GROUP, 3, body)
-    r.i32()
-    err = r.i16()
-    if err != 0:
-        raise AssertionError("SyncGroup %s: error %d" % (group, err))
+    gen, leader, member = calls.join_classic(conn, group, 30000, TOPIC, partitions)
+    if leader != member:
+        raise AssertionError("JoinGroup %s: %s is not the leader %s" % (group, member, leader))
     return gen, member
 
 
 def commit_request(group, gen, member, offsets):
     """OffsetCommit v7 of {partition: offset} on TOPIC, metadata "o<offset>"."""
-    parts = b"".join(i32(p) + i64(o) + i32(-1) + string("o%d" % o) for p, o in offsets.items())
-    return (string(group) + i32(gen) + string(member) + string(None) +
-            i32(1) + string(TOPIC) + i32(len(offsets)) + parts)
-
-
-def commit_errors(r):
-    """{partition: error code} of an OffsetCommit v7 response."""
-    r.i32()
-    out = {}
-    for _ in range(r.i32()):
-        r.string()
-        for _ in range(r.i32()):
-            p = r.i32()
-            out[p] = r.i16()
-    return out
+    return calls.commit_request(group, gen, member, TOPIC, offsets)
 
 
 # ---- the daemon -----------------------------------------------------------------------------
 
-def quiet_env():
-    return {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
-
-
-def extra_sets():
-    """No metrics listener, in a build that has one (its default port may be taken)."""
-    out = subprocess.run([BIN, "--print-config"], stdout=subprocess.PIPE, text=True,
-                         env=quiet_env(), check=True).stdout
-    return ["--set", "metrics.listener="] if re.search(r"^metrics\.listener=", out, re.M) else []
-
-
-class Kcoord:
+def start_kcoord(data_dir):
     """kcoord on a free port and the given data directory, its stderr read by a thread."""
-
-    def __init__(self, data_dir):
-        args = [BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data_dir,
-                "--set", "topics=%s:%d" % (TOPIC, PARTITIONS),
-                "--set", "offsets.topic.num.partitions=4",
-                "--set", "group.initial.rebalance.delay.ms=0"] + extra_sets()
-        env = quiet_env()
-        self.proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                     env=env)
-        self.log = ""
-        self.cv = threading.Condition()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        m = self.wait_log(r"listening on 127\.0\.0\.1:(\d+)")
-        self.port = int(m.group(1))
-        self.wait_log(r"all \d+ partitions loaded")
-
-    def _read(self):
-        for raw in self.proc.stderr:
-            with self.cv:
-                self.log += raw.decode(errors="replace")
-                self.cv.notify_all()
-        with self.cv:
-            self.cv.notify_all()
-
-    def wait_log(self, regex, timeout=START_TIMEOUT_S):
-        pat = re.compile(regex)
-        deadline = time.monotonic() + timeout
-        with self.cv:
-            while True:
-                m = pat.search(self.log)
-                if m:
-                    return m
-                if self.proc.poll() is not None:
-                    raise AssertionError("kcoord exited (status %s) before logging /%s/"
-                                         % (self.proc.returncode, regex))
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError("kcoord logged no /%s/ within %d s" % (regex, timeout))
-                self.cv.wait(min(left, 0.5))
-
-    def terminate(self):
-        """SIGTERM: the exit status, or None when it was still running after STOP_TIMEOUT_S
-        (it is killed then)."""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return None
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.reader.join(timeout=5)
-        if not self.reader.is_alive():
-            self.proc.stderr.close()
+    return kcoord.Kcoord(data_dir, "topics=%s:%d" % (TOPIC, PARTITIONS),
+                         "offsets.topic.num.partitions=4", "group.initial.rebalance.delay.ms=0",
+                         *kcoord.no_metrics_listener(), timeout=START_TIMEOUT_S)
 
 
 # ---- the load -------------------------------------------------------------------------------
@@ -298,7 +106,7 @@ class Committer(threading.Thread):
 
     def run(self):
         try:
-            conn = Conn(self.port)
+            conn = connect(self.port)
         except OSError as e:
             self.failure = "connect: %s" % e
             self.joined.set()
@@ -380,7 +188,7 @@ class SigtermTest(unittest.TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def start(self):
-        k = Kcoord(self.dir)
+        k = start_kcoord(self.dir)
         self.daemons.append(k)
         return k
 
@@ -399,7 +207,7 @@ class SigtermTest(unittest.TestCase):
 
         term_sent.set()
         t0 = time.monotonic()
-        rc = k.terminate()
+        rc = k.terminate(STOP_TIMEOUT_S)
         stop_s = time.monotonic() - t0
         self.assertIsNotNone(rc, "kcoord still running %d s after SIGTERM" % STOP_TIMEOUT_S)
         self.assertEqual(rc, 0, "exit status on SIGTERM under load")
@@ -433,7 +241,7 @@ class SigtermTest(unittest.TestCase):
 
         # The groups came back with their members: a commit with the old generation works.
         for c in self.committers:
-            conn = Conn(k2.port)
+            conn = connect(k2.port)
             try:
                 offsets = {p: c.sent[p] + 1 for p in c.partitions}
                 errs = commit_errors(conn.call(OFFSET_COMMIT, 7,
@@ -443,7 +251,8 @@ class SigtermTest(unittest.TestCase):
             self.assertEqual(errs, {p: 0 for p in c.partitions},
                              "%s: commit of generation %d after the restart" % (c.group, c.gen))
 
-        self.assertEqual(k2.terminate(), 0, "exit status of the restarted kcoord on SIGTERM")
+        self.assertEqual(k2.terminate(STOP_TIMEOUT_S), 0,
+                         "exit status of the restarted kcoord on SIGTERM")
         for i, d in enumerate(self.daemons):
             self.assertNotRegex(d.log, r"\bERROR\b", "run %d logged an error" % (i + 1))
         self.passed = True
