@@ -392,7 +392,9 @@ static const setting_t settings[] = {
             "metadata and assignment) would be larger fails the leader's SyncGroup with "
             "UNKNOWN_SERVER_ERROR and rebalances, as Kafka; a JoinGroup whose protocol metadata "
             "alone cannot fit, and a consumer-group member whose metadata record would not, "
-            "get UNKNOWN_SERVER_ERROR at once."},
+            "get UNKNOWN_SERVER_ERROR at once, and so does each partition of an OffsetCommit "
+            "whose record would be larger (possible only with offset.metadata.max.bytes "
+            "raised)."},
     {.name = "offset.metadata.max.bytes",
      .type = T_INT,
      .off = OFF(offset_metadata_max_bytes),
