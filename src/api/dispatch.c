@@ -11,7 +11,6 @@
  * than it is refused before it is encoded (its size is computed first): each closes the
  * connection, as Kafka closes one that sends an oversized request, with a rate-limited line.
  */
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,27 +90,20 @@ static size_t memory_budget(const kc_api_ctx_t *ctx)
     return (size_t)ctx->conf->request_max_memory_bytes;
 }
 
-static kc_net_ratelog_t rl_memory;
-
 /* A request needs more than request.max.memory.bytes (`what` says for what): count it, say so
  * now and then, and close its connection once the answers before it are written. */
 static void refuse_memory(kc_api_ctx_t *ctx, kc_slot_t *slot, const char *peer, int16_t key,
                           int16_t version, const char *what, const uint8_t *frame, size_t len)
 {
     kc_obs_refused_memory();
-    uint64_t more = 0;
-    uint64_t now = ctx != NULL && ctx->loop != NULL ? uv_now(ctx->loop) : 0;
-    if (kc_net_log_allowed(&rl_memory, now, 10000, &more)) {
-        char sample[72] = "";
-        if (frame != NULL)
-            kc_log_sanitize(sample, sizeof(sample), frame, len < 64 ? len : 64);
-        const kc_api_info_t *api = kc_api_find(key);
-        KC_WARN("api",
-                "closing %s: %s v%d request of %zu bytes needs more than "
-                "request.max.memory.bytes (%zu) %s (bytes: \"%s\") (%" PRIu64
-                " more refused like this)",
-                peer, api ? api->name : "?", version, len, memory_budget(ctx), what, sample, more);
-    }
+    char sample[72] = "";
+    if (frame != NULL)
+        kc_log_sanitize(sample, sizeof(sample), frame, len < 64 ? len : 64);
+    const kc_api_info_t *api = kc_api_find(key);
+    KC_WARN_LIMITED("api",
+                    "closing %s: %s v%d request of %zu bytes needs more than "
+                    "request.max.memory.bytes (%zu) %s (bytes: \"%s\")",
+                    peer, api ? api->name : "?", version, len, memory_budget(ctx), what, sample);
     kc_slot_close(slot, NULL);
 }
 

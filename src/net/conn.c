@@ -126,24 +126,20 @@ static void paused(kc_conn_t *c, int why)
 {
     kc_server_t *srv = c->server;
     kc_obs_net_paused(why);
-    uint64_t more = 0, now = uv_now(srv->loop);
     if (why == KC_OBS_PAUSE_REQUESTS) {
         srv->req_muted = true;
-        if (kc_net_log_allowed(&srv->rl_requests, now, KC_NET_LOG_PERIOD_MS, &more))
-            KC_WARN("net",
-                    "%" PRIu64 " bytes of requests wait for answers, over queued.max.request.bytes "
-                    "(%" PRId64 "): reading no connection until they drain (%" PRIu64
-                    " more pauses like this)",
-                    srv->req_bytes, srv->opts.max_request_bytes_queued, more);
+        KC_WARN_LIMITED("net",
+                        "%" PRIu64 " bytes of requests wait for answers, over "
+                        "queued.max.request.bytes (%" PRId64 "): reading no connection until "
+                        "they drain",
+                        srv->req_bytes, srv->opts.max_request_bytes_queued);
     } else if (why == KC_OBS_PAUSE_CONN_UNSENT || why == KC_OBS_PAUSE_UNSENT) {
-        if (kc_net_log_allowed(&srv->rl_unsent, now, KC_NET_LOG_PERIOD_MS, &more))
-            KC_WARN("net",
-                    "not reading %s until it reads its answers: %" PRIu64
-                    " bytes unsent (connection.max.unsent.bytes %" PRId64 "), %" PRIu64
-                    " bytes unsent in all (queued.max.unsent.bytes %" PRId64 ") (%" PRIu64
-                    " more pauses like this)",
-                    c->peer, c->unsent, srv->opts.conn_unsent_bytes, srv->unsent_bytes,
-                    srv->opts.max_unsent_bytes, more);
+        KC_WARN_LIMITED("net",
+                        "not reading %s until it reads its answers: %" PRIu64
+                        " bytes unsent (connection.max.unsent.bytes %" PRId64 "), %" PRIu64
+                        " bytes unsent in all (queued.max.unsent.bytes %" PRId64 ")",
+                        c->peer, c->unsent, srv->opts.conn_unsent_bytes, srv->unsent_bytes,
+                        srv->opts.max_unsent_bytes);
     }
 }
 
@@ -643,7 +639,6 @@ void kc_conn_drain(kc_conn_t *c)
 static void on_idle(uv_timer_t *t)
 {
     kc_conn_t *c = t->data;
-    kc_server_t *srv = c->server;
     if (c->unanswered > 0)
         return;
     bool unread = c->unsent > 0;
@@ -652,12 +647,10 @@ static void on_idle(uv_timer_t *t)
         kc_conn_close(c, "idle for longer than connections.max.idle.ms");
         return;
     }
-    uint64_t more = 0;
-    if (kc_net_log_allowed(&srv->rl_idle, uv_now(srv->loop), KC_NET_LOG_PERIOD_MS, &more))
-        KC_WARN("net",
-                "closing %s: %" PRIu64 " bytes of answers unread for longer than "
-                "connections.max.idle.ms (%" PRIu64 " more closed like this)",
-                c->peer, c->unsent, more);
+    KC_WARN_LIMITED("net",
+                    "closing %s: %" PRIu64 " bytes of answers unread for longer than "
+                    "connections.max.idle.ms",
+                    c->peer, c->unsent);
     kc_conn_close(c, NULL);
 }
 

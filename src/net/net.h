@@ -104,27 +104,4 @@ kc_arena_t *kc_slot_arena(kc_slot_t *slot);
 /* "host:port" of the peer, for logs. Valid while the connection is. */
 const char *kc_conn_peer(const kc_conn_t *c);
 
-/* A minimal limiter for repeated log lines: kc_net_log_allowed returns true at most once per
- * `period_ms` of `now_ms` (a monotonic clock); the calls it refused meanwhile are counted and
- * returned in *suppressed (then reset) when it next allows one. Zero-initialise it. */
-typedef struct kc_net_ratelog_s {
-    uint64_t next_ms;
-    uint64_t suppressed;
-    int started;
-} kc_net_ratelog_t;
-
-static inline int kc_net_log_allowed(kc_net_ratelog_t *rl, uint64_t now_ms, uint64_t period_ms,
-                                     uint64_t *suppressed)
-{
-    if (rl->started && now_ms < rl->next_ms) {
-        rl->suppressed++;
-        return 0;
-    }
-    rl->started = 1;
-    rl->next_ms = now_ms + period_ms;
-    *suppressed = rl->suppressed;
-    rl->suppressed = 0;
-    return 1;
-}
-
 #endif

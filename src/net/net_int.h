@@ -49,7 +49,6 @@ struct kc_server_s {
     /* Connection limits. */
     kc_ip_count_t **ips; /* KC_NET_IP_BUCKETS chains; NULL until max.connections.per.ip is used */
     size_t base_fds;     /* file descriptors open when the first listener was opened */
-    kc_net_ratelog_t rl_max_conns, rl_per_ip, rl_fds, rl_unsent, rl_requests, rl_idle;
 };
 
 /* A slot: one request's place in its connection's reply queue. */
@@ -99,7 +98,7 @@ struct kc_conn_s {
     bool lingering; /* replies written, write side shut: discard input until the peer closes */
 };
 
-enum { KC_NET_READ_CHUNK = 64 * 1024, KC_NET_LOG_PERIOD_MS = 10000 };
+enum { KC_NET_READ_CHUNK = 64 * 1024 };
 
 /* conn.c */
 void kc_conn_accept(kc_server_t *s, uv_stream_t *listener);

@@ -95,12 +95,10 @@ static void on_connection(uv_stream_t *listener, int status)
         /* Not taken: libuv stops watching this listener until kc_server_conn_gone takes it. */
         l->pending = true;
         kc_obs_accept_deferred();
-        uint64_t more = 0;
-        if (kc_net_log_allowed(&s->rl_max_conns, uv_now(s->loop), KC_NET_LOG_PERIOD_MS, &more))
-            KC_WARN("net",
-                    "max.connections (%d) reached: new connections wait until one closes "
-                    "(%" PRIu64 " more like this)",
-                    s->opts.max_connections, more);
+        KC_WARN_LIMITED("net",
+                        "max.connections (%d) reached: new connections wait until one "
+                        "closes",
+                        s->opts.max_connections);
         return;
     }
     kc_conn_accept(s, listener);
@@ -161,7 +159,6 @@ static long count_open_fds(void)
 
 bool kc_server_admit(kc_server_t *s, kc_conn_t *c)
 {
-    uint64_t more = 0, now = uv_now(s->loop);
     if (s->opts.reserved_fds > 0) {
         struct rlimit rl;
         uv_os_fd_t fd = -1;
@@ -172,12 +169,10 @@ bool kc_server_admit(kc_server_t *s, kc_conn_t *c)
             /* n_conns counts this connection already. */
             if ((uint64_t)fd + reserve >= limit || s->n_conns > room) {
                 kc_obs_conn_refused(KC_OBS_REFUSED_FDS);
-                if (kc_net_log_allowed(&s->rl_fds, now, KC_NET_LOG_PERIOD_MS, &more))
-                    KC_WARN("net",
-                            "closing %s: %zu connections open, and the open-file limit %" PRIu64
-                            " keeps log.reserved.fds=%d descriptors for the log (%" PRIu64
-                            " more closed like this)",
-                            c->peer, s->n_conns - 1, limit, s->opts.reserved_fds, more);
+                KC_WARN_LIMITED("net",
+                                "closing %s: %zu connections open, and the open-file limit "
+                                "%" PRIu64 " keeps log.reserved.fds=%d descriptors for the log",
+                                c->peer, s->n_conns - 1, limit, s->opts.reserved_fds);
                 return false;
             }
         }
@@ -190,11 +185,10 @@ bool kc_server_admit(kc_server_t *s, kc_conn_t *c)
         kc_ip_count_t **pp = ip_find(s, c->ip);
         if (*pp != NULL && (*pp)->n >= (uint32_t)s->opts.max_connections_per_ip) {
             kc_obs_conn_refused(KC_OBS_REFUSED_PER_IP);
-            if (kc_net_log_allowed(&s->rl_per_ip, now, KC_NET_LOG_PERIOD_MS, &more))
-                KC_WARN("net",
-                        "closing %s: its address has max.connections.per.ip (%d) connections "
-                        "open (%" PRIu64 " more closed like this)",
-                        c->peer, s->opts.max_connections_per_ip, more);
+            KC_WARN_LIMITED("net",
+                            "closing %s: its address has max.connections.per.ip (%d) "
+                            "connections open",
+                            c->peer, s->opts.max_connections_per_ip);
             return false;
         }
         if (*pp == NULL) {

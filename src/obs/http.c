@@ -27,7 +27,6 @@
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* How often a bound that is hit may be logged (the lines in between are counted). */
-#define LOG_EVERY_MS 10000
 
 typedef enum {
     C_HEAD,    /* reading the request head */
@@ -62,11 +61,6 @@ typedef struct hconn_s {
 } hconn_t;
 
 /* A rate-limited log line of a bound that was hit. */
-typedef struct hit_log_s {
-    uint64_t last_ms, missed;
-    bool logged;
-} hit_log_t;
-
 struct kc_http_s {
     uv_loop_t *loop;
     kc_http_handler_fn fn;
@@ -77,7 +71,6 @@ struct kc_http_s {
     hconn_t *conns;
     int n_served, n_refused; /* open connections of each kind */
     kc_http_limits_t limits;
-    hit_log_t log_refused, log_timeout;
     void (*done)(void *);
     void *done_arg;
 };
@@ -222,21 +215,6 @@ const char *kc_http_reason(int status)
 
 /* ---- Connections ---------------------------------------------------------------------------- */
 
-/* Whether a bound's log line may be written now; counts it otherwise. */
-static bool hit_log_due(kc_http_t *h, hit_log_t *l, uint64_t *missed)
-{
-    uint64_t now = uv_now(h->loop);
-    if (l->logged && now - l->last_ms < LOG_EVERY_MS) {
-        l->missed++;
-        return false;
-    }
-    *missed = l->missed;
-    l->missed = 0;
-    l->last_ms = now;
-    l->logged = true;
-    return true;
-}
-
 static void maybe_free_server(kc_http_t *h)
 {
     if (!h->closing || h->conns != NULL || h->listener_init)
@@ -288,14 +266,11 @@ static void on_timeout(uv_timer_t *t)
     if (c->state != C_LINGER) {
         kc_http_t *h = c->server;
         kc_obs_http_timeout();
-        uint64_t missed;
-        if (hit_log_due(h, &h->log_timeout, &missed))
-            KC_INFO("obs",
-                    "closing an HTTP connection that %s within metrics.request.timeout.ms=%lld "
-                    "(%llu more since the last such line)",
-                    c->state == C_HEAD ? "sent no complete request head"
-                                       : "did not take the next piece of its answer",
-                    (long long)h->limits.timeout_ms, (unsigned long long)missed);
+        KC_INFO_LIMITED("obs",
+                        "closing an HTTP connection that %s within metrics.request.timeout.ms=%lld",
+                        c->state == C_HEAD ? "sent no complete request head"
+                                           : "did not take the next piece of its answer",
+                        (long long)h->limits.timeout_ms);
     }
     conn_close(c);
 }
@@ -528,12 +503,8 @@ static void on_connection(uv_stream_t *listener, int status)
     }
     if (over) {
         kc_obs_http_refused();
-        uint64_t missed;
-        if (hit_log_due(h, &h->log_refused, &missed))
-            KC_WARN("obs",
-                    "refusing an HTTP connection: metrics.max.connections=%d are open (%llu "
-                    "more refused since the last such line)",
-                    h->limits.max_connections, (unsigned long long)missed);
+        KC_WARN_LIMITED("obs", "refusing an HTTP connection: metrics.max.connections=%d are open",
+                        h->limits.max_connections);
         if (h->n_refused > h->limits.max_connections) {
             conn_close(c); /* too many even to answer */
             return;
