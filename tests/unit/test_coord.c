@@ -172,6 +172,17 @@ static void run_until(uv_loop_t *loop, const int *flag)
     assert_true(*flag);
 }
 
+/* `conf` with its defaults and then sets[0..n) (key, value) applied, each of which must be
+ * accepted. */
+static void conf_with(kc_conf_t *conf, const char *const sets[][2], size_t n)
+{
+    char err[256];
+    kc_conf_init(conf);
+    for (size_t i = 0; i < n; i++)
+        if (kc_conf_set(conf, sets[i][0], sets[i][1], KC_CONF_SRC_SET, err, sizeof(err)) != 0)
+            fail_msg("%s=%s: %s", sets[i][0], sets[i][1], err);
+}
+
 static void run_until_loaded(uv_loop_t *loop, kc_coord_t *c, kc_partition_t *p)
 {
     for (int i = 0; i < 100000 && (kc_coord_loading(c) > 0 || p->state != KC_PART_ACTIVE); i++)
@@ -220,12 +231,8 @@ static void test_durable_acks_and_failed_writes(void **state)
     char dir[] = "/tmp/kc-coord-XXXXXX";
     assert_non_null(mkdtemp(dir));
     kc_conf_t conf;
-    kc_conf_init(&conf);
-    char err[256];
-    assert_int_equal(kc_conf_set(&conf, "data.dir", dir, KC_CONF_SRC_SET, err, sizeof(err)), 0);
-    assert_int_equal(
-        kc_conf_set(&conf, "offsets.topic.num.partitions", "2", KC_CONF_SRC_SET, err, sizeof(err)),
-        0);
+    const char *sets[][2] = {{"data.dir", dir}, {"offsets.topic.num.partitions", "2"}};
+    conf_with(&conf, sets, 2);
     kc_catalog_t cat;
     assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
     uv_loop_t loop;
@@ -376,12 +383,8 @@ static void test_partition_recovers(void **state)
     char dir[] = "/tmp/kc-coord-XXXXXX";
     assert_non_null(mkdtemp(dir));
     kc_conf_t conf;
-    kc_conf_init(&conf);
-    char err[256];
-    assert_int_equal(kc_conf_set(&conf, "data.dir", dir, KC_CONF_SRC_SET, err, sizeof(err)), 0);
-    assert_int_equal(
-        kc_conf_set(&conf, "offsets.topic.num.partitions", "1", KC_CONF_SRC_SET, err, sizeof(err)),
-        0);
+    const char *sets[][2] = {{"data.dir", dir}, {"offsets.topic.num.partitions", "1"}};
+    conf_with(&conf, sets, 2);
     kc_catalog_t cat;
     assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
     uv_loop_t loop;
@@ -478,16 +481,12 @@ static void test_cleaner_compacts(void **state)
     char dir[] = "/tmp/kc-clean-XXXXXX";
     assert_non_null(mkdtemp(dir));
     kc_conf_t conf;
-    kc_conf_init(&conf);
-    char err[256];
     const char *sets[][2] = {{"data.dir", dir},
                              {"offsets.topic.num.partitions", "1"},
                              {"offsets.topic.segment.bytes", "1024"},
                              {"offsets.topic.compression.codec", "none"},
                              {"log.cleaner.backoff.ms", "20"}};
-    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
-        assert_int_equal(
-            kc_conf_set(&conf, sets[i][0], sets[i][1], KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    conf_with(&conf, sets, sizeof(sets) / sizeof(sets[0]));
     kc_catalog_t cat;
     assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
     uv_loop_t loop;
@@ -533,15 +532,11 @@ static void test_retention_scan_in_slices(void **state)
     char dir[] = "/tmp/kc-retain-XXXXXX";
     assert_non_null(mkdtemp(dir));
     kc_conf_t conf;
-    kc_conf_init(&conf);
-    char err[256];
     const char *sets[][2] = {{"data.dir", dir},
                              {"offsets.topic.num.partitions", "4"},
                              {"offsets.retention.check.interval.ms", "20"},
                              {"log.flush.policy", "never"}};
-    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
-        assert_int_equal(
-            kc_conf_set(&conf, sets[i][0], sets[i][1], KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    conf_with(&conf, sets, sizeof(sets) / sizeof(sets[0]));
     kc_catalog_t cat;
     assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
     uv_loop_t loop;
@@ -667,16 +662,12 @@ static void test_timers_judged_after_poll(void **state)
     char dir[] = "/tmp/kc-stall-XXXXXX";
     assert_non_null(mkdtemp(dir));
     kc_conf_t conf;
-    kc_conf_init(&conf);
-    char err[256];
     const char *sets[][2] = {{"data.dir", dir},
                              {"offsets.topic.num.partitions", "1"},
                              {"group.min.session.timeout.ms", "100"},
                              {"group.initial.rebalance.delay.ms", "0"},
                              {"log.flush.policy", "never"}};
-    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
-        assert_int_equal(
-            kc_conf_set(&conf, sets[i][0], sets[i][1], KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    conf_with(&conf, sets, sizeof(sets) / sizeof(sets[0]));
     kc_catalog_t cat;
     assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
     uv_loop_t loop;
@@ -737,15 +728,11 @@ static void test_record_larger_than_segment(void **state)
     char dir[] = "/tmp/kc-coord-XXXXXX";
     assert_non_null(mkdtemp(dir));
     kc_conf_t conf;
-    kc_conf_init(&conf);
-    char err[256];
     const char *sets[][2] = {{"data.dir", dir},
                              {"offsets.topic.num.partitions", "1"},
                              {"offsets.topic.segment.bytes", "1024"},
                              {"offsets.topic.compression.codec", "none"}};
-    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
-        assert_int_equal(
-            kc_conf_set(&conf, sets[i][0], sets[i][1], KC_CONF_SRC_SET, err, sizeof(err)), 0);
+    conf_with(&conf, sets, sizeof(sets) / sizeof(sets[0]));
     kc_catalog_t cat;
     assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
     uv_loop_t loop;
@@ -930,12 +917,8 @@ static void test_clean_shutdown_and_lost_segment(void **state)
     char dir[] = "/tmp/kc-lost-XXXXXX";
     assert_non_null(mkdtemp(dir));
     kc_conf_t conf;
-    kc_conf_init(&conf);
-    char err[256];
-    assert_int_equal(kc_conf_set(&conf, "data.dir", dir, KC_CONF_SRC_SET, err, sizeof(err)), 0);
-    assert_int_equal(
-        kc_conf_set(&conf, "offsets.topic.num.partitions", "2", KC_CONF_SRC_SET, err, sizeof(err)),
-        0);
+    const char *sets[][2] = {{"data.dir", dir}, {"offsets.topic.num.partitions", "2"}};
+    conf_with(&conf, sets, 2);
     kc_catalog_t cat;
     assert_int_equal(kc_catalog_init(&cat, "cluster", NULL, 0), 0);
     uv_loop_t loop;
