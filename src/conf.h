@@ -33,7 +33,7 @@ typedef enum kc_conf_source_e {
     KC_CONF_SRC_SET = 3,     /* --set key=value on the command line */
 } kc_conf_source_t;
 
-/* Values of kc_conf_t.log_level. They are the log module's kc_log_level_t values; conf does not
+/* Values of kc_conf_t.log_level. They are the log module's kc_diag_level_t values; conf does not
  * include the log module so that it can be used (and tested) before logging is set up. */
 enum {
     KC_CONF_LOG_DEBUG = 0,
@@ -42,7 +42,7 @@ enum {
     KC_CONF_LOG_ERROR = 3,
 };
 
-/* Values of kc_conf_t.log_format: the log module's kc_log_format_t values. */
+/* Values of kc_conf_t.log_format: the log module's kc_diag_format_t values. */
 enum { KC_CONF_LOG_TEXT = 0, KC_CONF_LOG_JSON = 1 };
 
 /* Values of kc_conf_t.log_flush_policy and offsets_topic_compression_codec. */

@@ -24,7 +24,7 @@
 #include "log/meta.h"
 #include "net/net.h"
 #include "obs/obs.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 #ifndef KCOORD_VERSION
 #define KCOORD_VERSION "0.1.0"
@@ -69,13 +69,13 @@ static void on_server_stopped(void *arg)
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     uv_close((uv_handle_t *)&d->sigint, NULL);
     uv_close((uv_handle_t *)&d->log_flush, NULL);
-    kc_log_repeat_flush();
+    kc_diag_repeat_flush();
 }
 
 static void on_log_flush(uv_timer_t *t)
 {
     (void)t;
-    kc_log_repeat_flush();
+    kc_diag_repeat_flush();
 }
 
 /* mkdir -p: 0, or -1 with errno set. */
@@ -300,8 +300,8 @@ int main(int argc, char **argv)
         kc_conf_free(&conf);
         return rc;
     }
-    kc_log_set_level((kc_log_level_t)conf.log_level);
-    kc_log_set_format((kc_log_format_t)conf.log_format);
+    kc_diag_set_level((kc_diag_level_t)conf.log_level);
+    kc_diag_set_format((kc_diag_format_t)conf.log_format);
     signal(SIGPIPE, SIG_IGN);
 
     char err[512];

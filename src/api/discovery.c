@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "api/api.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 /* Authorized-operation bit sets with no authorizer: every operation Kafka defines for the
  * resource type (READ..ALTER_CONFIGS for topics; CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,

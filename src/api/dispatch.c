@@ -16,7 +16,7 @@
 
 #include "api/api.h"
 #include "obs/metrics.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 typedef struct handler_s {
     int16_t key;
@@ -98,7 +98,7 @@ static void refuse_memory(kc_api_ctx_t *ctx, kc_slot_t *slot, const char *peer, 
     kc_obs_refused_memory();
     char sample[72] = "";
     if (frame != NULL)
-        kc_log_sanitize(sample, sizeof(sample), frame, len < 64 ? len : 64);
+        kc_diag_sanitize(sample, sizeof(sample), frame, len < 64 ? len : 64);
     const kc_api_info_t *api = kc_api_find(key);
     KC_WARN_LIMITED("api",
                     "closing %s: %s v%d request of %zu bytes needs more than "
@@ -218,7 +218,7 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     }
     if (st != KC_REQ_OK) {
         char sample[72], why[160];
-        kc_log_sanitize(sample, sizeof(sample), frame, len < 64 ? len : 64);
+        kc_diag_sanitize(sample, sizeof(sample), frame, len < 64 ? len : 64);
         snprintf(why, sizeof(why), "malformed request (%zu bytes: \"%s\")", len, sample);
         kc_obs_refused(true);
         kc_slot_close(slot, why);

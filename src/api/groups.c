@@ -9,7 +9,7 @@
 #include <strings.h>
 
 #include "api/api.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 /* As Kafka's JoinGroupResponse constructor: from v7, where the protocol name is nullable, an
  * empty name is sent as null (MEMBER_ID_REQUIRED and error answers); before v7 a null one as

@@ -32,7 +32,7 @@
 #include <strings.h>
 
 #include "api/api.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 enum {
     MAX_TOPIC_NAME = 249,       /* Kafka's Topic.MAX_NAME_LENGTH */

@@ -56,7 +56,7 @@
 #include "log/log.h"
 #include "obs/metrics.h"
 #include "proto/errors.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 

@@ -75,7 +75,7 @@
 #include "group/strmap.h"
 #include "proto/gen_records.h"
 #include "util/heap.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 #define NEVER INT64_MAX
 
@@ -2717,8 +2717,8 @@ static void refused(kc_cgm_t *c, int kind, kc_str_t group_id, kc_str_t reason)
     kc_gm__stats(c->gm)->refused[kind]++;
     if (kc_notes_first(&c->notes, group_id, reason)) {
         char id[256], why[600]; /* the client's bytes, made printable */
-        kc_log_sanitize(id, sizeof(id), group_id.p, group_id.len > 0 ? (size_t)group_id.len : 0);
-        kc_log_sanitize(why, sizeof(why), reason.p, reason.len > 0 ? (size_t)reason.len : 0);
+        kc_diag_sanitize(id, sizeof(id), group_id.p, group_id.len > 0 ? (size_t)group_id.len : 0);
+        kc_diag_sanitize(why, sizeof(why), reason.p, reason.len > 0 ? (size_t)reason.len : 0);
         KC_INFO("group", "consumer group %s: request refused: %s", id, why);
     }
 }

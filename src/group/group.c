@@ -70,7 +70,7 @@
 #include "proto/gen_consumer.h"
 #include "proto/gen_records.h"
 #include "util/heap.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 #define NEVER INT64_MAX
 
@@ -702,7 +702,7 @@ static void refused(kc_gm_t *gm, int kind, kc_str_t group_id, const char *reason
     gm->stats.refused[kind]++;
     if (kc_notes_first(&gm->notes, group_id, kc_str_c(reason))) {
         char id[256]; /* the client's bytes, made printable */
-        kc_log_sanitize(id, sizeof(id), group_id.p, group_id.len > 0 ? (size_t)group_id.len : 0);
+        kc_diag_sanitize(id, sizeof(id), group_id.p, group_id.len > 0 ? (size_t)group_id.len : 0);
         KC_INFO("group", "group %s: request refused: %s", id, reason);
     }
 }
@@ -3430,7 +3430,7 @@ static void tput_cause(tbuf_t *t, const kc_rb_entry_t *e)
 
 void kc_rb_log(const kc_rb_entry_t *e, const char *kind, kc_str_t group_id)
 {
-    if (kc_log_get_level() > KC_LOG_INFO)
+    if (kc_diag_get_level() > KC_DIAG_INFO)
         return;
     tbuf_t t;
     t.n = 0;
@@ -3463,7 +3463,7 @@ void kc_gm__json_str(kc_emit_fn emit, void *arg, kc_str_t s)
         return;
     }
     emit(arg, "\"", 1);
-    kc_log_json_escape(s.p, (size_t)s.len, emit, arg);
+    kc_diag_json_escape(s.p, (size_t)s.len, emit, arg);
     emit(arg, "\"", 1);
 }
 

@@ -386,7 +386,7 @@ size_t kc_gm_consumer_dump(const kc_gm_t *gm, kc_str_t group_id, char *buf, size
  * durations and ages are measured on the monotonic clock, so a stepped wall clock does not
  * bend them. The functions below only read the manager and take the monotonic time
  * (`mono_ms`) for ages and running durations; the JSON they emit is UTF-8 with every string
- * escaped (kc_log_json_escape), valid whatever bytes clients sent. */
+ * escaped (kc_diag_json_escape), valid whatever bytes clients sent. */
 
 /* Appends `n` bytes at `s` to the caller's output. */
 typedef void (*kc_emit_fn)(void *arg, const char *s, size_t n);

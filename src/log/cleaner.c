@@ -56,7 +56,7 @@
 #include "log/log.h"
 #include "log/log_int.h"
 #include "util/arena.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 #define MOD             "log"
 #define PATH_MAX_       4096

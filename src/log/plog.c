@@ -53,7 +53,7 @@
 #include "log/batch.h"
 #include "log/log.h"
 #include "log/log_int.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 #define MOD        "log"
 #define SCAN_CHUNK ((size_t)1 << 20)

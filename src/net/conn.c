@@ -25,7 +25,7 @@
 
 #include "net/net_int.h"
 #include "obs/metrics.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 enum { READ_CHUNK = KC_NET_READ_CHUNK, MAX_IOV = 128 };
 
@@ -298,7 +298,7 @@ static void process_frames(kc_conn_t *c)
         uint32_t size = be32(c->rbuf + off);
         if (size < KC_NET_MIN_FRAME || size > (uint32_t)o->max_request_bytes) {
             char sample[40];
-            kc_log_sanitize(sample, sizeof(sample), c->rbuf + off,
+            kc_diag_sanitize(sample, sizeof(sample), c->rbuf + off,
                             c->rlen - off < 32 ? c->rlen - off : 32);
             KC_WARN("net", "closing %s: frame size %u outside %d..%d (bytes: \"%s\")", c->peer,
                     size, KC_NET_MIN_FRAME, o->max_request_bytes, sample);

@@ -22,7 +22,7 @@
 
 #include "net/net_int.h"
 #include "obs/metrics.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 /* How long shutdown waits for connections to take their last answers. A client that reads
  * takes them in milliseconds; one that does not read (its answers over

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/log.h"
+#include "util/diag.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "obs/http.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 struct kc_obs_server_s {
     kc_http_t *http;
@@ -256,11 +256,11 @@ static void json_error(kc_http_resp_t *resp, int status, const char *msg, const 
     resp->status = status;
     resp->content_type = "application/json";
     kc_obs_buf_puts(&resp->body, "{\"error\":\"");
-    kc_log_json_escape(msg, strlen(msg), kc_obs_buf_emit, &resp->body);
+    kc_diag_json_escape(msg, strlen(msg), kc_obs_buf_emit, &resp->body);
     kc_obs_buf_puts(&resp->body, "\"");
     if (id != NULL) {
         kc_obs_buf_puts(&resp->body, ",\"group_id\":\"");
-        kc_log_json_escape(id, id_len, kc_obs_buf_emit, &resp->body);
+        kc_diag_json_escape(id, id_len, kc_obs_buf_emit, &resp->body);
         kc_obs_buf_puts(&resp->body, "\"");
     }
     kc_obs_buf_puts(&resp->body, "}\n");

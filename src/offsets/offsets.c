@@ -44,7 +44,7 @@
 #include "offsets/offsets.h"
 #include "offsets/offsets_int.h"
 #include "proto/gen_records.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 #define VALUE_VERSION        3               /* OffsetCommitValue without an expire timestamp */
 #define VALUE_VERSION_EXPIRE 1               /* the only version with expireTimestamp */

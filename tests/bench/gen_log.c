@@ -47,7 +47,7 @@
 #include "log/meta.h"
 #include "proto/gen_records.h"
 #include "proto/wire.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 enum {
     KEYS_PER_GROUP = 100,
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    kc_log_set_level(KC_LOG_WARN); /* the log's per-roll and per-clean lines are noise here */
+    kc_diag_set_level(KC_DIAG_WARN); /* the log's per-roll and per-clean lines are noise here */
     double t0 = mono_s();
     char err[512], cluster_id[64];
     if (kc_meta_load(dir, 0, cluster_id, sizeof(cluster_id), err, sizeof(err)) != 0) {

@@ -36,7 +36,7 @@
 
 #include "fuzz.h"
 #include "log/log.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 #define MAX_FILES 8
 #define SEG0      "00000000000000000000.log"
@@ -87,7 +87,7 @@ static void init_once(void)
     snprintf(pdir, sizeof(pdir), "%s/__consumer_offsets-0", data);
     quick = *kc_log_io_posix();
     quick.fsync = no_fsync;
-    kc_log_set_level(KC_LOG_ERROR);
+    kc_diag_set_level(KC_DIAG_ERROR);
     devnull = fopen("/dev/null", "w");
     if (devnull == NULL)
         abort();

@@ -30,7 +30,7 @@
 #include "fuzz.h"
 #include "group/group.h"
 #include "offsets/offsets.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 #define NOW_MS 1796229777123LL /* 2026-12-02T16:42:57.123Z */
 
@@ -152,7 +152,7 @@ static void emptied(void *arg, kc_str_t group)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    kc_log_set_level(KC_LOG_ERROR); /* a load's info and warnings, once per input, are noise */
+    kc_diag_set_level(KC_DIAG_ERROR); /* a load's info and warnings, once per input, are noise */
     kc_gm_config_t cfg = {
         .partition = 0,
         .min_session_timeout_ms = 6000,

@@ -22,7 +22,7 @@
 #include "group/group.h"
 #include "proto/gen_consumer.h"
 #include "proto/gen_records.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 #include "json_check.h"
 
@@ -2247,7 +2247,7 @@ static void test_offload_threshold_and_refusal(void **state)
 
 int main(void)
 {
-    kc_log_set_level(KC_LOG_ERROR);
+    kc_diag_set_level(KC_DIAG_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_validation),
         cmocka_unit_test(test_join_three_then_fourth),

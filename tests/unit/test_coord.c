@@ -26,7 +26,7 @@
 #include "log/log.h"
 #include "net/net.h"
 #include "obs/metrics.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 /* Each id's String.hashCode() and abs(hash) % 50 and % 7 as printed by a Java 17 program
  * (Math.abs, with Integer.MIN_VALUE mapped to 0 as Kafka's Utils.abs does). */
@@ -407,7 +407,7 @@ static void test_partition_recovers(void **state)
     /* Through the backoffs (100, 200, 400 ms, ...), each reload is tried with one write. The
      * lines each reload writes are rate-limited: with the limiter's clock stopped, one each. */
     int tried0 = atomic_load(&pwrites);
-    kc_log_set_repeat_clock(frozen_ms);
+    kc_diag_set_repeat_clock(frozen_ms);
     int log_fd = capture_stderr();
     for (int round = 0; round < 3; round++) {
         run_until_state(&loop, p, KC_PART_ACTIVE);
@@ -416,7 +416,7 @@ static void test_partition_recovers(void **state)
         assert_int_equal(p->state, KC_PART_FAILED);
     }
     char *lines = release_stderr(log_fd);
-    kc_log_set_repeat_clock(NULL);
+    kc_diag_set_repeat_clock(NULL);
     assert_int_equal(count_lines(lines, "is served again"), 1);
     assert_int_equal(count_lines(lines, "partition 0: reloaded 1 classic groups"), 1);
     assert_int_equal(count_lines(lines, "partition 0: loaded"), 0);

@@ -22,7 +22,7 @@
 #include "group/strmap.h"
 #include "proto/gen_consumer.h"
 #include "proto/gen_records.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 #include "json_check.h"
 
@@ -836,7 +836,7 @@ static void test_record_too_large(void **state)
     fflush(stderr);
     int saved = dup(2);
     dup2(fd, 2);
-    kc_log_set_level(KC_LOG_INFO);
+    kc_diag_set_level(KC_DIAG_INFO);
 
     kc_gm_config_t cfg = default_cfg();
     cfg.record_max_bytes = 4096;
@@ -884,7 +884,7 @@ static void test_record_too_large(void **state)
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    kc_log_set_level(KC_LOG_ERROR);
+    kc_diag_set_level(KC_DIAG_ERROR);
     char buf[16384];
     ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
     close(fd);
@@ -2325,7 +2325,7 @@ static void test_transition_log(void **state)
     int saved = dup(2);
     assert_true(saved >= 0);
     dup2(fd, 2);
-    kc_log_set_level(KC_LOG_DEBUG);
+    kc_diag_set_level(KC_DIAG_DEBUG);
 
     fx_t *f = fx_new();
     kc_join_group_response_t r;
@@ -2342,7 +2342,7 @@ static void test_transition_log(void **state)
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    kc_log_set_level(KC_LOG_ERROR);
+    kc_diag_set_level(KC_DIAG_ERROR);
     char buf[8192];
     ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
     close(fd);
@@ -3763,7 +3763,7 @@ static void test_json_list(void **state)
 
 int main(void)
 {
-    kc_log_set_level(KC_LOG_ERROR);
+    kc_diag_set_level(KC_DIAG_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_state_names),
         cmocka_unit_test(test_join_prechecks),

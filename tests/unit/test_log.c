@@ -1,7 +1,7 @@
-/* test_log.c - unit tests for the diagnostic log in src/util/log.c.
+/* test_log.c - unit tests for the diagnostic log in src/util/diag.c.
  *
  * Covers level parsing, the level filter (including that filtered macros do not evaluate their
- * arguments), kc_log_sanitize, and the exact shape of a written line, captured by pointing
+ * arguments), kc_diag_sanitize, and the exact shape of a written line, captured by pointing
  * file descriptor 2 at a temporary file.
  */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
@@ -20,43 +20,43 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util/log.h"
+#include "util/diag.h"
 
 static void test_parse_level(void **state)
 {
     (void)state;
-    kc_log_level_t lvl = KC_LOG_ERROR;
-    assert_int_equal(kc_log_parse_level("debug", &lvl), 0);
-    assert_int_equal(lvl, KC_LOG_DEBUG);
-    assert_int_equal(kc_log_parse_level("info", &lvl), 0);
-    assert_int_equal(lvl, KC_LOG_INFO);
-    assert_int_equal(kc_log_parse_level("warn", &lvl), 0);
-    assert_int_equal(lvl, KC_LOG_WARN);
-    assert_int_equal(kc_log_parse_level("error", &lvl), 0);
-    assert_int_equal(lvl, KC_LOG_ERROR);
-    assert_int_equal(kc_log_parse_level("DEBUG", &lvl), 0);
-    assert_int_equal(lvl, KC_LOG_DEBUG);
-    assert_int_equal(kc_log_parse_level("Warn", &lvl), 0);
-    assert_int_equal(lvl, KC_LOG_WARN);
+    kc_diag_level_t lvl = KC_DIAG_ERROR;
+    assert_int_equal(kc_diag_parse_level("debug", &lvl), 0);
+    assert_int_equal(lvl, KC_DIAG_DEBUG);
+    assert_int_equal(kc_diag_parse_level("info", &lvl), 0);
+    assert_int_equal(lvl, KC_DIAG_INFO);
+    assert_int_equal(kc_diag_parse_level("warn", &lvl), 0);
+    assert_int_equal(lvl, KC_DIAG_WARN);
+    assert_int_equal(kc_diag_parse_level("error", &lvl), 0);
+    assert_int_equal(lvl, KC_DIAG_ERROR);
+    assert_int_equal(kc_diag_parse_level("DEBUG", &lvl), 0);
+    assert_int_equal(lvl, KC_DIAG_DEBUG);
+    assert_int_equal(kc_diag_parse_level("Warn", &lvl), 0);
+    assert_int_equal(lvl, KC_DIAG_WARN);
 
     static const char *const bad[] = {"", "warning", "inf", "debugx", " info", "info ", "3"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        lvl = KC_LOG_INFO;
-        assert_int_equal(kc_log_parse_level(bad[i], &lvl), -1);
-        assert_int_equal(lvl, KC_LOG_INFO); /* untouched on failure */
+        lvl = KC_DIAG_INFO;
+        assert_int_equal(kc_diag_parse_level(bad[i], &lvl), -1);
+        assert_int_equal(lvl, KC_DIAG_INFO); /* untouched on failure */
     }
-    assert_int_equal(kc_log_parse_level(NULL, &lvl), -1);
+    assert_int_equal(kc_diag_parse_level(NULL, &lvl), -1);
 }
 
 static void test_set_get_level(void **state)
 {
     (void)state;
-    assert_int_equal(kc_log_get_level(), KC_LOG_INFO); /* the default */
-    kc_log_set_level(KC_LOG_ERROR);
-    assert_int_equal(kc_log_get_level(), KC_LOG_ERROR);
-    kc_log_set_level(KC_LOG_DEBUG);
-    assert_int_equal(kc_log_get_level(), KC_LOG_DEBUG);
-    kc_log_set_level(KC_LOG_INFO);
+    assert_int_equal(kc_diag_get_level(), KC_DIAG_INFO); /* the default */
+    kc_diag_set_level(KC_DIAG_ERROR);
+    assert_int_equal(kc_diag_get_level(), KC_DIAG_ERROR);
+    kc_diag_set_level(KC_DIAG_DEBUG);
+    assert_int_equal(kc_diag_get_level(), KC_DIAG_DEBUG);
+    kc_diag_set_level(KC_DIAG_INFO);
 }
 
 static void test_sanitize(void **state)
@@ -65,26 +65,26 @@ static void test_sanitize(void **state)
     char out[64];
 
     const unsigned char mixed[] = {'a', 'b', 0x00, 0x01, '\n', 0x7f, 0x80, 0xff, ' ', '~', 'z'};
-    kc_log_sanitize(out, sizeof out, mixed, sizeof mixed);
+    kc_diag_sanitize(out, sizeof out, mixed, sizeof mixed);
     assert_string_equal(out, "ab...... ~z");
 
     /* Truncated to dstlen - 1 bytes and always terminated. */
-    kc_log_sanitize(out, 4, "abcdef", 6);
+    kc_diag_sanitize(out, 4, "abcdef", 6);
     assert_string_equal(out, "abc");
-    kc_log_sanitize(out, 7, "abcdef", 6);
+    kc_diag_sanitize(out, 7, "abcdef", 6);
     assert_string_equal(out, "abcdef");
-    kc_log_sanitize(out, 6, "abcdef", 6);
+    kc_diag_sanitize(out, 6, "abcdef", 6);
     assert_string_equal(out, "abcde");
-    kc_log_sanitize(out, 1, "abcdef", 6);
+    kc_diag_sanitize(out, 1, "abcdef", 6);
     assert_string_equal(out, "");
 
     /* Nothing to copy. */
-    kc_log_sanitize(out, sizeof out, NULL, 0);
+    kc_diag_sanitize(out, sizeof out, NULL, 0);
     assert_string_equal(out, "");
 
     /* dstlen 0 writes nothing at all. */
     out[0] = 'Q';
-    kc_log_sanitize(out, 0, "abc", 3);
+    kc_diag_sanitize(out, 0, "abc", 3);
     assert_int_equal(out[0], 'Q');
 
     /* Every byte value maps to itself or '.'. */
@@ -92,7 +92,7 @@ static void test_sanitize(void **state)
     char all_out[257];
     for (int i = 0; i < 256; i++)
         all[i] = (unsigned char)i;
-    kc_log_sanitize(all_out, sizeof all_out, all, sizeof all);
+    kc_diag_sanitize(all_out, sizeof all_out, all, sizeof all);
     assert_int_equal(strlen(all_out), 256);
     for (int i = 0; i < 256; i++) {
         char want = (i >= 0x20 && i <= 0x7e) ? (char)i : '.';
@@ -149,15 +149,15 @@ static int side_effect(void)
 
 static void write_basic(void)
 {
-    kc_log_set_level(KC_LOG_INFO);
+    kc_diag_set_level(KC_DIAG_INFO);
     KC_INFO("net", "hello %d", 42);
     KC_DEBUG("net", "filtered %d", side_effect());
     KC_WARN("group", "rebalance %s", "started");
     KC_ERROR("log", "two\nlines\r\n");
-    kc_log_write(KC_LOG_DEBUG, "x", "also filtered");
-    kc_log_set_level(KC_LOG_DEBUG);
+    kc_diag_write(KC_DIAG_DEBUG, "x", "also filtered");
+    kc_diag_set_level(KC_DIAG_DEBUG);
     KC_DEBUG(NULL, "debug %d", side_effect());
-    kc_log_set_level(KC_LOG_INFO);
+    kc_diag_set_level(KC_DIAG_INFO);
 }
 
 static void test_line_format(void **state)

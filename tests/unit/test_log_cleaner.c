@@ -32,7 +32,7 @@
 #include "log/batch.h"
 #include "log/crc32c.h"
 #include "log/log.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 static char root[64];
 static char trash_dir[128];
@@ -78,7 +78,7 @@ static int setup(void **state)
     snprintf(trash_dir, sizeof(trash_dir), "%s/trash", root);
     if (mkdir(trash_dir, 0755) != 0)
         return -1;
-    kc_log_set_level(KC_LOG_ERROR); /* failure WARN lines are expected here */
+    kc_diag_set_level(KC_DIAG_ERROR); /* failure WARN lines are expected here */
     return 0;
 }
 

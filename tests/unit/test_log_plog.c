@@ -33,7 +33,7 @@
 #include "log/batch.h"
 #include "log/crc32c.h"
 #include "log/log.h"
-#include "util/log.h"
+#include "util/diag.h"
 
 static char root[64];   /* the temporary directory of the whole run */
 static int dir_counter; /* each test takes a fresh data directory under root */
@@ -64,7 +64,7 @@ static int setup(void **state)
     snprintf(root, sizeof(root), "/tmp/kc_log_plog_XXXXXX");
     if (mkdtemp(root) == NULL)
         return -1;
-    kc_log_set_level(KC_LOG_ERROR); /* torn-write WARN lines are expected here */
+    kc_diag_set_level(KC_DIAG_ERROR); /* torn-write WARN lines are expected here */
     return 0;
 }
 

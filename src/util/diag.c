@@ -1,26 +1,26 @@
-/* log.c - the stderr diagnostic log declared in log.h.
+/* diag.c - the stderr diagnostic log declared in diag.h.
  *
  * A line is assembled whole (timestamp, level, module, message, newline) in a stack buffer, or
  * in a heap buffer when the message is long, and handed to stderr in one fwrite so that lines
  * from different threads stay whole. The level lives in an atomic so that worker threads (the
  * log cleaner) can read it while the main thread changes it.
  *
- * In JSON mode (kc_log_set_format) the message is formatted first, then the line is built
- * around it by kc_log_json_line, which escapes it with kc_log_json_escape; the message goes
+ * In JSON mode (kc_diag_set_format) the message is formatted first, then the line is built
+ * around it by kc_diag_json_line, which escapes it with kc_diag_json_escape; the message goes
  * through the escaper as is, so a newline in it becomes \n rather than a space.
  *
- * Repeated lines (kc_log_limited): every rate-limited call site is a kc_log_limit_t in static
+ * Repeated lines (kc_diag_limited): every rate-limited call site is a kc_diag_limit_t in static
  * storage, linked into one list at its first use; one mutex guards them all, and the lines it
  * writes, so a summary and the line after it cannot swap places. The clock is monotonic, so a
  * wall-clock step neither floods nor silences them.
  *
- * To add a level: extend kc_log_level_t, then level_names and json_level_names below.
+ * To add a level: extend kc_diag_level_t, then level_names and json_level_names below.
  */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, gmtime_r, strcasecmp */
 #endif
 
-#include "util/log.h"
+#include "util/diag.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -33,30 +33,30 @@
 
 #define LINE_STACK 1024
 
-static _Atomic int cur_level = KC_LOG_INFO;
-static _Atomic int cur_format = KC_LOG_TEXT;
+static _Atomic int cur_level = KC_DIAG_INFO;
+static _Atomic int cur_format = KC_DIAG_TEXT;
 
 static const char *const level_names[] = {"DEBUG", "INFO ", "WARN ", "ERROR"};
 static const char *const json_level_names[] = {"debug", "info", "warn", "error"};
 
-void kc_log_set_format(kc_log_format_t fmt)
+void kc_diag_set_format(kc_diag_format_t fmt)
 {
     atomic_store_explicit(&cur_format, (int)fmt, memory_order_relaxed);
 }
 
-kc_log_format_t kc_log_get_format(void)
+kc_diag_format_t kc_diag_get_format(void)
 {
-    return (kc_log_format_t)atomic_load_explicit(&cur_format, memory_order_relaxed);
+    return (kc_diag_format_t)atomic_load_explicit(&cur_format, memory_order_relaxed);
 }
 
-int kc_log_parse_format(const char *s, kc_log_format_t *out)
+int kc_diag_parse_format(const char *s, kc_diag_format_t *out)
 {
     if (s == NULL)
         return -1;
     if (strcasecmp(s, "text") == 0)
-        *out = KC_LOG_TEXT;
+        *out = KC_DIAG_TEXT;
     else if (strcasecmp(s, "json") == 0)
-        *out = KC_LOG_JSON;
+        *out = KC_DIAG_JSON;
     else
         return -1;
     return 0;
@@ -94,7 +94,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     return len;
 }
 
-void kc_log_json_escape(const void *src, size_t n, void (*put)(void *arg, const char *s, size_t n),
+void kc_diag_json_escape(const void *src, size_t n, void (*put)(void *arg, const char *s, size_t n),
                         void *arg)
 {
     static const char hex[] = "0123456789abcdef";
@@ -195,7 +195,7 @@ static void format_time(char *out, size_t cap, int64_t ms)
     snprintf(out, cap, "%s.%03ldZ", when, milli);
 }
 
-size_t kc_log_json_line(char *buf, size_t cap, int64_t ts_ms, kc_log_level_t lvl,
+size_t kc_diag_json_line(char *buf, size_t cap, int64_t ts_ms, kc_diag_level_t lvl,
                         const char *module, const char *msg, size_t msg_len)
 {
     sink_t k = {buf, cap, 0};
@@ -210,35 +210,35 @@ size_t kc_log_json_line(char *buf, size_t cap, int64_t ts_ms, kc_log_level_t lvl
     sink_str(&k, name);
     sink_str(&k, "\",\"module\":\"");
     const char *mod = module != NULL ? module : "-";
-    kc_log_json_escape(mod, strlen(mod), sink_put, &k);
+    kc_diag_json_escape(mod, strlen(mod), sink_put, &k);
     sink_str(&k, "\",\"msg\":\"");
-    kc_log_json_escape(msg, msg_len, sink_put, &k);
+    kc_diag_json_escape(msg, msg_len, sink_put, &k);
     sink_str(&k, "\"}\n");
     if (cap > 0)
         buf[k.len < cap - 1 ? k.len : cap - 1] = '\0';
     return k.len;
 }
 
-void kc_log_set_level(kc_log_level_t lvl)
+void kc_diag_set_level(kc_diag_level_t lvl)
 {
     atomic_store_explicit(&cur_level, (int)lvl, memory_order_relaxed);
 }
 
-kc_log_level_t kc_log_get_level(void)
+kc_diag_level_t kc_diag_get_level(void)
 {
-    return (kc_log_level_t)atomic_load_explicit(&cur_level, memory_order_relaxed);
+    return (kc_diag_level_t)atomic_load_explicit(&cur_level, memory_order_relaxed);
 }
 
-int kc_log_parse_level(const char *s, kc_log_level_t *out)
+int kc_diag_parse_level(const char *s, kc_diag_level_t *out)
 {
     static const struct {
         const char *name;
-        kc_log_level_t lvl;
+        kc_diag_level_t lvl;
     } names[] = {
-        {"debug", KC_LOG_DEBUG},
-        {"info", KC_LOG_INFO},
-        {"warn", KC_LOG_WARN},
-        {"error", KC_LOG_ERROR},
+        {"debug", KC_DIAG_DEBUG},
+        {"info", KC_DIAG_INFO},
+        {"warn", KC_DIAG_WARN},
+        {"error", KC_DIAG_ERROR},
     };
     if (s == NULL)
         return -1;
@@ -253,7 +253,7 @@ int kc_log_parse_level(const char *s, kc_log_level_t *out)
 
 /* Write the line prefix ("<time> <LEVEL> <module>: ") into buf, truncated to cap like
  * snprintf. Returns the number of characters the whole prefix needs, or -1 on error. */
-static int format_prefix(char *buf, size_t cap, kc_log_level_t lvl, const char *module)
+static int format_prefix(char *buf, size_t cap, kc_diag_level_t lvl, const char *module)
 {
     struct timespec ts;
     struct tm tm;
@@ -291,9 +291,9 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* kc_log_write in KC_LOG_JSON mode: the message is formatted (into the stack, or the heap
+/* kc_diag_write in KC_DIAG_JSON mode: the message is formatted (into the stack, or the heap
  * when long), then the line is built around it (stack or heap again) and written at once. */
-__attribute__((format(printf, 3, 0))) static void write_json(kc_log_level_t lvl, const char *module,
+__attribute__((format(printf, 3, 0))) static void write_json(kc_diag_level_t lvl, const char *module,
                                                              const char *fmt, va_list ap)
 {
     char mstack[LINE_STACK], lstack[LINE_STACK * 2];
@@ -320,15 +320,15 @@ __attribute__((format(printf, 3, 0))) static void write_json(kc_log_level_t lvl,
     if (mlen > 0 && msg[mlen - 1] == '\r')
         mlen--;
     int64_t ts = now_ms();
-    size_t need = kc_log_json_line(lstack, sizeof lstack, ts, lvl, module, msg, mlen);
+    size_t need = kc_diag_json_line(lstack, sizeof lstack, ts, lvl, module, msg, mlen);
     if (need >= sizeof lstack) {
         char *big = malloc(need + 1);
         if (big != NULL) {
-            kc_log_json_line(big, need + 1, ts, lvl, module, msg, mlen);
+            kc_diag_json_line(big, need + 1, ts, lvl, module, msg, mlen);
             line = big;
         } else {
             /* Keep the line valid JSON: drop the message rather than cut it. */
-            need = kc_log_json_line(lstack, sizeof lstack, ts, lvl, module,
+            need = kc_diag_json_line(lstack, sizeof lstack, ts, lvl, module,
                                     "(message too long for memory)", 29);
         }
     }
@@ -339,11 +339,11 @@ __attribute__((format(printf, 3, 0))) static void write_json(kc_log_level_t lvl,
         free(msg);
 }
 
-void kc_log_write(kc_log_level_t lvl, const char *module, const char *fmt, ...)
+void kc_diag_write(kc_diag_level_t lvl, const char *module, const char *fmt, ...)
 {
-    if (lvl < kc_log_get_level())
+    if (lvl < kc_diag_get_level())
         return;
-    if (kc_log_get_format() == KC_LOG_JSON) {
+    if (kc_diag_get_format() == KC_DIAG_JSON) {
         va_list ap;
         va_start(ap, fmt);
         write_json(lvl, module, fmt, ap);
@@ -390,7 +390,7 @@ void kc_log_write(kc_log_level_t lvl, const char *module, const char *fmt, ...)
         free(buf);
 }
 
-void kc_log_sanitize(char *dst, size_t dstlen, const void *src, size_t n)
+void kc_diag_sanitize(char *dst, size_t dstlen, const void *src, size_t n)
 {
     if (dstlen == 0)
         return;
@@ -405,16 +405,16 @@ void kc_log_sanitize(char *dst, size_t dstlen, const void *src, size_t n)
 /* ---- Repeated lines ---------------------------------------------------------------------- */
 
 static pthread_mutex_t limit_mu = PTHREAD_MUTEX_INITIALIZER;
-static kc_log_limit_t *limits; /* every call site used so far, under limit_mu */
+static kc_diag_limit_t *limits; /* every call site used so far, under limit_mu */
 static _Atomic int64_t repeat_interval_ms = 5000;
 static int64_t (*_Atomic repeat_clock)(void);
 
-void kc_log_set_repeat_interval(int64_t ms)
+void kc_diag_set_repeat_interval(int64_t ms)
 {
     atomic_store(&repeat_interval_ms, ms > 0 ? ms : 0);
 }
 
-void kc_log_set_repeat_clock(int64_t (*now_ms)(void))
+void kc_diag_set_repeat_clock(int64_t (*now_ms)(void))
 {
     atomic_store(&repeat_clock, now_ms);
 }
@@ -431,19 +431,19 @@ static int64_t mono_now(void)
 }
 
 /* Write lim's summary and start a new interval at `now`. Under limit_mu, suppressed > 0. */
-static void write_summary(kc_log_limit_t *lim, int64_t now)
+static void write_summary(kc_diag_limit_t *lim, int64_t now)
 {
     int64_t secs = (now - lim->window_ms + 500) / 1000;
-    kc_log_write(lim->level, lim->module, "%s ... repeated %llu times in the last %lld s",
+    kc_diag_write(lim->level, lim->module, "%s ... repeated %llu times in the last %lld s",
                  lim->last, (unsigned long long)lim->suppressed, (long long)(secs > 0 ? secs : 1));
     lim->suppressed = 0;
     lim->window_ms = now;
 }
 
-void kc_log_limited(kc_log_limit_t *lim, kc_log_level_t lvl, const char *module, const char *fmt,
+void kc_diag_limited(kc_diag_limit_t *lim, kc_diag_level_t lvl, const char *module, const char *fmt,
                     ...)
 {
-    if (lvl < kc_log_get_level())
+    if (lvl < kc_diag_get_level())
         return;
     int64_t every = atomic_load(&repeat_interval_ms);
     va_list ap;
@@ -478,17 +478,17 @@ void kc_log_limited(kc_log_limit_t *lim, kc_log_level_t lvl, const char *module,
         if (lim->suppressed > 0)
             write_summary(lim, now);
         lim->window_ms = now;
-        kc_log_write(lvl, module, "%s", msg);
+        kc_diag_write(lvl, module, "%s", msg);
     }
     pthread_mutex_unlock(&limit_mu);
 }
 
-void kc_log_repeat_flush(void)
+void kc_diag_repeat_flush(void)
 {
     int64_t every = atomic_load(&repeat_interval_ms);
     pthread_mutex_lock(&limit_mu);
     int64_t now = mono_now();
-    for (kc_log_limit_t *lim = limits; lim != NULL; lim = lim->next)
+    for (kc_diag_limit_t *lim = limits; lim != NULL; lim = lim->next)
         if (lim->suppressed > 0 && now - lim->window_ms >= every)
             write_summary(lim, now);
     pthread_mutex_unlock(&limit_mu);

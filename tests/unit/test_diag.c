@@ -1,8 +1,8 @@
-/* test_util_log.c - the diagnostic log of src/util/log.c: the JSON line format (log.format=json),
+/* test_diag.c - the diagnostic log of src/util/diag.c: the JSON line format (log.format=json),
  * the escaper it shares with the HTTP API's JSON, the format setting, and the rate limit of
  * repeated lines (counted on a fake monotonic clock).
  *
- * Lines are built with kc_log_json_line at a fixed time and compared whole; kc_log_write is
+ * Lines are built with kc_diag_json_line at a fixed time and compared whole; kc_diag_write is
  * checked by pointing stderr at a temporary file.
  */
 #include <setjmp.h>
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "util/log.h"
+#include "util/diag.h"
 
 /* 2026-12-02T16:42:57.123Z */
 #define TS 1796229777123LL
@@ -41,7 +41,7 @@ static const char *esc(const char *s, size_t n)
     static buf_t b;
     b.n = 0;
     b.b[0] = '\0';
-    kc_log_json_escape(s, n, put, &b);
+    kc_diag_json_escape(s, n, put, &b);
     return b.b;
 }
 
@@ -77,7 +77,7 @@ static void test_json_line(void **state)
     (void)state;
     char buf[512];
     const char *msg = "group \"g\" rebalance\nline two\t\x01\xff";
-    size_t n = kc_log_json_line(buf, sizeof(buf), TS, KC_LOG_INFO, "group", msg, strlen(msg));
+    size_t n = kc_diag_json_line(buf, sizeof(buf), TS, KC_DIAG_INFO, "group", msg, strlen(msg));
     const char *want =
         "{\"ts\":\"2026-12-02T16:42:57.123Z\",\"level\":\"info\",\"module\":\"group\","
         "\"msg\":\"group \\\"g\\\" rebalance\\nline two\\t\\u0001\\ufffd\"}\n";
@@ -86,8 +86,8 @@ static void test_json_line(void **state)
 
     /* Every level; a NULL module is "-"; milliseconds are zero-padded. */
     static const char *const names[] = {"debug", "info", "warn", "error"};
-    for (int l = KC_LOG_DEBUG; l <= KC_LOG_ERROR; l++) {
-        kc_log_json_line(buf, sizeof(buf), 1000LL * 86400 + 7, (kc_log_level_t)l, NULL, "x", 1);
+    for (int l = KC_DIAG_DEBUG; l <= KC_DIAG_ERROR; l++) {
+        kc_diag_json_line(buf, sizeof(buf), 1000LL * 86400 + 7, (kc_diag_level_t)l, NULL, "x", 1);
         char w[160];
         snprintf(w, sizeof(w),
                  "{\"ts\":\"1970-01-02T00:00:00.007Z\",\"level\":\"%s\",\"module\":\"-\","
@@ -98,9 +98,9 @@ static void test_json_line(void **state)
 
     /* Too small a buffer: cut short but terminated, and the length needed is returned. */
     char small[16];
-    size_t need = kc_log_json_line(small, sizeof(small), TS, KC_LOG_WARN, "m", "hello", 5);
+    size_t need = kc_diag_json_line(small, sizeof(small), TS, KC_DIAG_WARN, "m", "hello", 5);
     assert_int_equal(strlen(small), sizeof(small) - 1);
-    size_t full = kc_log_json_line(buf, sizeof(buf), TS, KC_LOG_WARN, "m", "hello", 5);
+    size_t full = kc_diag_json_line(buf, sizeof(buf), TS, KC_DIAG_WARN, "m", "hello", 5);
     assert_int_equal(need, full);
     assert_memory_equal(small, buf, sizeof(small) - 1);
 }
@@ -108,18 +108,18 @@ static void test_json_line(void **state)
 static void test_parse_format(void **state)
 {
     (void)state;
-    kc_log_format_t f = KC_LOG_JSON;
-    assert_int_equal(kc_log_parse_format("text", &f), 0);
-    assert_int_equal(f, KC_LOG_TEXT);
-    assert_int_equal(kc_log_parse_format("JSON", &f), 0);
-    assert_int_equal(f, KC_LOG_JSON);
-    assert_int_equal(kc_log_parse_format("yaml", &f), -1);
-    assert_int_equal(kc_log_parse_format(NULL, &f), -1);
-    assert_int_equal(f, KC_LOG_JSON);
-    assert_int_equal(kc_log_get_format(), KC_LOG_TEXT); /* the default */
+    kc_diag_format_t f = KC_DIAG_JSON;
+    assert_int_equal(kc_diag_parse_format("text", &f), 0);
+    assert_int_equal(f, KC_DIAG_TEXT);
+    assert_int_equal(kc_diag_parse_format("JSON", &f), 0);
+    assert_int_equal(f, KC_DIAG_JSON);
+    assert_int_equal(kc_diag_parse_format("yaml", &f), -1);
+    assert_int_equal(kc_diag_parse_format(NULL, &f), -1);
+    assert_int_equal(f, KC_DIAG_JSON);
+    assert_int_equal(kc_diag_get_format(), KC_DIAG_TEXT); /* the default */
 }
 
-/* Capture what kc_log_write writes to stderr while fn runs. */
+/* Capture what kc_diag_write writes to stderr while fn runs. */
 static size_t capture(void (*fn)(void), char *out, size_t cap)
 {
     char path[] = "/tmp/kc-util-log-XXXXXX";
@@ -143,17 +143,17 @@ static size_t capture(void (*fn)(void), char *out, size_t cap)
 
 static void write_some(void)
 {
-    kc_log_set_level(KC_LOG_INFO);
-    kc_log_set_format(KC_LOG_JSON);
+    kc_diag_set_level(KC_DIAG_INFO);
+    kc_diag_set_format(KC_DIAG_JSON);
     KC_DEBUG("net", "filtered out");
     KC_INFO("net", "closing %s: %s", "10.0.0.7:5555", "peer said \"bye\"\n");
     char big[3000];
     memset(big, 'x', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
     KC_WARN("coord", "%s", big); /* longer than the stack buffers */
-    kc_log_set_format(KC_LOG_TEXT);
+    kc_diag_set_format(KC_DIAG_TEXT);
     KC_ERROR("main", "text again");
-    kc_log_set_level(KC_LOG_ERROR);
+    kc_diag_set_level(KC_DIAG_ERROR);
 }
 
 static void test_write_json(void **state)
@@ -212,8 +212,8 @@ static int count_lines(const char *s, const char *needle)
  * different partition each time, then silence, then one more much later. */
 static void storm(void)
 {
-    kc_log_set_level(KC_LOG_INFO);
-    kc_log_set_repeat_clock(fake_clock);
+    kc_diag_set_level(KC_DIAG_INFO);
+    kc_diag_set_repeat_clock(fake_clock);
     fake_ms = 1000000;
     for (int i = 0; i < 20000; i++) {
         fake_ms = 1000000 + i / 4; /* 4 lines per millisecond */
@@ -222,14 +222,14 @@ static void storm(void)
         KC_WARN_LIMITED("net", "another call site %d", i); /* its own key */
     }
     /* Before the interval ends nothing more is written. */
-    kc_log_repeat_flush();
+    kc_diag_repeat_flush();
     fake_ms = 1000000 + 5000;
-    kc_log_repeat_flush(); /* now both summaries */
-    kc_log_repeat_flush(); /* and nothing twice */
+    kc_diag_repeat_flush(); /* now both summaries */
+    kc_diag_repeat_flush(); /* and nothing twice */
     fake_ms += 60000;
     KC_ERROR_LIMITED("coord", "the disk is back");
-    kc_log_set_repeat_clock(NULL);
-    kc_log_set_level(KC_LOG_ERROR);
+    kc_diag_set_repeat_clock(NULL);
+    kc_diag_set_level(KC_DIAG_ERROR);
 }
 
 static void test_repeated_lines(void **state)
@@ -255,20 +255,20 @@ static void test_repeated_lines(void **state)
 /* The summary also comes with the next line when nobody flushes, in JSON too. */
 static void storm_json(void)
 {
-    kc_log_set_level(KC_LOG_INFO);
-    kc_log_set_format(KC_LOG_JSON);
-    kc_log_set_repeat_clock(fake_clock);
+    kc_diag_set_level(KC_DIAG_INFO);
+    kc_diag_set_format(KC_DIAG_JSON);
+    kc_diag_set_repeat_clock(fake_clock);
     for (int i = 0; i < 1000; i++) {
         fake_ms = 5000000 + i * 11; /* 11 s in all: two intervals */
         KC_ERROR_LIMITED("coord", "write %d failed", i);
     }
-    kc_log_set_repeat_interval(0); /* off: every line */
+    kc_diag_set_repeat_interval(0); /* off: every line */
     for (int i = 0; i < 3; i++)
         KC_ERROR_LIMITED("coord", "unlimited %d", i);
-    kc_log_set_repeat_interval(5000);
-    kc_log_set_repeat_clock(NULL);
-    kc_log_set_format(KC_LOG_TEXT);
-    kc_log_set_level(KC_LOG_ERROR);
+    kc_diag_set_repeat_interval(5000);
+    kc_diag_set_repeat_clock(NULL);
+    kc_diag_set_format(KC_DIAG_TEXT);
+    kc_diag_set_level(KC_DIAG_ERROR);
 }
 
 static void test_repeated_lines_json(void **state)
@@ -292,7 +292,7 @@ static void test_repeated_lines_json(void **state)
 
 int main(void)
 {
-    kc_log_set_level(KC_LOG_ERROR);
+    kc_diag_set_level(KC_DIAG_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape),         cmocka_unit_test(test_json_line),
         cmocka_unit_test(test_parse_format),   cmocka_unit_test(test_write_json),
