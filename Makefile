@@ -140,10 +140,10 @@ unit: $(UNIT_BINS)
 fuzz: $(FUZZ_BINS)
 
 gen:
-	$(Q)python3 scripts/gen-proto
+	$(Q)python3 scripts/gen_proto.py
 
 gen-check:
-	$(Q)python3 scripts/gen-proto --check
+	$(Q)python3 scripts/gen_proto.py --check
 
 deps:
 	$(Q)scripts/deps

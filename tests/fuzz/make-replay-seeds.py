@@ -46,7 +46,7 @@ def record(key, value):
 
 def main(argv):
     outdir = argv[0] if argv else os.path.join(ROOT, "tests", "fuzz", "corpus", "fuzz_replay")
-    gp = load("gen_proto", os.path.join(ROOT, "scripts", "gen-proto"))
+    gp = load("gen_proto", os.path.join(ROOT, "scripts", "gen_proto.py"))
     seeds_mod = load("make_seeds", os.path.join(ROOT, "tests", "fuzz", "make-seeds.py"))
     Encoder = seeds_mod.Encoder
 

@@ -20,7 +20,7 @@ Frames are encoded by hand from the field lists, following the wire rules in
 docs/proto-format.md (and src/proto/wire.h): classic or compact strings, bytes and arrays by
 the version's flexibility, nullable structs as an int8 marker, a tagged-field section at the
 end of every struct in flexible versions, the request header v1 or v2 before the body. The
-field lists come from proto/*.kdef through scripts/gen-proto's own parser, so a new API gets
+field lists come from proto/*.kdef through scripts/gen_proto.py's own parser, so a new API gets
 seeds by rerunning this script.
 
 Usage: tests/fuzz/make-seeds.py [OUTDIR]   (default: tests/fuzz/corpus/fuzz_request)
@@ -38,9 +38,9 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 
 def load_gen_proto():
-    # Import scripts/gen-proto as a module without leaving a __pycache__ next to it.
+    # Import scripts/gen_proto.py as a module without leaving a __pycache__ next to it.
     sys.dont_write_bytecode = True
-    path = os.path.join(ROOT, "scripts", "gen-proto")
+    path = os.path.join(ROOT, "scripts", "gen_proto.py")
     loader = importlib.machinery.SourceFileLoader("gen_proto", path)
     spec = importlib.util.spec_from_loader("gen_proto", loader)
     mod = importlib.util.module_from_spec(spec)
