@@ -299,7 +299,7 @@ static void process_frames(kc_conn_t *c)
         if (size < KC_NET_MIN_FRAME || size > (uint32_t)o->max_request_bytes) {
             char sample[40];
             kc_diag_sanitize(sample, sizeof(sample), c->rbuf + off,
-                            c->rlen - off < 32 ? c->rlen - off : 32);
+                             c->rlen - off < 32 ? c->rlen - off : 32);
             KC_WARN("net", "closing %s: frame size %u outside %d..%d (bytes: \"%s\")", c->peer,
                     size, KC_NET_MIN_FRAME, o->max_request_bytes, sample);
             close_after_replies(c);

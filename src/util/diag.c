@@ -95,7 +95,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 }
 
 void kc_diag_json_escape(const void *src, size_t n, void (*put)(void *arg, const char *s, size_t n),
-                        void *arg)
+                         void *arg)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *s = src;
@@ -196,7 +196,7 @@ static void format_time(char *out, size_t cap, int64_t ms)
 }
 
 size_t kc_diag_json_line(char *buf, size_t cap, int64_t ts_ms, kc_diag_level_t lvl,
-                        const char *module, const char *msg, size_t msg_len)
+                         const char *module, const char *msg, size_t msg_len)
 {
     sink_t k = {buf, cap, 0};
     char when[40];
@@ -293,8 +293,8 @@ static int64_t now_ms(void)
 
 /* kc_diag_write in KC_DIAG_JSON mode: the message is formatted (into the stack, or the heap
  * when long), then the line is built around it (stack or heap again) and written at once. */
-__attribute__((format(printf, 3, 0))) static void write_json(kc_diag_level_t lvl, const char *module,
-                                                             const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static void
+write_json(kc_diag_level_t lvl, const char *module, const char *fmt, va_list ap)
 {
     char mstack[LINE_STACK], lstack[LINE_STACK * 2];
     char *msg = mstack, *line = lstack;
@@ -329,7 +329,7 @@ __attribute__((format(printf, 3, 0))) static void write_json(kc_diag_level_t lvl
         } else {
             /* Keep the line valid JSON: drop the message rather than cut it. */
             need = kc_diag_json_line(lstack, sizeof lstack, ts, lvl, module,
-                                    "(message too long for memory)", 29);
+                                     "(message too long for memory)", 29);
         }
     }
     fwrite(line, 1, need, stderr);
@@ -435,13 +435,13 @@ static void write_summary(kc_diag_limit_t *lim, int64_t now)
 {
     int64_t secs = (now - lim->window_ms + 500) / 1000;
     kc_diag_write(lim->level, lim->module, "%s ... repeated %llu times in the last %lld s",
-                 lim->last, (unsigned long long)lim->suppressed, (long long)(secs > 0 ? secs : 1));
+                  lim->last, (unsigned long long)lim->suppressed, (long long)(secs > 0 ? secs : 1));
     lim->suppressed = 0;
     lim->window_ms = now;
 }
 
 void kc_diag_limited(kc_diag_limit_t *lim, kc_diag_level_t lvl, const char *module, const char *fmt,
-                    ...)
+                     ...)
 {
     if (lvl < kc_diag_get_level())
         return;
