@@ -335,7 +335,7 @@ class Model:
         for m, root in self.roots:
             self._unalias(root.fields)
         for m, root in self.roots:
-            self._check(m, root.fields, m.valid)
+            self._check(m, root.fields, m.valid, root.section)
         self._check_rows()
 
     def _check_rows(self):
@@ -385,7 +385,7 @@ class Model:
             self.structs.append(s)
             self._nested(m, f.fields, by_name)
 
-    def _check(self, m, fields, vr):
+    def _check(self, m, fields, vr, section):
         tags = set()
         for f in fields:
             if f.tag is not None:
@@ -394,10 +394,10 @@ class Model:
                 tags.add(f.tag)
                 if m.flexible is None or f.versions[0] < m.flexible:
                     raise DefError("%s: tagged field outside flexible versions" % f.where)
-            if f.failreset is not None and m.kind != "api":
+            if f.failreset is not None and section != "response":
                 raise DefError("%s: failreset outside an API response" % f.where)
             if f.struct:
-                self._check(m, f.fields, vr)
+                self._check(m, f.fields, vr, section)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -616,7 +616,7 @@ class Gen:
                 continue
             emitted.add(s.cname)
             is_root = s is r
-            if s.fields and (is_root or self.has_errors(s)):
+            if is_root or self.has_errors(s):
                 o.append(self.gen_set_errors(s, m, is_root))
                 o.append(self.gen_walk(s, m, is_root))
             if self.has_resets(s):
