@@ -2,8 +2,10 @@
 """gen_proto.py: generate kcoord's C codecs from the .kdef definitions in proto/.
 
 Reads every proto/*.kdef (format: docs/proto-format.md) and writes:
-  src/proto/gen_<file>.h / .c  structs, init/decode/encode/size per message
+  src/proto/gen_<file>.h / .c  structs, init/decode/encode/size per message; for every API
+                               response the error functions (set_errors, fail, walk_errors)
   src/proto/gen_api.h / .c     the API table and void* wrappers for generic use
+  src/proto/gen_api_rows.h     one KC_API_ROW(...) line per served API (the `serve` rows)
   tests/unit/gen_fill.c        deterministic sample values for round-trip tests
 
 Usage: scripts/gen_proto.py [--check] [ROOT]
@@ -55,6 +57,21 @@ def parse_range(text, where):
     raise DefError("%s: bad version range %r" % (where, text))
 
 
+ERROR_VISIT_TYPEDEF = """#ifndef KC_ERROR_VISIT_FN_DEFINED
+#define KC_ERROR_VISIT_FN_DEFINED
+/* Called by a response's walk_errors with each error code it holds. */
+typedef void (*kc_error_visit_fn)(void *arg, int16_t code);
+#endif
+
+"""
+
+
+def is_error_field(f):
+    """Where a response keeps an error code: every int16 field named error_code (Kafka's
+    ErrorCode), at any depth. Other codes (CreateTopics' topic_config_error_code) are data."""
+    return f.name == "error_code" and f.typ == "int16"
+
+
 def is_range(tok):
     return re.fullmatch(r"\d+(\+|-\d+)?", tok) is not None
 
@@ -69,6 +86,7 @@ class Field:
         self.tag = None
         self.default = None         # text or None
         self.noncompact = False
+        self.failreset = None       # (lo, hi): versions in which a failure answer resets it
         self.fields = []            # for struct / []struct
         self.struct = None          # Struct for struct types
 
@@ -105,7 +123,43 @@ class Message:
         self.sections = {}          # "request"/"response"/"fields" -> [Field]
 
 
-def parse_file(path):
+class Row:
+    """One served API: a `serve` line (docs/proto-format.md, "API rows")."""
+
+    FLAGS = ("waits-for-log", "empty-group-id", "response-header-v0")
+
+    def __init__(self, key, name, served, handler, flags, where):
+        self.key = key
+        self.name = name
+        self.served = served        # (lo, hi)
+        self.handler = handler      # C function name
+        self.flags = flags          # subset of FLAGS
+        self.where = where
+
+
+def parse_row(toks, where):
+    if len(toks) < 5:
+        raise DefError("%s: expected 'serve KEY Name VERSIONS handler [flags]'" % where)
+    if not re.fullmatch(r"\d+", toks[1]):
+        raise DefError("%s: bad API key %r" % (where, toks[1]))
+    served = parse_range(toks[3], where)
+    if served is None or served[1] == MAXV:
+        raise DefError("%s: served versions must be a closed range A-B or A" % where)
+    if not re.fullmatch(r"kc_[a-z0-9_]+", toks[4]):
+        raise DefError("%s: handler %r is not a kc_ C name" % (where, toks[4]))
+    flags = []
+    for t in toks[5:]:
+        if t not in Row.FLAGS:
+            raise DefError("%s: unknown row flag %r (known: %s)" % (where, t, ", ".join(Row.FLAGS)))
+        if t in flags:
+            raise DefError("%s: flag %r given twice" % (where, t))
+        flags.append(t)
+    return Row(int(toks[1]), toks[2], served, toks[4], flags, where)
+
+
+def parse_file(path, rows=None):
+    """The messages of one .kdef file. `serve` rows are checked and appended to `rows` when it
+    is a list, and otherwise skipped (tools that only need messages can ignore them)."""
     msgs = []
     cur = None
     section = None
@@ -122,6 +176,13 @@ def parse_file(path):
         indent = len(line) - len(line.lstrip(" "))
         toks = line.split()
         if indent == 0:
+            if toks[0] == "serve":
+                row = parse_row(toks, where)
+                if rows is not None:
+                    rows.append(row)
+                cur = None
+                section = None
+                continue
             if toks[0] == "api":
                 if len(toks) != 3:
                     raise DefError("%s: expected 'api KEY Name'" % where)
@@ -191,6 +252,13 @@ def parse_file(path):
             elif t == "noncompact":
                 fld.noncompact = True
                 i += 1
+            elif t == "failreset":
+                if i + 1 < len(toks) and is_range(toks[i + 1]):
+                    fld.failreset = parse_range(toks[i + 1], where)
+                    i += 2
+                else:
+                    fld.failreset = (0, MAXV)
+                    i += 1
             else:
                 raise DefError("%s: unexpected %r" % (where, t))
         if fld.versions is None:
@@ -224,6 +292,7 @@ def parse_file(path):
 class Model:
     def __init__(self):
         self.files = []        # (basename, [Message])
+        self.rows = []         # [Row], from `serve` lines
         self.structs = []      # every Struct, in definition order
         self.roots = []        # (Message, Struct) top-level structs
 
@@ -266,11 +335,33 @@ class Model:
         for m, root in self.roots:
             self._unalias(root.fields)
         for m, root in self.roots:
-            self._check(m, root.fields, m.valid)
+            self._check(m, root.fields, m.valid, root.section)
+        self._check_rows()
+
+    def _check_rows(self):
+        apis = {}
+        for _, msgs in self.files:
+            for m in msgs:
+                if m.kind == "api":
+                    apis[m.key] = m
+        seen = set()
+        for row in self.rows:
+            if row.key in seen:
+                raise DefError("%s: API key %d served twice" % (row.where, row.key))
+            seen.add(row.key)
+            m = apis.get(row.key)
+            if m is None:
+                raise DefError("%s: no 'api %d' message for the row" % (row.where, row.key))
+            if m.name != row.name:
+                raise DefError("%s: API %d is %s, not %s" % (row.where, row.key, m.name, row.name))
+            if row.served[0] < m.valid[0] or row.served[1] > m.valid[1]:
+                raise DefError("%s: %s serves %d-%d outside its valid %d-%d" % (
+                    row.where, row.name, row.served[0], row.served[1], m.valid[0], m.valid[1]))
+        self.rows.sort(key=lambda r: r.key)
 
     def _sig(self, fields):
         return [(f.name, f.typ, f.versions, f.nullable, f.tag, f.default, f.noncompact,
-                 self._sig(f.fields)) for f in fields]
+                 f.failreset, self._sig(f.fields)) for f in fields]
 
     def _unalias(self, fields):
         for f in fields:
@@ -294,7 +385,7 @@ class Model:
             self.structs.append(s)
             self._nested(m, f.fields, by_name)
 
-    def _check(self, m, fields, vr):
+    def _check(self, m, fields, vr, section):
         tags = set()
         for f in fields:
             if f.tag is not None:
@@ -303,8 +394,10 @@ class Model:
                 tags.add(f.tag)
                 if m.flexible is None or f.versions[0] < m.flexible:
                     raise DefError("%s: tagged field outside flexible versions" % f.where)
+            if f.failreset is not None and section != "response":
+                raise DefError("%s: failreset outside an API response" % f.where)
             if f.struct:
-                self._check(m, f.fields, vr)
+                self._check(m, f.fields, vr, section)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -421,6 +514,8 @@ class Gen:
         guard = "KC_PROTO_GEN_%s_H" % snake(base.replace(".kdef", "")).upper()
         out.append("#ifndef %s\n#define %s\n\n" % (guard, guard))
         out.append('#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n#include "proto/wire.h"\n\n')
+        if any(m.kind == "api" for m in msgs):
+            out.append(ERROR_VISIT_TYPEDEF)
         emitted = set()
         for m in msgs:
             roots = [r for mm, r in self.model.roots if mm is m]
@@ -450,7 +545,12 @@ class Gen:
                 out.append("void %s_init(%s_t *m);\n" % (cn, cn))
                 out.append("int %s_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, %s_t *m);\n" % (cn, cn))
                 out.append("void %s_encode(kc_writer_t *w, int16_t v, const %s_t *m);\n" % (cn, cn))
-                out.append("size_t %s_size(int16_t v, const %s_t *m);\n\n" % (cn, cn))
+                out.append("size_t %s_size(int16_t v, const %s_t *m);\n" % (cn, cn))
+                if r.section == "response":
+                    out.append("void %s_set_errors(%s_t *m, int16_t v, int16_t err);\n" % (cn, cn))
+                    out.append("void %s_fail(%s_t *m, int16_t v, int16_t err);\n" % (cn, cn))
+                    out.append("size_t %s_walk_errors(const %s_t *m, int16_t v, kc_error_visit_fn fn, void *arg);\n" % (cn, cn))
+                out.append("\n")
         out.append("#endif\n")
         return "".join(out)
 
@@ -468,6 +568,7 @@ class Gen:
         out = [BANNER % base]
         out.append('#include "proto/gen_%s.h"\n\n#include <string.h>\n\n' % base.replace(".kdef", ""))
         emitted = set()
+        emitted_err = set()
         for m in msgs:
             roots = [r for mm, r in self.model.roots if mm is m]
             for r in roots:
@@ -481,7 +582,109 @@ class Gen:
                     out.append(self.gen_decode(s, m, static))
                     out.append(self.gen_encode(s, m, static))
                     out.append(self.gen_size(s, m, static))
+                if r.section == "response":
+                    out.append(self.gen_errors(r, m, emitted_err))
         return "".join(out)
+
+    # ---- error codes of a response: set every one, reset what a failure answer drops, walk
+    def has_errors(self, st):
+        return any(is_error_field(f) or (f.struct is not None and self.has_errors(f.struct))
+                   for f in st.fields)
+
+    def has_resets(self, st):
+        return any(f.failreset is not None or (f.struct is not None and self.has_resets(f.struct))
+                   for f in st.fields)
+
+    def each_struct_field(self, f, val, call):
+        """C statements applying `call` (a format taking the element pointer) to the struct(s)
+        of field `f` held in `val`."""
+        if f.is_array:
+            return "for (int32_t i_ = 0; i_ < %s.n; i_++)\n        %s;" % (val, call % ("&%s.v[i_]" % val))
+        if f.nullable:
+            return "if (%s != NULL)\n        %s;" % (val, call % val)
+        return "%s;" % (call % ("&" + val))
+
+    def versioned(self, c, stmt):
+        if c == "1":
+            return "    %s\n" % stmt
+        return "    if (%s) {\n        %s\n    }\n" % (c, stmt.replace("\n", "\n    "))
+
+    def gen_errors(self, r, m, emitted):
+        o = []
+        for s in self.structs_post_order(r):
+            if s.cname in emitted:
+                continue
+            emitted.add(s.cname)
+            is_root = s is r
+            if is_root or self.has_errors(s):
+                o.append(self.gen_set_errors(s, m, is_root))
+                o.append(self.gen_walk(s, m, is_root))
+            if self.has_resets(s):
+                o.append(self.gen_reset(s, m))
+        cn = r.cname
+        o.append("void %s_fail(%s_t *m, int16_t v, int16_t err)\n{\n" % (cn, cn))
+        if self.has_resets(r):
+            o.append("    %s(m, v);\n" % self.fn(r, "reset", False))
+        o.append("    %s_set_errors(m, v, err);\n}\n\n" % cn)
+        return "".join(o)
+
+    def gen_set_errors(self, s, m, is_root):
+        static = "" if is_root else "static "
+        o = ["%svoid %s(%s_t *m, int16_t v, int16_t err)\n{\n" % (static, self.fn(s, "set_errors", is_root), s.cname)]
+        o.append("    (void)m;\n    (void)v;\n    (void)err;\n")
+        for f in s.fields:
+            c = vcond(f.versions, m.valid)
+            if c == "0":
+                continue
+            if is_error_field(f):
+                o.append(self.versioned(c, "m->%s = err;" % f.name))
+            elif f.struct is not None and self.has_errors(f.struct):
+                call = "%s(%%s, v, err)" % self.fn(f.struct, "set_errors", False)
+                o.append(self.versioned(c, self.each_struct_field(f, "m->" + f.name, call)))
+        o.append("}\n\n")
+        return "".join(o)
+
+    def gen_walk(self, s, m, is_root):
+        static = "" if is_root else "static "
+        name = self.fn(s, "walk_errors", is_root)
+        o = ["%ssize_t %s(const %s_t *m, int16_t v, kc_error_visit_fn fn, void *arg)\n{\n" % (static, name, s.cname)]
+        o.append("    size_t n_ = 0;\n    (void)m;\n    (void)v;\n    (void)fn;\n    (void)arg;\n")
+        for f in s.fields:
+            c = vcond(f.versions, m.valid)
+            if c == "0":
+                continue
+            if is_error_field(f):
+                o.append(self.versioned(c, "if (fn != NULL)\n        fn(arg, m->%s);\n    n_++;" % f.name))
+            elif f.struct is not None and self.has_errors(f.struct):
+                call = "n_ += %s(%%s, v, fn, arg)" % self.fn(f.struct, "walk_errors", False)
+                o.append(self.versioned(c, self.each_struct_field(f, "m->" + f.name, call)))
+        o.append("    return n_;\n}\n\n")
+        return "".join(o)
+
+    def gen_reset(self, s, m):
+        o = ["static void %s(%s_t *m, int16_t v)\n{\n" % (self.fn(s, "reset", False), s.cname)]
+        if any(f.failreset is not None for f in s.fields):
+            o.append("    %s_t d_; /* the defaults */\n" % s.cname)
+            o.append("    %s(&d_);\n" % self.fn(s, "init", self.is_root(s)))
+        o.append("    (void)v;\n")
+        for f in s.fields:
+            if f.failreset is not None:
+                lo = max(f.failreset[0], f.versions[0])
+                hi = min(f.failreset[1], f.versions[1])
+                c = "0" if lo > hi else vcond((lo, hi), m.valid)
+                if c != "0":
+                    o.append(self.versioned(c, "m->%s = d_.%s;" % (f.name, f.name)))
+            elif f.struct is not None and self.has_resets(f.struct):
+                c = vcond(f.versions, m.valid)
+                if c == "0":
+                    continue
+                call = "%s(%%s, v)" % self.fn(f.struct, "reset", False)
+                o.append(self.versioned(c, self.each_struct_field(f, "m->" + f.name, call)))
+        o.append("}\n\n")
+        return "".join(o)
+
+    def is_root(self, s):
+        return any(r is s for _, r in self.model.roots)
 
     def fn(self, s, what, is_root):
         return "%s_%s" % (s.cname, what) if is_root else "%s_%s" % (s.cname[3:], what)
@@ -853,8 +1056,9 @@ typedef struct kc_codec_s {
     size_t (*size)(int16_t v, const void *m);
 } kc_codec_t;
 
-/* One API as kcoord defines it in proto/: the versions it can decode and encode. Whether an
- * API is served (and advertised in ApiVersions) is decided by the handler table in src/api/. */
+/* One API as kcoord defines it in proto/: the versions it can decode and encode, and where its
+ * response keeps its error codes. Whether an API is served (and advertised in ApiVersions), and
+ * in which versions, is its `serve` row: proto/gen_api_rows.h. */
 typedef struct kc_api_info_s {
     int16_t key;
     const char *name;
@@ -863,7 +1067,21 @@ typedef struct kc_api_info_s {
     int16_t first_flexible; /* -1 when no version is flexible */
     kc_codec_t request;
     kc_codec_t response;
+    /* Put `err` into every error code the response `m` carries in version `v`: each field
+     * named error_code, at the top and in every entry of every array, nested. */
+    void (*set_errors)(void *m, int16_t v, int16_t err);
+    /* The whole-request failure answer: first put back to their defaults the fields that must
+     * not reach a client with an error (`failreset` in proto/), then set_errors. */
+    void (*fail_response)(void *m, int16_t v, int16_t err);
+    /* Call fn(arg, code) for every error code of `m` in version `v` (fn may be NULL); returns
+     * how many there are. */
+    size_t (*walk_errors)(const void *m, int16_t v, kc_error_visit_fn fn, void *arg);
 } kc_api_info_t;
+
+/* Flags of a served API (the KC_API_ROW lines of proto/gen_api_rows.h). */
+#define KC_ROW_WAITS_FOR_LOG 1       /* its answer waits until the records it caused are durable */
+#define KC_ROW_EMPTY_GROUP_ID 2      /* it accepts the empty group id */
+#define KC_ROW_RESPONSE_HEADER_V0 4  /* its response header is v0 even in flexible versions */
 
 /* A standalone structure (headers, __consumer_offsets keys and values). */
 typedef struct kc_data_info_s {
@@ -902,6 +1120,10 @@ static inline int kc_api_is_flexible(const kc_api_info_t *api, int16_t version)
             c.append("static void w_%s_encode(kc_writer_t *w, int16_t v, const void *m) { %s_encode(w, v, m); }\n" % (w, cn))
             c.append("static size_t w_%s_size(int16_t v, const void *m) { return %s_size(v, m); }\n" % (w, cn))
             codecs.append((r, '{"%s", sizeof(%s_t), w_%s_init, w_%s_decode, w_%s_encode, w_%s_size}' % (r.name, cn, w, w, w, w)))
+            if r.section == "response":
+                c.append("static void w_%s_set_errors(void *m, int16_t v, int16_t err) { %s_set_errors(m, v, err); }\n" % (w, cn))
+                c.append("static void w_%s_fail(void *m, int16_t v, int16_t err) { %s_fail(m, v, err); }\n" % (w, cn))
+                c.append("static size_t w_%s_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return %s_walk_errors(m, v, fn, arg); }\n" % (w, cn))
         cmap = {id(r): txt for r, txt in codecs}
         roots_of = {}
         for m, r in self.model.roots:
@@ -909,9 +1131,10 @@ static inline int kc_api_is_flexible(const kc_api_info_t *api, int16_t version)
         c.append("\nconst kc_api_info_t kc_api_table[] = {\n")
         for m in apis:
             rs = roots_of[id(m)]
-            c.append('    {%d, "%s", %d, %d, %d,\n     %s,\n     %s},\n' % (
+            w = rs["response"].cname[3:]
+            c.append('    {%d, "%s", %d, %d, %d,\n     %s,\n     %s,\n     w_%s_set_errors, w_%s_fail, w_%s_walk_errors},\n' % (
                 m.key, m.name, m.valid[0], m.valid[1], -1 if m.flexible is None else m.flexible,
-                cmap[id(rs["request"])], cmap[id(rs["response"])]))
+                cmap[id(rs["request"])], cmap[id(rs["response"])], w, w, w))
         c.append("};\nconst size_t kc_api_count = sizeof(kc_api_table) / sizeof(kc_api_table[0]);\n\n")
         c.append("const kc_data_info_t kc_data_table[] = {\n")
         for m in datas:
@@ -937,6 +1160,25 @@ static inline int kc_api_is_flexible(const kc_api_info_t *api, int16_t version)
 """)
         return "".join(h), "".join(c)
 
+    # ---- the served APIs, as an X-macro list
+    def rows_file(self):
+        files = sorted({os.path.basename(r.where.split(":")[0]) for r in self.model.rows})
+        o = [BANNER % (", proto/".join(files) if files else "(no serve rows)")]
+        o.append("""/* One row per served API, in key order (docs/proto-format.md, "API rows"):
+ *
+ *   KC_API_ROW(key, Name, min_version, max_version, handler, flags)
+ *
+ * `flags` is a sum of the KC_ROW_* bits of proto/gen_api.h. Define KC_API_ROW before including
+ * this file; it is undefined at the end, so the file can be included more than once. */
+""")
+        names = {"waits-for-log": "KC_ROW_WAITS_FOR_LOG", "empty-group-id": "KC_ROW_EMPTY_GROUP_ID",
+                 "response-header-v0": "KC_ROW_RESPONSE_HEADER_V0"}
+        for r in self.model.rows:
+            flags = " | ".join(names[f] for f in r.flags) or "0"
+            o.append("KC_API_ROW(%d, %s, %d, %d, %s, %s)\n" % (r.key, r.name, r.served[0], r.served[1], r.handler, flags))
+        o.append("\n#undef KC_API_ROW\n")
+        return "".join(o)
+
     # ---- sample filler for tests
     def fill_file(self):
         o = [BANNER % "(every .kdef file)"]
@@ -946,6 +1188,10 @@ static inline int kc_api_is_flexible(const kc_api_info_t *api, int16_t version)
 #include <string.h>
 
 #include "proto/gen_api.h"
+
+/* How many error_code fields kc_fill_sample has filled since this was last zeroed. */
+extern size_t kc_fill_error_fields;
+size_t kc_fill_error_fields;
 
 static uint32_t next_(uint32_t *s)
 {
@@ -1015,6 +1261,8 @@ static int32_t count_(uint32_t *s, int nullable)
                         o.append("            fill_%s(&%s.v[i_], a, v, s);\n" % (f.struct.cname[3:], val))
                 elif f.elem in PRIMS:
                     o.append("        %s;\n" % self.fill_value(f, f.elem, val, nc))
+                    if is_error_field(f):
+                        o.append("        kc_fill_error_fields++;\n")
                 elif f.nullable:
                     o.append("        if ((%s) && next_(s) %% 3 == 0) {\n" % nc)
                     o.append("            %s = NULL;\n" % val)
@@ -1058,10 +1306,13 @@ def generate(root):
     model = Model()
     for name in sorted(os.listdir(proto_dir)):
         if name.endswith(".kdef"):
-            model.files.append((name, parse_file(os.path.join(proto_dir, name))))
+            msgs = parse_file(os.path.join(proto_dir, name), model.rows)
+            if msgs:
+                model.files.append((name, msgs))
     model.build()
     g = Gen(model)
     outputs = {}
+    outputs["src/proto/gen_api_rows.h"] = g.rows_file()
     for base, msgs in model.files:
         stem = base.replace(".kdef", "")
         outputs["src/proto/gen_%s.h" % stem] = g.header(base, msgs)

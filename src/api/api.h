@@ -2,9 +2,9 @@
  *
  * kc_api_on_request is the network layer's request callback. It decodes the frame, finds the
  * handler for the API, lets it fill the response struct, and encodes the response frame with
- * the right header version. The handler table below is the one list of served APIs: an API is
- * served, and advertised in ApiVersions, exactly when it has a handler; its versions are the
- * ones proto/ defines (the generated kc_api_table).
+ * the right header version. The one list of served APIs is their rows in proto/apis.kdef
+ * (generated into proto/gen_api_rows.h): an API is served, and advertised in ApiVersions, in
+ * the versions of its row, by the handler its row names, declared below from the same rows.
  */
 #ifndef KC_API_API_H
 #define KC_API_API_H
@@ -61,8 +61,9 @@ typedef int (*kc_api_handler_fn)(kc_api_ctx_t *ctx, kc_api_call_t *call, const k
 
 /* The partition that owns `group_id`, for a handler of `call`. When the partition cannot
  * serve (loading, or failed) returns NULL with the error in *err. Otherwise, for the APIs whose
- * answer depends on what is durable (JoinGroup, SyncGroup, LeaveGroup, OffsetCommit,
- * OffsetFetch, OffsetDelete, DeleteGroups), the call remembers the partition, and
+ * answer depends on what is durable (their row says waits-for-log: JoinGroup, SyncGroup,
+ * LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups, ConsumerGroupHeartbeat),
+ * the call remembers the partition, and
  * kc_api_call_reply holds the answer until the records the partition emitted so far are on
  * disk; a failed write turns the answer into NOT_COORDINATOR, and so does a lack of memory to
  * hold it (or, when even that answer cannot be encoded, the connection closes): nothing is
@@ -89,68 +90,27 @@ int kc_api_served(int16_t key, int16_t version);
 /* Fill an ApiVersions answer's key list with every served API (from `a`). */
 void kc_api_fill_versions(kc_api_versions_response_t *resp, kc_arena_t *a);
 
-/* Discovery handlers (discovery.c). */
-int kc_api_api_versions(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                        kc_arena_t *a, void *resp);
-int kc_api_metadata(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
-                    void *resp);
-int kc_api_find_coordinator(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                            kc_arena_t *a, void *resp);
-int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                            kc_arena_t *a, void *resp);
+/* The handler of every served API, one per row: kc_api_<name>, a kc_api_handler_fn, in the
+ * file of its API family (discovery.c, groups.c, consumer.c, offsets.c, topics.c). */
+#define KC_API_ROW(key, name, min, max, handler, flags)                                            \
+    int handler(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,    \
+                void *resp);
+#include "proto/gen_api_rows.h"
 
 /* Put `err` into every error field of `resp`, a response of the call's API (fail.c), for a
  * request that cannot be served: COORDINATOR_LOAD_IN_PROGRESS while its partition loads,
- * NOT_COORDINATOR when the partition is not served or its write failed. `request` is the
- * decoded request (per-partition answers are built from it when `resp` is still empty).
+ * NOT_COORDINATOR when the partition is not served or its write failed. The fields proto/
+ * marks `failreset` go back to their defaults first (a JoinGroup's members, a SyncGroup's
+ * assignment...). `request` is the decoded request (OffsetCommit's per-partition answers and
+ * OffsetFetch's per-group answers are built from it when `resp` is still empty).
  * Returns 0, or -1 when out of memory: some error could not be placed (an OffsetCommit answer
  * would lack requested partitions, which a client may read as committed), so the answer must
  * not be sent; close the connection instead. */
 int kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int16_t err,
                 kc_arena_t *a);
 
-/* Classic groups and the group admin APIs (groups.c). */
-extern const kc_coord_replies_t kc_api_group_replies; /* for kc_coord_new */
-int kc_api_join_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                      kc_arena_t *a, void *resp);
-int kc_api_sync_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                      kc_arena_t *a, void *resp);
-int kc_api_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
-                     void *resp);
-int kc_api_leave_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                       kc_arena_t *a, void *resp);
-int kc_api_list_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                       kc_arena_t *a, void *resp);
-int kc_api_describe_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                           kc_arena_t *a, void *resp);
-int kc_api_delete_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                         kc_arena_t *a, void *resp);
-
-/* KIP-848 consumer groups (consumer.c). */
-int kc_api_consumer_group_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                                    kc_arena_t *a, void *resp);
-int kc_api_consumer_group_describe(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                                   kc_arena_t *a, void *resp);
-
-/* Offsets (offsets.c). */
-int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                         kc_arena_t *a, void *resp);
-int kc_api_offset_fetch(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                        kc_arena_t *a, void *resp);
-int kc_api_offset_delete(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                         kc_arena_t *a, void *resp);
-
-/* Topics: the catalog and the record APIs of topics that hold no records (topics.c). */
-int kc_api_create_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                         kc_arena_t *a, void *resp);
-int kc_api_delete_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                         kc_arena_t *a, void *resp);
-int kc_api_list_offsets(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
-                        kc_arena_t *a, void *resp);
-int kc_api_fetch(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
-                 void *resp);
-int kc_api_produce(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
-                   void *resp);
+/* The classic groups' parked answers (groups.c), for kc_coord_new. */
+extern const kc_coord_replies_t kc_api_group_replies;
 
 /* Metadata's auto-creation (topics.c), for a request that allows it: add the unknown topic
  * `name` to the catalog with num.partitions partitions, when auto.create.topics.enable is on and

@@ -1,8 +1,9 @@
-/* dispatch.c - from frame to handler to response frame; the table of served APIs.
+/* dispatch.c - from frame to handler to response frame, by the rows of the served APIs.
  *
- * To serve a new API: write its handler (one file per API family) and add a row to
- * `handlers`. Its versions come from proto/ through the generated kc_api_table, and
- * ApiVersions advertises it from the same rows, so the two cannot disagree.
+ * To serve a new API: add its `serve` row to proto/apis.kdef (key, versions, handler, flags),
+ * run scripts/gen_proto.py, and write its handler (one file per API family). The rows
+ * (proto/gen_api_rows.h) give the table below, the handler declarations in api.h, the
+ * versions dispatch accepts and the ApiVersions answer, so none of them can disagree.
  *
  * Memory: a request's arena may hold request.max.memory.bytes beyond the frame it copies: the
  * decoded request, the handler's work and the response struct. A request whose decoding would
@@ -18,65 +19,59 @@
 #include "obs/metrics.h"
 #include "util/diag.h"
 
-typedef struct handler_s {
+/* One served API: its row. */
+typedef struct row_s {
     int16_t key;
+    int16_t min_version, max_version; /* the versions served, within proto/'s `valid` */
     kc_api_handler_fn fn;
-} handler_t;
+    unsigned flags; /* KC_ROW_* */
+} row_t;
 
-static const handler_t handlers[] = {
-    {KC_API_METADATA, kc_api_metadata},
-    {KC_API_FIND_COORDINATOR, kc_api_find_coordinator},
-    {KC_API_API_VERSIONS, kc_api_api_versions},
-    {KC_API_DESCRIBE_CLUSTER, kc_api_describe_cluster},
-    {KC_API_PRODUCE, kc_api_produce},
-    {KC_API_FETCH, kc_api_fetch},
-    {KC_API_LIST_OFFSETS, kc_api_list_offsets},
-    {KC_API_CREATE_TOPICS, kc_api_create_topics},
-    {KC_API_DELETE_TOPICS, kc_api_delete_topics},
-    {KC_API_OFFSET_COMMIT, kc_api_offset_commit},
-    {KC_API_OFFSET_FETCH, kc_api_offset_fetch},
-    {KC_API_JOIN_GROUP, kc_api_join_group},
-    {KC_API_HEARTBEAT, kc_api_heartbeat},
-    {KC_API_LEAVE_GROUP, kc_api_leave_group},
-    {KC_API_SYNC_GROUP, kc_api_sync_group},
-    {KC_API_DESCRIBE_GROUPS, kc_api_describe_groups},
-    {KC_API_LIST_GROUPS, kc_api_list_groups},
-    {KC_API_DELETE_GROUPS, kc_api_delete_groups},
-    {KC_API_OFFSET_DELETE, kc_api_offset_delete},
-    {KC_API_CONSUMER_GROUP_HEARTBEAT, kc_api_consumer_group_heartbeat},
-    {KC_API_CONSUMER_GROUP_DESCRIBE, kc_api_consumer_group_describe},
+static const row_t rows[] = {
+#define KC_API_ROW(key, name, min, max, handler, flags) {key, min, max, handler, flags},
+#include "proto/gen_api_rows.h"
 };
 
-static kc_api_handler_fn handler_for(int16_t key)
+enum { N_ROWS = sizeof(rows) / sizeof(rows[0]) };
+
+/* The row of `key`, or NULL when the API is not served. The rows are in key order. */
+static const row_t *row_for(int16_t key)
 {
-    for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
-        if (handlers[i].key == key)
-            return handlers[i].fn;
+    size_t lo = 0, hi = N_ROWS;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (rows[mid].key == key)
+            return &rows[mid];
+        if (rows[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
+}
+
+static bool row_has(int16_t key, unsigned flag)
+{
+    const row_t *row = row_for(key);
+    return row != NULL && (row->flags & flag) != 0;
 }
 
 int kc_api_served(int16_t key, int16_t version)
 {
-    const kc_api_info_t *api = kc_api_find(key);
-    return api != NULL && handler_for(key) != NULL && version >= api->min_version &&
-           version <= api->max_version;
+    const row_t *row = row_for(key);
+    return row != NULL && version >= row->min_version && version <= row->max_version;
 }
 
 void kc_api_fill_versions(kc_api_versions_response_t *resp, kc_arena_t *a)
 {
-    kc_api_version_t *v = kc_arena_alloc(a, kc_api_count * sizeof(*v));
-    int32_t n = 0;
-    for (size_t i = 0; v != NULL && i < kc_api_count; i++) {
-        const kc_api_info_t *api = &kc_api_table[i];
-        if (handler_for(api->key) == NULL)
-            continue;
-        v[n].api_key = api->key;
-        v[n].min_version = api->min_version;
-        v[n].max_version = api->max_version;
-        n++;
+    kc_api_version_t *v = kc_arena_alloc(a, N_ROWS * sizeof(*v));
+    for (size_t i = 0; v != NULL && i < N_ROWS; i++) {
+        v[i].api_key = rows[i].key;
+        v[i].min_version = rows[i].min_version;
+        v[i].max_version = rows[i].max_version;
     }
     resp->api_keys.v = v;
-    resp->api_keys.n = v ? n : 0;
+    resp->api_keys.n = v ? (int32_t)N_ROWS : 0;
 }
 
 static uint8_t *encode_response(const kc_codec_t *codec, int16_t key, int16_t version, int flexible,
@@ -107,8 +102,8 @@ static void refuse_memory(kc_api_ctx_t *ctx, kc_slot_t *slot, const char *peer, 
     kc_slot_close(slot, NULL);
 }
 
-/* Encode a response frame: size, header (v1 with its tag byte when flexible, except for
- * ApiVersions, whose response header is always v0), body. Returns NULL when out of memory, or
+/* Encode a response frame: size, header (v1 with its tag byte when flexible, except for an API
+ * whose row says response-header-v0: ApiVersions), body. Returns NULL when out of memory, or
  * with *too_large set when the frame would be larger than `max` bytes (0: no limit). */
 static uint8_t *encode_response_max(const kc_codec_t *codec, int16_t key, int16_t version,
                                     int flexible, int32_t correlation_id, const void *body,
@@ -129,7 +124,7 @@ static uint8_t *encode_response(const kc_codec_t *codec, int16_t key, int16_t ve
     kc_wr_init(&w);
     kc_wr_i32(&w, 0);
     kc_wr_i32(&w, correlation_id);
-    if (flexible && key != KC_API_API_VERSIONS)
+    if (flexible && !row_has(key, KC_ROW_RESPONSE_HEADER_V0))
         kc_wr_uvarint(&w, 0);
     codec->encode(&w, version, body);
     if (w.err) {
@@ -246,7 +241,7 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     call->start_ns = uv_hrtime();
     kc_obs_request(req.api_key, req.api_version);
     req.api->response.init(resp);
-    int rc = handler_for(req.api_key)(ctx, call, &req, a, resp);
+    int rc = row_for(req.api_key)->fn(ctx, call, &req, a, resp);
     if (rc == KC_API_DONE)
         kc_api_call_reply(call, resp);
     else if (rc == KC_API_CLOSE && a->over_limit)
@@ -256,38 +251,13 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
         kc_slot_close(slot, "request refused by its handler");
 }
 
-/* Whether answers of this API wait for the records their partition emitted to be durable. */
-static bool waits_for_log(int16_t key)
-{
-    switch (key) {
-    case KC_API_JOIN_GROUP:
-    case KC_API_SYNC_GROUP:
-    case KC_API_LEAVE_GROUP:
-    case KC_API_OFFSET_COMMIT:
-    case KC_API_OFFSET_FETCH:
-    case KC_API_OFFSET_DELETE:
-    case KC_API_DELETE_GROUPS:
-    case KC_API_CONSUMER_GROUP_HEARTBEAT:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Kafka's isValidGroupId: the offset APIs accept the empty group id (old clients committed
- * under it), and DescribeGroups and DeleteGroups too, so that its state can be seen and
- * removed; every other group API needs a non-empty id. */
-static bool allows_empty_group_id(int16_t key)
-{
-    return key == KC_API_OFFSET_COMMIT || key == KC_API_OFFSET_FETCH ||
-           key == KC_API_DESCRIBE_GROUPS || key == KC_API_DELETE_GROUPS;
-}
-
 kc_partition_t *kc_api_partition(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_t group_id,
                                  int16_t *err)
 {
     /* Kafka checks the id before the partition's state. */
-    if (group_id.len < 0 || (group_id.len == 0 && !allows_empty_group_id(call->api->key))) {
+    /* Kafka's isValidGroupId: only the APIs whose row says empty-group-id accept "". */
+    if (group_id.len < 0 ||
+        (group_id.len == 0 && !row_has(call->api->key, KC_ROW_EMPTY_GROUP_ID))) {
         *err = KC_ERR_INVALID_GROUP_ID;
         return NULL;
     }
@@ -295,7 +265,7 @@ kc_partition_t *kc_api_partition(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_
     *err = kc_partition_error(p);
     if (*err != KC_ERR_NONE)
         return NULL;
-    if (!waits_for_log(call->api->key))
+    if (!row_has(call->api->key, KC_ROW_WAITS_FOR_LOG))
         return p;
     for (int32_t i = 0; i < call->n_parts; i++)
         if (call->parts[i] == p->index)

@@ -1,8 +1,9 @@
 /* metrics.c - the process-wide counters and the Prometheus text format writer.
  *
  * Every kc_obs_* recorder is a bounds check and a few increments on `kc_obs`, called from the
- * loop thread only (see metrics.h). kc_obs_response walks a response struct for its error
- * codes, API by API, the same fields kc_api_fail fills. The kc_prom_* writers produce the text
+ * loop thread only (see metrics.h). kc_obs_response counts a response's error codes with the
+ * walker generated from proto/ (every error_code field the version carries, the same fields
+ * kc_api_fail fills). The kc_prom_* writers produce the text
  * exposition format 0.0.4; kc_obs_write_counters writes the counters with them.
  */
 #include "obs/metrics.h"
@@ -213,139 +214,30 @@ void kc_obs_error(int16_t key, int16_t code)
         kc_obs.errors[i][code + 1]++;
 }
 
-/* Count the error codes of an array of structs that have an `error_code` member. */
-#define COUNT_EACH(key, arr)                                                                       \
-    do {                                                                                           \
-        for (int32_t i_ = 0; i_ < (arr).n; i_++)                                                   \
-            kc_obs_error((key), (arr).v[i_].error_code);                                           \
-    } while (0)
+/* What kc_obs_response counts while it walks one response. */
+typedef struct walk_s {
+    int16_t key;
+    uint32_t n_ok; /* error codes that are 0 */
+} walk_t;
 
-static uint32_t offset_commit(const kc_offset_commit_response_t *r)
+static void count_code(void *arg, int16_t code)
 {
-    uint32_t ok = 0;
-    for (int32_t i = 0; i < r->topics.n; i++) {
-        for (int32_t j = 0; j < r->topics.v[i].partitions.n; j++) {
-            int16_t e = r->topics.v[i].partitions.v[j].error_code;
-            if (e == 0)
-                ok++;
-            else
-                kc_obs_error(KC_API_OFFSET_COMMIT, e);
-        }
-    }
-    return ok;
-}
-
-static void offset_fetch(const kc_offset_fetch_response_t *r, int16_t version)
-{
-    const int16_t k = KC_API_OFFSET_FETCH;
-    if (version >= 8) {
-        for (int32_t i = 0; i < r->groups.n; i++) {
-            kc_obs_error(k, r->groups.v[i].error_code);
-            for (int32_t j = 0; j < r->groups.v[i].topics.n; j++)
-                COUNT_EACH(k, r->groups.v[i].topics.v[j].partitions);
-        }
-        return;
-    }
-    if (version >= 2)
-        kc_obs_error(k, r->error_code);
-    for (int32_t i = 0; i < r->topics.n; i++)
-        COUNT_EACH(k, r->topics.v[i].partitions);
+    walk_t *w = arg;
+    if (code == 0)
+        w->n_ok++;
+    else
+        kc_obs_error(w->key, code);
 }
 
 uint32_t kc_obs_response(int16_t key, int16_t version, const void *resp)
 {
-    switch (key) {
-    case KC_API_PRODUCE: {
-        const kc_produce_response_t *r = resp;
-        for (int32_t i = 0; i < r->responses.n; i++)
-            COUNT_EACH(key, r->responses.v[i].partition_responses);
-        break;
-    }
-    case KC_API_FETCH: {
-        const kc_fetch_response_t *r = resp;
-        kc_obs_error(key, r->error_code);
-        for (int32_t i = 0; i < r->responses.n; i++)
-            COUNT_EACH(key, r->responses.v[i].partitions);
-        break;
-    }
-    case KC_API_LIST_OFFSETS: {
-        const kc_list_offsets_response_t *r = resp;
-        for (int32_t i = 0; i < r->topics.n; i++)
-            COUNT_EACH(key, r->topics.v[i].partitions);
-        break;
-    }
-    case KC_API_METADATA: {
-        const kc_metadata_response_t *r = resp;
-        kc_obs_error(key, r->error_code);
-        COUNT_EACH(key, r->topics);
-        break;
-    }
-    case KC_API_OFFSET_COMMIT:
-        return offset_commit(resp);
-    case KC_API_OFFSET_FETCH:
-        offset_fetch(resp, version);
-        break;
-    case KC_API_FIND_COORDINATOR: {
-        const kc_find_coordinator_response_t *r = resp;
-        if (version >= 4)
-            COUNT_EACH(key, r->coordinators);
-        else
-            kc_obs_error(key, r->error_code);
-        break;
-    }
-    case KC_API_JOIN_GROUP:
-        kc_obs_error(key, ((const kc_join_group_response_t *)resp)->error_code);
-        break;
-    case KC_API_HEARTBEAT:
-        kc_obs_error(key, ((const kc_heartbeat_response_t *)resp)->error_code);
-        break;
-    case KC_API_LEAVE_GROUP: {
-        const kc_leave_group_response_t *r = resp;
-        kc_obs_error(key, r->error_code);
-        COUNT_EACH(key, r->members);
-        break;
-    }
-    case KC_API_SYNC_GROUP:
-        kc_obs_error(key, ((const kc_sync_group_response_t *)resp)->error_code);
-        break;
-    case KC_API_DESCRIBE_GROUPS:
-        COUNT_EACH(key, ((const kc_describe_groups_response_t *)resp)->groups);
-        break;
-    case KC_API_LIST_GROUPS:
-        kc_obs_error(key, ((const kc_list_groups_response_t *)resp)->error_code);
-        break;
-    case KC_API_API_VERSIONS:
-        kc_obs_error(key, ((const kc_api_versions_response_t *)resp)->error_code);
-        break;
-    case KC_API_CREATE_TOPICS:
-        COUNT_EACH(key, ((const kc_create_topics_response_t *)resp)->topics);
-        break;
-    case KC_API_DELETE_TOPICS:
-        COUNT_EACH(key, ((const kc_delete_topics_response_t *)resp)->responses);
-        break;
-    case KC_API_DELETE_GROUPS:
-        COUNT_EACH(key, ((const kc_delete_groups_response_t *)resp)->results);
-        break;
-    case KC_API_OFFSET_DELETE: {
-        const kc_offset_delete_response_t *r = resp;
-        kc_obs_error(key, r->error_code);
-        for (int32_t i = 0; i < r->topics.n; i++)
-            COUNT_EACH(key, r->topics.v[i].partitions);
-        break;
-    }
-    case KC_API_DESCRIBE_CLUSTER:
-        kc_obs_error(key, ((const kc_describe_cluster_response_t *)resp)->error_code);
-        break;
-    case KC_API_CONSUMER_GROUP_HEARTBEAT:
-        kc_obs_error(key, ((const kc_consumer_group_heartbeat_response_t *)resp)->error_code);
-        break;
-    case KC_API_CONSUMER_GROUP_DESCRIBE:
-        COUNT_EACH(key, ((const kc_consumer_group_describe_response_t *)resp)->groups);
-        break;
-    default:
-        break;
-    }
-    return 0;
+    const kc_api_info_t *api = kc_api_find(key);
+    if (api == NULL)
+        return 0;
+    walk_t w = {.key = key, .n_ok = 0};
+    api->walk_errors(resp, version, count_code, &w);
+    /* An OffsetCommit's error codes are one per partition: those that are 0 were stored. */
+    return key == KC_API_OFFSET_COMMIT ? w.n_ok : 0;
 }
 
 void kc_obs_done(int16_t key, uint64_t start_ns)

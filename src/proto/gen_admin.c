@@ -230,6 +230,41 @@ size_t kc_list_groups_response_size(int16_t v, const kc_list_groups_response_t *
     return sz_;
 }
 
+void kc_list_groups_response_set_errors(kc_list_groups_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+size_t kc_list_groups_response_walk_errors(const kc_list_groups_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+static void list_groups_response_reset(kc_list_groups_response_t *m, int16_t v)
+{
+    kc_list_groups_response_t d_; /* the defaults */
+    kc_list_groups_response_init(&d_);
+    (void)v;
+    m->groups = d_.groups;
+}
+
+void kc_list_groups_response_fail(kc_list_groups_response_t *m, int16_t v, int16_t err)
+{
+    list_groups_response_reset(m, v);
+    kc_list_groups_response_set_errors(m, v, err);
+}
+
 void kc_describe_groups_request_init(kc_describe_groups_request_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -525,6 +560,53 @@ size_t kc_describe_groups_response_size(int16_t v, const kc_describe_groups_resp
     return sz_;
 }
 
+static void describe_groups_described_group_set_errors(kc_describe_groups_described_group_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+static size_t describe_groups_described_group_walk_errors(const kc_describe_groups_described_group_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+void kc_describe_groups_response_set_errors(kc_describe_groups_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->groups.n; i_++)
+        describe_groups_described_group_set_errors(&m->groups.v[i_], v, err);
+}
+
+size_t kc_describe_groups_response_walk_errors(const kc_describe_groups_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->groups.n; i_++)
+        n_ += describe_groups_described_group_walk_errors(&m->groups.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_describe_groups_response_fail(kc_describe_groups_response_t *m, int16_t v, int16_t err)
+{
+    kc_describe_groups_response_set_errors(m, v, err);
+}
+
 void kc_delete_groups_request_init(kc_delete_groups_request_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -688,5 +770,52 @@ size_t kc_delete_groups_response_size(int16_t v, const kc_delete_groups_response
         sz_ += kc_uvarint_size(nt_);
     }
     return sz_;
+}
+
+static void deletable_group_result_set_errors(kc_deletable_group_result_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+static size_t deletable_group_result_walk_errors(const kc_deletable_group_result_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+void kc_delete_groups_response_set_errors(kc_delete_groups_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->results.n; i_++)
+        deletable_group_result_set_errors(&m->results.v[i_], v, err);
+}
+
+size_t kc_delete_groups_response_walk_errors(const kc_delete_groups_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->results.n; i_++)
+        n_ += deletable_group_result_walk_errors(&m->results.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_delete_groups_response_fail(kc_delete_groups_response_t *m, int16_t v, int16_t err)
+{
+    kc_delete_groups_response_set_errors(m, v, err);
 }
 

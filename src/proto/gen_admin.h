@@ -8,6 +8,12 @@
 
 #include "proto/wire.h"
 
+#ifndef KC_ERROR_VISIT_FN_DEFINED
+#define KC_ERROR_VISIT_FN_DEFINED
+/* Called by a response's walk_errors with each error code it holds. */
+typedef void (*kc_error_visit_fn)(void *arg, int16_t code);
+#endif
+
 /* API 16 ListGroups, versions 0-5, flexible from 3. */
 #define KC_API_LIST_GROUPS 16
 typedef struct kc_list_groups_request_s {
@@ -37,6 +43,9 @@ void kc_list_groups_response_init(kc_list_groups_response_t *m);
 int kc_list_groups_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_list_groups_response_t *m);
 void kc_list_groups_response_encode(kc_writer_t *w, int16_t v, const kc_list_groups_response_t *m);
 size_t kc_list_groups_response_size(int16_t v, const kc_list_groups_response_t *m);
+void kc_list_groups_response_set_errors(kc_list_groups_response_t *m, int16_t v, int16_t err);
+void kc_list_groups_response_fail(kc_list_groups_response_t *m, int16_t v, int16_t err);
+size_t kc_list_groups_response_walk_errors(const kc_list_groups_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 15 DescribeGroups, versions 0-6, flexible from 5. */
 #define KC_API_DESCRIBE_GROUPS 15
@@ -79,6 +88,9 @@ void kc_describe_groups_response_init(kc_describe_groups_response_t *m);
 int kc_describe_groups_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_describe_groups_response_t *m);
 void kc_describe_groups_response_encode(kc_writer_t *w, int16_t v, const kc_describe_groups_response_t *m);
 size_t kc_describe_groups_response_size(int16_t v, const kc_describe_groups_response_t *m);
+void kc_describe_groups_response_set_errors(kc_describe_groups_response_t *m, int16_t v, int16_t err);
+void kc_describe_groups_response_fail(kc_describe_groups_response_t *m, int16_t v, int16_t err);
+size_t kc_describe_groups_response_walk_errors(const kc_describe_groups_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 42 DeleteGroups, versions 0-2, flexible from 2. */
 #define KC_API_DELETE_GROUPS 42
@@ -105,5 +117,8 @@ void kc_delete_groups_response_init(kc_delete_groups_response_t *m);
 int kc_delete_groups_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_delete_groups_response_t *m);
 void kc_delete_groups_response_encode(kc_writer_t *w, int16_t v, const kc_delete_groups_response_t *m);
 size_t kc_delete_groups_response_size(int16_t v, const kc_delete_groups_response_t *m);
+void kc_delete_groups_response_set_errors(kc_delete_groups_response_t *m, int16_t v, int16_t err);
+void kc_delete_groups_response_fail(kc_delete_groups_response_t *m, int16_t v, int16_t err);
+size_t kc_delete_groups_response_walk_errors(const kc_delete_groups_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 #endif

@@ -9,6 +9,9 @@ static void w_list_groups_response_init(void *m) { kc_list_groups_response_init(
 static int w_list_groups_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_list_groups_response_decode(r, a, v, m); }
 static void w_list_groups_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_list_groups_response_encode(w, v, m); }
 static size_t w_list_groups_response_size(int16_t v, const void *m) { return kc_list_groups_response_size(v, m); }
+static void w_list_groups_response_set_errors(void *m, int16_t v, int16_t err) { kc_list_groups_response_set_errors(m, v, err); }
+static void w_list_groups_response_fail(void *m, int16_t v, int16_t err) { kc_list_groups_response_fail(m, v, err); }
+static size_t w_list_groups_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_list_groups_response_walk_errors(m, v, fn, arg); }
 static void w_describe_groups_request_init(void *m) { kc_describe_groups_request_init(m); }
 static int w_describe_groups_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_groups_request_decode(r, a, v, m); }
 static void w_describe_groups_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_groups_request_encode(w, v, m); }
@@ -17,6 +20,9 @@ static void w_describe_groups_response_init(void *m) { kc_describe_groups_respon
 static int w_describe_groups_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_groups_response_decode(r, a, v, m); }
 static void w_describe_groups_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_groups_response_encode(w, v, m); }
 static size_t w_describe_groups_response_size(int16_t v, const void *m) { return kc_describe_groups_response_size(v, m); }
+static void w_describe_groups_response_set_errors(void *m, int16_t v, int16_t err) { kc_describe_groups_response_set_errors(m, v, err); }
+static void w_describe_groups_response_fail(void *m, int16_t v, int16_t err) { kc_describe_groups_response_fail(m, v, err); }
+static size_t w_describe_groups_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_describe_groups_response_walk_errors(m, v, fn, arg); }
 static void w_delete_groups_request_init(void *m) { kc_delete_groups_request_init(m); }
 static int w_delete_groups_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_delete_groups_request_decode(r, a, v, m); }
 static void w_delete_groups_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_delete_groups_request_encode(w, v, m); }
@@ -25,6 +31,9 @@ static void w_delete_groups_response_init(void *m) { kc_delete_groups_response_i
 static int w_delete_groups_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_delete_groups_response_decode(r, a, v, m); }
 static void w_delete_groups_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_delete_groups_response_encode(w, v, m); }
 static size_t w_delete_groups_response_size(int16_t v, const void *m) { return kc_delete_groups_response_size(v, m); }
+static void w_delete_groups_response_set_errors(void *m, int16_t v, int16_t err) { kc_delete_groups_response_set_errors(m, v, err); }
+static void w_delete_groups_response_fail(void *m, int16_t v, int16_t err) { kc_delete_groups_response_fail(m, v, err); }
+static size_t w_delete_groups_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_delete_groups_response_walk_errors(m, v, fn, arg); }
 static void w_consumer_group_heartbeat_request_init(void *m) { kc_consumer_group_heartbeat_request_init(m); }
 static int w_consumer_group_heartbeat_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_consumer_group_heartbeat_request_decode(r, a, v, m); }
 static void w_consumer_group_heartbeat_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_consumer_group_heartbeat_request_encode(w, v, m); }
@@ -33,6 +42,9 @@ static void w_consumer_group_heartbeat_response_init(void *m) { kc_consumer_grou
 static int w_consumer_group_heartbeat_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_consumer_group_heartbeat_response_decode(r, a, v, m); }
 static void w_consumer_group_heartbeat_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_consumer_group_heartbeat_response_encode(w, v, m); }
 static size_t w_consumer_group_heartbeat_response_size(int16_t v, const void *m) { return kc_consumer_group_heartbeat_response_size(v, m); }
+static void w_consumer_group_heartbeat_response_set_errors(void *m, int16_t v, int16_t err) { kc_consumer_group_heartbeat_response_set_errors(m, v, err); }
+static void w_consumer_group_heartbeat_response_fail(void *m, int16_t v, int16_t err) { kc_consumer_group_heartbeat_response_fail(m, v, err); }
+static size_t w_consumer_group_heartbeat_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_consumer_group_heartbeat_response_walk_errors(m, v, fn, arg); }
 static void w_consumer_group_describe_request_init(void *m) { kc_consumer_group_describe_request_init(m); }
 static int w_consumer_group_describe_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_consumer_group_describe_request_decode(r, a, v, m); }
 static void w_consumer_group_describe_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_consumer_group_describe_request_encode(w, v, m); }
@@ -41,6 +53,9 @@ static void w_consumer_group_describe_response_init(void *m) { kc_consumer_group
 static int w_consumer_group_describe_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_consumer_group_describe_response_decode(r, a, v, m); }
 static void w_consumer_group_describe_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_consumer_group_describe_response_encode(w, v, m); }
 static size_t w_consumer_group_describe_response_size(int16_t v, const void *m) { return kc_consumer_group_describe_response_size(v, m); }
+static void w_consumer_group_describe_response_set_errors(void *m, int16_t v, int16_t err) { kc_consumer_group_describe_response_set_errors(m, v, err); }
+static void w_consumer_group_describe_response_fail(void *m, int16_t v, int16_t err) { kc_consumer_group_describe_response_fail(m, v, err); }
+static size_t w_consumer_group_describe_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_consumer_group_describe_response_walk_errors(m, v, fn, arg); }
 static void w_consumer_protocol_subscription_init(void *m) { kc_consumer_protocol_subscription_init(m); }
 static int w_consumer_protocol_subscription_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_consumer_protocol_subscription_decode(r, a, v, m); }
 static void w_consumer_protocol_subscription_encode(kc_writer_t *w, int16_t v, const void *m) { kc_consumer_protocol_subscription_encode(w, v, m); }
@@ -57,6 +72,9 @@ static void w_api_versions_response_init(void *m) { kc_api_versions_response_ini
 static int w_api_versions_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_api_versions_response_decode(r, a, v, m); }
 static void w_api_versions_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_api_versions_response_encode(w, v, m); }
 static size_t w_api_versions_response_size(int16_t v, const void *m) { return kc_api_versions_response_size(v, m); }
+static void w_api_versions_response_set_errors(void *m, int16_t v, int16_t err) { kc_api_versions_response_set_errors(m, v, err); }
+static void w_api_versions_response_fail(void *m, int16_t v, int16_t err) { kc_api_versions_response_fail(m, v, err); }
+static size_t w_api_versions_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_api_versions_response_walk_errors(m, v, fn, arg); }
 static void w_metadata_request_init(void *m) { kc_metadata_request_init(m); }
 static int w_metadata_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_metadata_request_decode(r, a, v, m); }
 static void w_metadata_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_metadata_request_encode(w, v, m); }
@@ -65,6 +83,9 @@ static void w_metadata_response_init(void *m) { kc_metadata_response_init(m); }
 static int w_metadata_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_metadata_response_decode(r, a, v, m); }
 static void w_metadata_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_metadata_response_encode(w, v, m); }
 static size_t w_metadata_response_size(int16_t v, const void *m) { return kc_metadata_response_size(v, m); }
+static void w_metadata_response_set_errors(void *m, int16_t v, int16_t err) { kc_metadata_response_set_errors(m, v, err); }
+static void w_metadata_response_fail(void *m, int16_t v, int16_t err) { kc_metadata_response_fail(m, v, err); }
+static size_t w_metadata_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_metadata_response_walk_errors(m, v, fn, arg); }
 static void w_find_coordinator_request_init(void *m) { kc_find_coordinator_request_init(m); }
 static int w_find_coordinator_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_find_coordinator_request_decode(r, a, v, m); }
 static void w_find_coordinator_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_find_coordinator_request_encode(w, v, m); }
@@ -73,6 +94,9 @@ static void w_find_coordinator_response_init(void *m) { kc_find_coordinator_resp
 static int w_find_coordinator_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_find_coordinator_response_decode(r, a, v, m); }
 static void w_find_coordinator_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_find_coordinator_response_encode(w, v, m); }
 static size_t w_find_coordinator_response_size(int16_t v, const void *m) { return kc_find_coordinator_response_size(v, m); }
+static void w_find_coordinator_response_set_errors(void *m, int16_t v, int16_t err) { kc_find_coordinator_response_set_errors(m, v, err); }
+static void w_find_coordinator_response_fail(void *m, int16_t v, int16_t err) { kc_find_coordinator_response_fail(m, v, err); }
+static size_t w_find_coordinator_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_find_coordinator_response_walk_errors(m, v, fn, arg); }
 static void w_describe_cluster_request_init(void *m) { kc_describe_cluster_request_init(m); }
 static int w_describe_cluster_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_cluster_request_decode(r, a, v, m); }
 static void w_describe_cluster_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_cluster_request_encode(w, v, m); }
@@ -81,6 +105,9 @@ static void w_describe_cluster_response_init(void *m) { kc_describe_cluster_resp
 static int w_describe_cluster_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_cluster_response_decode(r, a, v, m); }
 static void w_describe_cluster_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_cluster_response_encode(w, v, m); }
 static size_t w_describe_cluster_response_size(int16_t v, const void *m) { return kc_describe_cluster_response_size(v, m); }
+static void w_describe_cluster_response_set_errors(void *m, int16_t v, int16_t err) { kc_describe_cluster_response_set_errors(m, v, err); }
+static void w_describe_cluster_response_fail(void *m, int16_t v, int16_t err) { kc_describe_cluster_response_fail(m, v, err); }
+static size_t w_describe_cluster_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_describe_cluster_response_walk_errors(m, v, fn, arg); }
 static void w_join_group_request_init(void *m) { kc_join_group_request_init(m); }
 static int w_join_group_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_join_group_request_decode(r, a, v, m); }
 static void w_join_group_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_join_group_request_encode(w, v, m); }
@@ -89,6 +116,9 @@ static void w_join_group_response_init(void *m) { kc_join_group_response_init(m)
 static int w_join_group_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_join_group_response_decode(r, a, v, m); }
 static void w_join_group_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_join_group_response_encode(w, v, m); }
 static size_t w_join_group_response_size(int16_t v, const void *m) { return kc_join_group_response_size(v, m); }
+static void w_join_group_response_set_errors(void *m, int16_t v, int16_t err) { kc_join_group_response_set_errors(m, v, err); }
+static void w_join_group_response_fail(void *m, int16_t v, int16_t err) { kc_join_group_response_fail(m, v, err); }
+static size_t w_join_group_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_join_group_response_walk_errors(m, v, fn, arg); }
 static void w_sync_group_request_init(void *m) { kc_sync_group_request_init(m); }
 static int w_sync_group_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_sync_group_request_decode(r, a, v, m); }
 static void w_sync_group_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_sync_group_request_encode(w, v, m); }
@@ -97,6 +127,9 @@ static void w_sync_group_response_init(void *m) { kc_sync_group_response_init(m)
 static int w_sync_group_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_sync_group_response_decode(r, a, v, m); }
 static void w_sync_group_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_sync_group_response_encode(w, v, m); }
 static size_t w_sync_group_response_size(int16_t v, const void *m) { return kc_sync_group_response_size(v, m); }
+static void w_sync_group_response_set_errors(void *m, int16_t v, int16_t err) { kc_sync_group_response_set_errors(m, v, err); }
+static void w_sync_group_response_fail(void *m, int16_t v, int16_t err) { kc_sync_group_response_fail(m, v, err); }
+static size_t w_sync_group_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_sync_group_response_walk_errors(m, v, fn, arg); }
 static void w_heartbeat_request_init(void *m) { kc_heartbeat_request_init(m); }
 static int w_heartbeat_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_heartbeat_request_decode(r, a, v, m); }
 static void w_heartbeat_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_heartbeat_request_encode(w, v, m); }
@@ -105,6 +138,9 @@ static void w_heartbeat_response_init(void *m) { kc_heartbeat_response_init(m); 
 static int w_heartbeat_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_heartbeat_response_decode(r, a, v, m); }
 static void w_heartbeat_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_heartbeat_response_encode(w, v, m); }
 static size_t w_heartbeat_response_size(int16_t v, const void *m) { return kc_heartbeat_response_size(v, m); }
+static void w_heartbeat_response_set_errors(void *m, int16_t v, int16_t err) { kc_heartbeat_response_set_errors(m, v, err); }
+static void w_heartbeat_response_fail(void *m, int16_t v, int16_t err) { kc_heartbeat_response_fail(m, v, err); }
+static size_t w_heartbeat_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_heartbeat_response_walk_errors(m, v, fn, arg); }
 static void w_leave_group_request_init(void *m) { kc_leave_group_request_init(m); }
 static int w_leave_group_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_leave_group_request_decode(r, a, v, m); }
 static void w_leave_group_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_leave_group_request_encode(w, v, m); }
@@ -113,6 +149,9 @@ static void w_leave_group_response_init(void *m) { kc_leave_group_response_init(
 static int w_leave_group_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_leave_group_response_decode(r, a, v, m); }
 static void w_leave_group_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_leave_group_response_encode(w, v, m); }
 static size_t w_leave_group_response_size(int16_t v, const void *m) { return kc_leave_group_response_size(v, m); }
+static void w_leave_group_response_set_errors(void *m, int16_t v, int16_t err) { kc_leave_group_response_set_errors(m, v, err); }
+static void w_leave_group_response_fail(void *m, int16_t v, int16_t err) { kc_leave_group_response_fail(m, v, err); }
+static size_t w_leave_group_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_leave_group_response_walk_errors(m, v, fn, arg); }
 static void w_request_header_init(void *m) { kc_request_header_init(m); }
 static int w_request_header_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_request_header_decode(r, a, v, m); }
 static void w_request_header_encode(kc_writer_t *w, int16_t v, const void *m) { kc_request_header_encode(w, v, m); }
@@ -129,6 +168,9 @@ static void w_offset_commit_response_init(void *m) { kc_offset_commit_response_i
 static int w_offset_commit_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_offset_commit_response_decode(r, a, v, m); }
 static void w_offset_commit_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_offset_commit_response_encode(w, v, m); }
 static size_t w_offset_commit_response_size(int16_t v, const void *m) { return kc_offset_commit_response_size(v, m); }
+static void w_offset_commit_response_set_errors(void *m, int16_t v, int16_t err) { kc_offset_commit_response_set_errors(m, v, err); }
+static void w_offset_commit_response_fail(void *m, int16_t v, int16_t err) { kc_offset_commit_response_fail(m, v, err); }
+static size_t w_offset_commit_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_offset_commit_response_walk_errors(m, v, fn, arg); }
 static void w_offset_fetch_request_init(void *m) { kc_offset_fetch_request_init(m); }
 static int w_offset_fetch_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_offset_fetch_request_decode(r, a, v, m); }
 static void w_offset_fetch_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_offset_fetch_request_encode(w, v, m); }
@@ -137,6 +179,9 @@ static void w_offset_fetch_response_init(void *m) { kc_offset_fetch_response_ini
 static int w_offset_fetch_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_offset_fetch_response_decode(r, a, v, m); }
 static void w_offset_fetch_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_offset_fetch_response_encode(w, v, m); }
 static size_t w_offset_fetch_response_size(int16_t v, const void *m) { return kc_offset_fetch_response_size(v, m); }
+static void w_offset_fetch_response_set_errors(void *m, int16_t v, int16_t err) { kc_offset_fetch_response_set_errors(m, v, err); }
+static void w_offset_fetch_response_fail(void *m, int16_t v, int16_t err) { kc_offset_fetch_response_fail(m, v, err); }
+static size_t w_offset_fetch_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_offset_fetch_response_walk_errors(m, v, fn, arg); }
 static void w_offset_delete_request_init(void *m) { kc_offset_delete_request_init(m); }
 static int w_offset_delete_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_offset_delete_request_decode(r, a, v, m); }
 static void w_offset_delete_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_offset_delete_request_encode(w, v, m); }
@@ -145,6 +190,9 @@ static void w_offset_delete_response_init(void *m) { kc_offset_delete_response_i
 static int w_offset_delete_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_offset_delete_response_decode(r, a, v, m); }
 static void w_offset_delete_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_offset_delete_response_encode(w, v, m); }
 static size_t w_offset_delete_response_size(int16_t v, const void *m) { return kc_offset_delete_response_size(v, m); }
+static void w_offset_delete_response_set_errors(void *m, int16_t v, int16_t err) { kc_offset_delete_response_set_errors(m, v, err); }
+static void w_offset_delete_response_fail(void *m, int16_t v, int16_t err) { kc_offset_delete_response_fail(m, v, err); }
+static size_t w_offset_delete_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_offset_delete_response_walk_errors(m, v, fn, arg); }
 static void w_offset_commit_key_init(void *m) { kc_offset_commit_key_init(m); }
 static int w_offset_commit_key_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_offset_commit_key_decode(r, a, v, m); }
 static void w_offset_commit_key_encode(kc_writer_t *w, int16_t v, const void *m) { kc_offset_commit_key_encode(w, v, m); }
@@ -217,6 +265,9 @@ static void w_create_topics_response_init(void *m) { kc_create_topics_response_i
 static int w_create_topics_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_create_topics_response_decode(r, a, v, m); }
 static void w_create_topics_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_create_topics_response_encode(w, v, m); }
 static size_t w_create_topics_response_size(int16_t v, const void *m) { return kc_create_topics_response_size(v, m); }
+static void w_create_topics_response_set_errors(void *m, int16_t v, int16_t err) { kc_create_topics_response_set_errors(m, v, err); }
+static void w_create_topics_response_fail(void *m, int16_t v, int16_t err) { kc_create_topics_response_fail(m, v, err); }
+static size_t w_create_topics_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_create_topics_response_walk_errors(m, v, fn, arg); }
 static void w_delete_topics_request_init(void *m) { kc_delete_topics_request_init(m); }
 static int w_delete_topics_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_delete_topics_request_decode(r, a, v, m); }
 static void w_delete_topics_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_delete_topics_request_encode(w, v, m); }
@@ -225,6 +276,9 @@ static void w_delete_topics_response_init(void *m) { kc_delete_topics_response_i
 static int w_delete_topics_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_delete_topics_response_decode(r, a, v, m); }
 static void w_delete_topics_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_delete_topics_response_encode(w, v, m); }
 static size_t w_delete_topics_response_size(int16_t v, const void *m) { return kc_delete_topics_response_size(v, m); }
+static void w_delete_topics_response_set_errors(void *m, int16_t v, int16_t err) { kc_delete_topics_response_set_errors(m, v, err); }
+static void w_delete_topics_response_fail(void *m, int16_t v, int16_t err) { kc_delete_topics_response_fail(m, v, err); }
+static size_t w_delete_topics_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_delete_topics_response_walk_errors(m, v, fn, arg); }
 static void w_list_offsets_request_init(void *m) { kc_list_offsets_request_init(m); }
 static int w_list_offsets_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_list_offsets_request_decode(r, a, v, m); }
 static void w_list_offsets_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_list_offsets_request_encode(w, v, m); }
@@ -233,6 +287,9 @@ static void w_list_offsets_response_init(void *m) { kc_list_offsets_response_ini
 static int w_list_offsets_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_list_offsets_response_decode(r, a, v, m); }
 static void w_list_offsets_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_list_offsets_response_encode(w, v, m); }
 static size_t w_list_offsets_response_size(int16_t v, const void *m) { return kc_list_offsets_response_size(v, m); }
+static void w_list_offsets_response_set_errors(void *m, int16_t v, int16_t err) { kc_list_offsets_response_set_errors(m, v, err); }
+static void w_list_offsets_response_fail(void *m, int16_t v, int16_t err) { kc_list_offsets_response_fail(m, v, err); }
+static size_t w_list_offsets_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_list_offsets_response_walk_errors(m, v, fn, arg); }
 static void w_fetch_request_init(void *m) { kc_fetch_request_init(m); }
 static int w_fetch_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_fetch_request_decode(r, a, v, m); }
 static void w_fetch_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_fetch_request_encode(w, v, m); }
@@ -241,6 +298,9 @@ static void w_fetch_response_init(void *m) { kc_fetch_response_init(m); }
 static int w_fetch_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_fetch_response_decode(r, a, v, m); }
 static void w_fetch_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_fetch_response_encode(w, v, m); }
 static size_t w_fetch_response_size(int16_t v, const void *m) { return kc_fetch_response_size(v, m); }
+static void w_fetch_response_set_errors(void *m, int16_t v, int16_t err) { kc_fetch_response_set_errors(m, v, err); }
+static void w_fetch_response_fail(void *m, int16_t v, int16_t err) { kc_fetch_response_fail(m, v, err); }
+static size_t w_fetch_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_fetch_response_walk_errors(m, v, fn, arg); }
 static void w_produce_request_init(void *m) { kc_produce_request_init(m); }
 static int w_produce_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_produce_request_decode(r, a, v, m); }
 static void w_produce_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_produce_request_encode(w, v, m); }
@@ -249,71 +309,95 @@ static void w_produce_response_init(void *m) { kc_produce_response_init(m); }
 static int w_produce_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_produce_response_decode(r, a, v, m); }
 static void w_produce_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_produce_response_encode(w, v, m); }
 static size_t w_produce_response_size(int16_t v, const void *m) { return kc_produce_response_size(v, m); }
+static void w_produce_response_set_errors(void *m, int16_t v, int16_t err) { kc_produce_response_set_errors(m, v, err); }
+static void w_produce_response_fail(void *m, int16_t v, int16_t err) { kc_produce_response_fail(m, v, err); }
+static size_t w_produce_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_produce_response_walk_errors(m, v, fn, arg); }
 
 const kc_api_info_t kc_api_table[] = {
     {0, "Produce", 3, 13, 9,
      {"ProduceRequest", sizeof(kc_produce_request_t), w_produce_request_init, w_produce_request_decode, w_produce_request_encode, w_produce_request_size},
-     {"ProduceResponse", sizeof(kc_produce_response_t), w_produce_response_init, w_produce_response_decode, w_produce_response_encode, w_produce_response_size}},
+     {"ProduceResponse", sizeof(kc_produce_response_t), w_produce_response_init, w_produce_response_decode, w_produce_response_encode, w_produce_response_size},
+     w_produce_response_set_errors, w_produce_response_fail, w_produce_response_walk_errors},
     {1, "Fetch", 4, 18, 12,
      {"FetchRequest", sizeof(kc_fetch_request_t), w_fetch_request_init, w_fetch_request_decode, w_fetch_request_encode, w_fetch_request_size},
-     {"FetchResponse", sizeof(kc_fetch_response_t), w_fetch_response_init, w_fetch_response_decode, w_fetch_response_encode, w_fetch_response_size}},
+     {"FetchResponse", sizeof(kc_fetch_response_t), w_fetch_response_init, w_fetch_response_decode, w_fetch_response_encode, w_fetch_response_size},
+     w_fetch_response_set_errors, w_fetch_response_fail, w_fetch_response_walk_errors},
     {2, "ListOffsets", 1, 11, 6,
      {"ListOffsetsRequest", sizeof(kc_list_offsets_request_t), w_list_offsets_request_init, w_list_offsets_request_decode, w_list_offsets_request_encode, w_list_offsets_request_size},
-     {"ListOffsetsResponse", sizeof(kc_list_offsets_response_t), w_list_offsets_response_init, w_list_offsets_response_decode, w_list_offsets_response_encode, w_list_offsets_response_size}},
+     {"ListOffsetsResponse", sizeof(kc_list_offsets_response_t), w_list_offsets_response_init, w_list_offsets_response_decode, w_list_offsets_response_encode, w_list_offsets_response_size},
+     w_list_offsets_response_set_errors, w_list_offsets_response_fail, w_list_offsets_response_walk_errors},
     {3, "Metadata", 0, 13, 9,
      {"MetadataRequest", sizeof(kc_metadata_request_t), w_metadata_request_init, w_metadata_request_decode, w_metadata_request_encode, w_metadata_request_size},
-     {"MetadataResponse", sizeof(kc_metadata_response_t), w_metadata_response_init, w_metadata_response_decode, w_metadata_response_encode, w_metadata_response_size}},
+     {"MetadataResponse", sizeof(kc_metadata_response_t), w_metadata_response_init, w_metadata_response_decode, w_metadata_response_encode, w_metadata_response_size},
+     w_metadata_response_set_errors, w_metadata_response_fail, w_metadata_response_walk_errors},
     {8, "OffsetCommit", 0, 10, 8,
      {"OffsetCommitRequest", sizeof(kc_offset_commit_request_t), w_offset_commit_request_init, w_offset_commit_request_decode, w_offset_commit_request_encode, w_offset_commit_request_size},
-     {"OffsetCommitResponse", sizeof(kc_offset_commit_response_t), w_offset_commit_response_init, w_offset_commit_response_decode, w_offset_commit_response_encode, w_offset_commit_response_size}},
+     {"OffsetCommitResponse", sizeof(kc_offset_commit_response_t), w_offset_commit_response_init, w_offset_commit_response_decode, w_offset_commit_response_encode, w_offset_commit_response_size},
+     w_offset_commit_response_set_errors, w_offset_commit_response_fail, w_offset_commit_response_walk_errors},
     {9, "OffsetFetch", 0, 10, 6,
      {"OffsetFetchRequest", sizeof(kc_offset_fetch_request_t), w_offset_fetch_request_init, w_offset_fetch_request_decode, w_offset_fetch_request_encode, w_offset_fetch_request_size},
-     {"OffsetFetchResponse", sizeof(kc_offset_fetch_response_t), w_offset_fetch_response_init, w_offset_fetch_response_decode, w_offset_fetch_response_encode, w_offset_fetch_response_size}},
+     {"OffsetFetchResponse", sizeof(kc_offset_fetch_response_t), w_offset_fetch_response_init, w_offset_fetch_response_decode, w_offset_fetch_response_encode, w_offset_fetch_response_size},
+     w_offset_fetch_response_set_errors, w_offset_fetch_response_fail, w_offset_fetch_response_walk_errors},
     {10, "FindCoordinator", 0, 6, 3,
      {"FindCoordinatorRequest", sizeof(kc_find_coordinator_request_t), w_find_coordinator_request_init, w_find_coordinator_request_decode, w_find_coordinator_request_encode, w_find_coordinator_request_size},
-     {"FindCoordinatorResponse", sizeof(kc_find_coordinator_response_t), w_find_coordinator_response_init, w_find_coordinator_response_decode, w_find_coordinator_response_encode, w_find_coordinator_response_size}},
+     {"FindCoordinatorResponse", sizeof(kc_find_coordinator_response_t), w_find_coordinator_response_init, w_find_coordinator_response_decode, w_find_coordinator_response_encode, w_find_coordinator_response_size},
+     w_find_coordinator_response_set_errors, w_find_coordinator_response_fail, w_find_coordinator_response_walk_errors},
     {11, "JoinGroup", 0, 9, 6,
      {"JoinGroupRequest", sizeof(kc_join_group_request_t), w_join_group_request_init, w_join_group_request_decode, w_join_group_request_encode, w_join_group_request_size},
-     {"JoinGroupResponse", sizeof(kc_join_group_response_t), w_join_group_response_init, w_join_group_response_decode, w_join_group_response_encode, w_join_group_response_size}},
+     {"JoinGroupResponse", sizeof(kc_join_group_response_t), w_join_group_response_init, w_join_group_response_decode, w_join_group_response_encode, w_join_group_response_size},
+     w_join_group_response_set_errors, w_join_group_response_fail, w_join_group_response_walk_errors},
     {12, "Heartbeat", 0, 4, 4,
      {"HeartbeatRequest", sizeof(kc_heartbeat_request_t), w_heartbeat_request_init, w_heartbeat_request_decode, w_heartbeat_request_encode, w_heartbeat_request_size},
-     {"HeartbeatResponse", sizeof(kc_heartbeat_response_t), w_heartbeat_response_init, w_heartbeat_response_decode, w_heartbeat_response_encode, w_heartbeat_response_size}},
+     {"HeartbeatResponse", sizeof(kc_heartbeat_response_t), w_heartbeat_response_init, w_heartbeat_response_decode, w_heartbeat_response_encode, w_heartbeat_response_size},
+     w_heartbeat_response_set_errors, w_heartbeat_response_fail, w_heartbeat_response_walk_errors},
     {13, "LeaveGroup", 0, 5, 4,
      {"LeaveGroupRequest", sizeof(kc_leave_group_request_t), w_leave_group_request_init, w_leave_group_request_decode, w_leave_group_request_encode, w_leave_group_request_size},
-     {"LeaveGroupResponse", sizeof(kc_leave_group_response_t), w_leave_group_response_init, w_leave_group_response_decode, w_leave_group_response_encode, w_leave_group_response_size}},
+     {"LeaveGroupResponse", sizeof(kc_leave_group_response_t), w_leave_group_response_init, w_leave_group_response_decode, w_leave_group_response_encode, w_leave_group_response_size},
+     w_leave_group_response_set_errors, w_leave_group_response_fail, w_leave_group_response_walk_errors},
     {14, "SyncGroup", 0, 5, 4,
      {"SyncGroupRequest", sizeof(kc_sync_group_request_t), w_sync_group_request_init, w_sync_group_request_decode, w_sync_group_request_encode, w_sync_group_request_size},
-     {"SyncGroupResponse", sizeof(kc_sync_group_response_t), w_sync_group_response_init, w_sync_group_response_decode, w_sync_group_response_encode, w_sync_group_response_size}},
+     {"SyncGroupResponse", sizeof(kc_sync_group_response_t), w_sync_group_response_init, w_sync_group_response_decode, w_sync_group_response_encode, w_sync_group_response_size},
+     w_sync_group_response_set_errors, w_sync_group_response_fail, w_sync_group_response_walk_errors},
     {15, "DescribeGroups", 0, 6, 5,
      {"DescribeGroupsRequest", sizeof(kc_describe_groups_request_t), w_describe_groups_request_init, w_describe_groups_request_decode, w_describe_groups_request_encode, w_describe_groups_request_size},
-     {"DescribeGroupsResponse", sizeof(kc_describe_groups_response_t), w_describe_groups_response_init, w_describe_groups_response_decode, w_describe_groups_response_encode, w_describe_groups_response_size}},
+     {"DescribeGroupsResponse", sizeof(kc_describe_groups_response_t), w_describe_groups_response_init, w_describe_groups_response_decode, w_describe_groups_response_encode, w_describe_groups_response_size},
+     w_describe_groups_response_set_errors, w_describe_groups_response_fail, w_describe_groups_response_walk_errors},
     {16, "ListGroups", 0, 5, 3,
      {"ListGroupsRequest", sizeof(kc_list_groups_request_t), w_list_groups_request_init, w_list_groups_request_decode, w_list_groups_request_encode, w_list_groups_request_size},
-     {"ListGroupsResponse", sizeof(kc_list_groups_response_t), w_list_groups_response_init, w_list_groups_response_decode, w_list_groups_response_encode, w_list_groups_response_size}},
+     {"ListGroupsResponse", sizeof(kc_list_groups_response_t), w_list_groups_response_init, w_list_groups_response_decode, w_list_groups_response_encode, w_list_groups_response_size},
+     w_list_groups_response_set_errors, w_list_groups_response_fail, w_list_groups_response_walk_errors},
     {18, "ApiVersions", 0, 4, 3,
      {"ApiVersionsRequest", sizeof(kc_api_versions_request_t), w_api_versions_request_init, w_api_versions_request_decode, w_api_versions_request_encode, w_api_versions_request_size},
-     {"ApiVersionsResponse", sizeof(kc_api_versions_response_t), w_api_versions_response_init, w_api_versions_response_decode, w_api_versions_response_encode, w_api_versions_response_size}},
+     {"ApiVersionsResponse", sizeof(kc_api_versions_response_t), w_api_versions_response_init, w_api_versions_response_decode, w_api_versions_response_encode, w_api_versions_response_size},
+     w_api_versions_response_set_errors, w_api_versions_response_fail, w_api_versions_response_walk_errors},
     {19, "CreateTopics", 2, 7, 5,
      {"CreateTopicsRequest", sizeof(kc_create_topics_request_t), w_create_topics_request_init, w_create_topics_request_decode, w_create_topics_request_encode, w_create_topics_request_size},
-     {"CreateTopicsResponse", sizeof(kc_create_topics_response_t), w_create_topics_response_init, w_create_topics_response_decode, w_create_topics_response_encode, w_create_topics_response_size}},
+     {"CreateTopicsResponse", sizeof(kc_create_topics_response_t), w_create_topics_response_init, w_create_topics_response_decode, w_create_topics_response_encode, w_create_topics_response_size},
+     w_create_topics_response_set_errors, w_create_topics_response_fail, w_create_topics_response_walk_errors},
     {20, "DeleteTopics", 0, 6, 4,
      {"DeleteTopicsRequest", sizeof(kc_delete_topics_request_t), w_delete_topics_request_init, w_delete_topics_request_decode, w_delete_topics_request_encode, w_delete_topics_request_size},
-     {"DeleteTopicsResponse", sizeof(kc_delete_topics_response_t), w_delete_topics_response_init, w_delete_topics_response_decode, w_delete_topics_response_encode, w_delete_topics_response_size}},
+     {"DeleteTopicsResponse", sizeof(kc_delete_topics_response_t), w_delete_topics_response_init, w_delete_topics_response_decode, w_delete_topics_response_encode, w_delete_topics_response_size},
+     w_delete_topics_response_set_errors, w_delete_topics_response_fail, w_delete_topics_response_walk_errors},
     {42, "DeleteGroups", 0, 2, 2,
      {"DeleteGroupsRequest", sizeof(kc_delete_groups_request_t), w_delete_groups_request_init, w_delete_groups_request_decode, w_delete_groups_request_encode, w_delete_groups_request_size},
-     {"DeleteGroupsResponse", sizeof(kc_delete_groups_response_t), w_delete_groups_response_init, w_delete_groups_response_decode, w_delete_groups_response_encode, w_delete_groups_response_size}},
+     {"DeleteGroupsResponse", sizeof(kc_delete_groups_response_t), w_delete_groups_response_init, w_delete_groups_response_decode, w_delete_groups_response_encode, w_delete_groups_response_size},
+     w_delete_groups_response_set_errors, w_delete_groups_response_fail, w_delete_groups_response_walk_errors},
     {47, "OffsetDelete", 0, 0, -1,
      {"OffsetDeleteRequest", sizeof(kc_offset_delete_request_t), w_offset_delete_request_init, w_offset_delete_request_decode, w_offset_delete_request_encode, w_offset_delete_request_size},
-     {"OffsetDeleteResponse", sizeof(kc_offset_delete_response_t), w_offset_delete_response_init, w_offset_delete_response_decode, w_offset_delete_response_encode, w_offset_delete_response_size}},
+     {"OffsetDeleteResponse", sizeof(kc_offset_delete_response_t), w_offset_delete_response_init, w_offset_delete_response_decode, w_offset_delete_response_encode, w_offset_delete_response_size},
+     w_offset_delete_response_set_errors, w_offset_delete_response_fail, w_offset_delete_response_walk_errors},
     {60, "DescribeCluster", 0, 2, 0,
      {"DescribeClusterRequest", sizeof(kc_describe_cluster_request_t), w_describe_cluster_request_init, w_describe_cluster_request_decode, w_describe_cluster_request_encode, w_describe_cluster_request_size},
-     {"DescribeClusterResponse", sizeof(kc_describe_cluster_response_t), w_describe_cluster_response_init, w_describe_cluster_response_decode, w_describe_cluster_response_encode, w_describe_cluster_response_size}},
+     {"DescribeClusterResponse", sizeof(kc_describe_cluster_response_t), w_describe_cluster_response_init, w_describe_cluster_response_decode, w_describe_cluster_response_encode, w_describe_cluster_response_size},
+     w_describe_cluster_response_set_errors, w_describe_cluster_response_fail, w_describe_cluster_response_walk_errors},
     {68, "ConsumerGroupHeartbeat", 0, 1, 0,
      {"ConsumerGroupHeartbeatRequest", sizeof(kc_consumer_group_heartbeat_request_t), w_consumer_group_heartbeat_request_init, w_consumer_group_heartbeat_request_decode, w_consumer_group_heartbeat_request_encode, w_consumer_group_heartbeat_request_size},
-     {"ConsumerGroupHeartbeatResponse", sizeof(kc_consumer_group_heartbeat_response_t), w_consumer_group_heartbeat_response_init, w_consumer_group_heartbeat_response_decode, w_consumer_group_heartbeat_response_encode, w_consumer_group_heartbeat_response_size}},
+     {"ConsumerGroupHeartbeatResponse", sizeof(kc_consumer_group_heartbeat_response_t), w_consumer_group_heartbeat_response_init, w_consumer_group_heartbeat_response_decode, w_consumer_group_heartbeat_response_encode, w_consumer_group_heartbeat_response_size},
+     w_consumer_group_heartbeat_response_set_errors, w_consumer_group_heartbeat_response_fail, w_consumer_group_heartbeat_response_walk_errors},
     {69, "ConsumerGroupDescribe", 0, 1, 0,
      {"ConsumerGroupDescribeRequest", sizeof(kc_consumer_group_describe_request_t), w_consumer_group_describe_request_init, w_consumer_group_describe_request_decode, w_consumer_group_describe_request_encode, w_consumer_group_describe_request_size},
-     {"ConsumerGroupDescribeResponse", sizeof(kc_consumer_group_describe_response_t), w_consumer_group_describe_response_init, w_consumer_group_describe_response_decode, w_consumer_group_describe_response_encode, w_consumer_group_describe_response_size}},
+     {"ConsumerGroupDescribeResponse", sizeof(kc_consumer_group_describe_response_t), w_consumer_group_describe_response_init, w_consumer_group_describe_response_decode, w_consumer_group_describe_response_encode, w_consumer_group_describe_response_size},
+     w_consumer_group_describe_response_set_errors, w_consumer_group_describe_response_fail, w_consumer_group_describe_response_walk_errors},
 };
 const size_t kc_api_count = sizeof(kc_api_table) / sizeof(kc_api_table[0]);
 

@@ -26,8 +26,9 @@ typedef struct kc_codec_s {
     size_t (*size)(int16_t v, const void *m);
 } kc_codec_t;
 
-/* One API as kcoord defines it in proto/: the versions it can decode and encode. Whether an
- * API is served (and advertised in ApiVersions) is decided by the handler table in src/api/. */
+/* One API as kcoord defines it in proto/: the versions it can decode and encode, and where its
+ * response keeps its error codes. Whether an API is served (and advertised in ApiVersions), and
+ * in which versions, is its `serve` row: proto/gen_api_rows.h. */
 typedef struct kc_api_info_s {
     int16_t key;
     const char *name;
@@ -36,7 +37,21 @@ typedef struct kc_api_info_s {
     int16_t first_flexible; /* -1 when no version is flexible */
     kc_codec_t request;
     kc_codec_t response;
+    /* Put `err` into every error code the response `m` carries in version `v`: each field
+     * named error_code, at the top and in every entry of every array, nested. */
+    void (*set_errors)(void *m, int16_t v, int16_t err);
+    /* The whole-request failure answer: first put back to their defaults the fields that must
+     * not reach a client with an error (`failreset` in proto/), then set_errors. */
+    void (*fail_response)(void *m, int16_t v, int16_t err);
+    /* Call fn(arg, code) for every error code of `m` in version `v` (fn may be NULL); returns
+     * how many there are. */
+    size_t (*walk_errors)(const void *m, int16_t v, kc_error_visit_fn fn, void *arg);
 } kc_api_info_t;
+
+/* Flags of a served API (the KC_API_ROW lines of proto/gen_api_rows.h). */
+#define KC_ROW_WAITS_FOR_LOG 1       /* its answer waits until the records it caused are durable */
+#define KC_ROW_EMPTY_GROUP_ID 2      /* it accepts the empty group id */
+#define KC_ROW_RESPONSE_HEADER_V0 4  /* its response header is v0 even in flexible versions */
 
 /* A standalone structure (headers, __consumer_offsets keys and values). */
 typedef struct kc_data_info_s {

@@ -328,6 +328,46 @@ size_t kc_consumer_group_heartbeat_response_size(int16_t v, const kc_consumer_gr
     return sz_;
 }
 
+void kc_consumer_group_heartbeat_response_set_errors(kc_consumer_group_heartbeat_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+size_t kc_consumer_group_heartbeat_response_walk_errors(const kc_consumer_group_heartbeat_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+static void consumer_group_heartbeat_response_reset(kc_consumer_group_heartbeat_response_t *m, int16_t v)
+{
+    kc_consumer_group_heartbeat_response_t d_; /* the defaults */
+    kc_consumer_group_heartbeat_response_init(&d_);
+    (void)v;
+    m->throttle_time_ms = d_.throttle_time_ms;
+    m->error_message = d_.error_message;
+    m->member_id = d_.member_id;
+    m->member_epoch = d_.member_epoch;
+    m->heartbeat_interval_ms = d_.heartbeat_interval_ms;
+    m->assignment = d_.assignment;
+}
+
+void kc_consumer_group_heartbeat_response_fail(kc_consumer_group_heartbeat_response_t *m, int16_t v, int16_t err)
+{
+    consumer_group_heartbeat_response_reset(m, v);
+    kc_consumer_group_heartbeat_response_set_errors(m, v, err);
+}
+
 void kc_consumer_group_describe_request_init(kc_consumer_group_describe_request_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -753,6 +793,69 @@ size_t kc_consumer_group_describe_response_size(int16_t v, const kc_consumer_gro
         sz_ += kc_uvarint_size(nt_);
     }
     return sz_;
+}
+
+static void consumer_group_describe_described_group_set_errors(kc_consumer_group_describe_described_group_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+static size_t consumer_group_describe_described_group_walk_errors(const kc_consumer_group_describe_described_group_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+static void consumer_group_describe_described_group_reset(kc_consumer_group_describe_described_group_t *m, int16_t v)
+{
+    kc_consumer_group_describe_described_group_t d_; /* the defaults */
+    consumer_group_describe_described_group_init(&d_);
+    (void)v;
+    m->members = d_.members;
+}
+
+void kc_consumer_group_describe_response_set_errors(kc_consumer_group_describe_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->groups.n; i_++)
+        consumer_group_describe_described_group_set_errors(&m->groups.v[i_], v, err);
+}
+
+size_t kc_consumer_group_describe_response_walk_errors(const kc_consumer_group_describe_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->groups.n; i_++)
+        n_ += consumer_group_describe_described_group_walk_errors(&m->groups.v[i_], v, fn, arg);
+    return n_;
+}
+
+static void consumer_group_describe_response_reset(kc_consumer_group_describe_response_t *m, int16_t v)
+{
+    (void)v;
+    for (int32_t i_ = 0; i_ < m->groups.n; i_++)
+        consumer_group_describe_described_group_reset(&m->groups.v[i_], v);
+}
+
+void kc_consumer_group_describe_response_fail(kc_consumer_group_describe_response_t *m, int16_t v, int16_t err)
+{
+    consumer_group_describe_response_reset(m, v);
+    kc_consumer_group_describe_response_set_errors(m, v, err);
 }
 
 static void consumer_protocol_subscription_topic_partition_init(kc_consumer_protocol_subscription_topic_partition_t *m)

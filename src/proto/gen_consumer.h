@@ -8,6 +8,12 @@
 
 #include "proto/wire.h"
 
+#ifndef KC_ERROR_VISIT_FN_DEFINED
+#define KC_ERROR_VISIT_FN_DEFINED
+/* Called by a response's walk_errors with each error code it holds. */
+typedef void (*kc_error_visit_fn)(void *arg, int16_t code);
+#endif
+
 /* API 68 ConsumerGroupHeartbeat, versions 0-1, flexible from 0. */
 #define KC_API_CONSUMER_GROUP_HEARTBEAT 68
 typedef struct kc_consumer_group_heartbeat_topic_partitions_s {
@@ -51,6 +57,9 @@ void kc_consumer_group_heartbeat_response_init(kc_consumer_group_heartbeat_respo
 int kc_consumer_group_heartbeat_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_consumer_group_heartbeat_response_t *m);
 void kc_consumer_group_heartbeat_response_encode(kc_writer_t *w, int16_t v, const kc_consumer_group_heartbeat_response_t *m);
 size_t kc_consumer_group_heartbeat_response_size(int16_t v, const kc_consumer_group_heartbeat_response_t *m);
+void kc_consumer_group_heartbeat_response_set_errors(kc_consumer_group_heartbeat_response_t *m, int16_t v, int16_t err);
+void kc_consumer_group_heartbeat_response_fail(kc_consumer_group_heartbeat_response_t *m, int16_t v, int16_t err);
+size_t kc_consumer_group_heartbeat_response_walk_errors(const kc_consumer_group_heartbeat_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 69 ConsumerGroupDescribe, versions 0-1, flexible from 0. */
 #define KC_API_CONSUMER_GROUP_DESCRIBE 69
@@ -109,6 +118,9 @@ void kc_consumer_group_describe_response_init(kc_consumer_group_describe_respons
 int kc_consumer_group_describe_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_consumer_group_describe_response_t *m);
 void kc_consumer_group_describe_response_encode(kc_writer_t *w, int16_t v, const kc_consumer_group_describe_response_t *m);
 size_t kc_consumer_group_describe_response_size(int16_t v, const kc_consumer_group_describe_response_t *m);
+void kc_consumer_group_describe_response_set_errors(kc_consumer_group_describe_response_t *m, int16_t v, int16_t err);
+void kc_consumer_group_describe_response_fail(kc_consumer_group_describe_response_t *m, int16_t v, int16_t err);
+size_t kc_consumer_group_describe_response_walk_errors(const kc_consumer_group_describe_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* ConsumerProtocolSubscription, versions 0-3. */
 typedef struct kc_consumer_protocol_subscription_topic_partition_s {

@@ -413,6 +413,32 @@ size_t kc_api_versions_response_size(int16_t v, const kc_api_versions_response_t
     return sz_;
 }
 
+void kc_api_versions_response_set_errors(kc_api_versions_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+size_t kc_api_versions_response_walk_errors(const kc_api_versions_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+void kc_api_versions_response_fail(kc_api_versions_response_t *m, int16_t v, int16_t err)
+{
+    kc_api_versions_response_set_errors(m, v, err);
+}
+
 static void metadata_request_topic_init(kc_metadata_request_topic_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -942,6 +968,86 @@ size_t kc_metadata_response_size(int16_t v, const kc_metadata_response_t *m)
     return sz_;
 }
 
+static void metadata_response_partition_set_errors(kc_metadata_response_partition_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+static size_t metadata_response_partition_walk_errors(const kc_metadata_response_partition_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+static void metadata_response_topic_set_errors(kc_metadata_response_topic_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+    for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+        metadata_response_partition_set_errors(&m->partitions.v[i_], v, err);
+}
+
+static size_t metadata_response_topic_walk_errors(const kc_metadata_response_topic_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+        n_ += metadata_response_partition_walk_errors(&m->partitions.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_metadata_response_set_errors(kc_metadata_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+        metadata_response_topic_set_errors(&m->topics.v[i_], v, err);
+    if (v >= 13) {
+        m->error_code = err;
+    }
+}
+
+size_t kc_metadata_response_walk_errors(const kc_metadata_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+        n_ += metadata_response_topic_walk_errors(&m->topics.v[i_], v, fn, arg);
+    if (v >= 13) {
+        if (fn != NULL)
+            fn(arg, m->error_code);
+        n_++;
+    }
+    return n_;
+}
+
+void kc_metadata_response_fail(kc_metadata_response_t *m, int16_t v, int16_t err)
+{
+    kc_metadata_response_set_errors(m, v, err);
+}
+
 void kc_find_coordinator_request_init(kc_find_coordinator_request_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -1205,6 +1311,65 @@ size_t kc_find_coordinator_response_size(int16_t v, const kc_find_coordinator_re
     return sz_;
 }
 
+static void coordinator_set_errors(kc_coordinator_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+static size_t coordinator_walk_errors(const kc_coordinator_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+void kc_find_coordinator_response_set_errors(kc_find_coordinator_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    if (v <= 3) {
+        m->error_code = err;
+    }
+    if (v >= 4) {
+        for (int32_t i_ = 0; i_ < m->coordinators.n; i_++)
+            coordinator_set_errors(&m->coordinators.v[i_], v, err);
+    }
+}
+
+size_t kc_find_coordinator_response_walk_errors(const kc_find_coordinator_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (v <= 3) {
+        if (fn != NULL)
+            fn(arg, m->error_code);
+        n_++;
+    }
+    if (v >= 4) {
+        for (int32_t i_ = 0; i_ < m->coordinators.n; i_++)
+            n_ += coordinator_walk_errors(&m->coordinators.v[i_], v, fn, arg);
+    }
+    return n_;
+}
+
+void kc_find_coordinator_response_fail(kc_find_coordinator_response_t *m, int16_t v, int16_t err)
+{
+    kc_find_coordinator_response_set_errors(m, v, err);
+}
+
 void kc_describe_cluster_request_init(kc_describe_cluster_request_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -1415,5 +1580,31 @@ size_t kc_describe_cluster_response_size(int16_t v, const kc_describe_cluster_re
         sz_ += kc_uvarint_size(nt_);
     }
     return sz_;
+}
+
+void kc_describe_cluster_response_set_errors(kc_describe_cluster_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+size_t kc_describe_cluster_response_walk_errors(const kc_describe_cluster_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+void kc_describe_cluster_response_fail(kc_describe_cluster_response_t *m, int16_t v, int16_t err)
+{
+    kc_describe_cluster_response_set_errors(m, v, err);
 }
 

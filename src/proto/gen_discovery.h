@@ -8,6 +8,12 @@
 
 #include "proto/wire.h"
 
+#ifndef KC_ERROR_VISIT_FN_DEFINED
+#define KC_ERROR_VISIT_FN_DEFINED
+/* Called by a response's walk_errors with each error code it holds. */
+typedef void (*kc_error_visit_fn)(void *arg, int16_t code);
+#endif
+
 /* API 18 ApiVersions, versions 0-4, flexible from 3. */
 #define KC_API_API_VERSIONS 18
 typedef struct kc_api_versions_request_s {
@@ -52,6 +58,9 @@ void kc_api_versions_response_init(kc_api_versions_response_t *m);
 int kc_api_versions_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_api_versions_response_t *m);
 void kc_api_versions_response_encode(kc_writer_t *w, int16_t v, const kc_api_versions_response_t *m);
 size_t kc_api_versions_response_size(int16_t v, const kc_api_versions_response_t *m);
+void kc_api_versions_response_set_errors(kc_api_versions_response_t *m, int16_t v, int16_t err);
+void kc_api_versions_response_fail(kc_api_versions_response_t *m, int16_t v, int16_t err);
+size_t kc_api_versions_response_walk_errors(const kc_api_versions_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 3 Metadata, versions 0-13, flexible from 9. */
 #define KC_API_METADATA 3
@@ -112,6 +121,9 @@ void kc_metadata_response_init(kc_metadata_response_t *m);
 int kc_metadata_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_metadata_response_t *m);
 void kc_metadata_response_encode(kc_writer_t *w, int16_t v, const kc_metadata_response_t *m);
 size_t kc_metadata_response_size(int16_t v, const kc_metadata_response_t *m);
+void kc_metadata_response_set_errors(kc_metadata_response_t *m, int16_t v, int16_t err);
+void kc_metadata_response_fail(kc_metadata_response_t *m, int16_t v, int16_t err);
+size_t kc_metadata_response_walk_errors(const kc_metadata_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 10 FindCoordinator, versions 0-6, flexible from 3. */
 #define KC_API_FIND_COORDINATOR 10
@@ -149,6 +161,9 @@ void kc_find_coordinator_response_init(kc_find_coordinator_response_t *m);
 int kc_find_coordinator_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_find_coordinator_response_t *m);
 void kc_find_coordinator_response_encode(kc_writer_t *w, int16_t v, const kc_find_coordinator_response_t *m);
 size_t kc_find_coordinator_response_size(int16_t v, const kc_find_coordinator_response_t *m);
+void kc_find_coordinator_response_set_errors(kc_find_coordinator_response_t *m, int16_t v, int16_t err);
+void kc_find_coordinator_response_fail(kc_find_coordinator_response_t *m, int16_t v, int16_t err);
+size_t kc_find_coordinator_response_walk_errors(const kc_find_coordinator_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 60 DescribeCluster, versions 0-2, flexible from 0. */
 #define KC_API_DESCRIBE_CLUSTER 60
@@ -186,5 +201,8 @@ void kc_describe_cluster_response_init(kc_describe_cluster_response_t *m);
 int kc_describe_cluster_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_describe_cluster_response_t *m);
 void kc_describe_cluster_response_encode(kc_writer_t *w, int16_t v, const kc_describe_cluster_response_t *m);
 size_t kc_describe_cluster_response_size(int16_t v, const kc_describe_cluster_response_t *m);
+void kc_describe_cluster_response_set_errors(kc_describe_cluster_response_t *m, int16_t v, int16_t err);
+void kc_describe_cluster_response_fail(kc_describe_cluster_response_t *m, int16_t v, int16_t err);
+size_t kc_describe_cluster_response_walk_errors(const kc_describe_cluster_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 #endif

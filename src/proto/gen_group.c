@@ -309,6 +309,42 @@ size_t kc_join_group_response_size(int16_t v, const kc_join_group_response_t *m)
     return sz_;
 }
 
+void kc_join_group_response_set_errors(kc_join_group_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+size_t kc_join_group_response_walk_errors(const kc_join_group_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+static void join_group_response_reset(kc_join_group_response_t *m, int16_t v)
+{
+    kc_join_group_response_t d_; /* the defaults */
+    kc_join_group_response_init(&d_);
+    (void)v;
+    m->generation_id = d_.generation_id;
+    m->members = d_.members;
+}
+
+void kc_join_group_response_fail(kc_join_group_response_t *m, int16_t v, int16_t err)
+{
+    join_group_response_reset(m, v);
+    kc_join_group_response_set_errors(m, v, err);
+}
+
 static void sync_group_request_assignment_init(kc_sync_group_request_assignment_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -527,6 +563,41 @@ size_t kc_sync_group_response_size(int16_t v, const kc_sync_group_response_t *m)
     return sz_;
 }
 
+void kc_sync_group_response_set_errors(kc_sync_group_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+size_t kc_sync_group_response_walk_errors(const kc_sync_group_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+static void sync_group_response_reset(kc_sync_group_response_t *m, int16_t v)
+{
+    kc_sync_group_response_t d_; /* the defaults */
+    kc_sync_group_response_init(&d_);
+    (void)v;
+    m->assignment = d_.assignment;
+}
+
+void kc_sync_group_response_fail(kc_sync_group_response_t *m, int16_t v, int16_t err)
+{
+    sync_group_response_reset(m, v);
+    kc_sync_group_response_set_errors(m, v, err);
+}
+
 void kc_heartbeat_request_init(kc_heartbeat_request_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -638,6 +709,32 @@ size_t kc_heartbeat_response_size(int16_t v, const kc_heartbeat_response_t *m)
         sz_ += kc_uvarint_size(nt_);
     }
     return sz_;
+}
+
+void kc_heartbeat_response_set_errors(kc_heartbeat_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+size_t kc_heartbeat_response_walk_errors(const kc_heartbeat_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+void kc_heartbeat_response_fail(kc_heartbeat_response_t *m, int16_t v, int16_t err)
+{
+    kc_heartbeat_response_set_errors(m, v, err);
 }
 
 static void member_identity_init(kc_member_identity_t *m)
@@ -925,5 +1022,75 @@ size_t kc_leave_group_response_size(int16_t v, const kc_leave_group_response_t *
         sz_ += kc_uvarint_size(nt_);
     }
     return sz_;
+}
+
+static void member_response_set_errors(kc_member_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    if (v >= 3) {
+        m->error_code = err;
+    }
+}
+
+static size_t member_response_walk_errors(const kc_member_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (v >= 3) {
+        if (fn != NULL)
+            fn(arg, m->error_code);
+        n_++;
+    }
+    return n_;
+}
+
+void kc_leave_group_response_set_errors(kc_leave_group_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+    if (v >= 3) {
+        for (int32_t i_ = 0; i_ < m->members.n; i_++)
+            member_response_set_errors(&m->members.v[i_], v, err);
+    }
+}
+
+size_t kc_leave_group_response_walk_errors(const kc_leave_group_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    if (v >= 3) {
+        for (int32_t i_ = 0; i_ < m->members.n; i_++)
+            n_ += member_response_walk_errors(&m->members.v[i_], v, fn, arg);
+    }
+    return n_;
+}
+
+static void leave_group_response_reset(kc_leave_group_response_t *m, int16_t v)
+{
+    kc_leave_group_response_t d_; /* the defaults */
+    kc_leave_group_response_init(&d_);
+    (void)v;
+    if (v >= 3) {
+        m->members = d_.members;
+    }
+}
+
+void kc_leave_group_response_fail(kc_leave_group_response_t *m, int16_t v, int16_t err)
+{
+    leave_group_response_reset(m, v);
+    kc_leave_group_response_set_errors(m, v, err);
 }
 

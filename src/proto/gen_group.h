@@ -8,6 +8,12 @@
 
 #include "proto/wire.h"
 
+#ifndef KC_ERROR_VISIT_FN_DEFINED
+#define KC_ERROR_VISIT_FN_DEFINED
+/* Called by a response's walk_errors with each error code it holds. */
+typedef void (*kc_error_visit_fn)(void *arg, int16_t code);
+#endif
+
 /* API 11 JoinGroup, versions 0-9, flexible from 6. */
 #define KC_API_JOIN_GROUP 11
 typedef struct kc_join_group_request_protocol_s {
@@ -53,6 +59,9 @@ void kc_join_group_response_init(kc_join_group_response_t *m);
 int kc_join_group_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_join_group_response_t *m);
 void kc_join_group_response_encode(kc_writer_t *w, int16_t v, const kc_join_group_response_t *m);
 size_t kc_join_group_response_size(int16_t v, const kc_join_group_response_t *m);
+void kc_join_group_response_set_errors(kc_join_group_response_t *m, int16_t v, int16_t err);
+void kc_join_group_response_fail(kc_join_group_response_t *m, int16_t v, int16_t err);
+size_t kc_join_group_response_walk_errors(const kc_join_group_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 14 SyncGroup, versions 0-5, flexible from 4. */
 #define KC_API_SYNC_GROUP 14
@@ -88,6 +97,9 @@ void kc_sync_group_response_init(kc_sync_group_response_t *m);
 int kc_sync_group_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_sync_group_response_t *m);
 void kc_sync_group_response_encode(kc_writer_t *w, int16_t v, const kc_sync_group_response_t *m);
 size_t kc_sync_group_response_size(int16_t v, const kc_sync_group_response_t *m);
+void kc_sync_group_response_set_errors(kc_sync_group_response_t *m, int16_t v, int16_t err);
+void kc_sync_group_response_fail(kc_sync_group_response_t *m, int16_t v, int16_t err);
+size_t kc_sync_group_response_walk_errors(const kc_sync_group_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 12 Heartbeat, versions 0-4, flexible from 4. */
 #define KC_API_HEARTBEAT 12
@@ -112,6 +124,9 @@ void kc_heartbeat_response_init(kc_heartbeat_response_t *m);
 int kc_heartbeat_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_heartbeat_response_t *m);
 void kc_heartbeat_response_encode(kc_writer_t *w, int16_t v, const kc_heartbeat_response_t *m);
 size_t kc_heartbeat_response_size(int16_t v, const kc_heartbeat_response_t *m);
+void kc_heartbeat_response_set_errors(kc_heartbeat_response_t *m, int16_t v, int16_t err);
+void kc_heartbeat_response_fail(kc_heartbeat_response_t *m, int16_t v, int16_t err);
+size_t kc_heartbeat_response_walk_errors(const kc_heartbeat_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 13 LeaveGroup, versions 0-5, flexible from 4. */
 #define KC_API_LEAVE_GROUP 13
@@ -148,5 +163,8 @@ void kc_leave_group_response_init(kc_leave_group_response_t *m);
 int kc_leave_group_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_leave_group_response_t *m);
 void kc_leave_group_response_encode(kc_writer_t *w, int16_t v, const kc_leave_group_response_t *m);
 size_t kc_leave_group_response_size(int16_t v, const kc_leave_group_response_t *m);
+void kc_leave_group_response_set_errors(kc_leave_group_response_t *m, int16_t v, int16_t err);
+void kc_leave_group_response_fail(kc_leave_group_response_t *m, int16_t v, int16_t err);
+size_t kc_leave_group_response_walk_errors(const kc_leave_group_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 #endif

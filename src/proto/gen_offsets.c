@@ -430,6 +430,74 @@ size_t kc_offset_commit_response_size(int16_t v, const kc_offset_commit_response
     return sz_;
 }
 
+static void offset_commit_response_partition_set_errors(kc_offset_commit_response_partition_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+static size_t offset_commit_response_partition_walk_errors(const kc_offset_commit_response_partition_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+static void offset_commit_response_topic_set_errors(kc_offset_commit_response_topic_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+        offset_commit_response_partition_set_errors(&m->partitions.v[i_], v, err);
+}
+
+static size_t offset_commit_response_topic_walk_errors(const kc_offset_commit_response_topic_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+        n_ += offset_commit_response_partition_walk_errors(&m->partitions.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_offset_commit_response_set_errors(kc_offset_commit_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+        offset_commit_response_topic_set_errors(&m->topics.v[i_], v, err);
+}
+
+size_t kc_offset_commit_response_walk_errors(const kc_offset_commit_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+        n_ += offset_commit_response_topic_walk_errors(&m->topics.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_offset_commit_response_fail(kc_offset_commit_response_t *m, int16_t v, int16_t err)
+{
+    kc_offset_commit_response_set_errors(m, v, err);
+}
+
 static void offset_fetch_request_topic_init(kc_offset_fetch_request_topic_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -1288,6 +1356,210 @@ size_t kc_offset_fetch_response_size(int16_t v, const kc_offset_fetch_response_t
     return sz_;
 }
 
+static void offset_fetch_response_partition_set_errors(kc_offset_fetch_response_partition_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    if (v <= 7) {
+        m->error_code = err;
+    }
+}
+
+static size_t offset_fetch_response_partition_walk_errors(const kc_offset_fetch_response_partition_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (v <= 7) {
+        if (fn != NULL)
+            fn(arg, m->error_code);
+        n_++;
+    }
+    return n_;
+}
+
+static void offset_fetch_response_topic_set_errors(kc_offset_fetch_response_topic_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    if (v <= 7) {
+        for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+            offset_fetch_response_partition_set_errors(&m->partitions.v[i_], v, err);
+    }
+}
+
+static size_t offset_fetch_response_topic_walk_errors(const kc_offset_fetch_response_topic_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (v <= 7) {
+        for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+            n_ += offset_fetch_response_partition_walk_errors(&m->partitions.v[i_], v, fn, arg);
+    }
+    return n_;
+}
+
+static void offset_fetch_response_partitions_set_errors(kc_offset_fetch_response_partitions_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    if (v >= 8) {
+        m->error_code = err;
+    }
+}
+
+static size_t offset_fetch_response_partitions_walk_errors(const kc_offset_fetch_response_partitions_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (v >= 8) {
+        if (fn != NULL)
+            fn(arg, m->error_code);
+        n_++;
+    }
+    return n_;
+}
+
+static void offset_fetch_response_topics_set_errors(kc_offset_fetch_response_topics_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    if (v >= 8) {
+        for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+            offset_fetch_response_partitions_set_errors(&m->partitions.v[i_], v, err);
+    }
+}
+
+static size_t offset_fetch_response_topics_walk_errors(const kc_offset_fetch_response_topics_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (v >= 8) {
+        for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+            n_ += offset_fetch_response_partitions_walk_errors(&m->partitions.v[i_], v, fn, arg);
+    }
+    return n_;
+}
+
+static void offset_fetch_response_group_set_errors(kc_offset_fetch_response_group_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    if (v >= 8) {
+        for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+            offset_fetch_response_topics_set_errors(&m->topics.v[i_], v, err);
+    }
+    if (v >= 8) {
+        m->error_code = err;
+    }
+}
+
+static size_t offset_fetch_response_group_walk_errors(const kc_offset_fetch_response_group_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (v >= 8) {
+        for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+            n_ += offset_fetch_response_topics_walk_errors(&m->topics.v[i_], v, fn, arg);
+    }
+    if (v >= 8) {
+        if (fn != NULL)
+            fn(arg, m->error_code);
+        n_++;
+    }
+    return n_;
+}
+
+static void offset_fetch_response_group_reset(kc_offset_fetch_response_group_t *m, int16_t v)
+{
+    kc_offset_fetch_response_group_t d_; /* the defaults */
+    offset_fetch_response_group_init(&d_);
+    (void)v;
+    if (v >= 8) {
+        m->topics = d_.topics;
+    }
+}
+
+void kc_offset_fetch_response_set_errors(kc_offset_fetch_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    if (v <= 7) {
+        for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+            offset_fetch_response_topic_set_errors(&m->topics.v[i_], v, err);
+    }
+    if (v >= 2 && v <= 7) {
+        m->error_code = err;
+    }
+    if (v >= 8) {
+        for (int32_t i_ = 0; i_ < m->groups.n; i_++)
+            offset_fetch_response_group_set_errors(&m->groups.v[i_], v, err);
+    }
+}
+
+size_t kc_offset_fetch_response_walk_errors(const kc_offset_fetch_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (v <= 7) {
+        for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+            n_ += offset_fetch_response_topic_walk_errors(&m->topics.v[i_], v, fn, arg);
+    }
+    if (v >= 2 && v <= 7) {
+        if (fn != NULL)
+            fn(arg, m->error_code);
+        n_++;
+    }
+    if (v >= 8) {
+        for (int32_t i_ = 0; i_ < m->groups.n; i_++)
+            n_ += offset_fetch_response_group_walk_errors(&m->groups.v[i_], v, fn, arg);
+    }
+    return n_;
+}
+
+static void offset_fetch_response_reset(kc_offset_fetch_response_t *m, int16_t v)
+{
+    kc_offset_fetch_response_t d_; /* the defaults */
+    kc_offset_fetch_response_init(&d_);
+    (void)v;
+    if (v >= 2 && v <= 7) {
+        m->topics = d_.topics;
+    }
+    if (v >= 8) {
+        for (int32_t i_ = 0; i_ < m->groups.n; i_++)
+            offset_fetch_response_group_reset(&m->groups.v[i_], v);
+    }
+}
+
+void kc_offset_fetch_response_fail(kc_offset_fetch_response_t *m, int16_t v, int16_t err)
+{
+    offset_fetch_response_reset(m, v);
+    kc_offset_fetch_response_set_errors(m, v, err);
+}
+
 static void offset_delete_request_partition_init(kc_offset_delete_request_partition_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -1553,5 +1825,86 @@ size_t kc_offset_delete_response_size(int16_t v, const kc_offset_delete_response
             sz_ += offset_delete_response_topic_size(v, &m->topics.v[i_]);
     }
     return sz_;
+}
+
+static void offset_delete_response_partition_set_errors(kc_offset_delete_response_partition_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+static size_t offset_delete_response_partition_walk_errors(const kc_offset_delete_response_partition_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+static void offset_delete_response_topic_set_errors(kc_offset_delete_response_topic_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+        offset_delete_response_partition_set_errors(&m->partitions.v[i_], v, err);
+}
+
+static size_t offset_delete_response_topic_walk_errors(const kc_offset_delete_response_topic_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+        n_ += offset_delete_response_partition_walk_errors(&m->partitions.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_offset_delete_response_set_errors(kc_offset_delete_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+    for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+        offset_delete_response_topic_set_errors(&m->topics.v[i_], v, err);
+}
+
+size_t kc_offset_delete_response_walk_errors(const kc_offset_delete_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+        n_ += offset_delete_response_topic_walk_errors(&m->topics.v[i_], v, fn, arg);
+    return n_;
+}
+
+static void offset_delete_response_reset(kc_offset_delete_response_t *m, int16_t v)
+{
+    kc_offset_delete_response_t d_; /* the defaults */
+    kc_offset_delete_response_init(&d_);
+    (void)v;
+    m->topics = d_.topics;
+}
+
+void kc_offset_delete_response_fail(kc_offset_delete_response_t *m, int16_t v, int16_t err)
+{
+    offset_delete_response_reset(m, v);
+    kc_offset_delete_response_set_errors(m, v, err);
 }
 

@@ -8,6 +8,12 @@
 
 #include "proto/wire.h"
 
+#ifndef KC_ERROR_VISIT_FN_DEFINED
+#define KC_ERROR_VISIT_FN_DEFINED
+/* Called by a response's walk_errors with each error code it holds. */
+typedef void (*kc_error_visit_fn)(void *arg, int16_t code);
+#endif
+
 /* API 8 OffsetCommit, versions 0-10, flexible from 8. */
 #define KC_API_OFFSET_COMMIT 8
 typedef struct kc_offset_commit_request_partition_s {
@@ -58,6 +64,9 @@ void kc_offset_commit_response_init(kc_offset_commit_response_t *m);
 int kc_offset_commit_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_offset_commit_response_t *m);
 void kc_offset_commit_response_encode(kc_writer_t *w, int16_t v, const kc_offset_commit_response_t *m);
 size_t kc_offset_commit_response_size(int16_t v, const kc_offset_commit_response_t *m);
+void kc_offset_commit_response_set_errors(kc_offset_commit_response_t *m, int16_t v, int16_t err);
+void kc_offset_commit_response_fail(kc_offset_commit_response_t *m, int16_t v, int16_t err);
+size_t kc_offset_commit_response_walk_errors(const kc_offset_commit_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 9 OffsetFetch, versions 0-10, flexible from 6. */
 #define KC_API_OFFSET_FETCH 9
@@ -135,6 +144,9 @@ void kc_offset_fetch_response_init(kc_offset_fetch_response_t *m);
 int kc_offset_fetch_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_offset_fetch_response_t *m);
 void kc_offset_fetch_response_encode(kc_writer_t *w, int16_t v, const kc_offset_fetch_response_t *m);
 size_t kc_offset_fetch_response_size(int16_t v, const kc_offset_fetch_response_t *m);
+void kc_offset_fetch_response_set_errors(kc_offset_fetch_response_t *m, int16_t v, int16_t err);
+void kc_offset_fetch_response_fail(kc_offset_fetch_response_t *m, int16_t v, int16_t err);
+size_t kc_offset_fetch_response_walk_errors(const kc_offset_fetch_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 47 OffsetDelete, versions 0-0. */
 #define KC_API_OFFSET_DELETE 47
@@ -177,5 +189,8 @@ void kc_offset_delete_response_init(kc_offset_delete_response_t *m);
 int kc_offset_delete_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_offset_delete_response_t *m);
 void kc_offset_delete_response_encode(kc_writer_t *w, int16_t v, const kc_offset_delete_response_t *m);
 size_t kc_offset_delete_response_size(int16_t v, const kc_offset_delete_response_t *m);
+void kc_offset_delete_response_set_errors(kc_offset_delete_response_t *m, int16_t v, int16_t err);
+void kc_offset_delete_response_fail(kc_offset_delete_response_t *m, int16_t v, int16_t err);
+size_t kc_offset_delete_response_walk_errors(const kc_offset_delete_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 #endif

@@ -539,6 +539,53 @@ size_t kc_create_topics_response_size(int16_t v, const kc_create_topics_response
     return sz_;
 }
 
+static void creatable_topic_result_set_errors(kc_creatable_topic_result_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+static size_t creatable_topic_result_walk_errors(const kc_creatable_topic_result_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+void kc_create_topics_response_set_errors(kc_create_topics_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+        creatable_topic_result_set_errors(&m->topics.v[i_], v, err);
+}
+
+size_t kc_create_topics_response_walk_errors(const kc_create_topics_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+        n_ += creatable_topic_result_walk_errors(&m->topics.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_create_topics_response_fail(kc_create_topics_response_t *m, int16_t v, int16_t err)
+{
+    kc_create_topics_response_set_errors(m, v, err);
+}
+
 static void delete_topic_state_init(kc_delete_topic_state_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -816,6 +863,53 @@ size_t kc_delete_topics_response_size(int16_t v, const kc_delete_topics_response
         sz_ += kc_uvarint_size(nt_);
     }
     return sz_;
+}
+
+static void deletable_topic_result_set_errors(kc_deletable_topic_result_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+static size_t deletable_topic_result_walk_errors(const kc_deletable_topic_result_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+void kc_delete_topics_response_set_errors(kc_delete_topics_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->responses.n; i_++)
+        deletable_topic_result_set_errors(&m->responses.v[i_], v, err);
+}
+
+size_t kc_delete_topics_response_walk_errors(const kc_delete_topics_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->responses.n; i_++)
+        n_ += deletable_topic_result_walk_errors(&m->responses.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_delete_topics_response_fail(kc_delete_topics_response_t *m, int16_t v, int16_t err)
+{
+    kc_delete_topics_response_set_errors(m, v, err);
 }
 
 static void list_offsets_partition_init(kc_list_offsets_partition_t *m)
@@ -1194,6 +1288,74 @@ size_t kc_list_offsets_response_size(int16_t v, const kc_list_offsets_response_t
         sz_ += kc_uvarint_size(nt_);
     }
     return sz_;
+}
+
+static void list_offsets_partition_response_set_errors(kc_list_offsets_partition_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+static size_t list_offsets_partition_response_walk_errors(const kc_list_offsets_partition_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+static void list_offsets_topic_response_set_errors(kc_list_offsets_topic_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+        list_offsets_partition_response_set_errors(&m->partitions.v[i_], v, err);
+}
+
+static size_t list_offsets_topic_response_walk_errors(const kc_list_offsets_topic_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+        n_ += list_offsets_partition_response_walk_errors(&m->partitions.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_list_offsets_response_set_errors(kc_list_offsets_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+        list_offsets_topic_response_set_errors(&m->topics.v[i_], v, err);
+}
+
+size_t kc_list_offsets_response_walk_errors(const kc_list_offsets_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->topics.n; i_++)
+        n_ += list_offsets_topic_response_walk_errors(&m->topics.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_list_offsets_response_fail(kc_list_offsets_response_t *m, int16_t v, int16_t err)
+{
+    kc_list_offsets_response_set_errors(m, v, err);
 }
 
 static void replica_state_init(kc_replica_state_t *m)
@@ -2386,6 +2548,82 @@ size_t kc_fetch_response_size(int16_t v, const kc_fetch_response_t *m)
     return sz_;
 }
 
+static void partition_data_set_errors(kc_partition_data_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+static size_t partition_data_walk_errors(const kc_partition_data_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+static void fetchable_topic_response_set_errors(kc_fetchable_topic_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+        partition_data_set_errors(&m->partitions.v[i_], v, err);
+}
+
+static size_t fetchable_topic_response_walk_errors(const kc_fetchable_topic_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->partitions.n; i_++)
+        n_ += partition_data_walk_errors(&m->partitions.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_fetch_response_set_errors(kc_fetch_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    if (v >= 7) {
+        m->error_code = err;
+    }
+    for (int32_t i_ = 0; i_ < m->responses.n; i_++)
+        fetchable_topic_response_set_errors(&m->responses.v[i_], v, err);
+}
+
+size_t kc_fetch_response_walk_errors(const kc_fetch_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (v >= 7) {
+        if (fn != NULL)
+            fn(arg, m->error_code);
+        n_++;
+    }
+    for (int32_t i_ = 0; i_ < m->responses.n; i_++)
+        n_ += fetchable_topic_response_walk_errors(&m->responses.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_fetch_response_fail(kc_fetch_response_t *m, int16_t v, int16_t err)
+{
+    kc_fetch_response_set_errors(m, v, err);
+}
+
 static void partition_produce_data_init(kc_partition_produce_data_t *m)
 {
     memset(m, 0, sizeof(*m));
@@ -3077,5 +3315,73 @@ size_t kc_produce_response_size(int16_t v, const kc_produce_response_t *m)
         sz_ += kc_uvarint_size(nt_);
     }
     return sz_;
+}
+
+static void partition_produce_response_set_errors(kc_partition_produce_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+static size_t partition_produce_response_walk_errors(const kc_partition_produce_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+static void topic_produce_response_set_errors(kc_topic_produce_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->partition_responses.n; i_++)
+        partition_produce_response_set_errors(&m->partition_responses.v[i_], v, err);
+}
+
+static size_t topic_produce_response_walk_errors(const kc_topic_produce_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->partition_responses.n; i_++)
+        n_ += partition_produce_response_walk_errors(&m->partition_responses.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_produce_response_set_errors(kc_produce_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    for (int32_t i_ = 0; i_ < m->responses.n; i_++)
+        topic_produce_response_set_errors(&m->responses.v[i_], v, err);
+}
+
+size_t kc_produce_response_walk_errors(const kc_produce_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    for (int32_t i_ = 0; i_ < m->responses.n; i_++)
+        n_ += topic_produce_response_walk_errors(&m->responses.v[i_], v, fn, arg);
+    return n_;
+}
+
+void kc_produce_response_fail(kc_produce_response_t *m, int16_t v, int16_t err)
+{
+    kc_produce_response_set_errors(m, v, err);
 }
 

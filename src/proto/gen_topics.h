@@ -8,6 +8,12 @@
 
 #include "proto/wire.h"
 
+#ifndef KC_ERROR_VISIT_FN_DEFINED
+#define KC_ERROR_VISIT_FN_DEFINED
+/* Called by a response's walk_errors with each error code it holds. */
+typedef void (*kc_error_visit_fn)(void *arg, int16_t code);
+#endif
+
 /* API 19 CreateTopics, versions 2-7, flexible from 5. */
 #define KC_API_CREATE_TOPICS 19
 typedef struct kc_creatable_replica_assignment_s {
@@ -67,6 +73,9 @@ void kc_create_topics_response_init(kc_create_topics_response_t *m);
 int kc_create_topics_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_create_topics_response_t *m);
 void kc_create_topics_response_encode(kc_writer_t *w, int16_t v, const kc_create_topics_response_t *m);
 size_t kc_create_topics_response_size(int16_t v, const kc_create_topics_response_t *m);
+void kc_create_topics_response_set_errors(kc_create_topics_response_t *m, int16_t v, int16_t err);
+void kc_create_topics_response_fail(kc_create_topics_response_t *m, int16_t v, int16_t err);
+size_t kc_create_topics_response_walk_errors(const kc_create_topics_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 20 DeleteTopics, versions 0-6, flexible from 4. */
 #define KC_API_DELETE_TOPICS 20
@@ -102,6 +111,9 @@ void kc_delete_topics_response_init(kc_delete_topics_response_t *m);
 int kc_delete_topics_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_delete_topics_response_t *m);
 void kc_delete_topics_response_encode(kc_writer_t *w, int16_t v, const kc_delete_topics_response_t *m);
 size_t kc_delete_topics_response_size(int16_t v, const kc_delete_topics_response_t *m);
+void kc_delete_topics_response_set_errors(kc_delete_topics_response_t *m, int16_t v, int16_t err);
+void kc_delete_topics_response_fail(kc_delete_topics_response_t *m, int16_t v, int16_t err);
+size_t kc_delete_topics_response_walk_errors(const kc_delete_topics_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 2 ListOffsets, versions 1-11, flexible from 6. */
 #define KC_API_LIST_OFFSETS 2
@@ -150,6 +162,9 @@ void kc_list_offsets_response_init(kc_list_offsets_response_t *m);
 int kc_list_offsets_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_list_offsets_response_t *m);
 void kc_list_offsets_response_encode(kc_writer_t *w, int16_t v, const kc_list_offsets_response_t *m);
 size_t kc_list_offsets_response_size(int16_t v, const kc_list_offsets_response_t *m);
+void kc_list_offsets_response_set_errors(kc_list_offsets_response_t *m, int16_t v, int16_t err);
+void kc_list_offsets_response_fail(kc_list_offsets_response_t *m, int16_t v, int16_t err);
+size_t kc_list_offsets_response_walk_errors(const kc_list_offsets_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 1 Fetch, versions 4-18, flexible from 12. */
 #define KC_API_FETCH 1
@@ -260,6 +275,9 @@ void kc_fetch_response_init(kc_fetch_response_t *m);
 int kc_fetch_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_fetch_response_t *m);
 void kc_fetch_response_encode(kc_writer_t *w, int16_t v, const kc_fetch_response_t *m);
 size_t kc_fetch_response_size(int16_t v, const kc_fetch_response_t *m);
+void kc_fetch_response_set_errors(kc_fetch_response_t *m, int16_t v, int16_t err);
+void kc_fetch_response_fail(kc_fetch_response_t *m, int16_t v, int16_t err);
+size_t kc_fetch_response_walk_errors(const kc_fetch_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 /* API 0 Produce, versions 3-13, flexible from 9. */
 #define KC_API_PRODUCE 0
@@ -330,5 +348,8 @@ void kc_produce_response_init(kc_produce_response_t *m);
 int kc_produce_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_produce_response_t *m);
 void kc_produce_response_encode(kc_writer_t *w, int16_t v, const kc_produce_response_t *m);
 size_t kc_produce_response_size(int16_t v, const kc_produce_response_t *m);
+void kc_produce_response_set_errors(kc_produce_response_t *m, int16_t v, int16_t err);
+void kc_produce_response_fail(kc_produce_response_t *m, int16_t v, int16_t err);
+size_t kc_produce_response_walk_errors(const kc_produce_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
 #endif

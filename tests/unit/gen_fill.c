@@ -6,6 +6,10 @@
 
 #include "proto/gen_api.h"
 
+/* How many error_code fields kc_fill_sample has filled since this was last zeroed. */
+extern size_t kc_fill_error_fields;
+size_t kc_fill_error_fields;
+
 static uint32_t next_(uint32_t *s)
 {
     *s = *s * 1103515245u + 12345u;
@@ -215,6 +219,7 @@ static void fill_list_groups_response(kc_list_groups_response_t *m, kc_arena_t *
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         int32_t n_ = count_(s, 0);
@@ -285,6 +290,7 @@ static void fill_describe_groups_described_group(kc_describe_groups_described_gr
     (void)s;
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (v >= 6) {
         m->error_message = str_(a, s, (v >= 6));
@@ -379,6 +385,7 @@ static void fill_deletable_group_result(kc_deletable_group_result_t *m, kc_arena
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
 }
 
@@ -454,6 +461,7 @@ static void fill_consumer_group_heartbeat_response(kc_consumer_group_heartbeat_r
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         m->error_message = str_(a, s, (1));
@@ -532,6 +540,7 @@ static void fill_consumer_group_describe_described_group(kc_consumer_group_descr
     (void)s;
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         m->error_message = str_(a, s, (1));
@@ -742,6 +751,7 @@ static void fill_api_versions_response(kc_api_versions_response_t *m, kc_arena_t
     (void)s;
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         int32_t n_ = count_(s, 0);
@@ -892,6 +902,7 @@ static void fill_metadata_response(kc_metadata_response_t *m, kc_arena_t *a, int
     }
     if (v >= 13) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
 }
 
@@ -921,6 +932,7 @@ static void fill_metadata_response_topic(kc_metadata_response_topic_t *m, kc_are
     (void)s;
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         m->name = str_(a, s, (v >= 12));
@@ -950,6 +962,7 @@ static void fill_metadata_response_partition(kc_metadata_response_partition_t *m
     (void)s;
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         m->partition_index = (int32_t)(next_(s) - (1u << 22));
@@ -1013,6 +1026,7 @@ static void fill_find_coordinator_response(kc_find_coordinator_response_t *m, kc
     }
     if (v <= 3) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (v >= 1 && v <= 3) {
         m->error_message = str_(a, s, (v >= 1 && v <= 3));
@@ -1054,6 +1068,7 @@ static void fill_coordinator(kc_coordinator_t *m, kc_arena_t *a, int16_t v, uint
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         m->error_message = str_(a, s, (1));
@@ -1086,6 +1101,7 @@ static void fill_describe_cluster_response(kc_describe_cluster_response_t *m, kc
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         m->error_message = str_(a, s, (1));
@@ -1191,6 +1207,7 @@ static void fill_join_group_response(kc_join_group_response_t *m, kc_arena_t *a,
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         m->generation_id = (int32_t)(next_(s) - (1u << 22));
@@ -1290,6 +1307,7 @@ static void fill_sync_group_response(kc_sync_group_response_t *m, kc_arena_t *a,
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (v >= 5) {
         m->protocol_type = str_(a, s, (v >= 5));
@@ -1331,6 +1349,7 @@ static void fill_heartbeat_response(kc_heartbeat_response_t *m, kc_arena_t *a, i
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
 }
 
@@ -1380,6 +1399,7 @@ static void fill_leave_group_response(kc_leave_group_response_t *m, kc_arena_t *
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (v >= 3) {
         int32_t n_ = count_(s, 0);
@@ -1403,6 +1423,7 @@ static void fill_member_response(kc_member_response_t *m, kc_arena_t *a, int16_t
     }
     if (v >= 3) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
 }
 
@@ -1553,6 +1574,7 @@ static void fill_offset_commit_response_partition(kc_offset_commit_response_part
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
 }
 
@@ -1660,6 +1682,7 @@ static void fill_offset_fetch_response(kc_offset_fetch_response_t *m, kc_arena_t
     }
     if (v >= 2 && v <= 7) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (v >= 8) {
         int32_t n_ = count_(s, 0);
@@ -1706,6 +1729,7 @@ static void fill_offset_fetch_response_partition(kc_offset_fetch_response_partit
     }
     if (v <= 7) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
 }
 
@@ -1726,6 +1750,7 @@ static void fill_offset_fetch_response_group(kc_offset_fetch_response_group_t *m
     }
     if (v >= 8) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
 }
 
@@ -1768,6 +1793,7 @@ static void fill_offset_fetch_response_partitions(kc_offset_fetch_response_parti
     }
     if (v >= 8) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
 }
 
@@ -1822,6 +1848,7 @@ static void fill_offset_delete_response(kc_offset_delete_response_t *m, kc_arena
     (void)s;
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
@@ -1862,6 +1889,7 @@ static void fill_offset_delete_response_partition(kc_offset_delete_response_part
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
 }
 
@@ -2393,6 +2421,7 @@ static void fill_creatable_topic_result(kc_creatable_topic_result_t *m, kc_arena
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         m->error_message = str_(a, s, (1));
@@ -2504,6 +2533,7 @@ static void fill_deletable_topic_result(kc_deletable_topic_result_t *m, kc_arena
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (v >= 5) {
         m->error_message = str_(a, s, (1));
@@ -2610,6 +2640,7 @@ static void fill_list_offsets_partition_response(kc_list_offsets_partition_respo
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         m->timestamp = (int64_t)(((uint64_t)next_(s) << 40) ^ next_(s)) - (int64_t)(next_(s) % 1000);
@@ -2767,6 +2798,7 @@ static void fill_fetch_response(kc_fetch_response_t *m, kc_arena_t *a, int16_t v
     }
     if (v >= 7) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (v >= 7) {
         m->session_id = (int32_t)(next_(s) - (1u << 22));
@@ -2817,6 +2849,7 @@ static void fill_partition_data(kc_partition_data_t *m, kc_arena_t *a, int16_t v
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         m->high_watermark = (int64_t)(((uint64_t)next_(s) << 40) ^ next_(s)) - (int64_t)(next_(s) % 1000);
@@ -3032,6 +3065,7 @@ static void fill_partition_produce_response(kc_partition_produce_response_t *m, 
     }
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
     }
     if (1) {
         m->base_offset = (int64_t)(((uint64_t)next_(s) << 40) ^ next_(s)) - (int64_t)(next_(s) % 1000);
