@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "api/api.h"
+#include "coord/coord_int.h"
 #include "log/log.h"
 #include "obs/metrics.h"
 #include "proto/gen_offsets.h"
