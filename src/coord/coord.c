@@ -1,7 +1,10 @@
 /* coord.c - the partitions: loading, group commit to the log, held replies, timers, retention.
  *
  * Each __consumer_offsets partition owns a group manager, an offsets store (pure state
- * machines, given the time) and its log. Its life:
+ * machines, given the time) and its log. The manager and the store together are the
+ * partition's shard: the other rooms reach them only through the shard door (coord.h,
+ * shard.c), which also holds the rules between them and the replay switch; this file runs
+ * the shards' lives. A partition's life:
  *
  *   LOADING   at start (and after a failed write) a thread-pool job opens the log and replays
  *             every record into a fresh manager and store; requests for its groups answer

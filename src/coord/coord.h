@@ -121,7 +121,7 @@ int16_t kc_partition_error(const kc_partition_t *p);
 typedef struct kc_coord_s kc_coord_t;
 
 /* Completion of parked JoinGroup / SyncGroup requests: `waiter` is what the API handler gave
- * kc_gm_join / kc_gm_sync. */
+ * kc_shard_join / kc_shard_sync. */
 typedef struct kc_coord_replies_s {
     void (*join_done)(void *waiter, const kc_join_group_response_t *resp);
     void (*sync_done)(void *waiter, const kc_sync_group_response_t *resp);

@@ -497,7 +497,7 @@ static kc_offset_commit_response_t commit_h(env_t *e, hcall_t **hp, int16_t v, c
     assert_int_equal(kc_api_offset_commit(&e->ctx, &h->call, &h->req, &h->slot.arena, &resp),
                      KC_API_DONE);
     *hp = h;
-    return resp; /* its arrays live in h's arena; q, t and parts are leaked to the test end */
+    return resp; /* its arrays live in h's arena; free_commit_request frees the request */
 }
 
 static void free_commit_request(hcall_t *h)
