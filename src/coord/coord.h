@@ -315,8 +315,8 @@ size_t kc_shard_expire(kc_partition_t *p, kc_time_t now, int64_t retention_ms);
 size_t kc_shard_delete_topic(kc_partition_t *p, kc_str_t topic);
 
 /* Apply one committed record (a follower's replay; the loader uses the same switch): offset
- * records to the offsets, group records to the groups. 0, -1 (out of memory) or -2 (malformed;
- * nothing changed). */
+ * records to the offsets, group records to the groups, other record types skipped. Returns 0,
+ * -1 (out of memory, or the shard does not serve) or -2 (malformed); on error nothing changed. */
 int kc_shard_replay(kc_partition_t *p, const uint8_t *key, size_t key_len, const uint8_t *value,
                     size_t value_len);
 
