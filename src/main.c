@@ -356,6 +356,7 @@ int main(int argc, char **argv)
         KC_ERROR("main", "out of memory");
         return 1;
     }
+    kc_coord_set_events(d.coord, &kc_obs_coord_events); /* log events count in the metrics */
     ctx.coord = d.coord;
     d.api = &ctx;
     kc_server_opts_t opts = {

@@ -2,7 +2,7 @@
  * ConsumerGroupDescribe.
  *
  * A heartbeat is checked first (Kafka's GroupCoordinatorService validates the request before it
- * looks for the group's partition), then handed to the group manager of the partition that
+ * looks for the group's partition), then handed to the shard (coord.h) of the partition that
  * owns the group, which answers at once; the answer waits until the records it caused are
  * durable (see waits_for_log in dispatch.c). ConsumerGroupDescribe reads every partition the
  * request names.
@@ -15,8 +15,8 @@ int kc_api_consumer_group_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, cons
     const kc_consumer_group_heartbeat_request_t *q = req->body;
     kc_consumer_group_heartbeat_response_t *resp = out;
     kc_str_t message;
-    int16_t err = kc_gm_consumer_heartbeat_check(ctx->conf->group_consumer_assignors, call->version,
-                                                 q, a, &message);
+    int16_t err =
+        kc_shard_consumer_check(ctx->conf->group_consumer_assignors, call->version, q, a, &message);
     if (err != KC_ERR_NONE) {
         resp->error_code = err;
         resp->error_message = message;
@@ -27,8 +27,8 @@ int kc_api_consumer_group_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, cons
         kc_api_fail(call, q, out, err, a);
         return KC_API_DONE;
     }
-    kc_gm_consumer_heartbeat(p->groups, kc_coord_time(ctx->coord), call->version, q, req->client_id,
-                             call->client_host, a, resp);
+    kc_shard_consumer_heartbeat(p, kc_coord_time(ctx->coord), call->version, q, req->client_id,
+                                call->client_host, a, resp);
     return KC_API_DONE;
 }
 
@@ -56,8 +56,8 @@ int kc_api_consumer_group_describe(kc_api_ctx_t *ctx, kc_api_call_t *call, const
             v[i].authorized_operations = INT32_MIN;
             continue;
         }
-        kc_gm_consumer_describe(p->groups, call->version, id, q->include_authorized_operations, a,
-                                &v[i]);
+        kc_shard_consumer_describe(p, call->version, id, q->include_authorized_operations, a,
+                                   &v[i]);
     }
     resp->groups.v = v;
     resp->groups.n = n;

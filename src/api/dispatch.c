@@ -268,7 +268,7 @@ kc_partition_t *kc_api_partition(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_
     if (!row_has(call->api->key, KC_ROW_WAITS_FOR_LOG))
         return p;
     for (int32_t i = 0; i < call->n_parts; i++)
-        if (call->parts[i] == p->index)
+        if (call->parts[i] == kc_partition_index(p))
             return p;
     if (call->n_parts == call->cap_parts) {
         int32_t cap = call->cap_parts ? call->cap_parts * 2 : 4;
@@ -282,7 +282,7 @@ kc_partition_t *kc_api_partition(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_
         call->parts = v;
         call->cap_parts = cap;
     }
-    call->parts[call->n_parts++] = p->index;
+    call->parts[call->n_parts++] = kc_partition_index(p);
     return p;
 }
 

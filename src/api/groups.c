@@ -1,6 +1,6 @@
 /* groups.c - the classic group APIs and the group admin APIs (of classic and consumer groups).
  *
- * JoinGroup, SyncGroup, Heartbeat and LeaveGroup go to the group manager of the partition that
+ * JoinGroup, SyncGroup, Heartbeat and LeaveGroup go to the shard (coord.h) of the partition that
  * owns the group; JoinGroup and SyncGroup may be parked there, and are answered from
  * kc_api_group_replies when the rebalance gets that far. ListGroups, DescribeGroups and
  * DeleteGroups read or change every partition the request touches.
@@ -48,9 +48,9 @@ int kc_api_join_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t
         join_protocol_name(call->version, out);
         return KC_API_DONE;
     }
-    int rc = kc_gm_join(p->groups, kc_coord_time(ctx->coord), call->version, q, req->client_id,
-                        call->client_host, call, a, out);
-    if (rc == KC_GM_PARKED)
+    int rc = kc_shard_join(p, kc_coord_time(ctx->coord), call->version, q, req->client_id,
+                           call->client_host, call, a, out);
+    if (rc == KC_SHARD_PARKED)
         return KC_API_PARKED;
     join_protocol_name(call->version, out);
     return KC_API_DONE;
@@ -66,8 +66,8 @@ int kc_api_sync_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t
         kc_api_fail(call, q, out, err, a);
         return KC_API_DONE;
     }
-    int rc = kc_gm_sync(p->groups, kc_coord_time(ctx->coord), call->version, q, call, a, out);
-    return rc == KC_GM_PARKED ? KC_API_PARKED : KC_API_DONE;
+    int rc = kc_shard_sync(p, kc_coord_time(ctx->coord), call->version, q, call, a, out);
+    return rc == KC_SHARD_PARKED ? KC_API_PARKED : KC_API_DONE;
 }
 
 int kc_api_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
@@ -82,7 +82,7 @@ int kc_api_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t 
             kc_api_fail(call, q, out, err, a);
         return KC_API_DONE;
     }
-    kc_gm_heartbeat(p->groups, kc_coord_time(ctx->coord), call->version, q, out);
+    kc_shard_heartbeat(p, kc_coord_time(ctx->coord), call->version, q, out);
     return KC_API_DONE;
 }
 
@@ -96,7 +96,7 @@ int kc_api_leave_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
         kc_api_fail(call, q, out, err, a);
         return KC_API_DONE;
     }
-    kc_gm_leave(p->groups, kc_coord_time(ctx->coord), call->version, q, a, out);
+    kc_shard_leave(p, kc_coord_time(ctx->coord), call->version, q, a, out);
     return KC_API_DONE;
 }
 
@@ -166,9 +166,7 @@ int kc_api_list_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
         return KC_API_DONE;
     }
     for (int32_t i = 0; i < kc_coord_partitions(ctx->coord); i++) {
-        kc_partition_t *p = kc_coord_partition_at(ctx->coord, i);
-        if (p->state == KC_PART_ACTIVE)
-            kc_gm_each(p->groups, list_one, &c);
+        kc_shard_each_group(kc_coord_partition_at(ctx->coord, i), list_one, &c);
     }
     if (c.oom) {
         resp->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
@@ -201,8 +199,8 @@ int kc_api_describe_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_requ
             v[i].error_code = err;
             continue;
         }
-        kc_gm_describe(p->groups, call->version, q->groups.v[i], q->include_authorized_operations,
-                       a, &v[i]);
+        kc_shard_describe(p, call->version, q->groups.v[i], q->include_authorized_operations, a,
+                          &v[i]);
     }
     resp->groups.v = v;
     resp->groups.n = n;
@@ -227,11 +225,9 @@ int kc_api_delete_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
         v[i].error_code = err;
         if (p == NULL)
             continue;
-        err = kc_gm_delete(p->groups, now, id);
-        if (err == KC_ERR_GROUP_ID_NOT_FOUND && kc_offsets_count(p->offsets, id) > 0)
-            err = KC_ERR_NONE; /* offsets alone still make a group, as in Kafka */
+        size_t gone;
+        err = kc_shard_delete_group(p, now, id, &gone);
         if (err == KC_ERR_NONE) {
-            size_t gone = kc_offsets_delete_group(p->offsets, id);
             KC_INFO("api", "group %.*s deleted with %zu committed offsets", id.len > 0 ? id.len : 0,
                     id.p, gone);
         }

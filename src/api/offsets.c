@@ -1,9 +1,10 @@
 /* offsets.c - OffsetCommit, OffsetFetch and OffsetDelete.
  *
- * Each request is checked against the group first (generation, member, state), as Kafka does,
- * then per partition against the topic catalog, and applied to the offsets store of the
- * partition that owns the group. OffsetFetch answers the single-group form (v0-7) and the
- * batched form (v8+) from one lookup routine.
+ * Each request is checked here against the topic catalog (topic, partition, metadata and record
+ * size), then handed to the shard that owns the group (coord.h's shard door), which checks it
+ * against the group (generation, member, state), as Kafka does, and applies it to the offsets.
+ * OffsetFetch answers the single-group form (v0-7) and the batched form (v8+) from one lookup
+ * routine.
  */
 #include <string.h>
 
@@ -21,6 +22,29 @@ static const kc_topic_t *resolve_topic(kc_api_ctx_t *ctx, int by_id, kc_str_t na
     return t;
 }
 
+/* The answer of OffsetCommit partitions that are never stored, found before the shard sees
+ * the request: the topic must be in the catalog with that partition, and the metadata and the
+ * record must fit their bounds. Returns 0 when the partition may be stored. */
+static int16_t commit_precheck(kc_api_ctx_t *ctx, const kc_offset_commit_request_t *q,
+                               const kc_topic_t *t, int16_t topic_err,
+                               const kc_offset_commit_request_partition_t *qp, kc_str_t md)
+{
+    if (t == NULL || qp->partition_index < 0 || qp->partition_index >= t->partitions)
+        return t == NULL ? topic_err : KC_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (md.len > ctx->conf->offset_metadata_max_bytes)
+        return KC_ERR_OFFSET_METADATA_TOO_LARGE;
+    /* Its OffsetCommit record must fit in message.max.bytes: key (version, group, topic,
+     * partition: 10 bytes + names) and value (at most 34 bytes + metadata) in a batch of their
+     * own (82 bytes of framing). Kafka 4's coordinator answers a write too large with
+     * UNKNOWN_SERVER_ERROR (its CoordinatorOperationExceptionHelper maps MESSAGE_TOO_LARGE so),
+     * and so does kcoord. */
+    size_t rec_bytes = 82 + 10 + (size_t)(q->group_id.len > 0 ? q->group_id.len : 0) +
+                       strlen(t->name) + 34 + (size_t)md.len;
+    if (rec_bytes > (size_t)ctx->conf->message_max_bytes)
+        return KC_ERR_UNKNOWN_SERVER_ERROR;
+    return KC_ERR_NONE;
+}
+
 int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                          kc_arena_t *a, void *out)
 {
@@ -34,16 +58,48 @@ int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
     if (p == NULL)
         return kc_api_fail(call, q, out, perr, a) == 0 ? KC_API_DONE : KC_API_CLOSE;
 
+    /* Every partition of the request, flat, as the shard takes them. */
+    int32_t nt = q->topics.n > 0 ? q->topics.n : 0;
+    size_t total = 0;
+    for (int32_t i = 0; i < nt; i++)
+        total += q->topics.v[i].partitions.n > 0 ? (size_t)q->topics.v[i].partitions.n : 0;
+    kc_offset_commit_response_topic_t *rt = nt ? kc_arena_alloc(a, (size_t)nt * sizeof(*rt)) : NULL;
+    kc_shard_commit_t *sc = total ? kc_arena_alloc(a, total * sizeof(*sc)) : NULL;
+    if ((nt && rt == NULL) || (total && sc == NULL))
+        return KC_API_CLOSE;
+    size_t k = 0;
+    for (int32_t i = 0; i < nt; i++) {
+        const kc_offset_commit_request_topic_t *qt = &q->topics.v[i];
+        int32_t np = qt->partitions.n > 0 ? qt->partitions.n : 0;
+        int16_t topic_err = KC_ERR_NONE;
+        const kc_topic_t *t = resolve_topic(ctx, by_id, qt->name, qt->topic_id, &topic_err);
+        for (int32_t j = 0; j < np; j++, k++) {
+            const kc_offset_commit_request_partition_t *qp = &qt->partitions.v[j];
+            kc_str_t md = qp->committed_metadata.len < 0 ? KC_STR_EMPTY : qp->committed_metadata;
+            sc[k] = (kc_shard_commit_t){
+                .topic = t ? kc_str_c(t->name) : qt->name,
+                .partition = qp->partition_index,
+                .value = {.offset = qp->committed_offset,
+                          .leader_epoch = v >= 6 ? qp->committed_leader_epoch : -1,
+                          .metadata = md,
+                          .commit_ts_ms = now.wall_ms,
+                          .expire_ts_ms = -1},
+                .error_code = commit_precheck(ctx, q, t, topic_err, qp, md),
+            };
+            /* v1 carries the client's commit time; v2-4 a retention time for every offset. */
+            if (v == 1 && qp->commit_timestamp != -1)
+                sc[k].value.commit_ts_ms = qp->commit_timestamp;
+            if (v >= 2 && v <= 4 && q->retention_time_ms != -1)
+                sc[k].value.expire_ts_ms = now.wall_ms + q->retention_time_ms;
+        }
+    }
     /* v0 has no generation: it is a simple commit, like generation -1. */
     int32_t generation = v >= 1 ? q->generation_id_or_member_epoch : -1;
     kc_str_t member = v >= 1 ? q->member_id : KC_STR_EMPTY;
-    int16_t group_err = kc_gm_validate_commit(p->groups, now, v, q->group_id, generation, member,
-                                              q->group_instance_id);
+    kc_shard_commit_offsets(p, now, v, q->group_id, generation, member, q->group_instance_id, sc,
+                            total);
 
-    int32_t nt = q->topics.n > 0 ? q->topics.n : 0;
-    kc_offset_commit_response_topic_t *rt = nt ? kc_arena_alloc(a, (size_t)nt * sizeof(*rt)) : NULL;
-    if (nt && rt == NULL)
-        return KC_API_CLOSE;
+    k = 0;
     for (int32_t i = 0; i < nt; i++) {
         const kc_offset_commit_request_topic_t *qt = &q->topics.v[i];
         int32_t np = qt->partitions.n > 0 ? qt->partitions.n : 0;
@@ -51,57 +107,14 @@ int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
             np ? kc_arena_alloc(a, (size_t)np * sizeof(*rp)) : NULL;
         if (np && rp == NULL)
             return KC_API_CLOSE;
+        for (int32_t j = 0; j < np; j++, k++) {
+            rp[j].partition_index = sc[k].partition;
+            rp[j].error_code = sc[k].error_code;
+        }
         rt[i].name = qt->name;
         rt[i].topic_id = qt->topic_id;
         rt[i].partitions.v = rp;
         rt[i].partitions.n = np;
-        int16_t topic_err = KC_ERR_NONE;
-        const kc_topic_t *t = resolve_topic(ctx, by_id, qt->name, qt->topic_id, &topic_err);
-        for (int32_t j = 0; j < np; j++) {
-            const kc_offset_commit_request_partition_t *qp = &qt->partitions.v[j];
-            rp[j].partition_index = qp->partition_index;
-            if (group_err != KC_ERR_NONE) {
-                rp[j].error_code = group_err;
-                continue;
-            }
-            if (t == NULL || qp->partition_index < 0 || qp->partition_index >= t->partitions) {
-                rp[j].error_code = t == NULL ? topic_err : KC_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-                continue;
-            }
-            kc_str_t md = qp->committed_metadata.len < 0 ? KC_STR_EMPTY : qp->committed_metadata;
-            if (md.len > ctx->conf->offset_metadata_max_bytes) {
-                rp[j].error_code = KC_ERR_OFFSET_METADATA_TOO_LARGE;
-                continue;
-            }
-            /* Its OffsetCommit record must fit in message.max.bytes: key (version, group,
-             * topic, partition: 10 bytes + names) and value (at most 34 bytes + metadata) in a
-             * batch of their own (82 bytes of framing). Kafka 4's coordinator answers a write
-             * too large with UNKNOWN_SERVER_ERROR (its CoordinatorOperationExceptionHelper maps
-             * MESSAGE_TOO_LARGE so), and so does kcoord. */
-            size_t rec_bytes = 82 + 10 + (size_t)(q->group_id.len > 0 ? q->group_id.len : 0) +
-                               strlen(t->name) + 34 + (size_t)md.len;
-            if (rec_bytes > (size_t)ctx->conf->message_max_bytes) {
-                rp[j].error_code = KC_ERR_UNKNOWN_SERVER_ERROR;
-                continue;
-            }
-            kc_offset_t o = {
-                .offset = qp->committed_offset,
-                .leader_epoch = v >= 6 ? qp->committed_leader_epoch : -1,
-                .metadata = md,
-                .commit_ts_ms = now.wall_ms,
-                .expire_ts_ms = -1,
-            };
-            /* v1 carries the client's commit time; v2-4 a retention time for every offset. */
-            if (v == 1 && qp->commit_timestamp != -1)
-                o.commit_ts_ms = qp->commit_timestamp;
-            if (v >= 2 && v <= 4 && q->retention_time_ms != -1)
-                o.expire_ts_ms = now.wall_ms + q->retention_time_ms;
-            kc_str_t name = kc_str_c(t->name);
-            rp[j].error_code =
-                kc_offsets_commit(p->offsets, q->group_id, name, qp->partition_index, &o) == 0
-                    ? KC_ERR_NONE
-                    : KC_ERR_COORDINATOR_NOT_AVAILABLE;
-        }
     }
     resp->topics.v = rt;
     resp->topics.n = nt;
@@ -151,7 +164,8 @@ static void fill_partition(kc_offset_fetch_response_partitions_t *rp, int32_t pa
     rp->error_code = KC_ERR_NONE;
 }
 
-/* Every committed offset of the group, grouped by topic (kc_offsets_each gives topic order). */
+/* Every committed offset of the group, grouped by topic (kc_shard_fetch_all gives topic
+ * order). */
 static void each_offset(void *arg, kc_str_t topic, int32_t partition, const kc_offset_t *o)
 {
     fetch_acc_t *acc = arg;
@@ -201,13 +215,13 @@ static void fetch_group(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_arena_t *a, k
         return;
     if (v >= 9) {
         /* The member fields are checked against KIP-848 consumer groups only. */
-        out->error_code = kc_gm_validate_fetch(p->groups, group_id, member_id, member_epoch);
+        out->error_code = kc_shard_fetch_check(p, group_id, member_id, member_epoch);
         if (out->error_code != KC_ERR_NONE)
             return;
     }
     fetch_acc_t acc = {.a = a, .ctx = ctx, .by_id = v >= 10};
     if (n_topics < 0) {
-        kc_offsets_each(p->offsets, group_id, each_offset, &acc);
+        kc_shard_fetch_all(p, group_id, each_offset, &acc);
     } else {
         for (int32_t i = 0; i < n_topics && !acc.oom; i++) {
             const kc_offset_fetch_request_topics_t *qt = &topics[i];
@@ -231,9 +245,8 @@ static void fetch_group(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_arena_t *a, k
             rt->partitions.n = np;
             for (int32_t j = 0; j < np; j++) {
                 int32_t part = qt->partition_indexes.v[j];
-                const kc_offset_t *o = acc.by_id && t == NULL
-                                           ? NULL
-                                           : kc_offsets_get(p->offsets, group_id, name, part);
+                const kc_offset_t *o =
+                    acc.by_id && t == NULL ? NULL : kc_shard_fetch_offset(p, group_id, name, part);
                 fill_partition(&rp[j], part, o);
                 if (acc.by_id && t == NULL)
                     rp[j].error_code = err;
@@ -346,13 +359,38 @@ int kc_api_offset_delete(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
     kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &resp->error_code);
     if (p == NULL)
         return KC_API_DONE;
-    resp->error_code = kc_gm_validate_offset_delete(p->groups, q->group_id, KC_STR_NULL);
+    /* Every partition of the request, flat, as the shard takes them. Kafka's broker drops a
+     * topic or partition its metadata does not have before the group coordinator sees the
+     * request, so those are answered here first. */
+    int32_t nt = q->topics.n > 0 ? q->topics.n : 0;
+    size_t total = 0;
+    for (int32_t i = 0; i < nt; i++)
+        total += q->topics.v[i].partitions.n > 0 ? (size_t)q->topics.v[i].partitions.n : 0;
+    kc_shard_offset_del_t *sd = total ? kc_arena_alloc(a, total * sizeof(*sd)) : NULL;
+    if (total && sd == NULL)
+        return KC_API_CLOSE;
+    size_t k = 0;
+    for (int32_t i = 0; i < nt; i++) {
+        const kc_offset_delete_request_topic_t *qt = &q->topics.v[i];
+        int32_t np = qt->partitions.n > 0 ? qt->partitions.n : 0;
+        const kc_topic_t *t = kc_catalog_find(ctx->catalog, qt->name);
+        for (int32_t j = 0; j < np; j++, k++) {
+            int32_t part = qt->partitions.v[j].partition_index;
+            bool known = t != NULL && part >= 0 && part < t->partitions;
+            sd[k] = (kc_shard_offset_del_t){
+                .topic = qt->name,
+                .partition = part,
+                .error_code = known ? KC_ERR_NONE : KC_ERR_UNKNOWN_TOPIC_OR_PARTITION,
+            };
+        }
+    }
+    resp->error_code = kc_shard_delete_offsets(p, q->group_id, sd, total);
     if (resp->error_code != KC_ERR_NONE)
         return KC_API_DONE;
-    int32_t nt = q->topics.n > 0 ? q->topics.n : 0;
     kc_offset_delete_response_topic_t *rt = nt ? kc_arena_alloc(a, (size_t)nt * sizeof(*rt)) : NULL;
     if (nt && rt == NULL)
         return KC_API_CLOSE;
+    k = 0;
     for (int32_t i = 0; i < nt; i++) {
         const kc_offset_delete_request_topic_t *qt = &q->topics.v[i];
         int32_t np = qt->partitions.n > 0 ? qt->partitions.n : 0;
@@ -360,19 +398,9 @@ int kc_api_offset_delete(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
             np ? kc_arena_alloc(a, (size_t)np * sizeof(*rp)) : NULL;
         if (np && rp == NULL)
             return KC_API_CLOSE;
-        const kc_topic_t *t = kc_catalog_find(ctx->catalog, qt->name);
-        int16_t err = t == NULL ? KC_ERR_UNKNOWN_TOPIC_OR_PARTITION
-                                : kc_gm_validate_offset_delete(p->groups, q->group_id, qt->name);
-        for (int32_t j = 0; j < np; j++) {
-            int32_t part = qt->partitions.v[j].partition_index;
-            rp[j].partition_index = part;
-            /* Kafka's broker drops a partition its metadata does not have before the group
-             * coordinator sees the request, so that comes first. */
-            rp[j].error_code = t != NULL && (part < 0 || part >= t->partitions)
-                                   ? KC_ERR_UNKNOWN_TOPIC_OR_PARTITION
-                                   : err;
-            if (rp[j].error_code == KC_ERR_NONE)
-                kc_offsets_delete(p->offsets, q->group_id, qt->name, part);
+        for (int32_t j = 0; j < np; j++, k++) {
+            rp[j].partition_index = sd[k].partition;
+            rp[j].error_code = sd[k].error_code;
         }
         rt[i].name = qt->name;
         rt[i].partitions.v = rp;

@@ -1,7 +1,10 @@
 /* coord.c - the partitions: loading, group commit to the log, held replies, timers, retention.
  *
  * Each __consumer_offsets partition owns a group manager, an offsets store (pure state
- * machines, given the time) and its log. Its life:
+ * machines, given the time) and its log. The manager and the store together are the
+ * partition's shard: the other rooms reach them only through the shard door (coord.h,
+ * shard.c), which also holds the rules between them and the replay switch; this file runs
+ * the shards' lives. A partition's life:
  *
  *   LOADING   at start (and after a failed write) a thread-pool job opens the log and replays
  *             every record into a fresh manager and store; requests for its groups answer
@@ -52,9 +55,8 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "coord/coord.h"
+#include "coord/coord_int.h"
 #include "log/log.h"
-#include "obs/metrics.h"
 #include "proto/errors.h"
 #include "util/diag.h"
 
@@ -138,10 +140,26 @@ struct kc_coord_s {
     /* The catalog as consumer groups see it (kc_gm_topics_t), rebuilt when its version moves. */
     kc_gm_topic_t *topics;
     size_t n_topics;
-    uint64_t topics_version; /* 0: not built */
+    uint64_t topics_version;  /* 0: not built */
+    kc_coord_events_t events; /* what observers are told; hooks may be NULL */
     void (*done)(void *);
     void *done_arg;
 };
+
+/* Tell the observers, when they listen. */
+#define EVENT(c, hook, ...)                                                                        \
+    do {                                                                                           \
+        if ((c)->events.hook)                                                                      \
+            (c)->events.hook(__VA_ARGS__);                                                         \
+    } while (0)
+
+void kc_coord_set_events(kc_coord_t *c, const kc_coord_events_t *ev)
+{
+    if (ev)
+        c->events = *ev;
+    else
+        memset(&c->events, 0, sizeof(c->events));
+}
 
 static int64_t mono_ms(void)
 {
@@ -406,13 +424,8 @@ static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
 static int replay_one(void *arg, const kc_log_record_t *rec)
 {
     part_t *p = arg;
-    int rc = kc_gm_replay(p->new_groups, rec->key, rec->key_len, rec->value, rec->value_len);
-    if (rc == 1) {
-        uint16_t type = rec->key_len >= 2 ? (uint16_t)(rec->key[0] << 8 | rec->key[1]) : 0xffff;
-        rc = type <= 1 ? kc_offsets_replay(p->new_offsets, rec->key, rec->key_len, rec->value,
-                                           rec->value_len)
-                       : 0; /* record types kcoord does not keep yet (KIP-848) */
-    }
+    int rc = kc_shard_replay_into(p->new_groups, p->new_offsets, rec->key, rec->key_len, rec->value,
+                                  rec->value_len);
     if (rc == -2) {
         p->malformed++; /* skipped, as Kafka's loader skips what it cannot read */
         rc = 0;
@@ -520,7 +533,7 @@ static void after_load(uv_work_t *w, int status)
                          p->job_err[0] ? p->job_err : kc_log_strerror(p->job_rc),
                          heals ? "; retrying with backoff" : "");
         if (p->job_rc == KC_LOG_ECORRUPT)
-            kc_obs_log_corrupt();
+            EVENT(c, log_corrupt);
         discard_new(p);
         p->pub.state = KC_PART_FAILED;
         p->pub.obs.out = KC_PART_OUT_LOAD;
@@ -602,9 +615,9 @@ static void write_failed(part_t *p, int rc)
             p->log && kc_plog_error(p->log)[0] ? kc_plog_error(p->log) : kc_log_strerror(rc),
             (unsigned long long)(p->seq_emitted - p->seq_durable),
             p->retry_ms > 0 ? " after a backoff" : "");
-    kc_obs_log_write_failed();
+    EVENT(c, log_write_failed);
     if (lost)
-        kc_obs_log_segment_lost();
+        EVENT(c, log_segment_lost);
     p->pub.obs.write_failing = true;
     p->pub.obs.write_failed_ms = kc_coord_now(c);
     free_pending(p);
@@ -655,7 +668,7 @@ static void after_sync(uv_work_t *w, int status)
     p->busy = false;
     c->jobs--;
     if (status == 0 && p->job_rc == 0) {
-        kc_obs_log_fsync(p->sync_ns);
+        EVENT(c, log_fsync, p->sync_ns);
         p->pub.obs.write_failing = false;
         p->retry_ms = 0;
         p->seq_synced = p->sync_target;
@@ -702,7 +715,7 @@ static void flush_partition(part_t *p)
         }
         note_log_size(p);
         int64_t grown = p->pub.obs.log_bytes - size0;
-        kc_obs_log_append(p->n_pend, grown > 0 ? (uint64_t)grown : 0);
+        EVENT(c, log_append, p->n_pend, grown > 0 ? (uint64_t)grown : 0);
         if (c->conf->log_flush_policy != KC_CONF_FLUSH_ALWAYS) {
             p->pub.obs.write_failing = false; /* no fsync will say so */
             p->retry_ms = 0;
@@ -716,7 +729,7 @@ static void flush_partition(part_t *p)
     if (c->closing) {
         uint64_t t0 = uv_hrtime();
         int rc = kc_plog_sync(p->log);
-        kc_obs_log_fsync(uv_hrtime() - t0);
+        EVENT(c, log_fsync, uv_hrtime() - t0);
         if (rc != 0) {
             write_failed(p, rc);
             return;
@@ -821,7 +834,8 @@ static void after_clean(uv_work_t *w, int status)
     kc_coord_t *c = p->coord;
     p->busy = false;
     c->jobs--;
-    kc_obs_cleaner_run(status == 0 && p->job_rc == 0, p->clean.bytes_before - p->clean.bytes_after);
+    EVENT(c, cleaner_run, status == 0 && p->job_rc == 0,
+          p->clean.bytes_before - p->clean.bytes_after);
     note_log_size(p);
     if (status == 0 && p->job_rc == 0) {
         KC_INFO("coord",
@@ -861,69 +875,6 @@ static void on_cleaner(uv_timer_t *t)
 
 /* ---- Retention ---------------------------------------------------------------------------- */
 
-typedef struct retention_arg_s {
-    part_t *part;
-    kc_time_t now;
-} retention_arg_t;
-
-static bool protected_topic(void *arg, kc_str_t group, kc_str_t topic)
-{
-    retention_arg_t *r = arg;
-    return kc_gm_subscribed(r->part->pub.groups, group, topic);
-}
-
-static void retention_policy(void *arg, kc_str_t group, kc_offsets_retention_t *out)
-{
-    retention_arg_t *r = arg;
-    out->expirable = kc_gm_offsets_expirable(r->part->pub.groups, group, &out->base_ms);
-    out->protected_topic = protected_topic;
-    out->arg = r;
-}
-
-static void retention_emptied(void *arg, kc_str_t group)
-{
-    retention_arg_t *r = arg;
-    kc_gm_remove_if_empty(r->part->pub.groups, r->now, group);
-}
-
-typedef struct empty_groups_s {
-    kc_offsets_t *offsets;
-    char **ids;
-    size_t n, cap;
-} empty_groups_t;
-
-/* Collect Empty groups with no offsets left (kc_gm_each must not change the manager). */
-static void collect_empty(void *arg, const kc_group_info_t *g)
-{
-    empty_groups_t *e = arg;
-    if (g->state != KC_GROUP_EMPTY || kc_offsets_count(e->offsets, g->group_id) > 0)
-        return;
-    if (e->n == e->cap) {
-        size_t cap = e->cap ? e->cap * 2 : 8;
-        char **ids = realloc(e->ids, cap * sizeof(*ids));
-        if (ids == NULL)
-            return;
-        e->ids = ids;
-        e->cap = cap;
-    }
-    e->ids[e->n] = strndup(g->group_id.p, (size_t)g->group_id.len);
-    if (e->ids[e->n])
-        e->n++;
-}
-
-/* Kafka's cleanup also removes Empty groups that hold no offsets at all (every member left
- * without committing, or their offsets were deleted): they go with a tombstone. */
-static void remove_empty_groups(part_t *p, kc_time_t now)
-{
-    empty_groups_t e = {.offsets = p->pub.offsets};
-    kc_gm_each(p->pub.groups, collect_empty, &e);
-    for (size_t i = 0; i < e.n; i++) {
-        kc_gm_remove_if_empty(p->pub.groups, now, kc_str_c(e.ids[i]));
-        free(e.ids[i]);
-    }
-    free(e.ids);
-}
-
 /* One partition of the retention scan; on_prepare runs the next one at the next loop turn,
  * after the poll: a scan of every partition's offsets at once would hold the loop for all of
  * them. */
@@ -934,13 +885,8 @@ static void on_retention_step(uv_timer_t *t)
         return;
     part_t *p = &c->parts[c->retention_next++];
     if (p->pub.state == KC_PART_ACTIVE) {
-        /* Kafka compares the persisted commit timestamps with the wall clock. */
-        kc_time_t now = kc_coord_time(c);
         int64_t retention_ms = (int64_t)c->conf->offsets_retention_minutes * 60000;
-        retention_arg_t arg = {p, now};
-        c->retention_removed += kc_offsets_expire(p->pub.offsets, now.wall_ms, retention_ms,
-                                                  retention_policy, retention_emptied, &arg);
-        remove_empty_groups(p, now);
+        c->retention_removed += kc_shard_expire(&p->pub, kc_coord_time(c), retention_ms);
         p->touched = true;
     }
     if (c->retention_next < c->n)
@@ -1067,7 +1013,7 @@ void kc_coord_topic_deleted(kc_coord_t *c, kc_str_t topic)
     for (int32_t i = 0; i < c->n; i++) {
         part_t *p = &c->parts[i];
         if (p->pub.state == KC_PART_ACTIVE) {
-            total += kc_offsets_delete_topic(p->pub.offsets, topic);
+            total += kc_shard_delete_topic(&p->pub, topic);
             p->touched = true;
         }
     }

@@ -1,5 +1,5 @@
-/* coord.h - the coordinator room's door: the topic catalog, and the partitions that own the
- * groups and offsets.
+/* coord.h - the coordinator room's door: the topic catalog, the partitions that own the
+ * groups and offsets, and the shard door through which the other rooms reach them.
  *
  * The catalog is the set of topics consumers can subscribe to: name, topic id and partition
  * count. Their partitions hold no records. It starts with the topics of the configuration;
@@ -104,15 +104,15 @@ typedef struct kc_partition_obs_s {
     int out;                 /* KC_PART_OUT_*: why the partition is FAILED, when it is */
 } kc_partition_obs_t;
 
-/* One __consumer_offsets partition: the groups and offsets it owns. `groups` and `offsets`
- * are NULL unless the state is KC_PART_ACTIVE. */
-typedef struct kc_partition_s {
-    int32_t index;
-    int state;
-    kc_gm_t *groups;
-    kc_offsets_t *offsets;
-    kc_partition_obs_t obs;
-} kc_partition_t;
+/* One __consumer_offsets partition: a shard, owning the groups and offsets that hash to it.
+ * Opaque: other rooms read it through the accessors below and change it through the shard
+ * door (kc_shard_*). A kc_partition_t pointer stays valid until kc_coord_close. */
+typedef struct kc_partition_s kc_partition_t;
+
+/* The partition's number, its state (KC_PART_*) and its log figures for observers. */
+int32_t kc_partition_index(const kc_partition_t *p);
+int kc_partition_state(const kc_partition_t *p);
+const kc_partition_obs_t *kc_partition_obs(const kc_partition_t *p);
 
 /* The Kafka error a request for a group of `p` gets now: 0 when ACTIVE,
  * COORDINATOR_LOAD_IN_PROGRESS while loading, NOT_COORDINATOR when the partition failed. */
@@ -121,7 +121,7 @@ int16_t kc_partition_error(const kc_partition_t *p);
 typedef struct kc_coord_s kc_coord_t;
 
 /* Completion of parked JoinGroup / SyncGroup requests: `waiter` is what the API handler gave
- * kc_gm_join / kc_gm_sync. */
+ * kc_shard_join / kc_shard_sync. */
 typedef struct kc_coord_replies_s {
     void (*join_done)(void *waiter, const kc_join_group_response_t *resp);
     void (*sync_done)(void *waiter, const kc_sync_group_response_t *resp);
@@ -173,5 +173,161 @@ int32_t kc_coord_loading(const kc_coord_t *c);
 
 /* A topic was deleted: remove its committed offsets in every group. */
 void kc_coord_topic_deleted(kc_coord_t *c, kc_str_t topic);
+
+/* ---- Events for observers ------------------------------------------------------------------
+ *
+ * The coordinator counts nothing itself: it reports what happens to its logs through these
+ * hooks, and the observability room (which sits above this one) counts them. Any hook may be
+ * NULL. Each is called on the loop thread. */
+typedef struct kc_coord_events_s {
+    void (*log_append)(uint64_t records, uint64_t bytes); /* a batch was appended */
+    void (*log_fsync)(uint64_t ns);                       /* an fsync took `ns` */
+    void (*log_write_failed)(void);                       /* an append or fsync failed */
+    void (*log_segment_lost)(void); /* an active segment was deleted or replaced under us */
+    void (*log_corrupt)(void);      /* a load was refused for corrupt log data */
+    void (*cleaner_run)(bool ok, int64_t bytes_reclaimed); /* a compaction ended */
+} kc_coord_events_t;
+
+/* Report to `ev` (copied; NULL: to nobody, the default) from now on. */
+void kc_coord_set_events(kc_coord_t *c, const kc_coord_events_t *ev);
+
+/* ---- The shard door --------------------------------------------------------------------------
+ *
+ * Every partition is a shard, as Kafka's GroupCoordinatorShard: the one interface through which
+ * the API room and the observability room reach a partition's groups and offsets. A write
+ * (commit, join, delete...) runs against the shard, answers, and emits the __consumer_offsets
+ * records it causes to the partition's pending batch; the caller holds its answer until they
+ * are durable (kc_coord_hold). The rules that tie groups and offsets together live behind
+ * this door alone: a commit is validated by the group before its offsets are written, offsets
+ * alone still make a group for DeleteGroups, retention removes Empty groups without offsets.
+ *
+ * The request functions take a partition that serves (kc_partition_error(p) == 0: ACTIVE);
+ * the read-only views (each_group, stats, json_*) accept any partition and show nothing of one
+ * that does not serve. Times are kc_coord_time(c). Strings and arrays of answers come from the
+ * caller's arena `a`; strings handed out otherwise are views valid until the shard changes. */
+
+/* Results of the request functions that may park their request. */
+enum {
+    KC_SHARD_ANSWERED = 0, /* the response is filled now */
+    KC_SHARD_PARKED = 1,   /* answered later through kc_coord_replies_t with `waiter` */
+};
+
+/* One partition of an OffsetCommit, as the API room resolved it against the catalog. */
+typedef struct kc_shard_commit_s {
+    kc_str_t topic;     /* the topic name */
+    int32_t partition;  /* the topic's partition */
+    kc_offset_t value;  /* what to store; the metadata is copied */
+    int16_t error_code; /* in: an error the caller found (unknown topic, metadata too large):
+                         * the entry is not stored; out: the entry's answer */
+} kc_shard_commit_t;
+
+/* OffsetCommit (version `version`) of `group_id` by member `member_id` (generation or member
+ * epoch `generation`, -1 for a simple or admin commit; instance id `instance_id`): the group
+ * validates the commit first (generation, member, state: kc_gm_validate_commit, which may
+ * create an Empty group for a simple commit, and counts as a member's heartbeat), and only
+ * then is each entry of v[0..n) whose error_code is 0 stored, with its record. A group error
+ * replaces every entry's error_code; an entry that cannot be stored gets
+ * COORDINATOR_NOT_AVAILABLE. Returns the group's error, 0 when the commit was accepted. */
+int16_t kc_shard_commit_offsets(kc_partition_t *p, kc_time_t now, int16_t version,
+                                kc_str_t group_id, int32_t generation, kc_str_t member_id,
+                                kc_str_t instance_id, kc_shard_commit_t *v, size_t n);
+
+/* OffsetFetch v9+'s member check (KIP-848 groups only): 0 when the fetch may proceed. */
+int16_t kc_shard_fetch_check(kc_partition_t *p, kc_str_t group_id, kc_str_t member_id,
+                             int32_t member_epoch);
+/* The committed offset of one partition, or NULL. Valid until the shard changes. */
+const kc_offset_t *kc_shard_fetch_offset(const kc_partition_t *p, kc_str_t group_id, kc_str_t topic,
+                                         int32_t partition);
+/* Every committed offset of the group, ordered by topic name then partition. fn must not
+ * change the shard. */
+void kc_shard_fetch_all(const kc_partition_t *p, kc_str_t group_id,
+                        void (*fn)(void *arg, kc_str_t topic, int32_t partition,
+                                   const kc_offset_t *value),
+                        void *arg);
+
+/* One partition of an OffsetDelete. */
+typedef struct kc_shard_offset_del_s {
+    kc_str_t topic;
+    int32_t partition;
+    int16_t error_code; /* in: an error the caller found (unknown topic or partition): the
+                         * entry is left alone; out: the entry's answer */
+} kc_shard_offset_del_t;
+
+/* OffsetDelete of `group_id`: the group-level check first (GROUP_ID_NOT_FOUND,
+ * NON_EMPTY_GROUP), returned with nothing done; then, per entry of v[0..n) whose error_code is
+ * 0, the topic check (GROUP_SUBSCRIBED_TO_TOPIC) and, when it passes, the offset's deletion
+ * with its tombstone. Returns the group-level error, 0 when the entries were looked at. */
+int16_t kc_shard_delete_offsets(kc_partition_t *p, kc_str_t group_id, kc_shard_offset_del_t *v,
+                                size_t n);
+
+/* DeleteGroups for one group: the group goes (tombstone) when it is Empty, and so do all its
+ * offsets; a group that holds only offsets (no group state) is still a group, as in Kafka.
+ * Returns 0, GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP; *offsets_deleted (may be NULL) is set to
+ * how many offsets went. */
+int16_t kc_shard_delete_group(kc_partition_t *p, kc_time_t now, kc_str_t group_id,
+                              size_t *offsets_deleted);
+
+/* The classic group protocol: JoinGroup, SyncGroup (KC_SHARD_ANSWERED or KC_SHARD_PARKED; a
+ * parked request is answered once through kc_coord_replies_t with `waiter`), Heartbeat and
+ * LeaveGroup (answered at once). Contracts as kc_gm_join and friends in group/group.h. */
+int kc_shard_join(kc_partition_t *p, kc_time_t now, int16_t version,
+                  const kc_join_group_request_t *req, kc_str_t client_id, kc_str_t client_host,
+                  void *waiter, kc_arena_t *a, kc_join_group_response_t *resp);
+int kc_shard_sync(kc_partition_t *p, kc_time_t now, int16_t version,
+                  const kc_sync_group_request_t *req, void *waiter, kc_arena_t *a,
+                  kc_sync_group_response_t *resp);
+void kc_shard_heartbeat(kc_partition_t *p, kc_time_t now, int16_t version,
+                        const kc_heartbeat_request_t *req, kc_heartbeat_response_t *resp);
+void kc_shard_leave(kc_partition_t *p, kc_time_t now, int16_t version,
+                    const kc_leave_group_request_t *req, kc_arena_t *a,
+                    kc_leave_group_response_t *resp);
+
+/* ConsumerGroupHeartbeat: the request checks alone (no partition needed: Kafka validates
+ * before it looks for the group's partition; `assignors` is group.consumer.assignors), then
+ * the heartbeat itself, answered at once. */
+int16_t kc_shard_consumer_check(const char *assignors, int16_t version,
+                                const kc_consumer_group_heartbeat_request_t *req, kc_arena_t *a,
+                                kc_str_t *message);
+void kc_shard_consumer_heartbeat(kc_partition_t *p, kc_time_t now, int16_t version,
+                                 const kc_consumer_group_heartbeat_request_t *req,
+                                 kc_str_t client_id, kc_str_t client_host, kc_arena_t *a,
+                                 kc_consumer_group_heartbeat_response_t *resp);
+
+/* DescribeGroups and ConsumerGroupDescribe of one group. */
+void kc_shard_describe(const kc_partition_t *p, int16_t version, kc_str_t group_id,
+                       bool include_authorized_operations, kc_arena_t *a,
+                       kc_describe_groups_described_group_t *out);
+void kc_shard_consumer_describe(const kc_partition_t *p, int16_t version, kc_str_t group_id,
+                                bool include_authorized_operations, kc_arena_t *a,
+                                kc_consumer_group_describe_described_group_t *out);
+
+/* Call fn for every group of the shard (Dead excluded; none when it does not serve). fn must
+ * not change the shard. ListGroups and the observers use it. */
+void kc_shard_each_group(const kc_partition_t *p, void (*fn)(void *arg, const kc_group_info_t *g),
+                         void *arg);
+
+/* Retention: expire the offsets older than `retention_ms` at wall time now.wall_ms (KIP-211,
+ * the group says which are protected), then remove the Empty groups left without offsets.
+ * Returns the number of offsets removed. */
+size_t kc_shard_expire(kc_partition_t *p, kc_time_t now, int64_t retention_ms);
+
+/* A topic was deleted: remove its offsets in every group of the shard; returns how many. */
+size_t kc_shard_delete_topic(kc_partition_t *p, kc_str_t topic);
+
+/* Apply one committed record (a follower's replay; the loader uses the same switch): offset
+ * records to the offsets, group records to the groups, other record types skipped. Returns 0,
+ * -1 (out of memory, or the shard does not serve) or -2 (malformed); on error nothing changed. */
+int kc_shard_replay(kc_partition_t *p, const uint8_t *key, size_t key_len, const uint8_t *value,
+                    size_t value_len);
+
+/* Views for observers: ADD the shard's group counters to *out (nothing when it does not
+ * serve); a group's JSON summary and full JSON (0, or -1 when there is no such group or the
+ * shard does not serve; see kc_gm_json_summary and kc_gm_json_group); the label of a
+ * KC_GM_REFUSED_* kind. */
+void kc_shard_stats(const kc_partition_t *p, kc_gm_stats_t *out);
+int kc_shard_json_summary(const kc_partition_t *p, kc_str_t group_id, kc_emit_fn emit, void *arg);
+int kc_shard_json_group(const kc_partition_t *p, int64_t mono_ms, kc_str_t group_id,
+                        kc_emit_fn emit, void *arg);
+const char *kc_shard_refused_name(int kind);
 
 #endif

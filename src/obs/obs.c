@@ -1,13 +1,14 @@
 /* obs.c - the observability endpoints: /metrics, /healthz, /readyz, /v1/groups[/<id>].
  *
  * http.c parses and answers; this file decides what to answer. The /metrics page is the
- * counters of metrics.c followed by what is read from the coordinator at scrape time: every
- * ACTIVE partition's group manager (kc_gm_each for groups and members, kc_gm_stats for
- * rebalances and phase histograms, summed over the partitions) and every partition's state and
- * log figures (kc_partition_t.obs). A partition that reloads starts its group manager's
- * counters again from zero, so the rebalance counters may go down then, which Prometheus'
- * rate() treats as a counter reset. The JSON views come from the group manager's own emitters
- * (kc_gm_json_summary per group of a streamed list, kc_gm_json_group).
+ * counters of metrics.c followed by what is read from the coordinator at scrape time, through
+ * its shard door: every ACTIVE partition's groups (kc_shard_each_group for groups and members,
+ * kc_shard_stats for rebalances and phase histograms, summed over the partitions) and every
+ * partition's state and log figures (kc_partition_obs). A partition that reloads starts its
+ * group counters again from zero, so the rebalance counters may go down then, which
+ * Prometheus' rate() treats as a counter reset. The JSON views come from the shard's emitters
+ * (kc_shard_json_summary per group of a streamed list, kc_shard_json_group). The coordinator's
+ * log events reach the counters through kc_obs_coord_events, which main installs.
  */
 #include "obs/obs.h"
 
@@ -20,6 +21,15 @@
 struct kc_obs_server_s {
     kc_http_t *http;
     kc_coord_t *coord;
+};
+
+const kc_coord_events_t kc_obs_coord_events = {
+    .log_append = kc_obs_log_append,
+    .log_fsync = kc_obs_log_fsync,
+    .log_write_failed = kc_obs_log_write_failed,
+    .log_segment_lost = kc_obs_log_segment_lost,
+    .log_corrupt = kc_obs_log_corrupt,
+    .cleaner_run = kc_obs_cleaner_run,
 };
 
 /* ---- /metrics: what the coordinator knows ---------------------------------------------------- */
@@ -73,15 +83,14 @@ static void write_coord(kc_obs_buf_t *b, kc_coord_t *coord)
     memset(&st, 0, sizeof(st));
     int32_t loading = 0, failed = 0;
     for (int32_t i = 0; i < n; i++) {
-        kc_partition_t *p = kc_coord_partition_at(coord, i);
-        if (p->state == KC_PART_LOADING)
+        const kc_partition_t *p = kc_coord_partition_at(coord, i);
+        int state = kc_partition_state(p);
+        if (state == KC_PART_LOADING)
             loading++;
-        else if (p->state == KC_PART_FAILED)
+        else if (state == KC_PART_FAILED)
             failed++;
-        if (p->state != KC_PART_ACTIVE || p->groups == NULL)
-            continue;
-        kc_gm_each(p->groups, count_group, &gc);
-        kc_gm_stats(p->groups, &st);
+        kc_shard_each_group(p, count_group, &gc); /* nothing when not ACTIVE */
+        kc_shard_stats(p, &st);
     }
     char labels[160];
 
@@ -138,7 +147,7 @@ static void write_coord(kc_obs_buf_t *b, kc_coord_t *coord)
                    "subscription regex, one regex more than group.consumer.regex.max.count, a "
                    "record larger than message.max.bytes.");
     for (int k = 0; k < KC_GM_REFUSED_KINDS; k++) {
-        snprintf(labels, sizeof(labels), "reason=\"%s\"", kc_gm_refused_name(k));
+        snprintf(labels, sizeof(labels), "reason=\"%s\"", kc_shard_refused_name(k));
         kc_prom_sample(b, "kcoord_group_requests_refused_total", labels, (double)st.refused[k]);
     }
     kc_prom_family(b, "kcoord_consumer_regexes", "gauge",
@@ -161,14 +170,14 @@ static void write_coord(kc_obs_buf_t *b, kc_coord_t *coord)
     for (int32_t i = 0; i < n; i++) {
         snprintf(labels, sizeof(labels), "partition=\"%d\"", i);
         kc_prom_sample(b, "kcoord_partition_state", labels,
-                       (double)kc_coord_partition_at(coord, i)->state);
+                       (double)kc_partition_state(kc_coord_partition_at(coord, i)));
     }
     kc_prom_family(b, "kcoord_partition_load_seconds", "gauge",
                    "Duration of each partition's last successful load (open and replay).");
     for (int32_t i = 0; i < n; i++) {
         snprintf(labels, sizeof(labels), "partition=\"%d\"", i);
         kc_prom_sample(b, "kcoord_partition_load_seconds", labels,
-                       (double)kc_coord_partition_at(coord, i)->obs.load_ms / 1000.0);
+                       (double)kc_partition_obs(kc_coord_partition_at(coord, i))->load_ms / 1000.0);
     }
     kc_prom_family(b, "kcoord_log_bytes", "gauge",
                    "Bytes of each partition's log segments (as of its last load, append or "
@@ -176,13 +185,13 @@ static void write_coord(kc_obs_buf_t *b, kc_coord_t *coord)
     for (int32_t i = 0; i < n; i++) {
         snprintf(labels, sizeof(labels), "partition=\"%d\"", i);
         kc_prom_sample(b, "kcoord_log_bytes", labels,
-                       (double)kc_coord_partition_at(coord, i)->obs.log_bytes);
+                       (double)kc_partition_obs(kc_coord_partition_at(coord, i))->log_bytes);
     }
     kc_prom_family(b, "kcoord_log_segments", "gauge", "Segments of each partition's log.");
     for (int32_t i = 0; i < n; i++) {
         snprintf(labels, sizeof(labels), "partition=\"%d\"", i);
         kc_prom_sample(b, "kcoord_log_segments", labels,
-                       (double)kc_coord_partition_at(coord, i)->obs.log_segments);
+                       (double)kc_partition_obs(kc_coord_partition_at(coord, i))->log_segments);
     }
 }
 
@@ -197,7 +206,8 @@ void kc_obs_render_metrics(kc_obs_buf_t *b, kc_coord_t *coord)
 
 static bool write_failing(const kc_partition_t *p, int64_t now)
 {
-    return p->obs.write_failing && now - p->obs.write_failed_ms < KC_OBS_WRITE_FAIL_WINDOW_MS;
+    const kc_partition_obs_t *o = kc_partition_obs(p);
+    return o->write_failing && now - o->write_failed_ms < KC_OBS_WRITE_FAIL_WINDOW_MS;
 }
 
 /* What follows "partition N" in /readyz for a FAILED partition. */
@@ -225,8 +235,8 @@ bool kc_obs_ready(kc_obs_buf_t *b, kc_coord_t *coord)
     int64_t now = kc_coord_now(coord);
     for (int32_t i = 0; i < n; i++) {
         const kc_partition_t *p = kc_coord_partition_at(coord, i);
-        loading += p->state == KC_PART_LOADING;
-        failed += p->state == KC_PART_FAILED;
+        loading += kc_partition_state(p) == KC_PART_LOADING;
+        failed += kc_partition_state(p) == KC_PART_FAILED;
         failing += write_failing(p, now);
     }
     if (loading == 0 && failed == 0 && failing == 0) {
@@ -238,8 +248,8 @@ bool kc_obs_ready(kc_obs_buf_t *b, kc_coord_t *coord)
         kc_obs_buf_printf(b, " %d of %d partitions loading;", loading, n);
     for (int32_t i = 0; i < n; i++) {
         const kc_partition_t *p = kc_coord_partition_at(coord, i);
-        if (p->state == KC_PART_FAILED)
-            kc_obs_buf_printf(b, " partition %d%s;", i, out_reason(p->obs.out));
+        if (kc_partition_state(p) == KC_PART_FAILED)
+            kc_obs_buf_printf(b, " partition %d%s;", i, out_reason(kc_partition_obs(p)->out));
         else if (write_failing(p, now))
             kc_obs_buf_printf(b, " partition %d: log writes failing;", i);
     }
@@ -349,10 +359,7 @@ static void collect_id(void *arg, const kc_group_info_t *g)
 static void copy_partition(glist_t *l, kc_coord_t *coord, int32_t i)
 {
     l->n = l->pos = l->ids_len = 0;
-    kc_partition_t *p = kc_coord_partition_at(coord, i);
-    if (p->state != KC_PART_ACTIVE || p->groups == NULL)
-        return;
-    kc_gm_each(p->groups, collect_id, l);
+    kc_shard_each_group(kc_coord_partition_at(coord, i), collect_id, l);
     if (l->oom)
         return;
     for (size_t k = 0; k < l->n; k++)
@@ -388,13 +395,13 @@ static bool groups_more(void *state, kc_obs_buf_t *out, size_t max_bytes)
             const struct gref_s *r = &l->refs[l->pos++];
             kc_str_t gid = {r->p, r->len};
             kc_partition_t *p = kc_coord_partition_at(coord, l->part - 1);
-            if (p->state != KC_PART_ACTIVE || p->groups == NULL)
+            if (kc_partition_state(p) != KC_PART_ACTIVE)
                 continue;
             size_t mark = out->len;
             if (!l->first)
                 kc_obs_buf_puts(out, ",");
-            if (kc_gm_json_summary(p->groups, gid, kc_obs_buf_emit, out) != 0) {
-                out->len = mark; /* deleted since the copy */
+            if (kc_shard_json_summary(p, gid, kc_obs_buf_emit, out) != 0) {
+                out->len = mark; /* deleted since the copy, or the partition went */
                 continue;
             }
             l->first = false;
@@ -465,7 +472,7 @@ static bool groups_params(kc_coord_t *coord, const kc_http_req_t *req, glist_t *
             l->after_len = (int32_t)n;
             l->has_after = true;
             kc_str_t gid = {l->after, l->after_len};
-            l->after_part = kc_coord_partition(coord, gid)->index;
+            l->after_part = kc_partition_index(kc_coord_partition(coord, gid));
             l->part = l->after_part;
         }
         q = amp ? amp + 1 : end;
@@ -508,15 +515,14 @@ static void group_one(kc_coord_t *coord, const char *enc, size_t enc_len, kc_htt
     }
     kc_str_t gid = {id, (int32_t)n};
     kc_partition_t *p = kc_coord_partition(coord, gid);
-    if (p->state != KC_PART_ACTIVE || p->groups == NULL) {
+    if (kc_partition_state(p) != KC_PART_ACTIVE) {
         json_error(resp, 503,
-                   p->state == KC_PART_LOADING ? "the group's partition is loading"
-                                               : "the group's partition is not served",
+                   kc_partition_state(p) == KC_PART_LOADING ? "the group's partition is loading"
+                                                            : "the group's partition is not served",
                    id, (size_t)n);
     } else {
         resp->content_type = "application/json";
-        if (kc_gm_json_group(p->groups, kc_coord_now(coord), gid, kc_obs_buf_emit, &resp->body) !=
-            0)
+        if (kc_shard_json_group(p, kc_coord_now(coord), gid, kc_obs_buf_emit, &resp->body) != 0)
             json_error(resp, 404, "no such group", id, (size_t)n);
         else
             kc_obs_buf_puts(&resp->body, "\n");

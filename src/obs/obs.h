@@ -47,6 +47,11 @@ int kc_obs_server_listen(kc_obs_server_t *s, const char *host, int port, int *bo
  * loop). Call it when the coordinator closes: the server never uses it after this call. */
 void kc_obs_server_close(kc_obs_server_t *s);
 
+/* The coordinator's log events, counted in the counters of obs/metrics.h (kc_obs_log_append,
+ * kc_obs_log_fsync...): main hands it to kc_coord_set_events, so that the coordinator, below
+ * this room, never includes it. */
+extern const kc_coord_events_t kc_obs_coord_events;
+
 /* Write the whole /metrics page for `coord` (NULL: the counters only) to `b`. */
 void kc_obs_render_metrics(kc_obs_buf_t *b, kc_coord_t *coord);
 

@@ -1,10 +1,11 @@
 /* fuzz_replay.c - libFuzzer target: __consumer_offsets records through the load path.
  *
  * What a partition does when it loads (src/coord/coord.c, replay_one), fed arbitrary records:
- * each record goes to kc_gm_replay, and one answered 1 with record type 0 or 1 to
- * kc_offsets_replay. Then what a loaded partition does with that state before any request:
- * kc_gm_load_complete, the /v1/groups views of every group, offsets retention (with the group
- * manager's policy, as coord's on_retention), and the group timers run far in the future (every
+ * each record goes through the shard's replay switch (kc_shard_replay_into: offset records to
+ * the offsets store, group records to the group manager). Then what a loaded partition does
+ * with that state before any request: kc_gm_load_complete, the /v1/groups views of every
+ * group, offsets retention through the shard (kc_shard_expire, as coord's retention scan), and
+ * the group timers run far in the future (every
  * session expires), whose records are counted and dropped. Anything the log can hold must load
  * without a crash, a leak or undefined behaviour; a record replay refuses is skipped as coord
  * skips it.
@@ -27,9 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coord/coord_int.h"
 #include "fuzz.h"
-#include "group/group.h"
-#include "offsets/offsets.h"
 #include "util/diag.h"
 
 #define NOW_MS 1796229777123LL /* 2026-12-02T16:42:57.123Z */
@@ -87,18 +87,6 @@ static uint8_t *exact_copy(const uint8_t *p, size_t len)
     return q;
 }
 
-/* One record, as coord's replay_one hands it on. */
-static void replay(kc_gm_t *gm, kc_offsets_t *off, const uint8_t *key, size_t key_len,
-                   const uint8_t *value, size_t value_len)
-{
-    int rc = kc_gm_replay(gm, key, key_len, value, value_len);
-    if (rc == 1) {
-        uint16_t type = key_len >= 2 ? (uint16_t)(key[0] << 8 | key[1]) : 0xffff;
-        if (type <= 1)
-            kc_offsets_replay(off, key, key_len, value, value_len);
-    }
-}
-
 static void discard(void *arg, const char *s, size_t n)
 {
     (void)s;
@@ -126,28 +114,6 @@ static void collect(void *arg, const kc_group_info_t *g)
     ids->v[ids->n] =
         (kc_str_t){(const char *)exact_copy((const uint8_t *)g->group_id.p, len), (int32_t)len};
     ids->n++;
-}
-
-typedef struct retention_s {
-    kc_gm_t *gm;
-} retention_t;
-
-static bool protected_topic(void *arg, kc_str_t group, kc_str_t topic)
-{
-    return kc_gm_subscribed(((retention_t *)arg)->gm, group, topic);
-}
-
-static void policy(void *arg, kc_str_t group, kc_offsets_retention_t *out)
-{
-    retention_t *r = arg;
-    out->expirable = kc_gm_offsets_expirable(r->gm, group, &out->base_ms);
-    out->protected_topic = protected_topic;
-    out->arg = r;
-}
-
-static void emptied(void *arg, kc_str_t group)
-{
-    kc_gm_remove_if_empty(((retention_t *)arg)->gm, kc_time_same(NOW_MS), group);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -184,7 +150,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         uint8_t *key = exact_copy(k, klen);
         uint8_t *value = vlen >= 0 ? exact_copy(data + pos, (size_t)vlen) : NULL;
-        replay(gm, off, key, klen, value, vlen >= 0 ? (size_t)vlen : 0);
+        /* As coord's replay_one: a record the switch refuses is skipped. */
+        (void)kc_shard_replay_into(gm, off, key, klen, value, vlen >= 0 ? (size_t)vlen : 0);
         free(key);
         free(value);
         if (vlen > 0)
@@ -202,8 +169,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         kc_gm_json_group(gm, NOW_MS, ids.v[i], discard, &bytes);
     (void)kc_offsets_total(off);
     (void)kc_offsets_groups(off);
-    retention_t r = {gm};
-    kc_offsets_expire(off, NOW_MS + 8 * 86400000LL, 7 * 86400000LL, policy, emptied, &r);
+    struct kc_partition_s shard = {
+        .index = 0, .state = KC_PART_ACTIVE, .groups = gm, .offsets = off};
+    kc_shard_expire(&shard, kc_time_same(NOW_MS + 8 * 86400000LL), 7 * 86400000LL);
     /* Every timer, far in the future: sessions expire, groups rebalance and empty. */
     int64_t t = NOW_MS;
     for (int i = 0; i < 8; i++) {

@@ -1,5 +1,6 @@
 /* test_api.c - the API room against a live coordinator: a request frame goes through
- * kc_api_on_request to its handler and its answer to a fake connection slot.
+ * kc_api_on_request to its handler and its answer to a fake connection slot; and the offset
+ * and group admin handlers called directly with decoded requests, their answers checked.
  *
  * The network calls the API room makes (kc_slot_reply, kc_slot_close, kc_slot_arena,
  * kc_conn_peer) are replaced at link time (-Wl,--wrap, see the Makefile) by the fakes below, so
@@ -22,8 +23,10 @@
 #include <cmocka.h>
 
 #include "api/api.h"
+#include "coord/coord_int.h"
 #include "log/log.h"
 #include "obs/metrics.h"
+#include "proto/gen_admin.h"
 #include "proto/gen_offsets.h"
 
 /* ---- Link-time fakes ----------------------------------------------------------------------- */
@@ -420,6 +423,343 @@ static void test_hold_outcomes(void **state)
     env_stop(&e);
 }
 
+/* ---- Handlers on decoded requests ----------------------------------------------------------- */
+
+/* A call of API `key`, version `version`, on its own slot, as dispatch makes it; the handler
+ * is then called directly with a decoded request. Its records are emitted to the partition,
+ * so a later handler sees their effect; no answer is held (no kc_api_call_reply). */
+typedef struct hcall_s {
+    kc_slot_t slot;
+    kc_api_call_t call;
+    kc_request_t req;
+} hcall_t;
+
+static hcall_t *hcall_new(env_t *e, int16_t key, int16_t version, void *body)
+{
+    hcall_t *h = calloc(1, sizeof(*h));
+    assert_non_null(h);
+    kc_arena_init(&h->slot.arena);
+    h->call.slot = &h->slot;
+    h->call.api = kc_api_find(key);
+    assert_non_null(h->call.api);
+    h->call.version = version;
+    h->call.flexible = kc_api_is_flexible(h->call.api, version);
+    h->call.client_host = KC_STR_LIT("/127.0.0.1");
+    h->call.ctx = &e->ctx;
+    h->call.request = body;
+    h->req.api_key = key;
+    h->req.api_version = version;
+    h->req.client_id = KC_STR_LIT("test");
+    h->req.api = h->call.api;
+    h->req.flexible = h->call.flexible;
+    h->req.body = body;
+    return h;
+}
+
+static void hcall_free(hcall_t *h)
+{
+    kc_arena_free(&h->slot.arena);
+    free(h);
+}
+
+/* Commit offsets[i] for partitions[i] of `topic` (by name, or by id from v10) in `group`. */
+static kc_offset_commit_response_t commit_h(env_t *e, hcall_t **hp, int16_t v, const char *group,
+                                            int32_t generation, const char *topic,
+                                            const int32_t *partitions, int n, int64_t offset,
+                                            kc_str_t metadata)
+{
+    kc_offset_commit_request_t *q = calloc(1, sizeof(*q));
+    kc_offset_commit_request_topic_t *t = calloc(1, sizeof(*t));
+    kc_offset_commit_request_partition_t *parts = calloc((size_t)n, sizeof(*parts));
+    assert_true(q && t && parts);
+    kc_offset_commit_request_init(q);
+    q->group_id = kc_str_c(group);
+    q->generation_id_or_member_epoch = generation;
+    q->member_id = generation >= 0 ? KC_STR_LIT("m") : KC_STR_EMPTY;
+    q->retention_time_ms = -1;
+    t->name = kc_str_c(topic);
+    const kc_topic_t *ct = kc_catalog_find(&e->cat, t->name);
+    if (ct)
+        t->topic_id = ct->id;
+    for (int i = 0; i < n; i++)
+        parts[i] = (kc_offset_commit_request_partition_t){.partition_index = partitions[i],
+                                                          .committed_offset = offset + i,
+                                                          .committed_leader_epoch = -1,
+                                                          .commit_timestamp = -1,
+                                                          .committed_metadata = metadata};
+    t->partitions.v = parts;
+    t->partitions.n = n;
+    q->topics.v = t;
+    q->topics.n = 1;
+    hcall_t *h = hcall_new(e, KC_API_OFFSET_COMMIT, v, q);
+    kc_offset_commit_response_t resp;
+    kc_offset_commit_response_init(&resp);
+    assert_int_equal(kc_api_offset_commit(&e->ctx, &h->call, &h->req, &h->slot.arena, &resp),
+                     KC_API_DONE);
+    *hp = h;
+    return resp; /* its arrays live in h's arena; free_commit_request frees the request */
+}
+
+static void free_commit_request(hcall_t *h)
+{
+    kc_offset_commit_request_t *q = (void *)h->call.request;
+    free(q->topics.v[0].partitions.v);
+    free(q->topics.v);
+    free(q);
+    hcall_free(h);
+}
+
+/* The committed offset of `group`/t/`partition` through the OffsetFetch handler at version
+ * `v` (v8+: the batched form), -1 when none; the partition's error in *err. */
+static int64_t fetch_h(env_t *e, int16_t v, const char *group, int32_t partition, int16_t *err)
+{
+    int32_t part = partition;
+    kc_offset_fetch_request_t q;
+    kc_offset_fetch_request_init(&q);
+    kc_offset_fetch_request_topic_t t1 = {.name = KC_STR_LIT("t")};
+    kc_offset_fetch_request_topics_t t8 = {.name = KC_STR_LIT("t")};
+    kc_offset_fetch_request_group_t g8 = {
+        .group_id = kc_str_c(group), .member_id = KC_STR_NULL, .member_epoch = -1};
+    t1.partition_indexes.v = t8.partition_indexes.v = &part;
+    t1.partition_indexes.n = t8.partition_indexes.n = 1;
+    if (v >= 8) {
+        g8.topics.v = &t8;
+        g8.topics.n = 1;
+        q.groups.v = &g8;
+        q.groups.n = 1;
+    } else {
+        q.group_id = kc_str_c(group);
+        q.topics.v = &t1;
+        q.topics.n = 1;
+    }
+    hcall_t *h = hcall_new(e, KC_API_OFFSET_FETCH, v, &q);
+    kc_offset_fetch_response_t resp;
+    kc_offset_fetch_response_init(&resp);
+    assert_int_equal(kc_api_offset_fetch(&e->ctx, &h->call, &h->req, &h->slot.arena, &resp),
+                     KC_API_DONE);
+    int64_t off;
+    if (v >= 8) {
+        assert_int_equal(resp.groups.n, 1);
+        assert_int_equal(resp.groups.v[0].error_code, KC_ERR_NONE);
+        assert_int_equal(resp.groups.v[0].topics.n, 1);
+        assert_int_equal(resp.groups.v[0].topics.v[0].partitions.n, 1);
+        off = resp.groups.v[0].topics.v[0].partitions.v[0].committed_offset;
+        *err = resp.groups.v[0].topics.v[0].partitions.v[0].error_code;
+    } else {
+        assert_int_equal(resp.topics.n, 1);
+        assert_int_equal(resp.topics.v[0].partitions.n, 1);
+        off = resp.topics.v[0].partitions.v[0].committed_offset;
+        *err = resp.topics.v[0].partitions.v[0].error_code;
+    }
+    hcall_free(h);
+    return off;
+}
+
+/* OffsetCommit: the catalog's answers per partition (unknown topic, topic id or partition,
+ * metadata too large), the group's answer for every partition, and the offsets stored. */
+static void test_handler_offset_commit(void **state)
+{
+    (void)state;
+    env_t e;
+    env_start(&e);
+    hcall_t *h;
+    int16_t err;
+    int32_t parts[] = {0, 1};
+    kc_offset_commit_response_t r =
+        commit_h(&e, &h, 8, "g", -1, "t", parts, 2, 40, KC_STR_LIT("meta"));
+    assert_int_equal(r.topics.n, 1);
+    assert_true(kc_str_eq_c(r.topics.v[0].name, "t"));
+    assert_int_equal(r.topics.v[0].partitions.n, 2);
+    assert_int_equal(r.topics.v[0].partitions.v[0].partition_index, 0);
+    assert_int_equal(r.topics.v[0].partitions.v[0].error_code, KC_ERR_NONE);
+    assert_int_equal(r.topics.v[0].partitions.v[1].partition_index, 1);
+    assert_int_equal(r.topics.v[0].partitions.v[1].error_code, KC_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    free_commit_request(h);
+    assert_int_equal(committed(&e), 40);
+
+    r = commit_h(&e, &h, 8, "g", -1, "nope", parts, 1, 1, KC_STR_EMPTY);
+    assert_int_equal(r.topics.v[0].partitions.v[0].error_code, KC_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    free_commit_request(h);
+    r = commit_h(&e, &h, 10, "g", -1, "nope", parts, 1, 1, KC_STR_EMPTY);
+    assert_int_equal(r.topics.v[0].partitions.v[0].error_code, KC_ERR_UNKNOWN_TOPIC_ID);
+    free_commit_request(h);
+
+    /* Metadata over offset.metadata.max.bytes: refused, the offset stays. */
+    size_t big_len = (size_t)e.conf.offset_metadata_max_bytes + 1;
+    char *big = malloc(big_len);
+    assert_non_null(big);
+    memset(big, 'x', big_len);
+    r = commit_h(&e, &h, 8, "g", -1, "t", parts, 1, 41, (kc_str_t){big, (int32_t)big_len});
+    assert_int_equal(r.topics.v[0].partitions.v[0].error_code, KC_ERR_OFFSET_METADATA_TOO_LARGE);
+    free_commit_request(h);
+    free(big);
+    assert_int_equal(committed(&e), 40);
+
+    /* By topic id (v10). */
+    r = commit_h(&e, &h, 10, "g", -1, "t", parts, 1, 42, KC_STR_EMPTY);
+    assert_int_equal(r.topics.v[0].partitions.v[0].error_code, KC_ERR_NONE);
+    free_commit_request(h);
+    assert_int_equal(committed(&e), 42);
+
+    /* A generation into an unknown group: the group's error on every partition, also on the
+     * one the catalog refuses, and nothing stored. */
+    r = commit_h(&e, &h, 9, "x", 3, "t", parts, 2, 50, KC_STR_EMPTY);
+    assert_int_equal(r.topics.v[0].partitions.v[0].error_code, KC_ERR_GROUP_ID_NOT_FOUND);
+    assert_int_equal(r.topics.v[0].partitions.v[1].error_code, KC_ERR_GROUP_ID_NOT_FOUND);
+    free_commit_request(h);
+    r = commit_h(&e, &h, 8, "x", 3, "t", parts, 1, 50, KC_STR_EMPTY);
+    assert_int_equal(r.topics.v[0].partitions.v[0].error_code, KC_ERR_ILLEGAL_GENERATION);
+    free_commit_request(h);
+    assert_int_equal(fetch_h(&e, 8, "x", 0, &err), -1);
+    assert_int_equal(err, KC_ERR_NONE);
+    env_stop(&e);
+}
+
+/* OffsetFetch in the single-group (v0-7) and batched (v8+) forms, and for every topic. */
+static void test_handler_offset_fetch(void **state)
+{
+    (void)state;
+    env_t e;
+    env_start(&e);
+    hcall_t *h;
+    int16_t err;
+    int32_t parts[] = {0};
+    commit_h(&e, &h, 8, "g", -1, "t", parts, 1, 7, KC_STR_LIT("md"));
+    free_commit_request(h);
+    for (int16_t v = 1; v <= 9; v++) {
+        assert_int_equal(fetch_h(&e, v, "g", 0, &err), 7);
+        assert_int_equal(err, KC_ERR_NONE);
+        assert_int_equal(fetch_h(&e, v, "other", 0, &err), -1);
+        assert_int_equal(err, KC_ERR_NONE);
+    }
+
+    /* Every topic of the group (v8, topics null). */
+    kc_offset_fetch_request_group_t g8 = {.group_id = KC_STR_LIT("g"), .member_epoch = -1};
+    g8.member_id = KC_STR_NULL;
+    g8.topics.n = -1;
+    kc_offset_fetch_request_t q;
+    kc_offset_fetch_request_init(&q);
+    q.groups.v = &g8;
+    q.groups.n = 1;
+    h = hcall_new(&e, KC_API_OFFSET_FETCH, 8, &q);
+    kc_offset_fetch_response_t resp;
+    kc_offset_fetch_response_init(&resp);
+    assert_int_equal(kc_api_offset_fetch(&e.ctx, &h->call, &h->req, &h->slot.arena, &resp),
+                     KC_API_DONE);
+    assert_int_equal(resp.groups.n, 1);
+    assert_int_equal(resp.groups.v[0].topics.n, 1);
+    assert_true(kc_str_eq_c(resp.groups.v[0].topics.v[0].name, "t"));
+    assert_int_equal(resp.groups.v[0].topics.v[0].partitions.n, 1);
+    assert_int_equal(resp.groups.v[0].topics.v[0].partitions.v[0].committed_offset, 7);
+    assert_true(kc_str_eq_c(resp.groups.v[0].topics.v[0].partitions.v[0].metadata, "md"));
+    hcall_free(h);
+    env_stop(&e);
+}
+
+/* DeleteGroups: an Empty group goes with its offsets, offsets alone make a group, an unknown
+ * id is GROUP_ID_NOT_FOUND. */
+static void test_handler_delete_groups(void **state)
+{
+    (void)state;
+    env_t e;
+    env_start(&e);
+    hcall_t *h;
+    int16_t err;
+    int32_t parts[] = {0};
+    commit_h(&e, &h, 8, "g", -1, "t", parts, 1, 7, KC_STR_EMPTY);
+    free_commit_request(h);
+    /* Offsets without any group state (as a log of an older broker can leave them). */
+    kc_offset_t o = {.offset = 3, .leader_epoch = -1, .metadata = KC_STR_EMPTY, .expire_ts_ms = -1};
+    assert_int_equal(kc_offsets_commit(e.p->offsets, KC_STR_LIT("bare"), KC_STR_LIT("t"), 0, &o),
+                     0);
+
+    kc_str_t names[] = {KC_STR_LIT("g"), KC_STR_LIT("none"), KC_STR_LIT("bare")};
+    kc_delete_groups_request_t q;
+    kc_delete_groups_request_init(&q);
+    q.groups_names.v = names;
+    q.groups_names.n = 3;
+    h = hcall_new(&e, KC_API_DELETE_GROUPS, 2, &q);
+    kc_delete_groups_response_t resp;
+    kc_delete_groups_response_init(&resp);
+    assert_int_equal(kc_api_delete_groups(&e.ctx, &h->call, &h->req, &h->slot.arena, &resp),
+                     KC_API_DONE);
+    assert_int_equal(resp.results.n, 3);
+    assert_true(kc_str_eq_c(resp.results.v[0].group_id, "g"));
+    assert_int_equal(resp.results.v[0].error_code, KC_ERR_NONE);
+    assert_true(kc_str_eq_c(resp.results.v[1].group_id, "none"));
+    assert_int_equal(resp.results.v[1].error_code, KC_ERR_GROUP_ID_NOT_FOUND);
+    assert_int_equal(resp.results.v[2].error_code, KC_ERR_NONE);
+    hcall_free(h);
+    assert_int_equal(fetch_h(&e, 8, "g", 0, &err), -1);
+    assert_int_equal(fetch_h(&e, 8, "bare", 0, &err), -1);
+
+    /* Deleted: a second delete finds nothing. */
+    h = hcall_new(&e, KC_API_DELETE_GROUPS, 2, &q);
+    kc_delete_groups_response_init(&resp);
+    assert_int_equal(kc_api_delete_groups(&e.ctx, &h->call, &h->req, &h->slot.arena, &resp),
+                     KC_API_DONE);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(resp.results.v[i].error_code, KC_ERR_GROUP_ID_NOT_FOUND);
+    hcall_free(h);
+    env_stop(&e);
+}
+
+/* OffsetDelete: the broker's topic checks first, the group's check, the offsets deleted. */
+static void test_handler_offset_delete(void **state)
+{
+    (void)state;
+    env_t e;
+    env_start(&e);
+    hcall_t *h;
+    int16_t err;
+    int32_t parts[] = {0};
+    commit_h(&e, &h, 8, "g", -1, "t", parts, 1, 7, KC_STR_EMPTY);
+    free_commit_request(h);
+
+    kc_offset_delete_request_partition_t tp[] = {{0}, {3}};
+    kc_offset_delete_request_partition_t np[] = {{0}};
+    kc_offset_delete_request_topic_t topics[2] = {{.name = KC_STR_LIT("t")},
+                                                  {.name = KC_STR_LIT("nope")}};
+    topics[0].partitions.v = tp;
+    topics[0].partitions.n = 2;
+    topics[1].partitions.v = np;
+    topics[1].partitions.n = 1;
+    kc_offset_delete_request_t q;
+    kc_offset_delete_request_init(&q);
+    q.group_id = KC_STR_LIT("none");
+    q.topics.v = topics;
+    q.topics.n = 2;
+    h = hcall_new(&e, KC_API_OFFSET_DELETE, 0, &q);
+    kc_offset_delete_response_t resp;
+    kc_offset_delete_response_init(&resp);
+    assert_int_equal(kc_api_offset_delete(&e.ctx, &h->call, &h->req, &h->slot.arena, &resp),
+                     KC_API_DONE);
+    assert_int_equal(resp.error_code, KC_ERR_GROUP_ID_NOT_FOUND);
+    assert_int_equal(resp.topics.n, 0);
+    hcall_free(h);
+
+    q.group_id = KC_STR_LIT("g");
+    h = hcall_new(&e, KC_API_OFFSET_DELETE, 0, &q);
+    kc_offset_delete_response_init(&resp);
+    assert_int_equal(kc_api_offset_delete(&e.ctx, &h->call, &h->req, &h->slot.arena, &resp),
+                     KC_API_DONE);
+    assert_int_equal(resp.error_code, KC_ERR_NONE);
+    assert_int_equal(resp.topics.n, 2);
+    assert_true(kc_str_eq_c(resp.topics.v[0].name, "t"));
+    assert_int_equal(resp.topics.v[0].partitions.n, 2);
+    assert_int_equal(resp.topics.v[0].partitions.v[0].partition_index, 0);
+    assert_int_equal(resp.topics.v[0].partitions.v[0].error_code, KC_ERR_NONE);
+    assert_int_equal(resp.topics.v[0].partitions.v[1].partition_index, 3);
+    assert_int_equal(resp.topics.v[0].partitions.v[1].error_code,
+                     KC_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_true(kc_str_eq_c(resp.topics.v[1].name, "nope"));
+    assert_int_equal(resp.topics.v[1].partitions.v[0].error_code,
+                     KC_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    hcall_free(h);
+    assert_int_equal(fetch_h(&e, 8, "g", 0, &err), -1);
+    env_stop(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +767,10 @@ int main(void)
         cmocka_unit_test(test_commit_closes_without_failure_answer),
         cmocka_unit_test(test_commit_error_answer_or_close),
         cmocka_unit_test(test_hold_outcomes),
+        cmocka_unit_test(test_handler_offset_commit),
+        cmocka_unit_test(test_handler_offset_fetch),
+        cmocka_unit_test(test_handler_delete_groups),
+        cmocka_unit_test(test_handler_offset_delete),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,10 +22,11 @@
 
 #include <sys/resource.h>
 
-#include "coord/coord.h"
+#include "coord/coord_int.h"
 #include "log/log.h"
 #include "net/net.h"
 #include "obs/metrics.h"
+#include "obs/obs.h"
 #include "util/diag.h"
 
 /* Each id's String.hashCode() and abs(hash) % 50 and % 7 as printed by a Java 17 program
@@ -968,6 +969,7 @@ static void test_clean_shutdown_and_lost_segment(void **state)
     /* After a crash (no marker) the same bytes are a torn tail: the last batch goes. */
     assert_int_equal(unlink(marker), 0);
     c = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+    kc_coord_set_events(c, &kc_obs_coord_events); /* the segment lost is counted */
     p = kc_coord_partition(c, KC_STR_LIT("g"));
     other = kc_coord_partition_at(c, 1 - p->index);
     run_until_loaded(&loop, c, p);

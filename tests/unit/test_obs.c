@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "coord/coord.h"
+#include "coord/coord_int.h"
 #include "json_check.h"
 #include "log/log.h"
 #include "obs/http.h"
@@ -545,6 +545,7 @@ static void test_coordinator_metrics_and_readiness(void **state)
     uv_loop_t loop;
     uv_loop_init(&loop);
     kc_coord_t *c = kc_coord_new(&loop, &conf, &cat, &replies, &io);
+    kc_coord_set_events(c, &kc_obs_coord_events);
     assert_non_null(c);
 
     /* Loading: not ready. */
@@ -1096,6 +1097,7 @@ static void test_groups_streamed(void **state)
     uv_loop_t loop;
     uv_loop_init(&loop);
     kc_coord_t *co = kc_coord_new(&loop, &conf, &cat, &replies, NULL);
+    kc_coord_set_events(co, &kc_obs_coord_events);
     assert_non_null(co);
     run_until_loaded(&loop, co);
 
