@@ -73,14 +73,13 @@
 #include "group/notes.h"
 #include "group/regex.h"
 #include "group/strmap.h"
+#include "group/text.h"
 #include "proto/gen_records.h"
 #include "util/heap.h"
 #include "util/diag.h"
 
 #define NEVER INT64_MAX
 
-/* For "%.*s" with a kc_str_t. */
-#define SV(s) (int)((s).len > 0 ? (s).len : 0), ((s).p ? (s).p : "")
 
 /* Kafka's MemberState values, as written in ConsumerGroupCurrentMemberAssignmentValue. */
 enum { MS_STABLE = 0, MS_UNREVOKED = 1, MS_UNRELEASED = 2, MS_UNKNOWN = 127 };
@@ -110,24 +109,6 @@ static const char *member_state_name(int8_t s)
 
 /* ---- Strings ------------------------------------------------------------------------------ */
 
-static size_t str_space(kc_str_t s)
-{
-    return s.len >= 0 ? (size_t)s.len + 1 : 0;
-}
-
-/* Copy `s` (with a NUL) to *cursor and advance it; null stays null. */
-static kc_str_t put_str(char **cursor, kc_str_t s)
-{
-    if (s.len < 0)
-        return KC_STR_NULL;
-    char *p = *cursor;
-    if (s.len)
-        memcpy(p, s.p, (size_t)s.len);
-    p[s.len] = '\0';
-    *cursor = p + s.len + 1;
-    return (kc_str_t){p, s.len};
-}
-
 /* Kafka's "isNotEmpty": not null and not "". */
 static bool str_set(kc_str_t s)
 {
@@ -143,21 +124,6 @@ static bool str_blank(kc_str_t s)
         if ((unsigned char)s.p[i] > ' ')
             return false;
     return true;
-}
-
-static int cmp_bytes(kc_str_t x, kc_str_t y)
-{
-    int32_t lx = x.len > 0 ? x.len : 0, ly = y.len > 0 ? y.len : 0;
-    int32_t n = lx < ly ? lx : ly;
-    int c = n > 0 ? memcmp(x.p, y.p, (size_t)n) : 0;
-    if (c)
-        return c;
-    return (lx > ly) - (lx < ly);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return cmp_bytes(*(const kc_str_t *)a, *(const kc_str_t *)b);
 }
 
 /* A message from `a` ("" when out of memory). */
@@ -180,20 +146,6 @@ msgf(kc_arena_t *a, const char *fmt, ...)
     vsnprintf(p, (size_t)n + 1, fmt, ap);
     va_end(ap);
     return (kc_str_t){p, n};
-}
-
-static kc_str_t arena_str(kc_arena_t *a, kc_str_t s, bool *oom)
-{
-    if (s.len < 0)
-        return KC_STR_NULL;
-    char *p = kc_arena_alloc(a, (size_t)s.len + 1);
-    if (!p) {
-        *oom = true;
-        return KC_STR_EMPTY;
-    }
-    if (s.len)
-        memcpy(p, s.p, (size_t)s.len);
-    return (kc_str_t){p, s.len};
 }
 
 /* ---- Assignments -------------------------------------------------------------------------- */
@@ -536,18 +488,18 @@ static cmeta_t *meta_new(const cmeta_t *src)
             return NULL;
         for (int32_t i = 0; i < n; i++)
             tmp[i] = src->topics[i].len >= 0 ? src->topics[i] : KC_STR_EMPTY;
-        qsort(tmp, (size_t)n, sizeof(*tmp), cmp_str);
+        qsort(tmp, (size_t)n, sizeof(*tmp), kc_text_qcmp);
         int32_t w = 0;
         for (int32_t i = 0; i < n; i++)
-            if (w == 0 || cmp_bytes(tmp[w - 1], tmp[i]) != 0)
+            if (w == 0 || kc_text_cmp(tmp[w - 1], tmp[i]) != 0)
                 tmp[w++] = tmp[i];
         n = w;
     }
-    size_t total = sizeof(cmeta_t) + (size_t)n * sizeof(kc_str_t) + str_space(src->instance_id) +
-                   str_space(src->rack_id) + str_space(src->client_id) +
-                   str_space(src->client_host) + str_space(src->regex) + str_space(src->assignor);
+    size_t total = sizeof(cmeta_t) + (size_t)n * sizeof(kc_str_t) + kc_text_space(src->instance_id) +
+                   kc_text_space(src->rack_id) + kc_text_space(src->client_id) +
+                   kc_text_space(src->client_host) + kc_text_space(src->regex) + kc_text_space(src->assignor);
     for (int32_t i = 0; i < n; i++)
-        total += str_space(tmp[i]);
+        total += kc_text_space(tmp[i]);
     cmeta_t *m = calloc(1, total);
     if (!m) {
         free(tmp);
@@ -555,14 +507,14 @@ static cmeta_t *meta_new(const cmeta_t *src)
     }
     kc_str_t *topics = (kc_str_t *)(m + 1);
     char *cur = (char *)(topics + n);
-    m->instance_id = put_str(&cur, src->instance_id);
-    m->rack_id = put_str(&cur, src->rack_id);
-    m->client_id = put_str(&cur, src->client_id);
-    m->client_host = put_str(&cur, src->client_host);
-    m->regex = put_str(&cur, src->regex);
-    m->assignor = put_str(&cur, src->assignor);
+    m->instance_id = kc_text_put(&cur, src->instance_id);
+    m->rack_id = kc_text_put(&cur, src->rack_id);
+    m->client_id = kc_text_put(&cur, src->client_id);
+    m->client_host = kc_text_put(&cur, src->client_host);
+    m->regex = kc_text_put(&cur, src->regex);
+    m->assignor = kc_text_put(&cur, src->assignor);
     for (int32_t i = 0; i < n; i++)
-        topics[i] = put_str(&cur, tmp[i]);
+        topics[i] = kc_text_put(&cur, tmp[i]);
     m->topics = topics;
     m->n_topics = n;
     m->rebalance_timeout_ms = src->rebalance_timeout_ms;
@@ -588,7 +540,7 @@ static bool topics_eq(const cmeta_t *a, const cmeta_t *b)
     if (a->n_topics != b->n_topics)
         return false;
     for (int32_t i = 0; i < a->n_topics; i++)
-        if (cmp_bytes(a->topics[i], b->topics[i]) != 0)
+        if (kc_text_cmp(a->topics[i], b->topics[i]) != 0)
             return false;
     return true;
 }
@@ -605,7 +557,7 @@ static bool meta_eq(const cmeta_t *a, const cmeta_t *b)
 static bool meta_has_topic(const cmeta_t *m, kc_str_t topic)
 {
     return m->n_topics > 0 &&
-           bsearch(&topic, m->topics, (size_t)m->n_topics, sizeof(kc_str_t), cmp_str) != NULL;
+           bsearch(&topic, m->topics, (size_t)m->n_topics, sizeof(kc_str_t), kc_text_qcmp) != NULL;
 }
 
 /* ---- Members, targets, groups ------------------------------------------------------------- */
@@ -661,7 +613,7 @@ typedef struct cgroup_s {
     /* The members by session and by rebalance deadline (a key may be early), room for all. */
     kc_heap_t sessions, rebalances;
     bool loading;     /* replayed, waiting for kc_cgm_load_complete */
-    kc_rb_ring_t rb;  /* one entry per group-epoch bump, ended when the group is Stable */
+    kc_history_t rb;  /* one entry per group-epoch bump, ended when the group is Stable */
     kc_gm_job_t *job; /* the target assignment being computed off the loop, or NULL */
 } cgroup_t;
 
@@ -795,7 +747,7 @@ static void note_state(cgroup_t *g, const char *reason)
     int s = compute_state(g);
     if (s == g->logged_state)
         return;
-    /* Debug only: a completed rebalance logs one info line (kc_rb_log). */
+    /* Debug only: a completed rebalance logs one info line (kc_history_log). */
     KC_DEBUG("group", "consumer group %.*s: %s -> %s: %s", SV(g->id),
              cg_state_names[g->logged_state], cg_state_names[s], reason);
     g->logged_state = s;
@@ -804,11 +756,11 @@ static void note_state(cgroup_t *g, const char *reason)
 /* End the group's running history entry with `outcome` and log its line. */
 static void rb_finish(cgroup_t *g, const char *outcome)
 {
-    kc_rb_entry_t *e = kc_rb_current(&g->rb);
+    kc_history_entry_t *e = kc_history_current(&g->rb);
     if (!e)
         return;
-    e = kc_rb_end(&g->rb, cg_time(g->c), e->generation, outcome);
-    kc_rb_log(e, "consumer group", g->id);
+    e = kc_history_end(&g->rb, cg_time(g->c), e->generation, outcome);
+    kc_history_log(e, "consumer group", g->id);
 }
 
 /* After a change: the running rebalance is over once every member is at the assignment
@@ -826,11 +778,11 @@ static void rb_settle(cgroup_t *g)
 
 static cmember_t *member_alloc(kc_str_t id)
 {
-    cmember_t *m = calloc(1, sizeof(*m) + str_space(id));
+    cmember_t *m = calloc(1, sizeof(*m) + kc_text_space(id));
     if (!m)
         return NULL;
     char *cur = (char *)(m + 1);
-    m->id = put_str(&cur, id);
+    m->id = kc_text_put(&cur, id);
     m->meta = meta_default();
     if (!m->meta) {
         free(m);
@@ -868,11 +820,11 @@ static void regex_ref(kc_cgm_t *c, const cmeta_t *meta, bool take)
 
 static ctarget_t *target_alloc(kc_str_t member_id)
 {
-    ctarget_t *t = calloc(1, sizeof(*t) + str_space(member_id));
+    ctarget_t *t = calloc(1, sizeof(*t) + kc_text_space(member_id));
     if (!t)
         return NULL;
     char *cur = (char *)(t + 1);
-    t->member_id = put_str(&cur, member_id);
+    t->member_id = kc_text_put(&cur, member_id);
     return t;
 }
 
@@ -895,11 +847,11 @@ static void rres_clear(cgroup_t *g)
 
 static cgroup_t *group_alloc(kc_cgm_t *c, kc_str_t id)
 {
-    cgroup_t *g = calloc(1, sizeof(*g) + str_space(id));
+    cgroup_t *g = calloc(1, sizeof(*g) + kc_text_space(id));
     if (!g)
         return NULL;
     char *cur = (char *)(g + 1);
-    g->id = put_str(&cur, id);
+    g->id = kc_text_put(&cur, id);
     g->c = c;
     /* Kafka 4.4 (KAFKA-20268): a group starts at group epoch 1 with an empty target assignment
      * at epoch 1, so a member joining while its group's first assignment is still being
@@ -938,7 +890,7 @@ static void group_release(cgroup_t *g)
     kc_heap_free(&g->rebalances);
     holders_drop(&g->holders);
     rres_clear(g);
-    kc_rb_free(&g->rb);
+    kc_history_free(&g->rb);
     free(g);
 }
 
@@ -1051,13 +1003,13 @@ static rres_t *rx_resolve(kc_cgm_t *c, const kc_gm_topics_t *tv, kc_str_t regex,
         const kc_str_t name = tv->v[i].name;
         if (kc_rx_full_match(rx, name.p, name.len > 0 ? (size_t)name.len : 0)) {
             hits[n++] = name;
-            bytes += str_space(name);
+            bytes += kc_text_space(name);
         }
     }
     kc_rx_free(owned);
     if (n > 1)
-        qsort(hits, n, sizeof(*hits), cmp_str);
-    rres_t *r = calloc(1, sizeof(*r) + n * sizeof(kc_str_t) + bytes + str_space(regex));
+        qsort(hits, n, sizeof(*hits), kc_text_qcmp);
+    rres_t *r = calloc(1, sizeof(*r) + n * sizeof(kc_str_t) + bytes + kc_text_space(regex));
     if (!r) {
         free(hits);
         *oom = true;
@@ -1065,9 +1017,9 @@ static rres_t *rx_resolve(kc_cgm_t *c, const kc_gm_topics_t *tv, kc_str_t regex,
     }
     r->topics = (kc_str_t *)(r + 1);
     char *cur = (char *)(r->topics + n);
-    r->regex = put_str(&cur, regex);
+    r->regex = kc_text_put(&cur, regex);
     for (size_t i = 0; i < n; i++)
-        r->topics[i] = put_str(&cur, hits[i]);
+        r->topics[i] = kc_text_put(&cur, hits[i]);
     r->n = (int32_t)n;
     free(hits);
     return r;
@@ -1078,7 +1030,7 @@ static bool rres_eq(const rres_t *a, const rres_t *b)
     if (a->n != b->n)
         return false;
     for (int32_t i = 0; i < a->n; i++)
-        if (cmp_bytes(a->topics[i], b->topics[i]) != 0)
+        if (kc_text_cmp(a->topics[i], b->topics[i]) != 0)
             return false;
     return true;
 }
@@ -1134,10 +1086,10 @@ static void strv_sort_unique(strv_t *l)
 {
     if (l->n < 2)
         return;
-    qsort(l->v, l->n, sizeof(kc_str_t), cmp_str);
+    qsort(l->v, l->n, sizeof(kc_str_t), kc_text_qcmp);
     size_t w = 0;
     for (size_t i = 0; i < l->n; i++)
-        if (w == 0 || cmp_bytes(l->v[w - 1], l->v[i]) != 0)
+        if (w == 0 || kc_text_cmp(l->v[w - 1], l->v[i]) != 0)
             l->v[w++] = l->v[i];
     l->n = w;
 }
@@ -1211,7 +1163,7 @@ static bool member_subscribed(const cgroup_t *g, const kc_gm_topics_t *tv, const
     rres_t *tmp;
     const rres_t *r = resolve(g, tv, m->regex, &tmp, &oom);
     bool hit = r && r->n > 0 &&
-               bsearch(&topic, r->topics, (size_t)r->n, sizeof(kc_str_t), cmp_str) != NULL;
+               bsearch(&topic, r->topics, (size_t)r->n, sizeof(kc_str_t), kc_text_qcmp) != NULL;
     free(tmp);
     return hit;
 }
@@ -1738,15 +1690,15 @@ static void rb_plan(plan_t *p)
     kc_str_t why = !p->rb_set       ? KC_STR_LIT("the subscribed topics' metadata changed")
                    : p->rb_reason.p ? p->rb_reason
                                     : KC_STR_NULL;
-    kc_rb_begin(&g->rb, kc_gm__stats(p->c->gm), cg_time(p->c), cause, who, why);
-    kc_rb_entry_t *e = kc_rb_current(&g->rb);
+    kc_history_begin(&g->rb, kc_gm__stats(p->c->gm), cg_time(p->c), cause, who, why);
+    kc_history_entry_t *e = kc_history_current(&g->rb);
     if (e)
         e->generation = bump->epoch;
     for (size_t i = 0; i < p->n; i++)
         if (p->v[i].kind == A_META_DEL)
-            kc_rb_note(&g->rb, false, p->v[i].member_id);
+            kc_history_note(&g->rb, false, p->v[i].member_id);
     if (p->rb_joined.p)
-        kc_rb_note(&g->rb, true, p->rb_joined);
+        kc_history_note(&g->rb, true, p->rb_joined);
 }
 
 /* Emit every planned record and apply it. Cannot fail: everything was prepared. */
@@ -2291,7 +2243,7 @@ static kc_gm_job_t *job_build(cgroup_t *g, const kc_gm_topics_t *tv, int32_t epo
         (nt && (!topics || !job->topic_ids || !used)))
         goto oom;
     for (size_t i = 0; i < nt; i++) {
-        kc_str_t name = arena_str(a, tv->v[i].name, &oom);
+        kc_str_t name = kc_text_arena(a, tv->v[i].name, &oom);
         topics[i].name = name.p;
         topics[i].name_len = name.len > 0 ? (size_t)name.len : 0;
         topics[i].partitions = tv->v[i].partitions;
@@ -2317,9 +2269,9 @@ static kc_gm_job_t *job_build(cgroup_t *g, const kc_gm_topics_t *tv, int32_t epo
         const asg_t *cur = target_of(g, job->ids[i]);
         if (!find_target(g, job->ids[i]) && upd_meta && i == nm - 1 && gone)
             cur = target_of(g, gone->id);
-        job->ids[i] = arena_str(a, job->ids[i], &oom);
-        job->instance_ids[i] = arena_str(a, mt->instance_id, &oom);
-        kc_str_t rack = arena_str(a, mt->rack_id, &oom);
+        job->ids[i] = kc_text_arena(a, job->ids[i], &oom);
+        job->instance_ids[i] = kc_text_arena(a, mt->instance_id, &oom);
+        kc_str_t rack = kc_text_arena(a, mt->rack_id, &oom);
         am->id = job->ids[i].p;
         am->id_len = job->ids[i].len > 0 ? (size_t)job->ids[i].len : 0;
         am->instance_id = job->instance_ids[i].p;
@@ -2379,7 +2331,7 @@ static kc_gm_job_t *job_build(cgroup_t *g, const kc_gm_topics_t *tv, int32_t epo
     job->asr = kc_assignor_find(name.p, (size_t)name.len);
     if (!job->asr)
         job->asr = kc_assignor_at(0);
-    job->assignor = arena_str(a, job->asr ? kc_str_c(job->asr->name) : name, &oom);
+    job->assignor = kc_text_arena(a, job->asr ? kc_str_c(job->asr->name) : name, &oom);
     if (oom)
         goto oom;
     return job;
@@ -3247,7 +3199,7 @@ static void do_heartbeat(hb_t *h)
                 (q->subscribed_topic_names.n >= 0 || q->subscribed_topic_regex.len >= 0) &&
                 q->topic_partitions.n >= 0;
     bool oom = false;
-    r->member_id = arena_str(h->a, mid, &oom);
+    r->member_id = kc_text_arena(h->a, mid, &oom);
     r->member_epoch = final_epoch;
     r->heartbeat_interval_ms = hb_interval(c);
     if (q->member_epoch == 0 || full || !asg_eq(final_assigned, cur.assigned)) {
@@ -3392,7 +3344,7 @@ static void do_leave(hb_t *h)
         }
     }
     bool oom = false;
-    h->r->member_id = arena_str(h->a, inst.len >= 0 ? m->id : mid, &oom);
+    h->r->member_id = kc_text_arena(h->a, inst.len >= 0 ? m->id : mid, &oom);
     h->r->member_epoch = q->member_epoch;
     if (oom) {
         hb_oom(h);
@@ -3776,7 +3728,7 @@ static int describe_assignment(kc_arena_t *a, const kc_gm_topics_t *tv, const as
         if (!t)
             continue;
         v[k].topic_id = asg->t[i].topic;
-        v[k].topic_name = arena_str(a, t->name, &oom);
+        v[k].topic_name = kc_text_arena(a, t->name, &oom);
         v[k].partitions.v = kc_arena_dup(a, asg->t[i].p, (size_t)asg->t[i].n * sizeof(int32_t));
         v[k].partitions.n = asg->t[i].n;
         if (!v[k].partitions.v)
@@ -3799,7 +3751,7 @@ void kc_gm_consumer_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_
     out->group_state = KC_STR_EMPTY;
     out->assignor_name = KC_STR_EMPTY;
     out->authorized_operations = INT32_MIN;
-    out->group_id = arena_str(a, group_id.len >= 0 ? group_id : KC_STR_EMPTY, &oom);
+    out->group_id = kc_text_arena(a, group_id.len >= 0 ? group_id : KC_STR_EMPTY, &oom);
     const cgroup_t *g = find_group(c, group_id);
     if (!g) {
         out->error_code = KC_ERR_GROUP_ID_NOT_FOUND;
@@ -3815,7 +3767,7 @@ void kc_gm_consumer_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_
     out->group_epoch = g->epoch;
     out->assignment_epoch = g->assignment_epoch;
     kc_str_t name = preferred_assignor(g, NULL, NULL, NULL);
-    out->assignor_name = arena_str(a, name, &oom);
+    out->assignor_name = kc_text_arena(a, name, &oom);
     if (g->n_members > 0) {
         kc_member_t *v = kc_arena_alloc(a, (size_t)g->n_members * sizeof(*v));
         if (!v) {
@@ -3824,13 +3776,13 @@ void kc_gm_consumer_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_
             int32_t i = 0;
             for (const cmember_t *m = g->head; m; m = m->next, i++) {
                 const cmeta_t *mt = m->meta;
-                v[i].member_id = arena_str(a, m->id, &oom);
-                v[i].instance_id = arena_str(a, mt->instance_id, &oom);
-                v[i].rack_id = arena_str(a, mt->rack_id, &oom);
+                v[i].member_id = kc_text_arena(a, m->id, &oom);
+                v[i].instance_id = kc_text_arena(a, mt->instance_id, &oom);
+                v[i].rack_id = kc_text_arena(a, mt->rack_id, &oom);
                 v[i].member_epoch = m->epoch;
-                v[i].client_id = arena_str(a, mt->client_id, &oom);
-                v[i].client_host = arena_str(a, mt->client_host, &oom);
-                v[i].subscribed_topic_regex = arena_str(a, mt->regex, &oom);
+                v[i].client_id = kc_text_arena(a, mt->client_id, &oom);
+                v[i].client_host = kc_text_arena(a, mt->client_host, &oom);
+                v[i].subscribed_topic_regex = kc_text_arena(a, mt->regex, &oom);
                 v[i].subscribed_topic_names.n = mt->n_topics;
                 v[i].subscribed_topic_names.v =
                     mt->n_topics ? kc_arena_alloc(a, (size_t)mt->n_topics * sizeof(kc_str_t))
@@ -3838,7 +3790,7 @@ void kc_gm_consumer_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_
                 if (mt->n_topics && !v[i].subscribed_topic_names.v)
                     oom = true;
                 for (int32_t k = 0; !oom && k < mt->n_topics; k++)
-                    v[i].subscribed_topic_names.v[k] = arena_str(a, mt->topics[k], &oom);
+                    v[i].subscribed_topic_names.v[k] = kc_text_arena(a, mt->topics[k], &oom);
                 if (describe_assignment(a, &tv, m->assigned, &v[i].assignment) != 0 ||
                     describe_assignment(a, &tv, target_of(g, m->id), &v[i].target_assignment) != 0)
                     oom = true;
@@ -3903,12 +3855,12 @@ static void dput_str(dbuf_t *b, kc_str_t s)
 
 static int cmp_member_ptr(const void *x, const void *y)
 {
-    return cmp_bytes((*(const cmember_t *const *)x)->id, (*(const cmember_t *const *)y)->id);
+    return kc_text_cmp((*(const cmember_t *const *)x)->id, (*(const cmember_t *const *)y)->id);
 }
 
 static int cmp_target_ptr(const void *x, const void *y)
 {
-    return cmp_bytes((*(const ctarget_t *const *)x)->member_id,
+    return kc_text_cmp((*(const ctarget_t *const *)x)->member_id,
                      (*(const ctarget_t *const *)y)->member_id);
 }
 
@@ -4315,7 +4267,7 @@ static void json_assignment(const kc_gm_topics_t *tv, const asg_t *asg, kc_emit_
             emit(arg, ",", 1);
         const kc_gm_topic_t *t = tv_id(tv, &asg->t[i].topic);
         if (t) {
-            kc_gm__json_str(emit, arg, t->name);
+            kc_text_json_str(emit, arg, t->name);
         } else {
             static const char hex[] = "0123456789abcdef";
             char id[34];
@@ -4331,7 +4283,7 @@ static void json_assignment(const kc_gm_topics_t *tv, const asg_t *asg, kc_emit_
         for (int32_t k = 0; k < asg->t[i].n; k++) {
             if (k)
                 emit(arg, ",", 1);
-            kc_gm__json_i64(emit, arg, asg->t[i].p[k]);
+            kc_text_json_i64(emit, arg, asg->t[i].p[k]);
         }
         emit(arg, "]", 1);
     }
@@ -4340,20 +4292,20 @@ static void json_assignment(const kc_gm_topics_t *tv, const asg_t *asg, kc_emit_
 
 static void json_summary(const cgroup_t *g, kc_emit_fn emit, void *arg)
 {
-    kc_gm__json_lit(emit, arg, "{\"group_id\":");
-    kc_gm__json_str(emit, arg, g->id);
-    kc_gm__json_lit(emit, arg, ",\"type\":\"consumer\",\"state\":\"");
-    kc_gm__json_lit(emit, arg, cg_state_names[compute_state(g)]);
-    kc_gm__json_lit(emit, arg, "\",\"protocol_type\":\"consumer\",\"protocol\":");
-    kc_gm__json_str(emit, arg, preferred_assignor(g, NULL, NULL, NULL));
-    kc_gm__json_lit(emit, arg, ",\"generation\":");
-    kc_gm__json_i64(emit, arg, g->epoch);
-    kc_gm__json_lit(emit, arg, ",\"members\":");
-    kc_gm__json_i64(emit, arg, g->n_members);
-    kc_gm__json_lit(emit, arg, ",\"state_timestamp_ms\":-1,\"rebalance_count\":");
-    kc_gm__json_i64(emit, arg, g->rb.total);
-    kc_gm__json_lit(emit, arg, ",\"last_rebalance_end_ms\":");
-    kc_gm__json_i64(emit, arg, kc_rb_last_end(&g->rb));
+    kc_text_json_lit(emit, arg, "{\"group_id\":");
+    kc_text_json_str(emit, arg, g->id);
+    kc_text_json_lit(emit, arg, ",\"type\":\"consumer\",\"state\":\"");
+    kc_text_json_lit(emit, arg, cg_state_names[compute_state(g)]);
+    kc_text_json_lit(emit, arg, "\",\"protocol_type\":\"consumer\",\"protocol\":");
+    kc_text_json_str(emit, arg, preferred_assignor(g, NULL, NULL, NULL));
+    kc_text_json_lit(emit, arg, ",\"generation\":");
+    kc_text_json_i64(emit, arg, g->epoch);
+    kc_text_json_lit(emit, arg, ",\"members\":");
+    kc_text_json_i64(emit, arg, g->n_members);
+    kc_text_json_lit(emit, arg, ",\"state_timestamp_ms\":-1,\"rebalance_count\":");
+    kc_text_json_i64(emit, arg, g->rb.total);
+    kc_text_json_lit(emit, arg, ",\"last_rebalance_end_ms\":");
+    kc_text_json_i64(emit, arg, kc_history_last_end(&g->rb));
     emit(arg, "}", 1);
 }
 
@@ -4387,58 +4339,58 @@ int kc_cgm_json_group(const kc_cgm_t *c, int64_t mono_ms, kc_str_t id, kc_emit_f
         return -1;
     kc_gm_topics_t tv;
     topics_of(c, &tv);
-    kc_gm__json_lit(emit, arg, "{\"group_id\":");
-    kc_gm__json_str(emit, arg, g->id);
-    kc_gm__json_lit(emit, arg, ",\"type\":\"consumer\",\"state\":\"");
-    kc_gm__json_lit(emit, arg, cg_state_names[compute_state(g)]);
-    kc_gm__json_lit(emit, arg, "\",\"protocol_type\":\"consumer\",\"protocol\":");
-    kc_gm__json_str(emit, arg, preferred_assignor(g, NULL, NULL, NULL));
-    kc_gm__json_lit(emit, arg, ",\"generation\":");
-    kc_gm__json_i64(emit, arg, g->epoch);
-    kc_gm__json_lit(emit, arg, ",\"assignment_epoch\":");
-    kc_gm__json_i64(emit, arg, g->assignment_epoch);
-    kc_gm__json_lit(emit, arg, ",\"leader\":null,\"members\":[");
+    kc_text_json_lit(emit, arg, "{\"group_id\":");
+    kc_text_json_str(emit, arg, g->id);
+    kc_text_json_lit(emit, arg, ",\"type\":\"consumer\",\"state\":\"");
+    kc_text_json_lit(emit, arg, cg_state_names[compute_state(g)]);
+    kc_text_json_lit(emit, arg, "\",\"protocol_type\":\"consumer\",\"protocol\":");
+    kc_text_json_str(emit, arg, preferred_assignor(g, NULL, NULL, NULL));
+    kc_text_json_lit(emit, arg, ",\"generation\":");
+    kc_text_json_i64(emit, arg, g->epoch);
+    kc_text_json_lit(emit, arg, ",\"assignment_epoch\":");
+    kc_text_json_i64(emit, arg, g->assignment_epoch);
+    kc_text_json_lit(emit, arg, ",\"leader\":null,\"members\":[");
     for (const cmember_t *m = g->head; m; m = m->next) {
         const cmeta_t *mt = m->meta;
         if (m != g->head)
             emit(arg, ",", 1);
-        kc_gm__json_lit(emit, arg, "{\"member_id\":");
-        kc_gm__json_str(emit, arg, m->id);
-        kc_gm__json_lit(emit, arg, ",\"instance_id\":");
-        kc_gm__json_str(emit, arg, mt->instance_id);
-        kc_gm__json_lit(emit, arg, ",\"client_id\":");
-        kc_gm__json_str(emit, arg, mt->client_id);
-        kc_gm__json_lit(emit, arg, ",\"client_host\":");
-        kc_gm__json_str(emit, arg, mt->client_host);
-        kc_gm__json_lit(emit, arg, ",\"assignment\":");
+        kc_text_json_lit(emit, arg, "{\"member_id\":");
+        kc_text_json_str(emit, arg, m->id);
+        kc_text_json_lit(emit, arg, ",\"instance_id\":");
+        kc_text_json_str(emit, arg, mt->instance_id);
+        kc_text_json_lit(emit, arg, ",\"client_id\":");
+        kc_text_json_str(emit, arg, mt->client_id);
+        kc_text_json_lit(emit, arg, ",\"client_host\":");
+        kc_text_json_str(emit, arg, mt->client_host);
+        kc_text_json_lit(emit, arg, ",\"assignment\":");
         json_assignment(&tv, m->assigned, emit, arg);
-        kc_gm__json_lit(emit, arg, ",\"pending_revocation\":");
+        kc_text_json_lit(emit, arg, ",\"pending_revocation\":");
         json_assignment(&tv, m->revoking, emit, arg);
-        kc_gm__json_lit(emit, arg, ",\"target_assignment\":");
+        kc_text_json_lit(emit, arg, ",\"target_assignment\":");
         json_assignment(&tv, target_of(g, m->id), emit, arg);
-        kc_gm__json_lit(emit, arg, ",\"last_heartbeat_age_ms\":");
+        kc_text_json_lit(emit, arg, ",\"last_heartbeat_age_ms\":");
         int64_t age = mono_ms - m->last_hb_ms;
-        kc_gm__json_i64(emit, arg, age > 0 ? age : 0);
-        kc_gm__json_lit(emit, arg, ",\"member_epoch\":");
-        kc_gm__json_i64(emit, arg, m->epoch);
-        kc_gm__json_lit(emit, arg, ",\"state\":\"");
-        kc_gm__json_lit(emit, arg, member_state_name(m->state));
-        kc_gm__json_lit(emit, arg, "\",\"subscribed_topics\":[");
+        kc_text_json_i64(emit, arg, age > 0 ? age : 0);
+        kc_text_json_lit(emit, arg, ",\"member_epoch\":");
+        kc_text_json_i64(emit, arg, m->epoch);
+        kc_text_json_lit(emit, arg, ",\"state\":\"");
+        kc_text_json_lit(emit, arg, member_state_name(m->state));
+        kc_text_json_lit(emit, arg, "\",\"subscribed_topics\":[");
         for (int32_t k = 0; k < mt->n_topics; k++) {
             if (k)
                 emit(arg, ",", 1);
-            kc_gm__json_str(emit, arg, mt->topics[k]);
+            kc_text_json_str(emit, arg, mt->topics[k]);
         }
-        kc_gm__json_lit(emit, arg, "],\"subscribed_regex\":");
-        kc_gm__json_str(emit, arg, mt->regex);
-        kc_gm__json_lit(emit, arg, ",\"assignor\":");
-        kc_gm__json_str(emit, arg, mt->assignor);
-        kc_gm__json_lit(emit, arg, ",\"rebalance_timeout_ms\":");
-        kc_gm__json_i64(emit, arg, mt->rebalance_timeout_ms);
+        kc_text_json_lit(emit, arg, "],\"subscribed_regex\":");
+        kc_text_json_str(emit, arg, mt->regex);
+        kc_text_json_lit(emit, arg, ",\"assignor\":");
+        kc_text_json_str(emit, arg, mt->assignor);
+        kc_text_json_lit(emit, arg, ",\"rebalance_timeout_ms\":");
+        kc_text_json_i64(emit, arg, mt->rebalance_timeout_ms);
         emit(arg, "}", 1);
     }
-    kc_gm__json_lit(emit, arg, "],\"rebalances\":");
-    kc_rb_json(&g->rb, mono_ms, emit, arg);
+    kc_text_json_lit(emit, arg, "],\"rebalances\":");
+    kc_history_json(&g->rb, mono_ms, emit, arg);
     emit(arg, "}", 1);
     return 0;
 }

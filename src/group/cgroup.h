@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "group/group.h"
+#include "group/history.h"
 
 typedef struct kc_cgm_s kc_cgm_t;
 
@@ -57,59 +58,6 @@ uint64_t kc_gm__random(kc_gm_t *gm);
 /* The manager's counters (group.h's kc_gm_stats), for consumer groups to count their
  * rebalances in. */
 kc_gm_stats_t *kc_gm__stats(kc_gm_t *gm);
-
-/* Rebalance history, the same for both kinds of group (group.h describes what it records).
- * A ring of KC_RB_HISTORY entries; the entries are allocated at the first rebalance, so a
- * group that never rebalances (a simple group holding offsets) costs nothing but the struct.
- * Recording is best effort: when memory runs out an entry or a name is left out, and nothing
- * fails. Everything the ring keeps is its own copy. */
-#define KC_RB_NAMES_MAX 64 /* member ids kept per joined/dropped list; the rest are counted */
-
-typedef struct kc_rb_entry_s {
-    int32_t generation;           /* the generation (group epoch) it produced, -1 until known */
-    int64_t start_ms, end_ms;     /* wall clock, for people; end_ms 0 while it runs */
-    int64_t start_mono, end_mono; /* monotonic, for the duration */
-    int cause;                    /* KC_RB_* */
-    kc_str_t member_id;           /* owned copy, null: none */
-    kc_str_t reason;              /* owned copy, null: none */
-    const char *outcome;          /* a static string once ended: "stable", "empty", "restarted" */
-    kc_str_t *joined, *dropped;   /* owned copies, KC_RB_NAMES_MAX each when allocated */
-    uint32_t n_joined, n_dropped; /* kept */
-    uint32_t more_joined, more_dropped; /* left out (beyond KC_RB_NAMES_MAX or no memory) */
-} kc_rb_entry_t;
-
-typedef struct kc_rb_ring_s {
-    kc_rb_entry_t *v; /* KC_RB_HISTORY entries, NULL before the first rebalance */
-    uint32_t total;   /* entries ever begun: the newest is v[(total - 1) % KC_RB_HISTORY] */
-    bool open;        /* the newest entry is still running */
-} kc_rb_ring_t;
-
-/* Begin an entry (the caller ends a running one first). Counts the cause in `stats` (when not
- * NULL) even if the entry cannot be recorded. */
-void kc_rb_begin(kc_rb_ring_t *r, kc_gm_stats_t *stats, kc_time_t now, int cause,
-                 kc_str_t member_id, kc_str_t reason);
-/* Note a member that joined (`joined`) or dropped out of the running entry; nothing when no
- * entry runs or the member is already listed. */
-void kc_rb_note(kc_rb_ring_t *r, bool joined, kc_str_t member_id);
-/* The running entry, or NULL. */
-kc_rb_entry_t *kc_rb_current(kc_rb_ring_t *r);
-/* End the running entry (if any) with the generation it produced and its outcome. Returns the
- * entry ended, or NULL. */
-kc_rb_entry_t *kc_rb_end(kc_rb_ring_t *r, kc_time_t now, int32_t generation, const char *outcome);
-/* Log the one info line of an ended entry; `kind` is "group" or "consumer group". */
-void kc_rb_log(const kc_rb_entry_t *e, const char *kind, kc_str_t group_id);
-void kc_rb_free(kc_rb_ring_t *r);
-/* Emit the entries as a JSON array, oldest first; a running one has end_ms 0 and its duration
- * so far (`mono_ms`: the monotonic time now). */
-void kc_rb_json(const kc_rb_ring_t *r, int64_t mono_ms, kc_emit_fn emit, void *arg);
-/* The newest entry's end (0: none, or it runs) and how many entries were ever begun. */
-int64_t kc_rb_last_end(const kc_rb_ring_t *r);
-
-/* JSON pieces for both files: a literal, a quoted escaped string (null for a null view), a
- * number. */
-void kc_gm__json_lit(kc_emit_fn emit, void *arg, const char *s);
-void kc_gm__json_str(kc_emit_fn emit, void *arg, kc_str_t s);
-void kc_gm__json_i64(kc_emit_fn emit, void *arg, int64_t v);
 
 /* ---- Provided by cgroup.c ------------------------------------------------------------------ */
 

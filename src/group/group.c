@@ -67,6 +67,7 @@
 #include "group/errors.h"
 #include "group/notes.h"
 #include "group/strmap.h"
+#include "group/text.h"
 #include "proto/gen_consumer.h"
 #include "proto/gen_records.h"
 #include "util/heap.h"
@@ -78,8 +79,6 @@
 #define GROUP_METADATA_KEY_VERSION   2
 #define GROUP_METADATA_VALUE_VERSION 3
 
-/* For "%.*s" with a kc_str_t. */
-#define SV(s) (int)((s).len > 0 ? (s).len : 0), ((s).p ? (s).p : "")
 
 /* ---- Data ------------------------------------------------------------------------------ */
 
@@ -172,7 +171,7 @@ typedef struct group_s {
     int loading; /* LOAD_*: replayed and waiting for kc_gm_load_complete */
     /* Rebalance history. rb_armed: rb_start opened the running entry for an event that is
      * about to call prepare_rebalance, which must keep it. */
-    kc_rb_ring_t rb;
+    kc_history_t rb;
     bool rb_armed;
 } group_t;
 
@@ -249,21 +248,6 @@ static bool uses_consumer_protocol(const group_t *g)
     return g->ptype && kc_str_eq(ptype_view(g), KC_STR_LIT("consumer"));
 }
 
-/* A copy of `s` in the arena (null stays null). Sets *oom on failure. */
-static kc_str_t arena_str(kc_arena_t *a, kc_str_t s, bool *oom)
-{
-    if (s.len < 0)
-        return KC_STR_NULL;
-    char *p = kc_arena_alloc(a, (size_t)s.len + 1);
-    if (!p) {
-        *oom = true;
-        return KC_STR_EMPTY;
-    }
-    if (s.len)
-        memcpy(p, s.p, (size_t)s.len);
-    return (kc_str_t){p, s.len};
-}
-
 static kc_bytes_t arena_bytes(kc_arena_t *a, kc_bytes_t b, bool *oom)
 {
     if (b.len < 0)
@@ -276,24 +260,6 @@ static kc_bytes_t arena_bytes(kc_arena_t *a, kc_bytes_t b, bool *oom)
     if (b.len)
         memcpy(p, b.p, (size_t)b.len);
     return (kc_bytes_t){p, b.len};
-}
-
-/* Copy `s` (with a NUL) to *cursor and advance it; null stays null. */
-static kc_str_t put_str(char **cursor, kc_str_t s)
-{
-    if (s.len < 0)
-        return KC_STR_NULL;
-    char *p = *cursor;
-    if (s.len)
-        memcpy(p, s.p, (size_t)s.len);
-    p[s.len] = '\0';
-    *cursor = p + s.len + 1;
-    return (kc_str_t){p, s.len};
-}
-
-static size_t str_space(kc_str_t s)
-{
-    return s.len >= 0 ? (size_t)s.len + 1 : 0;
 }
 
 static uint64_t rng_next(kc_gm_t *gm)
@@ -323,7 +289,7 @@ static protoset_t *protoset_new(const kc_join_group_request_t *req)
     for (int32_t i = 0; i < n; i++) {
         const kc_join_group_request_protocol_t *p = &req->protocols.v[i];
         kc_str_t name = p->name.len > 0 ? p->name : KC_STR_EMPTY;
-        ps->v[i].name = put_str(&cur, name);
+        ps->v[i].name = kc_text_put(&cur, name);
         int32_t ml = p->metadata.len > 0 ? p->metadata.len : 0;
         if (ml)
             memcpy(cur, p->metadata.p, (size_t)ml);
@@ -508,16 +474,16 @@ static kc_str_t select_protocol(group_t *g)
 
 static member_t *member_new(kc_str_t id, kc_str_t instance, kc_str_t client_id, kc_str_t host)
 {
-    size_t total = sizeof(member_t) + str_space(id) + str_space(instance) + str_space(client_id) +
-                   str_space(host);
+    size_t total = sizeof(member_t) + kc_text_space(id) + kc_text_space(instance) + kc_text_space(client_id) +
+                   kc_text_space(host);
     member_t *m = calloc(1, total);
     if (!m)
         return NULL;
     char *cur = (char *)(m + 1);
-    m->id = put_str(&cur, id);
-    m->instance_id = put_str(&cur, instance);
-    m->client_id = put_str(&cur, client_id);
-    m->client_host = put_str(&cur, host);
+    m->id = kc_text_put(&cur, id);
+    m->instance_id = kc_text_put(&cur, instance);
+    m->client_id = kc_text_put(&cur, client_id);
+    m->client_host = kc_text_put(&cur, host);
     m->hb_deadline = NEVER;
     kc_heap_node_init(&m->hb_node);
     return m;
@@ -799,10 +765,10 @@ static int copy_join_resp(kc_arena_t *a, kc_join_group_response_t *dst,
 {
     bool oom = false;
     *dst = *src;
-    dst->protocol_type = arena_str(a, src->protocol_type, &oom);
-    dst->protocol_name = arena_str(a, src->protocol_name, &oom);
-    dst->leader = arena_str(a, src->leader, &oom);
-    dst->member_id = arena_str(a, src->member_id, &oom);
+    dst->protocol_type = kc_text_arena(a, src->protocol_type, &oom);
+    dst->protocol_name = kc_text_arena(a, src->protocol_name, &oom);
+    dst->leader = kc_text_arena(a, src->leader, &oom);
+    dst->member_id = kc_text_arena(a, src->member_id, &oom);
     dst->members.v = NULL;
     dst->members.n = 0;
     if (src->members.n > 0) {
@@ -811,9 +777,9 @@ static int copy_join_resp(kc_arena_t *a, kc_join_group_response_t *dst,
             return -1;
         dst->members.n = src->members.n;
         for (int32_t i = 0; i < src->members.n; i++) {
-            dst->members.v[i].member_id = arena_str(a, src->members.v[i].member_id, &oom);
+            dst->members.v[i].member_id = kc_text_arena(a, src->members.v[i].member_id, &oom);
             dst->members.v[i].group_instance_id =
-                arena_str(a, src->members.v[i].group_instance_id, &oom);
+                kc_text_arena(a, src->members.v[i].group_instance_id, &oom);
             dst->members.v[i].metadata = arena_bytes(a, src->members.v[i].metadata, &oom);
         }
     }
@@ -855,8 +821,8 @@ static void reply_sync(kc_gm_t *gm, const kc_sync_group_response_t *r)
     bool oom = false;
     kc_sync_group_response_t *d = gm->cur.sync;
     *d = *r;
-    d->protocol_type = arena_str(gm->cur.a, r->protocol_type, &oom);
-    d->protocol_name = arena_str(gm->cur.a, r->protocol_name, &oom);
+    d->protocol_type = kc_text_arena(gm->cur.a, r->protocol_type, &oom);
+    d->protocol_name = kc_text_arena(gm->cur.a, r->protocol_name, &oom);
     d->assignment = arena_bytes(gm->cur.a, r->assignment, &oom);
     if (oom) {
         kc_sync_group_response_init(d);
@@ -1000,11 +966,11 @@ static int reserve_group(kc_gm_t *gm)
 /* A new Empty group that is not yet in the map (nor in the heap). NULL when out of memory. */
 static group_t *group_alloc(kc_gm_t *gm, kc_str_t id)
 {
-    group_t *g = calloc(1, sizeof(*g) + str_space(id));
+    group_t *g = calloc(1, sizeof(*g) + kc_text_space(id));
     if (!g)
         return NULL;
     char *cur = (char *)(g + 1);
-    g->id = put_str(&cur, id);
+    g->id = kc_text_put(&cur, id);
     g->gm = gm;
     g->state = KC_GROUP_EMPTY;
     g->prev_state = KC_GROUP_DEAD;
@@ -1054,7 +1020,7 @@ static void group_release(group_t *g)
     free(g->ptype);
     free(g->pname);
     free(g->subs);
-    kc_rb_free(&g->rb);
+    kc_history_free(&g->rb);
     free(g);
 }
 
@@ -1096,7 +1062,7 @@ static void group_add(group_t *g, member_t *m, char *ptype, int32_t ptype_len)
     g->n_members++;
     pc_add(g, m->protos, +1);
     pending_remove(g, m->id);
-    kc_rb_note(&g->rb, true, m->id);
+    kc_history_note(&g->rb, true, m->id);
 }
 
 /* Kafka's ClassicGroup.remove, plus answering the member's parked requests: a parked
@@ -1124,7 +1090,7 @@ static void group_remove(group_t *g, member_t *m)
     if (g->leader == m)
         g->leader = g->head;
     pending_remove(g, m->id);
-    kc_rb_note(&g->rb, false, m->id);
+    kc_history_note(&g->rb, false, m->id);
     kc_heap_remove(&g->mheap, &m->hb_node);
     member_free(m);
 }
@@ -1168,16 +1134,6 @@ static int16_t validate_member(group_t *g, kc_str_t member_id, kc_str_t instance
  * ConsumerProtocolSubscription (read as v0, the prefix of every version) for a "consumer"
  * group; unknown when the group is not a consumer group, has no selected protocol, or a
  * subscription cannot be parsed. */
-static int cmp_str(const void *a, const void *b)
-{
-    const kc_str_t *x = a, *y = b;
-    int32_t n = x->len < y->len ? x->len : y->len;
-    int c = n > 0 ? memcmp(x->p, y->p, (size_t)n) : 0;
-    if (c)
-        return c;
-    return (x->len > y->len) - (x->len < y->len);
-}
-
 static void compute_subscriptions(group_t *g)
 {
     free(g->subs);
@@ -1228,16 +1184,16 @@ static void compute_subscriptions(group_t *g)
         }
     }
     if (ok) {
-        qsort(all, n, sizeof(*all), cmp_str);
+        qsort(all, n, sizeof(*all), kc_text_qcmp);
         size_t uniq = 0;
         for (size_t i = 0; i < n; i++)
-            if (uniq == 0 || cmp_str(&all[uniq - 1], &all[i]) != 0)
+            if (uniq == 0 || kc_text_qcmp(&all[uniq - 1], &all[i]) != 0)
                 all[uniq++] = all[i];
         kc_str_t *subs = malloc(uniq * sizeof(*subs) + bytes + 1);
         if (subs) {
             char *cur = (char *)(subs + uniq);
             for (size_t i = 0; i < uniq; i++)
-                subs[i] = put_str(&cur, all[i].len >= 0 ? all[i] : KC_STR_EMPTY);
+                subs[i] = kc_text_put(&cur, all[i].len >= 0 ? all[i] : KC_STR_EMPTY);
             g->subs = subs;
             g->n_subs = (int32_t)uniq;
             g->subs_known = true;
@@ -1255,7 +1211,7 @@ static bool subscribed_to(const group_t *g, kc_str_t topic)
     kc_str_t key = topic.len >= 0 ? topic : KC_STR_EMPTY;
     if (g->n_subs == 0)
         return false;
-    return bsearch(&key, g->subs, (size_t)g->n_subs, sizeof(kc_str_t), cmp_str) != NULL;
+    return bsearch(&key, g->subs, (size_t)g->n_subs, sizeof(kc_str_t), kc_text_qcmp) != NULL;
 }
 
 /* ---- The rebalance ---------------------------------------------------------------------- */
@@ -1265,9 +1221,9 @@ static void complete_join_phase(group_t *g);
 /* End the running history entry with the group's generation and log its line. */
 static void rb_finish(group_t *g, const char *outcome)
 {
-    kc_rb_entry_t *e = kc_rb_end(&g->rb, gm_time(g->gm), g->generation, outcome);
+    kc_history_entry_t *e = kc_history_end(&g->rb, gm_time(g->gm), g->generation, outcome);
     if (e)
-        kc_rb_log(e, "group", g->id);
+        kc_history_log(e, "group", g->id);
 }
 
 /* An event is about to start a rebalance: open the history entry for it before the event
@@ -1283,7 +1239,7 @@ static void rb_start(group_t *g, int cause, kc_str_t member, kc_str_t reason)
         return;
     if (g->rb.open)
         rb_finish(g, "restarted");
-    kc_rb_begin(&g->rb, &g->gm->stats, gm_time(g->gm), cause, member, reason);
+    kc_history_begin(&g->rb, &g->gm->stats, gm_time(g->gm), cause, member, reason);
     g->rb_armed = true;
 }
 
@@ -1350,7 +1306,7 @@ static void init_next_generation(group_t *g)
 {
     char reason[160];
     g->generation++;
-    kc_rb_entry_t *e = kc_rb_current(&g->rb);
+    kc_history_entry_t *e = kc_history_current(&g->rb);
     if (e)
         e->generation = g->generation;
     if (g->n_members > 0) {
@@ -1398,10 +1354,10 @@ static void prepare_rebalance(group_t *g, const char *reason)
 {
     kc_gm_t *gm = g->gm;
     if (!g->rb_armed) {
-        /* Started by something rb_start does not name (see kc_rb_begin's causes). */
+        /* Started by something rb_start does not name (see kc_history_begin's causes). */
         if (g->rb.open)
             rb_finish(g, "restarted");
-        kc_rb_begin(&g->rb, &gm->stats, gm_time(gm), KC_RB_OTHER, KC_STR_NULL, kc_str_c(reason));
+        kc_history_begin(&g->rb, &gm->stats, gm_time(gm), KC_RB_OTHER, KC_STR_NULL, kc_str_c(reason));
     }
     g->rb_armed = false;
     if (g->state == KC_GROUP_COMPLETING_REBALANCE)
@@ -1965,8 +1921,8 @@ static void rb_static_replaced(group_t *g, kc_str_t old_id, const member_t *m)
                      SV(m->instance_id), SV(old_id));
     rb_start(g, KC_RB_STATIC_REPLACED, m->id,
              (kc_str_t){why, n < (int)sizeof(why) ? n : (int)sizeof(why) - 1});
-    kc_rb_note(&g->rb, false, old_id);
-    kc_rb_note(&g->rb, true, m->id);
+    kc_history_note(&g->rb, false, old_id);
+    kc_history_note(&g->rb, true, m->id);
 }
 
 /* Kafka's updateStaticMemberThenRebalanceOrCompleteJoin: a known group.instance.id joins
@@ -1976,8 +1932,8 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
 {
     kc_gm_t *gm = g->gm;
     bool oom = false;
-    kc_str_t current_leader = g->leader ? arena_str(gm->cur.a, g->leader->id, &oom) : KC_STR_NULL;
-    kc_str_t old_id = arena_str(gm->cur.a, old->id, &oom); /* for the history */
+    kc_str_t current_leader = g->leader ? kc_text_arena(gm->cur.a, g->leader->id, &oom) : KC_STR_NULL;
+    kc_str_t old_id = kc_text_arena(gm->cur.a, old->id, &oom); /* for the history */
     member_t *nm = member_new(new_id, old->instance_id, old->client_id, old->client_host);
     protoset_t *ps = protoset_new(jr->req);
     if (oom || !nm || !ps || pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0 ||
@@ -2136,13 +2092,13 @@ static void join_new_member(group_t *g, const join_req_t *jr)
             reply_join_oom(gm, KC_STR_EMPTY);
             return;
         }
-        pending_t *p = calloc(1, sizeof(*p) + str_space(new_id));
+        pending_t *p = calloc(1, sizeof(*p) + kc_text_space(new_id));
         if (!p) {
             reply_join_oom(gm, KC_STR_EMPTY);
             return;
         }
         char *cur = (char *)(p + 1);
-        p->id = put_str(&cur, new_id);
+        p->id = kc_text_put(&cur, new_id);
         p->deadline = gm->now + jr->session_timeout_ms;
         kc_heap_node_init(&p->node);
         kc_strmap_put(&g->pending, p->id.p, (size_t)p->id.len, p);
@@ -2866,7 +2822,7 @@ void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
         out->error_code = KC_ERR_INVALID_GROUP_ID;
         return;
     }
-    out->group_id = arena_str(a, group_id, &oom);
+    out->group_id = kc_text_arena(a, group_id, &oom);
     const group_t *g = find_group(gm, group_id);
     if (!g || g->state == KC_GROUP_DEAD) {
         out->group_state = KC_STR_LIT("Dead");
@@ -2886,15 +2842,15 @@ void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
                     out->error_message = (kc_str_t){p, len};
                 }
             } else {
-                out->error_message = arena_str(a, (kc_str_t){msg, len}, &oom);
+                out->error_message = kc_text_arena(a, (kc_str_t){msg, len}, &oom);
             }
         }
     } else {
         bool stable = g->state == KC_GROUP_STABLE;
         out->group_state = kc_str_c(kc_group_state_name(g->state));
-        out->protocol_type = arena_str(a, g->ptype ? ptype_view(g) : KC_STR_EMPTY, &oom);
+        out->protocol_type = kc_text_arena(a, g->ptype ? ptype_view(g) : KC_STR_EMPTY, &oom);
         if (stable)
-            out->protocol_data = arena_str(a, pname_view(g), &oom);
+            out->protocol_data = kc_text_arena(a, pname_view(g), &oom);
         if (g->n_members > 0) {
             kc_described_group_member_t *v = kc_arena_alloc(a, (size_t)g->n_members * sizeof(*v));
             if (!v) {
@@ -2902,11 +2858,11 @@ void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
             } else {
                 int32_t i = 0;
                 for (const member_t *m = g->head; m; m = m->next, i++) {
-                    v[i].member_id = arena_str(a, m->id, &oom);
-                    v[i].group_instance_id = arena_str(a, m->instance_id, &oom);
+                    v[i].member_id = kc_text_arena(a, m->id, &oom);
+                    v[i].group_instance_id = kc_text_arena(a, m->instance_id, &oom);
                     v[i].client_id =
-                        arena_str(a, m->client_id.len >= 0 ? m->client_id : KC_STR_EMPTY, &oom);
-                    v[i].client_host = arena_str(a, m->client_host, &oom);
+                        kc_text_arena(a, m->client_id.len >= 0 ? m->client_id : KC_STR_EMPTY, &oom);
+                    v[i].client_host = kc_text_arena(a, m->client_host, &oom);
                     v[i].member_metadata =
                         stable ? arena_bytes(a, member_metadata(m, pname_view(g)), &oom)
                                : (kc_bytes_t){(const uint8_t *)"", 0};
@@ -3243,294 +3199,6 @@ kc_gm_stats_t *kc_gm__stats(kc_gm_t *gm)
     return &gm->stats;
 }
 
-/* ---- Rebalance history (cgroup.h) -------------------------------------------------------- */
-
-static const char *const rb_cause_names[KC_RB_CAUSES] = {
-    "member_joined",    "member_left",     "session_timeout", "static_member_replaced",
-    "metadata_changed", "leader_rejoined", "sync_timeout",    "other",
-};
-
-const char *kc_rb_cause_name(int cause)
-{
-    return cause >= 0 && cause < KC_RB_CAUSES ? rb_cause_names[cause] : "other";
-}
-
-/* A malloc'd copy of `s` (null for null, or when out of memory). */
-static kc_str_t own_str(kc_str_t s)
-{
-    if (s.len < 0)
-        return KC_STR_NULL;
-    char *p = malloc((size_t)s.len + 1);
-    if (!p)
-        return KC_STR_NULL;
-    if (s.len)
-        memcpy(p, s.p, (size_t)s.len);
-    p[s.len] = '\0';
-    return (kc_str_t){p, s.len};
-}
-
-static void own_free(kc_str_t s)
-{
-    free((void *)s.p);
-}
-
-static void rb_entry_clear(kc_rb_entry_t *e)
-{
-    own_free(e->member_id);
-    own_free(e->reason);
-    for (uint32_t i = 0; i < e->n_joined; i++)
-        own_free(e->joined[i]);
-    for (uint32_t i = 0; i < e->n_dropped; i++)
-        own_free(e->dropped[i]);
-    free(e->joined);
-    free(e->dropped);
-    memset(e, 0, sizeof(*e));
-}
-
-void kc_rb_begin(kc_rb_ring_t *r, kc_gm_stats_t *stats, kc_time_t now, int cause,
-                 kc_str_t member_id, kc_str_t reason)
-{
-    if (cause < 0 || cause >= KC_RB_CAUSES)
-        cause = KC_RB_OTHER;
-    if (stats)
-        stats->rebalances[cause]++;
-    r->open = false;
-    if (!r->v) {
-        r->v = calloc(KC_RB_HISTORY, sizeof(*r->v));
-        if (!r->v)
-            return;
-    }
-    kc_rb_entry_t *e = &r->v[r->total % KC_RB_HISTORY];
-    rb_entry_clear(e);
-    e->generation = -1;
-    e->start_ms = now.wall_ms;
-    e->start_mono = now.mono_ms;
-    e->cause = cause;
-    e->member_id = own_str(member_id);
-    e->reason = own_str(reason);
-    r->total++;
-    r->open = true;
-}
-
-kc_rb_entry_t *kc_rb_current(kc_rb_ring_t *r)
-{
-    return r->open && r->v && r->total > 0 ? &r->v[(r->total - 1) % KC_RB_HISTORY] : NULL;
-}
-
-void kc_rb_note(kc_rb_ring_t *r, bool joined, kc_str_t member_id)
-{
-    kc_rb_entry_t *e = kc_rb_current(r);
-    if (!e || member_id.len < 0)
-        return;
-    kc_str_t **list = joined ? &e->joined : &e->dropped;
-    uint32_t *n = joined ? &e->n_joined : &e->n_dropped;
-    uint32_t *more = joined ? &e->more_joined : &e->more_dropped;
-    for (uint32_t i = 0; i < *n; i++)
-        if (kc_str_eq((*list)[i], member_id))
-            return;
-    if (*n >= KC_RB_NAMES_MAX) {
-        (*more)++;
-        return;
-    }
-    if (!*list) {
-        *list = malloc(KC_RB_NAMES_MAX * sizeof(**list));
-        if (!*list) {
-            (*more)++;
-            return;
-        }
-    }
-    kc_str_t copy = own_str(member_id);
-    if (copy.len < 0) {
-        (*more)++;
-        return;
-    }
-    (*list)[(*n)++] = copy;
-}
-
-kc_rb_entry_t *kc_rb_end(kc_rb_ring_t *r, kc_time_t now, int32_t generation, const char *outcome)
-{
-    kc_rb_entry_t *e = kc_rb_current(r);
-    r->open = false;
-    if (!e)
-        return NULL;
-    e->end_ms = now.wall_ms;
-    e->end_mono = now.mono_ms;
-    e->generation = generation;
-    e->outcome = outcome;
-    return e;
-}
-
-int64_t kc_rb_last_end(const kc_rb_ring_t *r)
-{
-    if (!r->v || r->total == 0 || r->open)
-        return 0;
-    return r->v[(r->total - 1) % KC_RB_HISTORY].end_ms;
-}
-
-void kc_rb_free(kc_rb_ring_t *r)
-{
-    if (r->v)
-        for (uint32_t i = 0; i < KC_RB_HISTORY; i++)
-            rb_entry_clear(&r->v[i]);
-    free(r->v);
-    memset(r, 0, sizeof(*r));
-}
-
-/* A bounded text buffer for the log line (cut short, never overrun). */
-typedef struct tbuf_s {
-    char b[2048];
-    size_t n;
-} tbuf_t;
-
-__attribute__((format(printf, 2, 3))) static void tput(tbuf_t *t, const char *fmt, ...)
-{
-    if (t->n >= sizeof(t->b) - 1)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(t->b + t->n, sizeof(t->b) - t->n, fmt, ap);
-    va_end(ap);
-    if (k > 0)
-        t->n += (size_t)k < sizeof(t->b) - t->n ? (size_t)k : sizeof(t->b) - 1 - t->n;
-}
-
-static void tput_names(tbuf_t *t, const char *label, const kc_str_t *v, uint32_t n, uint32_t more)
-{
-    enum { SHOWN = 10 };
-    tput(t, " %s [", label);
-    for (uint32_t i = 0; i < n && i < SHOWN; i++)
-        tput(t, "%s%.*s", i ? ", " : "", SV(v[i]));
-    uint32_t rest = more + (n > SHOWN ? n - SHOWN : 0);
-    if (rest)
-        tput(t, "%s+%u more", n ? ", " : "", (unsigned)rest);
-    tput(t, "]");
-}
-
-/* "session timeout of member X" and the like. */
-static void tput_cause(tbuf_t *t, const kc_rb_entry_t *e)
-{
-    static const char *const with_member[KC_RB_CAUSES] = {
-        "member %.*s joined",
-        "member %.*s left",
-        "session timeout of member %.*s",
-        "static member %.*s replaced",
-        "metadata changed by member %.*s",
-        "leader %.*s rejoined",
-        "sync timeout of member %.*s",
-        "other (member %.*s)",
-    };
-    int cause = e->cause >= 0 && e->cause < KC_RB_CAUSES ? e->cause : KC_RB_OTHER;
-    if (e->member_id.len >= 0)
-        tput(t, with_member[cause], SV(e->member_id));
-    else
-        tput(t, "%s", kc_rb_cause_name(cause));
-    if (e->reason.len >= 0)
-        tput(t, " (%.*s)", SV(e->reason));
-}
-
-void kc_rb_log(const kc_rb_entry_t *e, const char *kind, kc_str_t group_id)
-{
-    if (kc_diag_get_level() > KC_DIAG_INFO)
-        return;
-    tbuf_t t;
-    t.n = 0;
-    t.b[0] = '\0';
-    const char *how = "";
-    if (e->outcome && strcmp(e->outcome, "empty") == 0)
-        how = " (no members left)";
-    else if (e->outcome && strcmp(e->outcome, "restarted") == 0)
-        how = " (restarted before it was stable)";
-    tput(&t, "%s \"%.*s\" rebalance to generation %d took %lld ms%s: ", kind, SV(group_id),
-         (int)e->generation, (long long)(e->end_mono - e->start_mono), how);
-    tput_cause(&t, e);
-    tput(&t, ";");
-    tput_names(&t, "joined", e->joined, e->n_joined, e->more_joined);
-    tput_names(&t, "dropped", e->dropped, e->n_dropped, e->more_dropped);
-    KC_INFO("group", "%s", t.b);
-}
-
-/* ---- JSON -------------------------------------------------------------------------------- */
-
-void kc_gm__json_lit(kc_emit_fn emit, void *arg, const char *s)
-{
-    emit(arg, s, strlen(s));
-}
-
-void kc_gm__json_str(kc_emit_fn emit, void *arg, kc_str_t s)
-{
-    if (s.len < 0) {
-        emit(arg, "null", 4);
-        return;
-    }
-    emit(arg, "\"", 1);
-    kc_diag_json_escape(s.p, (size_t)s.len, emit, arg);
-    emit(arg, "\"", 1);
-}
-
-void kc_gm__json_i64(kc_emit_fn emit, void *arg, int64_t v)
-{
-    char b[24];
-    int n = snprintf(b, sizeof(b), "%lld", (long long)v);
-    emit(arg, b, (size_t)n);
-}
-
-static void json_names(kc_emit_fn emit, void *arg, const kc_str_t *v, uint32_t n)
-{
-    emit(arg, "[", 1);
-    for (uint32_t i = 0; i < n; i++) {
-        if (i)
-            emit(arg, ",", 1);
-        kc_gm__json_str(emit, arg, v[i]);
-    }
-    emit(arg, "]", 1);
-}
-
-void kc_rb_json(const kc_rb_ring_t *r, int64_t mono_ms, kc_emit_fn emit, void *arg)
-{
-    emit(arg, "[", 1);
-    uint32_t count = r->v ? (r->total < KC_RB_HISTORY ? r->total : KC_RB_HISTORY) : 0;
-    for (uint32_t k = 0; k < count; k++) {
-        const kc_rb_entry_t *e = &r->v[(r->total - count + k) % KC_RB_HISTORY];
-        bool running = r->open && k == count - 1;
-        if (k)
-            emit(arg, ",", 1);
-        kc_gm__json_lit(emit, arg, "{\"generation\":");
-        if (e->generation >= 0)
-            kc_gm__json_i64(emit, arg, e->generation);
-        else
-            kc_gm__json_lit(emit, arg, "null");
-        kc_gm__json_lit(emit, arg, ",\"start_ms\":");
-        kc_gm__json_i64(emit, arg, e->start_ms);
-        kc_gm__json_lit(emit, arg, ",\"end_ms\":");
-        kc_gm__json_i64(emit, arg, running ? 0 : e->end_ms);
-        kc_gm__json_lit(emit, arg, ",\"duration_ms\":");
-        int64_t d = (running ? mono_ms : e->end_mono) - e->start_mono;
-        kc_gm__json_i64(emit, arg, d > 0 ? d : 0);
-        kc_gm__json_lit(emit, arg, ",\"cause\":\"");
-        kc_gm__json_lit(emit, arg, kc_rb_cause_name(e->cause));
-        kc_gm__json_lit(emit, arg, "\",\"member_id\":");
-        kc_gm__json_str(emit, arg, e->member_id);
-        kc_gm__json_lit(emit, arg, ",\"reason\":");
-        kc_gm__json_str(emit, arg, e->reason);
-        kc_gm__json_lit(emit, arg, ",\"outcome\":");
-        kc_gm__json_str(emit, arg, running || !e->outcome ? KC_STR_NULL : kc_str_c(e->outcome));
-        kc_gm__json_lit(emit, arg, ",\"joined\":");
-        json_names(emit, arg, e->joined, e->n_joined);
-        kc_gm__json_lit(emit, arg, ",\"dropped\":");
-        json_names(emit, arg, e->dropped, e->n_dropped);
-        if (e->more_joined) {
-            kc_gm__json_lit(emit, arg, ",\"joined_omitted\":");
-            kc_gm__json_i64(emit, arg, e->more_joined);
-        }
-        if (e->more_dropped) {
-            kc_gm__json_lit(emit, arg, ",\"dropped_omitted\":");
-            kc_gm__json_i64(emit, arg, e->more_dropped);
-        }
-        emit(arg, "}", 1);
-    }
-    emit(arg, "]", 1);
-}
-
 /* ---- Statistics -------------------------------------------------------------------------- */
 
 const double kc_gm_phase_bounds_s[KC_GM_PHASE_BUCKETS - 1] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5,
@@ -3592,7 +3260,7 @@ static void json_classic_assignment(const group_t *g, const member_t *m, kc_emit
 {
     if (uses_consumer_protocol(g)) {
         if (m->assignment_len <= 0) {
-            kc_gm__json_lit(emit, arg, ",\"assignment\":{}");
+            kc_text_json_lit(emit, arg, ",\"assignment\":{}");
             return;
         }
         kc_arena_t a;
@@ -3605,18 +3273,18 @@ static void json_classic_assignment(const group_t *g, const member_t *m, kc_emit
          * newer version with the newest schema it knows. */
         if (!r.err && version >= 0 &&
             kc_consumer_protocol_assignment_decode(&r, &a, version > 3 ? 3 : version, &as) == 0) {
-            kc_gm__json_lit(emit, arg, ",\"assignment\":{");
+            kc_text_json_lit(emit, arg, ",\"assignment\":{");
             for (int32_t i = 0; i < as.assigned_partitions.n; i++) {
                 const kc_consumer_protocol_assignment_topic_partition_t *tp =
                     &as.assigned_partitions.v[i];
                 if (i)
                     emit(arg, ",", 1);
-                kc_gm__json_str(emit, arg, tp->topic.len >= 0 ? tp->topic : KC_STR_EMPTY);
+                kc_text_json_str(emit, arg, tp->topic.len >= 0 ? tp->topic : KC_STR_EMPTY);
                 emit(arg, ":[", 2);
                 for (int32_t j = 0; j < tp->partitions.n; j++) {
                     if (j)
                         emit(arg, ",", 1);
-                    kc_gm__json_i64(emit, arg, tp->partitions.v[j]);
+                    kc_text_json_i64(emit, arg, tp->partitions.v[j]);
                 }
                 emit(arg, "]", 1);
             }
@@ -3626,30 +3294,30 @@ static void json_classic_assignment(const group_t *g, const member_t *m, kc_emit
         }
         kc_arena_free(&a);
     }
-    kc_gm__json_lit(emit, arg, ",\"assignment_bytes\":");
-    kc_gm__json_i64(emit, arg, m->assignment_len > 0 ? m->assignment_len : 0);
+    kc_text_json_lit(emit, arg, ",\"assignment_bytes\":");
+    kc_text_json_i64(emit, arg, m->assignment_len > 0 ? m->assignment_len : 0);
 }
 
 static void json_classic_summary(const group_t *g, kc_emit_fn emit, void *arg)
 {
-    kc_gm__json_lit(emit, arg, "{\"group_id\":");
-    kc_gm__json_str(emit, arg, g->id);
-    kc_gm__json_lit(emit, arg, ",\"type\":\"classic\",\"state\":\"");
-    kc_gm__json_lit(emit, arg, kc_group_state_name(g->state));
-    kc_gm__json_lit(emit, arg, "\",\"protocol_type\":");
-    kc_gm__json_str(emit, arg, g->ptype ? ptype_view(g) : KC_STR_EMPTY);
-    kc_gm__json_lit(emit, arg, ",\"protocol\":");
-    kc_gm__json_str(emit, arg, pname_view(g));
-    kc_gm__json_lit(emit, arg, ",\"generation\":");
-    kc_gm__json_i64(emit, arg, g->generation);
-    kc_gm__json_lit(emit, arg, ",\"members\":");
-    kc_gm__json_i64(emit, arg, g->n_members);
-    kc_gm__json_lit(emit, arg, ",\"state_timestamp_ms\":");
-    kc_gm__json_i64(emit, arg, g->state_ts);
-    kc_gm__json_lit(emit, arg, ",\"rebalance_count\":");
-    kc_gm__json_i64(emit, arg, g->rb.total);
-    kc_gm__json_lit(emit, arg, ",\"last_rebalance_end_ms\":");
-    kc_gm__json_i64(emit, arg, kc_rb_last_end(&g->rb));
+    kc_text_json_lit(emit, arg, "{\"group_id\":");
+    kc_text_json_str(emit, arg, g->id);
+    kc_text_json_lit(emit, arg, ",\"type\":\"classic\",\"state\":\"");
+    kc_text_json_lit(emit, arg, kc_group_state_name(g->state));
+    kc_text_json_lit(emit, arg, "\",\"protocol_type\":");
+    kc_text_json_str(emit, arg, g->ptype ? ptype_view(g) : KC_STR_EMPTY);
+    kc_text_json_lit(emit, arg, ",\"protocol\":");
+    kc_text_json_str(emit, arg, pname_view(g));
+    kc_text_json_lit(emit, arg, ",\"generation\":");
+    kc_text_json_i64(emit, arg, g->generation);
+    kc_text_json_lit(emit, arg, ",\"members\":");
+    kc_text_json_i64(emit, arg, g->n_members);
+    kc_text_json_lit(emit, arg, ",\"state_timestamp_ms\":");
+    kc_text_json_i64(emit, arg, g->state_ts);
+    kc_text_json_lit(emit, arg, ",\"rebalance_count\":");
+    kc_text_json_i64(emit, arg, g->rb.total);
+    kc_text_json_lit(emit, arg, ",\"last_rebalance_end_ms\":");
+    kc_text_json_i64(emit, arg, kc_history_last_end(&g->rb));
     emit(arg, "}", 1);
 }
 
@@ -3686,46 +3354,46 @@ int kc_gm_json_group(const kc_gm_t *gm, int64_t mono_ms, kc_str_t group_id, kc_e
         return kc_cgm_json_group(gm->cgm, mono_ms, group_id, emit, arg);
     if (g->state == KC_GROUP_DEAD)
         return -1;
-    kc_gm__json_lit(emit, arg, "{\"group_id\":");
-    kc_gm__json_str(emit, arg, g->id);
-    kc_gm__json_lit(emit, arg, ",\"type\":\"classic\",\"state\":\"");
-    kc_gm__json_lit(emit, arg, kc_group_state_name(g->state));
-    kc_gm__json_lit(emit, arg, "\",\"protocol_type\":");
-    kc_gm__json_str(emit, arg, g->ptype ? ptype_view(g) : KC_STR_EMPTY);
-    kc_gm__json_lit(emit, arg, ",\"protocol\":");
-    kc_gm__json_str(emit, arg, pname_view(g));
-    kc_gm__json_lit(emit, arg, ",\"generation\":");
-    kc_gm__json_i64(emit, arg, g->generation);
-    kc_gm__json_lit(emit, arg, ",\"leader\":");
-    kc_gm__json_str(emit, arg, g->leader ? g->leader->id : KC_STR_NULL);
-    kc_gm__json_lit(emit, arg, ",\"state_timestamp_ms\":");
-    kc_gm__json_i64(emit, arg, g->state_ts);
-    kc_gm__json_lit(emit, arg, ",\"members\":[");
+    kc_text_json_lit(emit, arg, "{\"group_id\":");
+    kc_text_json_str(emit, arg, g->id);
+    kc_text_json_lit(emit, arg, ",\"type\":\"classic\",\"state\":\"");
+    kc_text_json_lit(emit, arg, kc_group_state_name(g->state));
+    kc_text_json_lit(emit, arg, "\",\"protocol_type\":");
+    kc_text_json_str(emit, arg, g->ptype ? ptype_view(g) : KC_STR_EMPTY);
+    kc_text_json_lit(emit, arg, ",\"protocol\":");
+    kc_text_json_str(emit, arg, pname_view(g));
+    kc_text_json_lit(emit, arg, ",\"generation\":");
+    kc_text_json_i64(emit, arg, g->generation);
+    kc_text_json_lit(emit, arg, ",\"leader\":");
+    kc_text_json_str(emit, arg, g->leader ? g->leader->id : KC_STR_NULL);
+    kc_text_json_lit(emit, arg, ",\"state_timestamp_ms\":");
+    kc_text_json_i64(emit, arg, g->state_ts);
+    kc_text_json_lit(emit, arg, ",\"members\":[");
     for (const member_t *m = g->head; m; m = m->next) {
         if (m != g->head)
             emit(arg, ",", 1);
-        kc_gm__json_lit(emit, arg, "{\"member_id\":");
-        kc_gm__json_str(emit, arg, m->id);
-        kc_gm__json_lit(emit, arg, ",\"instance_id\":");
-        kc_gm__json_str(emit, arg, m->instance_id);
-        kc_gm__json_lit(emit, arg, ",\"client_id\":");
-        kc_gm__json_str(emit, arg, m->client_id);
-        kc_gm__json_lit(emit, arg, ",\"client_host\":");
-        kc_gm__json_str(emit, arg, m->client_host);
-        kc_gm__json_lit(emit, arg, ",\"leader\":");
-        kc_gm__json_lit(emit, arg, is_leader(g, m) ? "true" : "false");
-        kc_gm__json_lit(emit, arg, ",\"session_timeout_ms\":");
-        kc_gm__json_i64(emit, arg, m->session_timeout_ms);
-        kc_gm__json_lit(emit, arg, ",\"rebalance_timeout_ms\":");
-        kc_gm__json_i64(emit, arg, m->rebalance_timeout_ms);
+        kc_text_json_lit(emit, arg, "{\"member_id\":");
+        kc_text_json_str(emit, arg, m->id);
+        kc_text_json_lit(emit, arg, ",\"instance_id\":");
+        kc_text_json_str(emit, arg, m->instance_id);
+        kc_text_json_lit(emit, arg, ",\"client_id\":");
+        kc_text_json_str(emit, arg, m->client_id);
+        kc_text_json_lit(emit, arg, ",\"client_host\":");
+        kc_text_json_str(emit, arg, m->client_host);
+        kc_text_json_lit(emit, arg, ",\"leader\":");
+        kc_text_json_lit(emit, arg, is_leader(g, m) ? "true" : "false");
+        kc_text_json_lit(emit, arg, ",\"session_timeout_ms\":");
+        kc_text_json_i64(emit, arg, m->session_timeout_ms);
+        kc_text_json_lit(emit, arg, ",\"rebalance_timeout_ms\":");
+        kc_text_json_i64(emit, arg, m->rebalance_timeout_ms);
         json_classic_assignment(g, m, emit, arg);
-        kc_gm__json_lit(emit, arg, ",\"last_heartbeat_age_ms\":");
+        kc_text_json_lit(emit, arg, ",\"last_heartbeat_age_ms\":");
         int64_t age = mono_ms - m->last_hb_ms;
-        kc_gm__json_i64(emit, arg, age > 0 ? age : 0);
+        kc_text_json_i64(emit, arg, age > 0 ? age : 0);
         emit(arg, "}", 1);
     }
-    kc_gm__json_lit(emit, arg, "],\"rebalances\":");
-    kc_rb_json(&g->rb, mono_ms, emit, arg);
+    kc_text_json_lit(emit, arg, "],\"rebalances\":");
+    kc_history_json(&g->rb, mono_ms, emit, arg);
     emit(arg, "}", 1);
     return 0;
 }
