@@ -38,7 +38,7 @@ static void rb_entry_clear(kc_history_entry_t *e)
 }
 
 void kc_history_begin(kc_history_t *r, kc_gm_stats_t *stats, kc_time_t now, int cause,
-                 kc_str_t member_id, kc_str_t reason)
+                      kc_str_t member_id, kc_str_t reason)
 {
     if (cause < 0 || cause >= KC_RB_CAUSES)
         cause = KC_RB_OTHER;
@@ -97,7 +97,8 @@ void kc_history_note(kc_history_t *r, bool joined, kc_str_t member_id)
     (*list)[(*n)++] = copy;
 }
 
-kc_history_entry_t *kc_history_end(kc_history_t *r, kc_time_t now, int32_t generation, const char *outcome)
+kc_history_entry_t *kc_history_end(kc_history_t *r, kc_time_t now, int32_t generation,
+                                   const char *outcome)
 {
     kc_history_entry_t *e = kc_history_current(r);
     r->open = false;

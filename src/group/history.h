@@ -16,7 +16,8 @@
  * group that never rebalances (a simple group holding offsets) costs nothing but the struct.
  * Recording is best effort: when memory runs out an entry or a name is left out, and nothing
  * fails. Everything the ring keeps is its own copy. */
-#define KC_HISTORY_NAMES_MAX 64 /* member ids kept per joined/dropped list; the rest are counted */
+#define KC_HISTORY_NAMES_MAX 64 /* member ids kept per joined/dropped list; the rest are counted   \
+                                 */
 
 typedef struct kc_history_entry_s {
     int32_t generation;           /* the generation (group epoch) it produced, -1 until known */
@@ -33,14 +34,14 @@ typedef struct kc_history_entry_s {
 
 typedef struct kc_history_s {
     kc_history_entry_t *v; /* KC_RB_HISTORY entries, NULL before the first rebalance */
-    uint32_t total;   /* entries ever begun: the newest is v[(total - 1) % KC_RB_HISTORY] */
-    bool open;        /* the newest entry is still running */
+    uint32_t total;        /* entries ever begun: the newest is v[(total - 1) % KC_RB_HISTORY] */
+    bool open;             /* the newest entry is still running */
 } kc_history_t;
 
 /* Begin an entry (the caller ends a running one first). Counts the cause in `stats` (when not
  * NULL) even if the entry cannot be recorded. */
 void kc_history_begin(kc_history_t *r, kc_gm_stats_t *stats, kc_time_t now, int cause,
-                 kc_str_t member_id, kc_str_t reason);
+                      kc_str_t member_id, kc_str_t reason);
 /* Note a member that joined (`joined`) or dropped out of the running entry; nothing when no
  * entry runs or the member is already listed. */
 void kc_history_note(kc_history_t *r, bool joined, kc_str_t member_id);
@@ -48,7 +49,8 @@ void kc_history_note(kc_history_t *r, bool joined, kc_str_t member_id);
 kc_history_entry_t *kc_history_current(kc_history_t *r);
 /* End the running entry (if any) with the generation it produced and its outcome. Returns the
  * entry ended, or NULL. */
-kc_history_entry_t *kc_history_end(kc_history_t *r, kc_time_t now, int32_t generation, const char *outcome);
+kc_history_entry_t *kc_history_end(kc_history_t *r, kc_time_t now, int32_t generation,
+                                   const char *outcome);
 /* Log the one info line of an ended entry; `kind` is "group" or "consumer group". */
 void kc_history_log(const kc_history_entry_t *e, const char *kind, kc_str_t group_id);
 void kc_history_free(kc_history_t *r);

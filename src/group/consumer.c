@@ -49,7 +49,7 @@
  * partitions to revoke, a rebalance deadline, both monotonic. Each group keeps its members in
  * two heaps (by session and by rebalance deadline) and the consumer-group side keeps a min-heap
  * of groups keyed by their earliest, like the classic side: a key may be early (a heartbeat
- * does not move an entry later), never late. kc_cgm_tick fires what is due, a bounded slice per
+ * does not move an entry later), never late. kc_gm_tick fires what is due, a bounded slice per
  * call, and fences the members whose sessions ended together in one group epoch bump.
  *
  * Rebalance history: a plan that bumps the group epoch says why (rb_cause and friends in the
@@ -59,7 +59,7 @@
  * Extending: request handling validates first and fills a plan; only commit() changes state.
  * New records get an act kind, an encoder and an apply primitive that replay shares.
  */
-#include "group/cgroup.h"
+#include "group/consumer.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -70,6 +70,8 @@
 
 #include "group/assignor.h"
 #include "group/errors.h"
+#include "group/history.h"
+#include "group/manager.h"
 #include "group/notes.h"
 #include "group/regex.h"
 #include "group/strmap.h"
@@ -79,7 +81,6 @@
 #include "util/diag.h"
 
 #define NEVER INT64_MAX
-
 
 /* Kafka's MemberState values, as written in ConsumerGroupCurrentMemberAssignmentValue. */
 enum { MS_STABLE = 0, MS_UNREVOKED = 1, MS_UNRELEASED = 2, MS_UNKNOWN = 127 };
@@ -495,9 +496,10 @@ static cmeta_t *meta_new(const cmeta_t *src)
                 tmp[w++] = tmp[i];
         n = w;
     }
-    size_t total = sizeof(cmeta_t) + (size_t)n * sizeof(kc_str_t) + kc_text_space(src->instance_id) +
-                   kc_text_space(src->rack_id) + kc_text_space(src->client_id) +
-                   kc_text_space(src->client_host) + kc_text_space(src->regex) + kc_text_space(src->assignor);
+    size_t total = sizeof(cmeta_t) + (size_t)n * sizeof(kc_str_t) +
+                   kc_text_space(src->instance_id) + kc_text_space(src->rack_id) +
+                   kc_text_space(src->client_id) + kc_text_space(src->client_host) +
+                   kc_text_space(src->regex) + kc_text_space(src->assignor);
     for (int32_t i = 0; i < n; i++)
         total += kc_text_space(tmp[i]);
     cmeta_t *m = calloc(1, total);
@@ -591,7 +593,8 @@ typedef struct rres_s {
 } rres_t;
 
 typedef struct cgroup_s {
-    kc_cgm_t *c;
+    kc_ghead_t gh; /* its kind, its place in the manager's heap */
+    kc_consumer_t *c;
     kc_str_t id; /* view into this allocation */
     int32_t epoch;
     int64_t metadata_hash;
@@ -609,54 +612,51 @@ typedef struct cgroup_s {
     uint64_t topics_version;
     rres_t **rres;
     int32_t n_rres;
-    kc_heap_node_t timer; /* in the heap of groups with timers */
     /* The members by session and by rebalance deadline (a key may be early), room for all. */
     kc_heap_t sessions, rebalances;
-    bool loading;     /* replayed, waiting for kc_cgm_load_complete */
+    bool loading;     /* replayed, waiting for kc_consumer_load_complete */
     kc_history_t rb;  /* one entry per group-epoch bump, ended when the group is Stable */
     kc_gm_job_t *job; /* the target assignment being computed off the loop, or NULL */
 } cgroup_t;
 
-struct kc_cgm_s {
+struct kc_consumer_s {
     kc_gm_t *gm;
     kc_gm_config_t cfg;
     char *assignors; /* owned copy of cfg.consumer_assignors */
     kc_gm_ops_t ops;
-    kc_strmap_t groups;
-    kc_heap_t heap;    /* groups with timers, by earliest deadline */
     int64_t now;       /* monotonic: timers and ages */
     int64_t wall;      /* wall clock: timestamps in records and for people */
     kc_rx_cache_t *rx; /* the members' subscription regexes, compiled */
     kc_notes_t notes;  /* refusals logged, per group */
 };
 
-static kc_time_t cg_time(const kc_cgm_t *c)
+static kc_time_t cg_time(const kc_consumer_t *c)
 {
     return (kc_time_t){c->now, c->wall};
 }
 
-static void cg_set_time(kc_cgm_t *c, kc_time_t t)
+static void cg_set_time(kc_consumer_t *c, kc_time_t t)
 {
     c->now = t.mono_ms;
     c->wall = t.wall_ms;
 }
 
-static int32_t hb_interval(const kc_cgm_t *c)
+static int32_t hb_interval(const kc_consumer_t *c)
 {
     return c->cfg.consumer_heartbeat_interval_ms > 0 ? c->cfg.consumer_heartbeat_interval_ms : 5000;
 }
 
-static int32_t session_timeout(const kc_cgm_t *c)
+static int32_t session_timeout(const kc_consumer_t *c)
 {
     return c->cfg.consumer_session_timeout_ms > 0 ? c->cfg.consumer_session_timeout_ms : 45000;
 }
 
-static int32_t record_max(const kc_cgm_t *c)
+static int32_t record_max(const kc_consumer_t *c)
 {
     return c->cfg.record_max_bytes > 0 ? c->cfg.record_max_bytes : KC_GM_RECORD_MAX_BYTES_DEFAULT;
 }
 
-static int32_t max_size(const kc_cgm_t *c)
+static int32_t max_size(const kc_consumer_t *c)
 {
     return c->cfg.consumer_max_size > 0 ? c->cfg.consumer_max_size : INT32_MAX;
 }
@@ -694,11 +694,10 @@ static kc_str_t list_at(const char *list, int i)
     return KC_STR_NULL;
 }
 
-static cgroup_t *find_group(const kc_cgm_t *c, kc_str_t id)
+static cgroup_t *find_group(const kc_consumer_t *c, kc_str_t id)
 {
-    if (id.len < 0)
-        return NULL;
-    return kc_strmap_get(&c->groups, id.p, (size_t)id.len);
+    kc_ghead_t *h = kc_manager_find_kind(c->gm, id, KC_KIND_CONSUMER);
+    return h ? kc_heap_entry(h, cgroup_t, gh) : NULL;
 }
 
 static cmember_t *find_member(const cgroup_t *g, kc_str_t id)
@@ -808,7 +807,7 @@ static void member_free(cmember_t *m)
 
 /* A member's metadata `meta` starts (take) or stops holding its regex: the partition's cache
  * counts the patterns in use (src/group/regex.h). */
-static void regex_ref(kc_cgm_t *c, const cmeta_t *meta, bool take)
+static void regex_ref(kc_consumer_t *c, const cmeta_t *meta, bool take)
 {
     if (!c || !meta || !str_set(meta->regex))
         return;
@@ -845,7 +844,7 @@ static void rres_clear(cgroup_t *g)
     g->n_rres = 0;
 }
 
-static cgroup_t *group_alloc(kc_cgm_t *c, kc_str_t id)
+static cgroup_t *group_alloc(kc_consumer_t *c, kc_str_t id)
 {
     cgroup_t *g = calloc(1, sizeof(*g) + kc_text_space(id));
     if (!g)
@@ -859,7 +858,8 @@ static cgroup_t *group_alloc(kc_cgm_t *c, kc_str_t id)
     g->epoch = 1;
     g->assignment_epoch = 1;
     g->logged_state = CG_EMPTY;
-    kc_heap_node_init(&g->timer);
+    g->gh.kind = KC_KIND_CONSUMER;
+    kc_heap_node_init(&g->gh.timer);
     kc_strmap_init(&g->by_id);
     kc_strmap_init(&g->by_instance);
     kc_strmap_init(&g->targets);
@@ -900,7 +900,7 @@ static void group_release(cgroup_t *g)
 static void arm(cgroup_t *g, int64_t deadline)
 {
     if (deadline != NEVER && !g->loading)
-        kc_heap_arm(&g->c->heap, &g->timer, deadline);
+        kc_manager_arm(g->c->gm, &g->gh, deadline);
 }
 
 /* The group's earliest deadline, possibly early (a heap key), in O(1). */
@@ -945,16 +945,14 @@ static int reserve_member_timers(cgroup_t *g)
 }
 
 /* Room for one more group in the map and the heap. 0, or -1 when out of memory. */
-static int reserve_group(kc_cgm_t *c)
+static int reserve_group(kc_consumer_t *c)
 {
-    if (kc_heap_reserve(&c->heap, c->groups.n + 1) != 0)
-        return -1;
-    return kc_strmap_reserve(&c->groups, 1);
+    return kc_manager_reserve(c->gm);
 }
 
 /* ---- Topics and regular expressions ------------------------------------------------------- */
 
-static void topics_of(const kc_cgm_t *c, kc_gm_topics_t *tv)
+static void topics_of(const kc_consumer_t *c, kc_gm_topics_t *tv)
 {
     memset(tv, 0, sizeof(*tv));
     if (c->ops.topics)
@@ -982,7 +980,7 @@ static const kc_gm_topic_t *tv_id(const kc_gm_topics_t *tv, const kc_uuid_t *id)
  * cache (src/group/regex.h), so a resolution compiles nothing after the first; its cost is
  * bounded by the topics: at most O(topics x 249 x program size), the program bounded by
  * KC_RX_MAX_MEM. */
-static rres_t *rx_resolve(kc_cgm_t *c, const kc_gm_topics_t *tv, kc_str_t regex, bool *oom)
+static rres_t *rx_resolve(kc_consumer_t *c, const kc_gm_topics_t *tv, kc_str_t regex, bool *oom)
 {
     kc_rx_t *owned = NULL;
     bool no_mem = false;
@@ -1260,7 +1258,7 @@ typedef struct act_s {
 
 /* A planned change: records encoded, objects allocated, maps reserved (see the file comment). */
 typedef struct plan_s {
-    kc_cgm_t *c;
+    kc_consumer_t *c;
     cgroup_t *g;           /* the group the plan changes */
     bool new_group;        /* g is new: put in the map first at commit */
     bool delete_classic;   /* remove the empty classic group of g's id first (with tombstone) */
@@ -1298,12 +1296,12 @@ static act_t *plan_add(plan_t *p, int kind, kc_str_t member_id)
     return a;
 }
 
-/* The size of the plan's largest record in a batch of its own (kc_gm__record_bytes). */
+/* The size of the plan's largest record in a batch of its own (kc_manager_record_bytes). */
 static size_t plan_largest(const plan_t *p)
 {
     size_t big = 0;
     for (size_t i = 0; i < p->n; i++) {
-        size_t b = kc_gm__record_bytes(p->v[i].klen, p->v[i].val ? p->v[i].vlen : 0);
+        size_t b = kc_manager_record_bytes(p->v[i].klen, p->v[i].val ? p->v[i].vlen : 0);
         if (b > big)
             big = b;
     }
@@ -1660,13 +1658,12 @@ static void ap_target_del(cgroup_t *g, kc_str_t member_id)
     target_free(kc_strmap_del(&g->targets, member_id.p, (size_t)member_id.len));
 }
 
-static void ap_group_del(kc_cgm_t *c, cgroup_t *g)
+static void ap_group_del(kc_consumer_t *c, cgroup_t *g)
 {
     if (g->n_members > 0 || g->targets.n > 0)
         KC_WARN("group", "consumer group %.*s deleted with %d members and %zu targets left",
                 SV(g->id), (int)g->n_members, g->targets.n);
-    kc_heap_remove(&c->heap, &g->timer);
-    kc_strmap_del(&c->groups, g->id.p, (size_t)g->id.len);
+    kc_manager_del(c->gm, &g->gh, g->id);
     group_release(g);
 }
 
@@ -1690,7 +1687,7 @@ static void rb_plan(plan_t *p)
     kc_str_t why = !p->rb_set       ? KC_STR_LIT("the subscribed topics' metadata changed")
                    : p->rb_reason.p ? p->rb_reason
                                     : KC_STR_NULL;
-    kc_history_begin(&g->rb, kc_gm__stats(p->c->gm), cg_time(p->c), cause, who, why);
+    kc_history_begin(&g->rb, (&p->c->gm->stats), cg_time(p->c), cause, who, why);
     kc_history_entry_t *e = kc_history_current(&g->rb);
     if (e)
         e->generation = bump->epoch;
@@ -1704,14 +1701,14 @@ static void rb_plan(plan_t *p)
 /* Emit every planned record and apply it. Cannot fail: everything was prepared. */
 static void commit(plan_t *p, const char *reason)
 {
-    kc_cgm_t *c = p->c;
+    kc_consumer_t *c = p->c;
     cgroup_t *g = p->g;
     rb_plan(p);
     if (p->delete_classic)
-        kc_gm__classic_remove(c->gm, cg_time(c), g->id, true,
-                              "the empty classic group becomes a consumer group");
+        kc_manager_classic_remove(c->gm, cg_time(c), g->id, true,
+                                  "the empty classic group becomes a consumer group");
     if (p->new_group) {
-        kc_strmap_put(&c->groups, g->id.p, (size_t)g->id.len, g); /* reserved */
+        kc_manager_put(c->gm, &g->gh, g->id); /* reserved */
         p->new_group = false;
         KC_DEBUG("group", "consumer group %.*s created", SV(g->id));
     }
@@ -2441,7 +2438,7 @@ static asg_t *job_plan(plan_t *p, const kc_gm_job_t *job, bool remap, kc_str_t m
 /* Whether `job` runs off the loop: the host can, it is enabled, and the job is large enough
  * (a group still at assignment epoch 0, written by an older kcoord, is computed inline: its
  * joining members could only be given the reserved epoch 0 meanwhile). */
-static bool job_offload_wanted(const kc_cgm_t *c, const cgroup_t *g, const kc_gm_job_t *job)
+static bool job_offload_wanted(const kc_consumer_t *c, const cgroup_t *g, const kc_gm_job_t *job)
 {
     int64_t threshold = c->cfg.consumer_offload_threshold;
     if (!c->ops.offload || threshold < 0 || g->assignment_epoch < 1)
@@ -2449,9 +2446,9 @@ static bool job_offload_wanted(const kc_cgm_t *c, const cgroup_t *g, const kc_gm
     return job->weight >= (uint64_t)(threshold ? threshold : KC_GM_OFFLOAD_THRESHOLD_DEFAULT);
 }
 
-static void job_count(kc_cgm_t *c, const kc_gm_job_t *job)
+static void job_count(kc_consumer_t *c, const kc_gm_job_t *job)
 {
-    kc_gm_stats_t *st = kc_gm__stats(c->gm);
+    kc_gm_stats_t *st = (&c->gm->stats);
     int mode = job->offloaded ? 1 : 0;
     if (job->rc != 0) {
         st->assign_failed++;
@@ -2471,7 +2468,7 @@ static void job_finish(kc_gm_job_t *job);
  * `offload`; compute and apply it at once when not, or when the host cannot take it. */
 static void job_start(cgroup_t *g, kc_gm_job_t *job, bool offload)
 {
-    kc_cgm_t *c = g->c;
+    kc_consumer_t *c = g->c;
     g->job = job;
     job->g = g;
     if (offload) {
@@ -2501,7 +2498,7 @@ static void job_finish(kc_gm_job_t *job)
         job_free(job);
         return;
     }
-    kc_cgm_t *c = g->c;
+    kc_consumer_t *c = g->c;
     g->job = NULL;
     job->g = NULL;
     job_count(c, job);
@@ -2556,7 +2553,7 @@ void kc_gm_job_done(kc_gm_job_t *job, kc_time_t now)
 
 /* Kafka's Uuid.randomUuid().toString(): 16 random bytes in URL-safe base64 without padding
  * (22 characters, never starting with '-'), from `a`. */
-static kc_str_t random_member_id(kc_cgm_t *c, kc_arena_t *a)
+static kc_str_t random_member_id(kc_consumer_t *c, kc_arena_t *a)
 {
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     char *p = kc_arena_alloc(a, 23);
@@ -2564,7 +2561,7 @@ static kc_str_t random_member_id(kc_cgm_t *c, kc_arena_t *a)
         return KC_STR_NULL;
     do {
         uint8_t u[18] = {0};
-        uint64_t r1 = kc_gm__random(c->gm), r2 = kc_gm__random(c->gm);
+        uint64_t r1 = kc_manager_random(c->gm), r2 = kc_manager_random(c->gm);
         memcpy(u, &r1, 8);
         memcpy(u + 8, &r2, 8);
         u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
@@ -2636,7 +2633,7 @@ int16_t kc_gm_consumer_heartbeat_check(const char *assignors, int16_t version,
 
 /* The heartbeat being answered. */
 typedef struct hb_s {
-    kc_cgm_t *c;
+    kc_consumer_t *c;
     int16_t version;
     const kc_consumer_group_heartbeat_request_t *q;
     kc_str_t client_id, client_host;
@@ -2664,9 +2661,9 @@ hb_fail(hb_t *h, int16_t err, const char *fmt, ...)
 
 /* A request refused for a reason its user must act on: logged at info once per group and
  * reason, not once per request. */
-static void refused(kc_cgm_t *c, int kind, kc_str_t group_id, kc_str_t reason)
+static void refused(kc_consumer_t *c, int kind, kc_str_t group_id, kc_str_t reason)
 {
-    kc_gm__stats(c->gm)->refused[kind]++;
+    (&c->gm->stats)->refused[kind]++;
     if (kc_notes_first(&c->notes, group_id, reason)) {
         char id[256], why[600]; /* the client's bytes, made printable */
         kc_diag_sanitize(id, sizeof(id), group_id.p, group_id.len > 0 ? (size_t)group_id.len : 0);
@@ -2835,7 +2832,7 @@ static cmeta_t *updated_meta(const hb_t *h, const cmeta_t *base)
 /* Kafka's consumerGroupHeartbeat for a join (epoch 0) or a regular heartbeat. */
 static void do_heartbeat(hb_t *h)
 {
-    kc_cgm_t *c = h->c;
+    kc_consumer_t *c = h->c;
     const kc_consumer_group_heartbeat_request_t *q = h->q;
     int64_t now = c->wall; /* for records */
     kc_str_t gid = q->group_id;
@@ -2854,7 +2851,7 @@ static void do_heartbeat(hb_t *h)
     /* The group (Kafka's getOrMaybeCreateConsumerGroup). */
     cgroup_t *g = find_group(c, gid);
     if (!g) {
-        int kind = kc_gm__classic_kind(c->gm, gid);
+        int kind = kc_manager_classic_kind(c->gm, gid);
         if (kind == KC_CLASSIC_NONE && !create) {
             hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND, "Consumer group %.*s not found.", SV(gid));
             return;
@@ -3262,7 +3259,8 @@ out:
 /* Kafka's consumerGroupFenceMembers: remove the members (their records' tombstones) and bump
  * the group epoch with the metadata hash of what the others subscribe to. 0, or -1 when out
  * of memory (nothing changed). */
-static int fence(kc_cgm_t *c, cgroup_t *g, cmember_t **ms, size_t n, const char *reason, int cause)
+static int fence(kc_consumer_t *c, cgroup_t *g, cmember_t **ms, size_t n, const char *reason,
+                 int cause)
 {
     if (n == 0)
         return 0;
@@ -3311,12 +3309,12 @@ static int fence(kc_cgm_t *c, cgroup_t *g, cmember_t **ms, size_t n, const char 
 /* Kafka's consumerGroupLeave, for member epoch -1 or -2. */
 static void do_leave(hb_t *h)
 {
-    kc_cgm_t *c = h->c;
+    kc_consumer_t *c = h->c;
     const kc_consumer_group_heartbeat_request_t *q = h->q;
     kc_str_t gid = q->group_id, mid = q->member_id, inst = q->instance_id;
     cgroup_t *g = find_group(c, gid);
     if (!g) {
-        if (kc_gm__classic_kind(c->gm, gid) != KC_CLASSIC_NONE)
+        if (kc_manager_classic_kind(c->gm, gid) != KC_CLASSIC_NONE)
             hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND, "Group %.*s is not a consumer group.", SV(gid));
         else
             hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND, "Group %.*s not found.", SV(gid));
@@ -3390,7 +3388,7 @@ static void plan_delete(plan_t *p, int64_t now)
     act_encode(p, plan_add(p, A_GROUP_DEL, KC_STR_NULL), g->id, now);
 }
 
-int16_t kc_cgm_delete(kc_cgm_t *c, kc_time_t now, kc_str_t id, const char *reason)
+int16_t kc_consumer_delete(kc_consumer_t *c, kc_time_t now, kc_str_t id, const char *reason)
 {
     cg_set_time(c, now);
     cgroup_t *g = find_group(c, id);
@@ -3411,14 +3409,13 @@ int16_t kc_cgm_delete(kc_cgm_t *c, kc_time_t now, kc_str_t id, const char *reaso
     return 0;
 }
 
-void kc_cgm_drop(kc_cgm_t *c, kc_str_t id)
+void kc_consumer_drop(kc_consumer_t *c, kc_str_t id)
 {
     cgroup_t *g = find_group(c, id);
     if (!g)
         return;
     KC_DEBUG("group", "consumer group %.*s: replaced by a classic group record", SV(id));
-    kc_heap_remove(&c->heap, &g->timer);
-    kc_strmap_del(&c->groups, g->id.p, (size_t)g->id.len);
+    kc_manager_del(c->gm, &g->gh, g->id);
     group_release(g);
 }
 
@@ -3430,7 +3427,7 @@ void kc_cgm_drop(kc_cgm_t *c, kc_str_t id)
  * step, counted as work. Keys are never later than deadlines. */
 static cmember_t *due_member(cgroup_t *g, bool session, int64_t *budget)
 {
-    kc_cgm_t *c = g->c;
+    kc_consumer_t *c = g->c;
     kc_heap_t *h = session ? &g->sessions : &g->rebalances;
     kc_heap_node_t *top;
     while ((top = kc_heap_top(h)) != NULL && top->key <= c->now) {
@@ -3442,7 +3439,7 @@ static cmember_t *due_member(cgroup_t *g, bool session, int64_t *budget)
         if (*budget <= 0)
             return NULL;
         (*budget)--;
-        kc_gm__stats(c->gm)->timers_examined++;
+        (&c->gm->stats)->timers_examined++;
         kc_heap_remove(h, top);
         if (d != NEVER)
             kc_heap_push(h, top, d);
@@ -3459,8 +3456,8 @@ enum { FENCE_BATCH = 256 };
  * in O(log n) through the group's heaps. */
 static void run_group_timers(cgroup_t *g, int64_t *budget)
 {
-    kc_cgm_t *c = g->c;
-    kc_gm_stats_t *st = kc_gm__stats(c->gm);
+    kc_consumer_t *c = g->c;
+    kc_gm_stats_t *st = (&c->gm->stats);
     cmember_t *batch[FENCE_BATCH];
     while (*budget > 0) {
         cmember_t *sm = due_member(g, true, budget);
@@ -3516,44 +3513,14 @@ static void run_group_timers(cgroup_t *g, int64_t *budget)
     }
 }
 
-int64_t kc_cgm_next_deadline(const kc_cgm_t *c)
-{
-    const kc_heap_node_t *top = kc_heap_top(&c->heap);
-    return top ? top->key : NEVER;
-}
-
-void kc_cgm_tick(kc_cgm_t *c, kc_time_t now)
-{
-    cg_set_time(c, now);
-    int64_t budget = c->cfg.tick_budget > 0 ? c->cfg.tick_budget : KC_GM_TICK_BUDGET_DEFAULT;
-    kc_gm_stats_t *st = kc_gm__stats(c->gm);
-    kc_heap_node_t *top;
-    while (budget > 0 && (top = kc_heap_top(&c->heap)) != NULL && top->key <= c->now) {
-        cgroup_t *g = kc_heap_entry(top, cgroup_t, timer);
-        kc_heap_remove(&c->heap, &g->timer);
-        budget--;
-        st->timers_examined++;
-        run_group_timers(g, &budget);
-        kc_heap_remove(&c->heap, &g->timer); /* arm() may have put it back */
-        int64_t next = group_earliest(g);
-        /* Still due (the budget ran out): at the next tick, after the host served the
-         * requests that arrived meanwhile. */
-        if (next != NEVER)
-            kc_heap_push(&c->heap, &g->timer, next > c->now ? next : c->now + 1);
-    }
-    top = kc_heap_top(&c->heap);
-    if (budget <= 0 && top && top->key <= c->now + 1)
-        st->tick_slices++;
-}
-
 /* ---- Admin and offsets --------------------------------------------------------------------- */
 
-bool kc_cgm_exists(const kc_cgm_t *c, kc_str_t id)
+bool kc_consumer_exists(const kc_consumer_t *c, kc_str_t id)
 {
     return find_group(c, id) != NULL;
 }
 
-bool kc_cgm_is_empty(const kc_cgm_t *c, kc_str_t id)
+bool kc_consumer_is_empty(const kc_consumer_t *c, kc_str_t id)
 {
     const cgroup_t *g = find_group(c, id);
     return g && g->n_members == 0;
@@ -3574,7 +3541,7 @@ static void fill_info(const cgroup_t *g, kc_group_info_t *out)
     out->state_timestamp_ms = -1;
 }
 
-int kc_cgm_info(const kc_cgm_t *c, kc_str_t id, kc_group_info_t *out)
+int kc_consumer_info(const kc_consumer_t *c, kc_str_t id, kc_group_info_t *out)
 {
     const cgroup_t *g = find_group(c, id);
     if (!g)
@@ -3583,10 +3550,12 @@ int kc_cgm_info(const kc_cgm_t *c, kc_str_t id, kc_group_info_t *out)
     return 0;
 }
 
-void kc_cgm_each(const kc_cgm_t *c, void (*fn)(void *arg, const kc_group_info_t *g), void *arg)
+void kc_consumer_each(const kc_consumer_t *c, void (*fn)(void *arg, const kc_group_info_t *g),
+                      void *arg)
 {
-    for (size_t i = 0; i < c->groups.cap; i++) {
-        const cgroup_t *g = kc_strmap_slot(&c->groups, i);
+    for (size_t i = 0; i < kc_manager_slots(c->gm); i++) {
+        const kc_ghead_t *h = kc_manager_slot(c->gm, i, KC_KIND_CONSUMER);
+        const cgroup_t *g = h ? kc_heap_entry(h, cgroup_t, gh) : NULL;
         if (!g)
             continue;
         kc_group_info_t info;
@@ -3596,8 +3565,8 @@ void kc_cgm_each(const kc_cgm_t *c, void (*fn)(void *arg, const kc_group_info_t 
 }
 
 /* Kafka's ConsumerGroup.validateOffsetCommit (never transactional here). */
-int16_t kc_cgm_validate_commit(kc_cgm_t *c, int16_t version, kc_str_t id, int32_t epoch,
-                               kc_str_t member_id)
+int16_t kc_consumer_validate_commit(kc_consumer_t *c, int16_t version, kc_str_t id, int32_t epoch,
+                                    kc_str_t member_id)
 {
     const cgroup_t *g = find_group(c, id);
     if (!g)
@@ -3616,7 +3585,8 @@ int16_t kc_cgm_validate_commit(kc_cgm_t *c, int16_t version, kc_str_t id, int32_
 }
 
 /* Kafka's ConsumerGroup.validateOffsetFetch. */
-int16_t kc_cgm_validate_fetch(const kc_cgm_t *c, kc_str_t id, kc_str_t member_id, int32_t epoch)
+int16_t kc_consumer_validate_fetch(const kc_consumer_t *c, kc_str_t id, kc_str_t member_id,
+                                   int32_t epoch)
 {
     const cgroup_t *g = find_group(c, id);
     if (!g)
@@ -3633,7 +3603,7 @@ int16_t kc_cgm_validate_fetch(const kc_cgm_t *c, kc_str_t id, kc_str_t member_id
 
 /* Kafka's ModernGroup.isSubscribedToTopic: a topic one of the members subscribes to, by name
  * or through its regular expression. */
-bool kc_cgm_subscribed(const kc_cgm_t *c, kc_str_t id, kc_str_t topic)
+bool kc_consumer_subscribed(const kc_consumer_t *c, kc_str_t id, kc_str_t topic)
 {
     const cgroup_t *g = find_group(c, id);
     if (!g)
@@ -3647,8 +3617,8 @@ bool kc_cgm_subscribed(const kc_cgm_t *c, kc_str_t id, kc_str_t topic)
 }
 
 /* Kafka's validateConsumerGroupMember, then "does not use the classic protocol". */
-int16_t kc_cgm_classic_member_check(const kc_cgm_t *c, kc_str_t id, kc_str_t member_id,
-                                    kc_str_t instance_id)
+int16_t kc_consumer_classic_member_check(const kc_consumer_t *c, kc_str_t id, kc_str_t member_id,
+                                         kc_str_t instance_id)
 {
     const cgroup_t *g = find_group(c, id);
     if (!g)
@@ -3666,8 +3636,8 @@ int16_t kc_cgm_classic_member_check(const kc_cgm_t *c, kc_str_t id, kc_str_t mem
 }
 
 /* Kafka's classicGroupLeaveToConsumerGroup: the named members are fenced together. */
-void kc_cgm_classic_leave(kc_cgm_t *c, kc_time_t now, kc_str_t id, const kc_member_identity_t *ids,
-                          int32_t n, int16_t *errors)
+void kc_consumer_classic_leave(kc_consumer_t *c, kc_time_t now, kc_str_t id,
+                               const kc_member_identity_t *ids, int32_t n, int16_t *errors)
 {
     cg_set_time(c, now);
     cgroup_t *g = find_group(c, id);
@@ -3740,11 +3710,10 @@ static int describe_assignment(kc_arena_t *a, const kc_gm_topics_t *tv, const as
     return oom ? -1 : 0;
 }
 
-void kc_gm_consumer_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
-                             bool include_authorized_operations, kc_arena_t *a,
-                             kc_consumer_group_describe_described_group_t *out)
+void kc_consumer_describe(const kc_consumer_t *c, int16_t version, kc_str_t group_id,
+                          bool include_authorized_operations, kc_arena_t *a,
+                          kc_consumer_group_describe_described_group_t *out)
 {
-    const kc_cgm_t *c = kc_gm__cgm(gm);
     bool oom = false;
     memset(out, 0, sizeof(*out));
     out->error_message = KC_STR_NULL;
@@ -3755,7 +3724,7 @@ void kc_gm_consumer_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_
     const cgroup_t *g = find_group(c, group_id);
     if (!g) {
         out->error_code = KC_ERR_GROUP_ID_NOT_FOUND;
-        if (kc_gm__classic_kind(gm, group_id) != KC_CLASSIC_NONE)
+        if (kc_manager_classic_kind(c->gm, group_id) != KC_CLASSIC_NONE)
             out->error_message = msgf(a, "Group %.*s is not a consumer group.", SV(group_id));
         else
             out->error_message = msgf(a, "Group %.*s not found.", SV(group_id));
@@ -3861,12 +3830,12 @@ static int cmp_member_ptr(const void *x, const void *y)
 static int cmp_target_ptr(const void *x, const void *y)
 {
     return kc_text_cmp((*(const ctarget_t *const *)x)->member_id,
-                     (*(const ctarget_t *const *)y)->member_id);
+                       (*(const ctarget_t *const *)y)->member_id);
 }
 
-size_t kc_gm_consumer_dump(const kc_gm_t *gm, kc_str_t group_id, char *buf, size_t len)
+size_t kc_consumer_dump(const kc_consumer_t *c, kc_str_t group_id, char *buf, size_t len)
 {
-    const cgroup_t *g = find_group(kc_gm__cgm(gm), group_id);
+    const cgroup_t *g = find_group(c, group_id);
     if (!g)
         return 0;
     dbuf_t b = {buf, len, 0};
@@ -3930,12 +3899,12 @@ size_t kc_gm_consumer_dump(const kc_gm_t *gm, kc_str_t group_id, char *buf, size
  * created when missing (a "simple" classic group of the same id, which only holds offsets, is
  * replaced). *g NULL with 0 when the group does not exist and `create` is false; -1 when out
  * of memory; -2 when a classic group with members has the id. */
-static int replay_group(kc_cgm_t *c, kc_str_t id, bool create, cgroup_t **g)
+static int replay_group(kc_consumer_t *c, kc_str_t id, bool create, cgroup_t **g)
 {
     *g = find_group(c, id);
     if (*g || !create)
         return 0;
-    int kind = kc_gm__classic_kind(c->gm, id);
+    int kind = kc_manager_classic_kind(c->gm, id);
     if (kind == KC_CLASSIC_EMPTY || kind == KC_CLASSIC_ACTIVE) {
         KC_WARN("group", "consumer group record for %.*s, which is a classic group: not loaded",
                 SV(id));
@@ -3944,10 +3913,10 @@ static int replay_group(kc_cgm_t *c, kc_str_t id, bool create, cgroup_t **g)
     if (reserve_group(c) != 0 || !(*g = group_alloc(c, id)))
         return -1;
     if (kind == KC_CLASSIC_SIMPLE)
-        kc_gm__classic_remove(c->gm, cg_time(c), id, false,
-                              "replaced by a consumer group while loading");
+        kc_manager_classic_remove(c->gm, cg_time(c), id, false,
+                                  "replaced by a consumer group while loading");
     (*g)->loading = true;
-    kc_strmap_put(&c->groups, (*g)->id.p, (size_t)(*g)->id.len, *g); /* reserved */
+    kc_manager_put(c->gm, &(*g)->gh, (*g)->id); /* reserved */
     return 0;
 }
 
@@ -3979,7 +3948,7 @@ static cmember_t *replay_member(cgroup_t *g, kc_str_t id)
     return ap_member(g, id, &slot);
 }
 
-static int replay_value(kc_cgm_t *c, int16_t type, kc_reader_t *kr, kc_arena_t *a,
+static int replay_value(kc_consumer_t *c, int16_t type, kc_reader_t *kr, kc_arena_t *a,
                         const uint8_t *value, size_t value_len)
 {
     kc_reader_t vr;
@@ -4132,8 +4101,8 @@ static int replay_value(kc_cgm_t *c, int16_t type, kc_reader_t *kr, kc_arena_t *
     return -2;
 }
 
-int kc_cgm_replay(kc_cgm_t *c, int16_t type, const uint8_t *key, size_t key_len,
-                  const uint8_t *value, size_t value_len)
+int kc_consumer_replay(kc_consumer_t *c, int16_t type, const uint8_t *key, size_t key_len,
+                       const uint8_t *value, size_t value_len)
 {
     kc_reader_t kr;
     kc_rd_init(&kr, key, key_len);
@@ -4150,12 +4119,13 @@ int kc_cgm_replay(kc_cgm_t *c, int16_t type, const uint8_t *key, size_t key_len,
 /* Kafka's onLoaded for consumer groups: fresh session timers for every member, and rebalance
  * timers for those with partitions to revoke; epochs and assignments are kept, so the members
  * carry on where they were. */
-void kc_cgm_load_complete(kc_cgm_t *c, kc_time_t now)
+void kc_consumer_load_complete(kc_consumer_t *c, kc_time_t now)
 {
     cg_set_time(c, now);
     size_t loaded = 0, members = 0;
-    for (size_t i = 0; i < c->groups.cap; i++) {
-        cgroup_t *g = kc_strmap_slot(&c->groups, i);
+    for (size_t i = 0; i < kc_manager_slots(c->gm); i++) {
+        kc_ghead_t *h = kc_manager_slot(c->gm, i, KC_KIND_CONSUMER);
+        cgroup_t *g = h ? kc_heap_entry(h, cgroup_t, gh) : NULL;
         if (!g || !g->loading)
             continue;
         g->loading = false;
@@ -4179,9 +4149,9 @@ void kc_cgm_load_complete(kc_cgm_t *c, kc_time_t now)
 
 /* ---- Life ---------------------------------------------------------------------------------- */
 
-kc_cgm_t *kc_cgm_new(kc_gm_t *gm, const kc_gm_config_t *cfg, const kc_gm_ops_t *ops)
+kc_consumer_t *kc_consumer_new(kc_gm_t *gm, const kc_gm_config_t *cfg, const kc_gm_ops_t *ops)
 {
-    kc_cgm_t *c = calloc(1, sizeof(*c));
+    kc_consumer_t *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
     c->gm = gm;
@@ -4205,40 +4175,31 @@ kc_cgm_t *kc_cgm_new(kc_gm_t *gm, const kc_gm_config_t *cfg, const kc_gm_ops_t *
     }
     if (ops)
         c->ops = *ops;
-    kc_strmap_init(&c->groups);
     kc_notes_init(&c->notes);
     return c;
 }
 
-void kc_cgm_regex_counts(const kc_cgm_t *c, size_t *in_use, size_t *compiled)
+void kc_consumer_regex_counts(const kc_consumer_t *c, size_t *in_use, size_t *compiled)
 {
     *in_use = c ? kc_rx_cache_in_use(c->rx) : 0;
     *compiled = c ? kc_rx_cache_compiled(c->rx) : 0;
 }
 
-void kc_cgm_free(kc_cgm_t *c)
+void kc_consumer_free(kc_consumer_t *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->groups.cap; i++) {
-        cgroup_t *g = kc_strmap_slot(&c->groups, i);
-        if (g)
-            group_release(g);
-    }
-    kc_strmap_free(&c->groups);
-    kc_heap_free(&c->heap);
     kc_rx_cache_free(c->rx);
     kc_notes_free(&c->notes);
     free(c->assignors);
     free(c);
 }
 
-void kc_gm_consumer_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
-                              const kc_consumer_group_heartbeat_request_t *req, kc_str_t client_id,
-                              kc_str_t client_host, kc_arena_t *a,
-                              kc_consumer_group_heartbeat_response_t *resp)
+void kc_consumer_heartbeat(kc_consumer_t *c, kc_time_t now, int16_t version,
+                           const kc_consumer_group_heartbeat_request_t *req, kc_str_t client_id,
+                           kc_str_t client_host, kc_arena_t *a,
+                           kc_consumer_group_heartbeat_response_t *resp)
 {
-    kc_cgm_t *c = kc_gm__cgm(gm);
     cg_set_time(c, now);
     kc_consumer_group_heartbeat_response_init(resp);
     kc_str_t msg;
@@ -4309,11 +4270,13 @@ static void json_summary(const cgroup_t *g, kc_emit_fn emit, void *arg)
     emit(arg, "}", 1);
 }
 
-void kc_cgm_json_list(const kc_cgm_t *c, int64_t mono_ms, kc_emit_fn emit, void *arg, bool *first)
+void kc_consumer_json_list(const kc_consumer_t *c, int64_t mono_ms, kc_emit_fn emit, void *arg,
+                           bool *first)
 {
     (void)mono_ms;
-    for (size_t i = 0; i < c->groups.cap; i++) {
-        const cgroup_t *g = kc_strmap_slot(&c->groups, i);
+    for (size_t i = 0; i < kc_manager_slots(c->gm); i++) {
+        const kc_ghead_t *h = kc_manager_slot(c->gm, i, KC_KIND_CONSUMER);
+        const cgroup_t *g = h ? kc_heap_entry(h, cgroup_t, gh) : NULL;
         if (!g)
             continue;
         if (!*first)
@@ -4323,7 +4286,7 @@ void kc_cgm_json_list(const kc_cgm_t *c, int64_t mono_ms, kc_emit_fn emit, void 
     }
 }
 
-int kc_cgm_json_summary(const kc_cgm_t *c, kc_str_t id, kc_emit_fn emit, void *arg)
+int kc_consumer_json_summary(const kc_consumer_t *c, kc_str_t id, kc_emit_fn emit, void *arg)
 {
     const cgroup_t *g = find_group(c, id);
     if (!g)
@@ -4332,7 +4295,8 @@ int kc_cgm_json_summary(const kc_cgm_t *c, kc_str_t id, kc_emit_fn emit, void *a
     return 0;
 }
 
-int kc_cgm_json_group(const kc_cgm_t *c, int64_t mono_ms, kc_str_t id, kc_emit_fn emit, void *arg)
+int kc_consumer_json_group(const kc_consumer_t *c, int64_t mono_ms, kc_str_t id, kc_emit_fn emit,
+                           void *arg)
 {
     const cgroup_t *g = find_group(c, id);
     if (!g)
@@ -4393,4 +4357,21 @@ int kc_cgm_json_group(const kc_cgm_t *c, int64_t mono_ms, kc_str_t id, kc_emit_f
     kc_history_json(&g->rb, mono_ms, emit, arg);
     emit(arg, "}", 1);
     return 0;
+}
+
+/* ---- For the manager (consumer.h) ---------------------------------------------------------- */
+
+int64_t kc_consumer_timers(kc_consumer_t *c, kc_ghead_t *h, kc_time_t now, int64_t *budget)
+{
+    cg_set_time(c, now);
+    cgroup_t *g = kc_heap_entry(h, cgroup_t, gh);
+    run_group_timers(g, budget);
+    return group_earliest(g);
+}
+
+void kc_consumer_destroy(kc_consumer_t *c, kc_ghead_t *h)
+{
+    cgroup_t *g = kc_heap_entry(h, cgroup_t, gh);
+    kc_manager_del(c->gm, &g->gh, g->id);
+    group_release(g);
 }

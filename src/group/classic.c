@@ -11,7 +11,7 @@
  * "group G: Old -> New: reason". A group is Dead only on its way out of the map.
  *
  * Waiters: a member parked in JoinGroup or SyncGroup holds a waiter_t (the host's pointer and
- * the number of the request that parked it). finish_join()/finish_sync() complete it: when
+ * the number of the request that parked it). finish_join(rq)/finish_sync(rq) complete it: when
  * the waiter belongs to the request being handled right now, the answer is copied into that
  * request's response (from its arena) and the entry point returns KC_GM_ANSWERED; otherwise
  * the host's join_done/sync_done is called. A waiter is answered exactly once: a member that
@@ -39,9 +39,9 @@
  * kc_gm_load_complete (Kafka's onLoaded) then gives every loaded member a fresh session, so the
  * group carries on in its generation without a rebalance.
  *
- * Rebalance history (group.h, the ring in cgroup.h): the event that starts a rebalance calls
+ * Rebalance history (group.h, the ring in history.h): the event that starts a rebalance calls
  * rb_start() with its cause just before it changes the group, so that the entry is open when
- * group_add()/group_remove() note who joined and who dropped out; prepare_rebalance() keeps
+ * group_add()/group_remove(rq) note who joined and who dropped out; prepare_rebalance(rq) keeps
  * that entry (or opens an "other" one for a rebalance nobody named), init_next_generation()
  * stamps the generation, and the entry ends (one info line) when the group is Stable, Empty,
  * or restarted from CompletingRebalance. set_state() feeds the join and sync phase
@@ -63,8 +63,10 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "group/cgroup.h"
+#include "group/classic.h"
 #include "group/errors.h"
+#include "group/history.h"
+#include "group/manager.h"
 #include "group/notes.h"
 #include "group/strmap.h"
 #include "group/text.h"
@@ -78,7 +80,6 @@
 /* __consumer_offsets record versions Kafka writes for a classic group. */
 #define GROUP_METADATA_KEY_VERSION   2
 #define GROUP_METADATA_VALUE_VERSION 3
-
 
 /* ---- Data ------------------------------------------------------------------------------ */
 
@@ -134,6 +135,7 @@ enum { JOIN_TIMER_NONE, JOIN_TIMER_INITIAL, JOIN_TIMER_COMPLETE };
 enum { LOAD_NONE, LOAD_RECORD, LOAD_SIMPLE };
 
 typedef struct group_s {
+    kc_ghead_t gh; /* its kind, its place in the manager's heap */
     kc_gm_t *gm;
     kc_str_t id; /* view into this allocation */
     kc_group_state_t state, prev_state;
@@ -164,40 +166,14 @@ typedef struct group_s {
     int32_t init_delay_ms, init_remaining_ms;
     int64_t sync_deadline;
     int32_t sync_generation;
-    kc_heap_node_t timer; /* in the manager's heap of groups with timers */
-    kc_heap_t mheap;      /* members by session deadline (a key may be early), room for all */
-    kc_heap_t pheap;      /* pending members by deadline, room for all */
-    struct group_s *defer_next;
-    int loading; /* LOAD_*: replayed and waiting for kc_gm_load_complete */
+    kc_heap_t mheap; /* members by session deadline (a key may be early), room for all */
+    kc_heap_t pheap; /* pending members by deadline, room for all */
+    int loading;     /* LOAD_*: replayed and waiting for kc_gm_load_complete */
     /* Rebalance history. rb_armed: rb_start opened the running entry for an event that is
      * about to call prepare_rebalance, which must keep it. */
     kc_history_t rb;
     bool rb_armed;
 } group_t;
-
-struct kc_gm_s {
-    kc_gm_config_t cfg;
-    kc_gm_ops_t ops;
-    kc_strmap_t groups; /* classic groups; consumer groups live in cgm */
-    kc_cgm_t *cgm;      /* the KIP-848 consumer groups (cgroup.c) */
-    kc_heap_t heap;     /* groups with timers, by earliest deadline */
-    int64_t now;        /* monotonic: every timer, age and duration */
-    int64_t wall;       /* wall clock: timestamps in records and for people */
-    uint64_t rng;
-    uint64_t next_seq;
-    kc_gm_stats_t stats; /* kc_gm_stats */
-    kc_notes_t notes;    /* refusals logged, per group */
-    /* The JoinGroup or SyncGroup being handled. */
-    struct {
-        uint64_t seq; /* 0 when none */
-        void *waiter;
-        int16_t version;
-        kc_arena_t *a;
-        kc_join_group_response_t *join;
-        kc_sync_group_response_t *sync;
-        bool answered, parked, oom;
-    } cur;
-};
 
 /* The manager's time as one value, for what takes both readings. */
 static kc_time_t gm_time(const kc_gm_t *gm)
@@ -260,14 +236,6 @@ static kc_bytes_t arena_bytes(kc_arena_t *a, kc_bytes_t b, bool *oom)
     if (b.len)
         memcpy(p, b.p, (size_t)b.len);
     return (kc_bytes_t){p, b.len};
-}
-
-static uint64_t rng_next(kc_gm_t *gm)
-{
-    uint64_t z = (gm->rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
 }
 
 /* ---- Protocols -------------------------------------------------------------------------- */
@@ -474,8 +442,8 @@ static kc_str_t select_protocol(group_t *g)
 
 static member_t *member_new(kc_str_t id, kc_str_t instance, kc_str_t client_id, kc_str_t host)
 {
-    size_t total = sizeof(member_t) + kc_text_space(id) + kc_text_space(instance) + kc_text_space(client_id) +
-                   kc_text_space(host);
+    size_t total = sizeof(member_t) + kc_text_space(id) + kc_text_space(instance) +
+                   kc_text_space(client_id) + kc_text_space(host);
     member_t *m = calloc(1, total);
     if (!m)
         return NULL;
@@ -556,7 +524,7 @@ static int32_t group_rebalance_timeout(const group_t *g)
 static void arm(group_t *g, int64_t deadline)
 {
     if (deadline != NEVER)
-        kc_heap_arm(&g->gm->heap, &g->timer, deadline);
+        kc_manager_arm(g->gm, &g->gh, deadline);
 }
 
 /* Renew a member's session. A later deadline leaves its heap entry where it is (the entry is
@@ -734,7 +702,7 @@ static int emit_group_metadata(group_t *g, bool tombstone, bool empty, const kc_
     }
     if (kw.err || vw.err)
         goto out;
-    size_t bytes = kc_gm__record_bytes(kw.len, tombstone ? 0 : vw.len);
+    size_t bytes = kc_manager_record_bytes(kw.len, tombstone ? 0 : vw.len);
     if (bytes > (size_t)record_max(gm)) {
         char why[200];
         snprintf(why, sizeof(why),
@@ -786,62 +754,77 @@ static int copy_join_resp(kc_arena_t *a, kc_join_group_response_t *dst,
     return oom ? -1 : 0;
 }
 
+/* What the JoinGroup or SyncGroup being handled needs in order to be answered. kc_classic_join
+ * and kc_classic_sync keep one on their stack and pass it down to every function that may
+ * answer or park a request; paths that no JoinGroup or SyncGroup drives (timers, LeaveGroup,
+ * deletes, loading) pass NULL, and a waiter they complete is answered through the host's
+ * join_done/sync_done. */
+typedef struct req_s {
+    uint64_t seq; /* the request's number: a waiter it parks carries it */
+    void *waiter; /* the host's pointer for a parked answer */
+    int16_t version;
+    kc_arena_t *a; /* the request's arena: its answer lives there */
+    kc_join_group_response_t *join;
+    kc_sync_group_response_t *sync;
+    bool answered, parked, oom;
+} req_t;
+
 /* Answer the JoinGroup being handled now with `r` (copied into its arena). */
-static void reply_join(kc_gm_t *gm, const kc_join_group_response_t *r)
+static void reply_join(req_t *rq, const kc_join_group_response_t *r)
 {
-    if (!gm->cur.join || gm->cur.answered)
+    if (!rq || !rq->join || rq->answered)
         return;
-    if (copy_join_resp(gm->cur.a, gm->cur.join, r) != 0) {
-        kc_join_group_response_init(gm->cur.join);
-        gm->cur.join->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
-        gm->cur.oom = true;
+    if (copy_join_resp(rq->a, rq->join, r) != 0) {
+        kc_join_group_response_init(rq->join);
+        rq->join->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
+        rq->oom = true;
     }
-    gm->cur.answered = true;
+    rq->answered = true;
 }
 
-static void reply_join_error(kc_gm_t *gm, int16_t err, kc_str_t member_id)
+static void reply_join_error(req_t *rq, int16_t err, kc_str_t member_id)
 {
     kc_join_group_response_t r;
     kc_join_group_response_init(&r);
     r.error_code = err;
     r.member_id = member_id.len >= 0 ? member_id : KC_STR_EMPTY;
-    reply_join(gm, &r);
+    reply_join(rq, &r);
 }
 
-static void reply_join_oom(kc_gm_t *gm, kc_str_t member_id)
+static void reply_join_oom(req_t *rq, kc_str_t member_id)
 {
-    gm->cur.oom = true;
-    reply_join_error(gm, KC_ERR_COORDINATOR_NOT_AVAILABLE, member_id);
+    rq->oom = true;
+    reply_join_error(rq, KC_ERR_COORDINATOR_NOT_AVAILABLE, member_id);
 }
 
-static void reply_sync(kc_gm_t *gm, const kc_sync_group_response_t *r)
+static void reply_sync(req_t *rq, const kc_sync_group_response_t *r)
 {
-    if (!gm->cur.sync || gm->cur.answered)
+    if (!rq || !rq->sync || rq->answered)
         return;
     bool oom = false;
-    kc_sync_group_response_t *d = gm->cur.sync;
+    kc_sync_group_response_t *d = rq->sync;
     *d = *r;
-    d->protocol_type = kc_text_arena(gm->cur.a, r->protocol_type, &oom);
-    d->protocol_name = kc_text_arena(gm->cur.a, r->protocol_name, &oom);
-    d->assignment = arena_bytes(gm->cur.a, r->assignment, &oom);
+    d->protocol_type = kc_text_arena(rq->a, r->protocol_type, &oom);
+    d->protocol_name = kc_text_arena(rq->a, r->protocol_name, &oom);
+    d->assignment = arena_bytes(rq->a, r->assignment, &oom);
     if (oom) {
         kc_sync_group_response_init(d);
         d->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
-        gm->cur.oom = true;
+        rq->oom = true;
     }
-    gm->cur.answered = true;
+    rq->answered = true;
 }
 
-static void reply_sync_error(kc_gm_t *gm, int16_t err)
+static void reply_sync_error(req_t *rq, int16_t err)
 {
     kc_sync_group_response_t r;
     kc_sync_group_response_init(&r);
     r.error_code = err;
-    reply_sync(gm, &r);
+    reply_sync(rq, &r);
 }
 
 /* Complete a member's parked JoinGroup, if any (Kafka's completeJoinFuture). */
-static bool finish_join(group_t *g, member_t *m, const kc_join_group_response_t *r)
+static bool finish_join(group_t *g, member_t *m, const kc_join_group_response_t *r, req_t *rq)
 {
     kc_gm_t *gm = g->gm;
     if (!m->join.active)
@@ -849,62 +832,60 @@ static bool finish_join(group_t *g, member_t *m, const kc_join_group_response_t 
     waiter_t w = m->join;
     m->join = (waiter_t){0};
     g->n_awaiting_join--;
-    if (gm->cur.seq != 0 && w.seq == gm->cur.seq && gm->cur.join)
-        reply_join(gm, r);
+    if (rq && w.seq == rq->seq && rq->join)
+        reply_join(rq, r);
     else if (gm->ops.join_done)
         gm->ops.join_done(gm->ops.ctx, w.ptr, r);
     return true;
 }
 
-static bool finish_join_error(group_t *g, member_t *m, int16_t err, kc_str_t member_id)
+static bool finish_join_error(group_t *g, member_t *m, int16_t err, kc_str_t member_id, req_t *rq)
 {
     kc_join_group_response_t r;
     kc_join_group_response_init(&r);
     r.error_code = err;
     r.member_id = member_id;
-    return finish_join(g, m, &r);
+    return finish_join(g, m, &r, rq);
 }
 
 /* Complete a member's parked SyncGroup, if any (Kafka's completeSyncFuture). */
-static bool finish_sync(group_t *g, member_t *m, const kc_sync_group_response_t *r)
+static bool finish_sync(group_t *g, member_t *m, const kc_sync_group_response_t *r, req_t *rq)
 {
     kc_gm_t *gm = g->gm;
     if (!m->sync.active)
         return false;
     waiter_t w = m->sync;
     m->sync = (waiter_t){0};
-    if (gm->cur.seq != 0 && w.seq == gm->cur.seq && gm->cur.sync)
-        reply_sync(gm, r);
+    if (rq && w.seq == rq->seq && rq->sync)
+        reply_sync(rq, r);
     else if (gm->ops.sync_done)
         gm->ops.sync_done(gm->ops.ctx, w.ptr, r);
     return true;
 }
 
-static bool finish_sync_error(group_t *g, member_t *m, int16_t err)
+static bool finish_sync_error(group_t *g, member_t *m, int16_t err, req_t *rq)
 {
     kc_sync_group_response_t r;
     kc_sync_group_response_init(&r);
     r.error_code = err;
-    return finish_sync(g, m, &r);
+    return finish_sync(g, m, &r, rq);
 }
 
 /* Park the JoinGroup being handled on member `m`. A JoinGroup the member had parked before
  * is answered first with NOT_COORDINATOR, as Kafka does since KAFKA-20938. */
-static void park_join(group_t *g, member_t *m)
+static void park_join(group_t *g, member_t *m, req_t *rq)
 {
-    kc_gm_t *gm = g->gm;
-    finish_join_error(g, m, KC_ERR_NOT_COORDINATOR, m->id);
-    m->join = (waiter_t){gm->cur.waiter, gm->cur.seq, true};
+    finish_join_error(g, m, KC_ERR_NOT_COORDINATOR, m->id, rq);
+    m->join = (waiter_t){rq->waiter, rq->seq, true};
     g->n_awaiting_join++;
-    gm->cur.parked = true;
+    rq->parked = true;
 }
 
-static void park_sync(group_t *g, member_t *m)
+static void park_sync(group_t *g, member_t *m, req_t *rq)
 {
-    kc_gm_t *gm = g->gm;
-    finish_sync_error(g, m, KC_ERR_NOT_COORDINATOR);
-    m->sync = (waiter_t){gm->cur.waiter, gm->cur.seq, true};
-    gm->cur.parked = true;
+    finish_sync_error(g, m, KC_ERR_NOT_COORDINATOR, rq);
+    m->sync = (waiter_t){rq->waiter, rq->seq, true};
+    rq->parked = true;
 }
 
 /* The members as the leader's JoinGroup response lists them (metadata of the selected
@@ -949,18 +930,8 @@ static void join_result(group_t *g, member_t *m, kc_join_group_response_t *r,
 
 static group_t *find_group(const kc_gm_t *gm, kc_str_t id)
 {
-    if (id.len < 0)
-        return NULL;
-    return kc_strmap_get(&gm->groups, id.p, (size_t)id.len);
-}
-
-/* Make room for one more group in the map and the heap, so that putting a group in the map
- * (and later in the heap) cannot fail. 0, or -1 when out of memory (nothing changed). */
-static int reserve_group(kc_gm_t *gm)
-{
-    if (kc_heap_reserve(&gm->heap, gm->groups.n + 1) != 0)
-        return -1;
-    return kc_strmap_reserve(&gm->groups, 1);
+    kc_ghead_t *h = kc_manager_find_kind(gm, id, KC_KIND_CLASSIC);
+    return h ? kc_heap_entry(h, group_t, gh) : NULL;
 }
 
 /* A new Empty group that is not yet in the map (nor in the heap). NULL when out of memory. */
@@ -979,7 +950,8 @@ static group_t *group_alloc(kc_gm_t *gm, kc_str_t id)
     g->pname_len = -1;
     g->join_deadline = NEVER;
     g->sync_deadline = NEVER;
-    kc_heap_node_init(&g->timer);
+    g->gh.kind = KC_KIND_CLASSIC;
+    kc_heap_node_init(&g->gh.timer);
     kc_strmap_init(&g->by_id);
     kc_strmap_init(&g->by_instance);
     kc_strmap_init(&g->pending);
@@ -988,12 +960,12 @@ static group_t *group_alloc(kc_gm_t *gm, kc_str_t id)
 
 static group_t *group_create(kc_gm_t *gm, kc_str_t id)
 {
-    if (reserve_group(gm) != 0)
+    if (kc_manager_reserve(gm) != 0)
         return NULL;
     group_t *g = group_alloc(gm, id);
     if (!g)
         return NULL;
-    kc_strmap_put(&gm->groups, g->id.p, (size_t)g->id.len, g);
+    kc_manager_put(gm, &g->gh, g->id);
     return g;
 }
 
@@ -1025,13 +997,12 @@ static void group_release(group_t *g)
 }
 
 /* Free a group. Parked requests get `err` (COORDINATOR_NOT_AVAILABLE). */
-static void group_destroy(kc_gm_t *gm, group_t *g, int16_t err)
+static void group_destroy(kc_gm_t *gm, group_t *g, int16_t err, req_t *rq)
 {
-    kc_heap_remove(&gm->heap, &g->timer);
-    kc_strmap_del(&gm->groups, g->id.p, (size_t)g->id.len);
+    kc_manager_del(gm, &g->gh, g->id);
     for (member_t *m = g->head; m; m = m->next) {
-        finish_join_error(g, m, err, m->id);
-        finish_sync_error(g, m, err);
+        finish_join_error(g, m, err, m->id, rq);
+        finish_sync_error(g, m, err, rq);
     }
     group_release(g);
 }
@@ -1068,10 +1039,10 @@ static void group_add(group_t *g, member_t *m, char *ptype, int32_t ptype_len)
 /* Kafka's ClassicGroup.remove, plus answering the member's parked requests: a parked
  * JoinGroup gets UNKNOWN_MEMBER_ID with no member id (what Kafka's callers send before they
  * remove a member), a parked SyncGroup gets UNKNOWN_MEMBER_ID (Kafka leaves it unanswered). */
-static void group_remove(group_t *g, member_t *m)
+static void group_remove(group_t *g, member_t *m, req_t *rq)
 {
-    finish_join_error(g, m, KC_ERR_UNKNOWN_MEMBER_ID, KC_STR_EMPTY);
-    finish_sync_error(g, m, KC_ERR_UNKNOWN_MEMBER_ID);
+    finish_join_error(g, m, KC_ERR_UNKNOWN_MEMBER_ID, KC_STR_EMPTY, rq);
+    finish_sync_error(g, m, KC_ERR_UNKNOWN_MEMBER_ID, rq);
     pc_add(g, m->protos, -1);
     kc_strmap_del(&g->by_id, m->id.p, (size_t)m->id.len);
     if (str_present(m->instance_id) && find_static(g, m->instance_id) == m)
@@ -1096,11 +1067,11 @@ static void group_remove(group_t *g, member_t *m)
 }
 
 /* Remove the member or pending member with this id (Kafka's group.remove(memberId)). */
-static void group_remove_id(group_t *g, kc_str_t id)
+static void group_remove_id(group_t *g, kc_str_t id, req_t *rq)
 {
     member_t *m = find_member(g, id);
     if (m)
-        group_remove(g, m);
+        group_remove(g, m, rq);
     pending_remove(g, id);
 }
 
@@ -1216,7 +1187,7 @@ static bool subscribed_to(const group_t *g, kc_str_t topic)
 
 /* ---- The rebalance ---------------------------------------------------------------------- */
 
-static void complete_join_phase(group_t *g);
+static void complete_join_phase(group_t *g, req_t *rq);
 
 /* End the running history entry with the group's generation and log its line. */
 static void rb_finish(group_t *g, const char *outcome)
@@ -1250,7 +1221,7 @@ static kc_str_t client_reason(int16_t version, int16_t since, kc_str_t reason)
 }
 
 /* Kafka's resetAndPropagateAssignmentWithError / setAndPropagateAssignment. */
-static void propagate_assignment(group_t *g, int16_t err)
+static void propagate_assignment(group_t *g, int16_t err, req_t *rq)
 {
     for (member_t *m = g->head; m; m = m->next) {
         kc_sync_group_response_t r;
@@ -1262,19 +1233,19 @@ static void propagate_assignment(group_t *g, int16_t err)
         }
         r.assignment =
             (kc_bytes_t){m->assignment ? m->assignment : (const uint8_t *)"", m->assignment_len};
-        if (finish_sync(g, m, &r))
+        if (finish_sync(g, m, &r, rq))
             set_hb(g, m, m->session_timeout_ms);
     }
 }
 
-static void reset_and_propagate_error(group_t *g, int16_t err)
+static void reset_and_propagate_error(group_t *g, int16_t err, req_t *rq)
 {
     for (member_t *m = g->head; m; m = m->next) {
         free(m->assignment);
         m->assignment = NULL;
         m->assignment_len = 0;
     }
-    propagate_assignment(g, err);
+    propagate_assignment(g, err, rq);
 }
 
 /* Kafka's ClassicGroup.maybeElectNewJoinedLeader. */
@@ -1350,18 +1321,19 @@ static int32_t timer_delay(int32_t delay)
 }
 
 /* Kafka's prepareRebalance. */
-static void prepare_rebalance(group_t *g, const char *reason)
+static void prepare_rebalance(group_t *g, const char *reason, req_t *rq)
 {
     kc_gm_t *gm = g->gm;
     if (!g->rb_armed) {
         /* Started by something rb_start does not name (see kc_history_begin's causes). */
         if (g->rb.open)
             rb_finish(g, "restarted");
-        kc_history_begin(&g->rb, &gm->stats, gm_time(gm), KC_RB_OTHER, KC_STR_NULL, kc_str_c(reason));
+        kc_history_begin(&g->rb, &gm->stats, gm_time(gm), KC_RB_OTHER, KC_STR_NULL,
+                         kc_str_c(reason));
     }
     g->rb_armed = false;
     if (g->state == KC_GROUP_COMPLETING_REBALANCE)
-        reset_and_propagate_error(g, KC_ERR_REBALANCE_IN_PROGRESS);
+        reset_and_propagate_error(g, KC_ERR_REBALANCE_IN_PROGRESS, rq);
     clear_pending_sync(g);
     g->sync_deadline = NEVER;
 
@@ -1378,31 +1350,31 @@ static void prepare_rebalance(group_t *g, const char *reason)
         return;
     /* maybeCompleteJoinElseSchedule */
     if (all_joined(g))
-        complete_join_phase(g);
+        complete_join_phase(g, rq);
     else
         set_join_timer(g, JOIN_TIMER_COMPLETE, group_rebalance_timeout(g));
 }
 
 /* Kafka's maybeCompleteJoinPhase: not during the initial rebalance of a new group. */
-static void maybe_complete_join_phase(group_t *g)
+static void maybe_complete_join_phase(group_t *g, req_t *rq)
 {
     if (g->state != KC_GROUP_PREPARING_REBALANCE || g->prev_state == KC_GROUP_EMPTY)
         return;
     if (!all_joined(g))
         return;
-    complete_join_phase(g);
+    complete_join_phase(g, rq);
 }
 
-static void maybe_prepare_rebalance_or_complete_join(group_t *g, const char *reason)
+static void maybe_prepare_rebalance_or_complete_join(group_t *g, const char *reason, req_t *rq)
 {
     if (can_rebalance(g))
-        prepare_rebalance(g, reason);
+        prepare_rebalance(g, reason, rq);
     else
-        maybe_complete_join_phase(g);
+        maybe_complete_join_phase(g, rq);
 }
 
 /* Kafka's completeClassicGroupJoin. */
-static void complete_join_phase(group_t *g)
+static void complete_join_phase(group_t *g, req_t *rq)
 {
     kc_gm_t *gm = g->gm;
     cancel_join_timer(g);
@@ -1413,7 +1385,7 @@ static void complete_join_phase(group_t *g)
         if (!m->join.active && !str_present(m->instance_id)) {
             KC_DEBUG("group", "group %.*s: removing dynamic member %.*s that did not rejoin",
                      SV(g->id), SV(m->id));
-            group_remove(g, m);
+            group_remove(g, m, rq);
             removed++;
         }
     }
@@ -1449,7 +1421,7 @@ static void complete_join_phase(group_t *g)
         } else {
             join_result(g, m, &r, NULL, 0, g->leader->id, false);
         }
-        finish_join(g, m, &r);
+        finish_join(g, m, &r, rq);
         set_hb(g, m, m->session_timeout_ms);
         m->is_new = false;
         if (!m->pending_sync) {
@@ -1465,7 +1437,7 @@ static void complete_join_phase(group_t *g)
 }
 
 /* Kafka's tryCompleteInitialRebalanceElseSchedule. */
-static void try_complete_initial_rebalance(group_t *g, int32_t delay, int32_t remaining)
+static void try_complete_initial_rebalance(group_t *g, int32_t delay, int32_t remaining, req_t *rq)
 {
     kc_gm_t *gm = g->gm;
     if (g->new_member_added && remaining != 0) {
@@ -1477,22 +1449,22 @@ static void try_complete_initial_rebalance(group_t *g, int32_t delay, int32_t re
         g->init_remaining_ms = new_remaining;
         set_join_timer(g, JOIN_TIMER_INITIAL, timer_delay(new_delay));
     } else {
-        complete_join_phase(g);
+        complete_join_phase(g, rq);
     }
 }
 
 /* Kafka's removeMemberAndUpdateClassicGroup (session expiry). */
-static void remove_member_and_update(group_t *g, member_t *m, const char *reason)
+static void remove_member_and_update(group_t *g, member_t *m, const char *reason, req_t *rq)
 {
-    group_remove(g, m);
+    group_remove(g, m, rq);
     if (g->state == KC_GROUP_STABLE || g->state == KC_GROUP_COMPLETING_REBALANCE)
-        maybe_prepare_rebalance_or_complete_join(g, reason);
+        maybe_prepare_rebalance_or_complete_join(g, reason, rq);
     else if (g->state == KC_GROUP_PREPARING_REBALANCE && all_joined(g))
-        complete_join_phase(g);
+        complete_join_phase(g, rq);
 }
 
 /* Kafka's expirePendingSync. */
-static void expire_pending_sync(group_t *g, int32_t generation)
+static void expire_pending_sync(group_t *g, int32_t generation, req_t *rq)
 {
     if (generation != g->generation) {
         KC_ERROR("group", "group %.*s: sync expiration of old generation %d (now %d)", SV(g->id),
@@ -1521,13 +1493,13 @@ static void expire_pending_sync(group_t *g, int32_t generation)
             continue;
         if (len > 0 && (size_t)len < sizeof(reason))
             len += snprintf(reason + len, sizeof(reason) - (size_t)len, " %.*s", SV(m->id));
-        group_remove(g, m);
+        group_remove(g, m, rq);
     }
-    prepare_rebalance(g, reason);
+    prepare_rebalance(g, reason, rq);
 }
 
 /* Kafka's expireClassicGroupMemberHeartbeat for a member. */
-static void expire_member(group_t *g, member_t *m)
+static void expire_member(group_t *g, member_t *m, req_t *rq)
 {
     if (g->state == KC_GROUP_DEAD)
         return;
@@ -1540,7 +1512,7 @@ static void expire_member(group_t *g, member_t *m)
     KC_DEBUG("group", "group %.*s: member %.*s has failed, removing it", SV(g->id), SV(m->id));
     if (g->state == KC_GROUP_STABLE || g->state == KC_GROUP_COMPLETING_REBALANCE)
         rb_start(g, KC_RB_SESSION_TIMEOUT, m->id, KC_STR_NULL);
-    remove_member_and_update(g, m, reason);
+    remove_member_and_update(g, m, reason, rq);
 }
 
 /* The member whose session ends first, when it has ended by now; NULL otherwise, or when the
@@ -1571,7 +1543,7 @@ static member_t *due_member(group_t *g, int64_t *budget)
  * O(log n): members and pending members are found through the group's heaps, never by a
  * scan, so that 100 000 pending members expiring together cost 100 000 heap pops, not
  * 100 000 scans of 100 000 entries. */
-static void run_group_timers(group_t *g, int64_t *budget)
+static void run_group_timers(group_t *g, int64_t *budget, req_t *rq)
 {
     kc_gm_t *gm = g->gm;
     while (*budget > 0) {
@@ -1611,157 +1583,56 @@ static void run_group_timers(group_t *g, int64_t *budget)
             int k = g->join_kind;
             cancel_join_timer(g);
             if (k == JOIN_TIMER_INITIAL)
-                try_complete_initial_rebalance(g, g->init_delay_ms, g->init_remaining_ms);
+                try_complete_initial_rebalance(g, g->init_delay_ms, g->init_remaining_ms, rq);
             else
-                complete_join_phase(g);
+                complete_join_phase(g, rq);
             break;
         }
         case T_SYNC:
             g->sync_deadline = NEVER;
-            expire_pending_sync(g, g->sync_generation);
+            expire_pending_sync(g, g->sync_generation, rq);
             break;
         case T_MEMBER:
             bm->hb_deadline = NEVER;
             kc_heap_remove(&g->mheap, &bm->hb_node);
-            expire_member(g, bm);
+            expire_member(g, bm, rq);
             break;
         case T_PENDING:
             KC_DEBUG("group", "group %.*s: pending member %.*s removed after its session timeout",
                      SV(g->id), SV(bp->id));
             pending_remove(g, bp->id);
             if (g->state == KC_GROUP_PREPARING_REBALANCE && all_joined(g))
-                complete_join_phase(g);
+                complete_join_phase(g, rq);
             break;
         }
     }
 }
 
-/* ---- Manager ---------------------------------------------------------------------------- */
-
-kc_gm_t *kc_gm_new(const kc_gm_config_t *cfg, const kc_gm_ops_t *ops)
-{
-    kc_gm_t *gm = calloc(1, sizeof(*gm));
-    if (!gm)
-        return NULL;
-    gm->cfg = *cfg;
-    if (ops)
-        gm->ops = *ops;
-    kc_strmap_init(&gm->groups);
-    kc_notes_init(&gm->notes);
-    gm->cgm = kc_cgm_new(gm, cfg, ops);
-    if (!gm->cgm) {
-        free(gm);
-        return NULL;
-    }
-    uint64_t seed = 0;
-    if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed))
-        seed = (uint64_t)(uintptr_t)gm * 0x9e3779b97f4a7c15ull ^ (uint64_t)cfg->partition;
-    gm->rng = seed;
-    return gm;
-}
-
-void kc_gm_set_seed(kc_gm_t *gm, uint64_t seed)
-{
-    gm->rng = seed;
-}
-
-void kc_gm_free(kc_gm_t *gm)
-{
-    if (!gm)
-        return;
-    for (size_t i = 0; i < gm->groups.cap; i++) {
-        group_t *g;
-        while ((g = kc_strmap_slot(&gm->groups, i)) != NULL)
-            group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE);
-    }
-    kc_strmap_free(&gm->groups);
-    kc_cgm_free(gm->cgm);
-    kc_heap_free(&gm->heap);
-    kc_notes_free(&gm->notes);
-    free(gm);
-}
-
-int64_t kc_gm_next_deadline(const kc_gm_t *gm)
-{
-    const kc_heap_node_t *top = kc_heap_top(&gm->heap);
-    int64_t classic = top ? top->key : NEVER;
-    int64_t consumer = kc_cgm_next_deadline(gm->cgm);
-    return classic < consumer ? classic : consumer;
-}
-
-static int64_t tick_budget(const kc_gm_config_t *cfg)
-{
-    return cfg->tick_budget > 0 ? cfg->tick_budget : KC_GM_TICK_BUDGET_DEFAULT;
-}
-
-void kc_gm_tick(kc_gm_t *gm, kc_time_t now)
+static void begin_request(kc_gm_t *gm, req_t *rq, kc_time_t now, int16_t version, void *waiter,
+                          kc_arena_t *a, kc_join_group_response_t *join,
+                          kc_sync_group_response_t *sync)
 {
     set_time(gm, now);
-    int64_t budget = tick_budget(&gm->cfg);
-    group_t *deferred = NULL;
-    kc_heap_node_t *top;
-    while (budget > 0 && (top = kc_heap_top(&gm->heap)) != NULL && top->key <= gm->now) {
-        group_t *g = kc_heap_entry(top, group_t, timer);
-        kc_heap_remove(&gm->heap, &g->timer);
-        budget--;
-        gm->stats.timers_examined++;
-        run_group_timers(g, &budget);
-        kc_heap_remove(&gm->heap, &g->timer); /* arm() may have put it back */
-        int64_t next = group_earliest(g);
-        if (next == NEVER)
-            continue;
-        if (next <= gm->now) {
-            /* Still due (the budget ran out): at the next tick, after the host served the
-             * requests that arrived meanwhile. */
-            g->timer.key = next;
-            g->defer_next = deferred;
-            deferred = g;
-        } else {
-            kc_heap_push(&gm->heap, &g->timer, next);
-        }
-    }
-    while (deferred) {
-        group_t *g = deferred;
-        deferred = g->defer_next;
-        kc_heap_push(&gm->heap, &g->timer, g->timer.key);
-    }
-    top = kc_heap_top(&gm->heap);
-    if (top && top->key <= gm->now)
-        gm->stats.tick_slices++;
-    kc_cgm_tick(gm->cgm, now);
+    *rq = (req_t){.seq = ++gm->next_seq,
+                  .waiter = waiter,
+                  .version = version,
+                  .a = a,
+                  .join = join,
+                  .sync = sync};
 }
 
-static void begin_request(kc_gm_t *gm, kc_time_t now, int16_t version, void *waiter, kc_arena_t *a,
-                          kc_join_group_response_t *join, kc_sync_group_response_t *sync)
-{
-    set_time(gm, now);
-    gm->cur.seq = ++gm->next_seq;
-    gm->cur.waiter = waiter;
-    gm->cur.version = version;
-    gm->cur.a = a;
-    gm->cur.join = join;
-    gm->cur.sync = sync;
-    gm->cur.answered = false;
-    gm->cur.parked = false;
-    gm->cur.oom = false;
-}
-
-static int end_request(kc_gm_t *gm)
+static int end_request(req_t *rq)
 {
     int rc = KC_GM_ANSWERED;
-    if (!gm->cur.answered) {
-        if (gm->cur.parked) {
+    if (!rq->answered) {
+        if (rq->parked) {
             rc = KC_GM_PARKED;
-        } else if (gm->cur.join) {
-            reply_join_error(gm, KC_ERR_UNKNOWN_SERVER_ERROR, KC_STR_EMPTY);
+        } else if (rq->join) {
+            reply_join_error(rq, KC_ERR_UNKNOWN_SERVER_ERROR, KC_STR_EMPTY);
         } else {
-            reply_sync_error(gm, KC_ERR_UNKNOWN_SERVER_ERROR);
+            reply_sync_error(rq, KC_ERR_UNKNOWN_SERVER_ERROR);
         }
     }
-    gm->cur.seq = 0;
-    gm->cur.join = NULL;
-    gm->cur.sync = NULL;
-    gm->cur.a = NULL;
     return rc;
 }
 
@@ -1779,18 +1650,18 @@ typedef struct join_req_s {
 
 /* Kafka's generateMemberId: "<client id or instance id>-<random UUID>", unique in the group.
  * Allocated from the request's arena. */
-static kc_str_t generate_member_id(group_t *g, kc_str_t prefix)
+static kc_str_t generate_member_id(group_t *g, kc_str_t prefix, req_t *rq)
 {
     kc_gm_t *gm = g->gm;
     if (prefix.len < 0)
         prefix = KC_STR_LIT("null");
     size_t n = (size_t)prefix.len + 1 + 36;
-    char *p = kc_arena_alloc(gm->cur.a, n + 1);
+    char *p = kc_arena_alloc(rq->a, n + 1);
     if (!p)
         return KC_STR_NULL;
     for (int attempt = 0; attempt < 16; attempt++) {
         uint8_t u[16];
-        uint64_t r1 = rng_next(gm), r2 = rng_next(gm);
+        uint64_t r1 = kc_manager_random(gm), r2 = kc_manager_random(gm);
         memcpy(u, &r1, 8);
         memcpy(u + 8, &r2, 8);
         u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
@@ -1834,7 +1705,8 @@ static bool accept_joining_member(group_t *g, kc_str_t member_id)
 }
 
 /* Kafka's addMemberThenRebalanceOrCompleteJoin. */
-static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t member_id)
+static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t member_id,
+                                      req_t *rq)
 {
     kc_gm_t *gm = g->gm;
     const kc_join_group_request_t *req = jr->req;
@@ -1851,7 +1723,7 @@ static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t
         free(ps);
         member_free(m);
         free(ptype);
-        reply_join_oom(gm, jr->member_id);
+        reply_join_oom(rq, jr->member_id);
         return;
     }
     if (ptype) {
@@ -1867,7 +1739,7 @@ static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t
         g->new_member_added = true;
     rb_start(g, KC_RB_MEMBER_JOINED, m->id, client_reason(jr->version, 8, req->reason));
     group_add(g, m, ptype, rt.len);
-    park_join(g, m);
+    park_join(g, m, rq);
     /* New members cannot heartbeat before they know their id: they get the (long) new-member
      * join timeout instead of their session timeout (KAFKA-7610). */
     set_hb(g, m, gm->cfg.new_member_join_timeout_ms);
@@ -1876,12 +1748,12 @@ static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t
     snprintf(reason, sizeof(reason),
              "adding new member %.*s with group instance id %.*s; client reason: %.*s", SV(m->id),
              SV(str_present(m->instance_id) ? m->instance_id : KC_STR_LIT("None")), SV(jr->reason));
-    maybe_prepare_rebalance_or_complete_join(g, reason);
+    maybe_prepare_rebalance_or_complete_join(g, reason, rq);
 }
 
 /* Kafka's ClassicGroup.updateMember with a response future: take the request's protocols
  * (`ps`, reserved by the caller) and timeouts, and park the JoinGroup being handled. */
-static void update_member(group_t *g, member_t *m, protoset_t *ps, const join_req_t *jr)
+static void update_member(group_t *g, member_t *m, protoset_t *ps, const join_req_t *jr, req_t *rq)
 {
     pc_add(g, ps, +1);
     pc_add(g, m->protos, -1);
@@ -1889,27 +1761,26 @@ static void update_member(group_t *g, member_t *m, protoset_t *ps, const join_re
     m->protos = ps;
     m->rebalance_timeout_ms = jr->rebalance_timeout_ms;
     m->session_timeout_ms = jr->session_timeout_ms;
-    park_join(g, m);
+    park_join(g, m, rq);
 }
 
 /* Kafka's updateMemberThenRebalanceOrCompleteJoin. */
 static void update_member_then_rebalance(group_t *g, member_t *m, const join_req_t *jr,
-                                         const char *why, int cause)
+                                         const char *why, int cause, req_t *rq)
 {
-    kc_gm_t *gm = g->gm;
     protoset_t *ps = protoset_new(jr->req);
     if (!ps || pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0) {
         free(ps);
-        reply_join_oom(gm, jr->member_id);
+        reply_join_oom(rq, jr->member_id);
         return;
     }
     rb_start(g, cause, m->id, client_reason(jr->version, 8, jr->req->reason));
-    update_member(g, m, ps, jr);
+    update_member(g, m, ps, jr, rq);
 
     char reason[300];
     snprintf(reason, sizeof(reason), "%s %.*s during %s; client reason: %.*s", why, SV(m->id),
              kc_group_state_name(g->state), SV(jr->reason));
-    maybe_prepare_rebalance_or_complete_join(g, reason);
+    maybe_prepare_rebalance_or_complete_join(g, reason, rq);
 }
 
 /* History of a static member replaced by `m` (its old member id `old_id`) that starts or joins a
@@ -1928,19 +1799,18 @@ static void rb_static_replaced(group_t *g, kc_str_t old_id, const member_t *m)
 /* Kafka's updateStaticMemberThenRebalanceOrCompleteJoin: a known group.instance.id joins
  * with an unknown member id; the old member id is fenced and replaced. */
 static void update_static_member_then_rebalance(group_t *g, member_t *old, const join_req_t *jr,
-                                                kc_str_t new_id)
+                                                kc_str_t new_id, req_t *rq)
 {
-    kc_gm_t *gm = g->gm;
     bool oom = false;
-    kc_str_t current_leader = g->leader ? kc_text_arena(gm->cur.a, g->leader->id, &oom) : KC_STR_NULL;
-    kc_str_t old_id = kc_text_arena(gm->cur.a, old->id, &oom); /* for the history */
+    kc_str_t current_leader = g->leader ? kc_text_arena(rq->a, g->leader->id, &oom) : KC_STR_NULL;
+    kc_str_t old_id = kc_text_arena(rq->a, old->id, &oom); /* for the history */
     member_t *nm = member_new(new_id, old->instance_id, old->client_id, old->client_host);
     protoset_t *ps = protoset_new(jr->req);
     if (oom || !nm || !ps || pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0 ||
         kc_strmap_reserve(&g->by_id, 1) != 0) {
         member_free(nm);
         free(ps);
-        reply_join_oom(gm, jr->member_id);
+        reply_join_oom(rq, jr->member_id);
         return;
     }
     KC_DEBUG("group",
@@ -1958,12 +1828,12 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
         r.protocol_name = KC_STR_NULL;
         r.protocol_type = KC_STR_NULL;
         r.leader = KC_STR_EMPTY;
-        finish_join(g, old, &r);
+        finish_join(g, old, &r, rq);
         kc_sync_group_response_t s;
         kc_sync_group_response_init(&s);
         s.error_code = KC_ERR_FENCED_INSTANCE_ID;
         s.assignment = (kc_bytes_t){(const uint8_t *)"", 0};
-        finish_sync(g, old, &s);
+        finish_sync(g, old, &s, rq);
     }
     nm->rebalance_timeout_ms = old->rebalance_timeout_ms;
     nm->session_timeout_ms = old->session_timeout_ms;
@@ -1995,7 +1865,7 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
     member_t *m = nm;
     set_hb(g, m, m->session_timeout_ms);
 
-    update_member(g, m, ps, jr);
+    update_member(g, m, ps, jr, rq);
 
     char reason[300];
     if (g->state == KC_GROUP_STABLE) {
@@ -2015,23 +1885,23 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
                 r.protocol_name = pname_view(g);
                 r.protocol_type = ptype_view(g);
                 r.leader = current_leader;
-                finish_join(g, m, &r);
+                finish_join(g, m, &r, rq);
             } else if (jr->version >= 9) {
                 /* KIP-814: a static leader gets the members but may skip the assignment. */
                 bool leader = is_leader(g, m);
                 kc_join_group_response_member_t *members = NULL;
                 int32_t n = 0;
                 if (leader && join_members(g, &members, &n) != 0) {
-                    finish_join_error(g, m, KC_ERR_COORDINATOR_NOT_AVAILABLE, KC_STR_EMPTY);
+                    finish_join_error(g, m, KC_ERR_COORDINATOR_NOT_AVAILABLE, KC_STR_EMPTY, rq);
                 } else {
                     join_result(g, m, &r, members, n, g->leader ? g->leader->id : KC_STR_NULL,
                                 leader);
-                    finish_join(g, m, &r);
+                    finish_join(g, m, &r, rq);
                 }
                 free(members);
             } else {
                 join_result(g, m, &r, NULL, 0, current_leader, false);
-                finish_join(g, m, &r);
+                finish_join(g, m, &r, rq);
             }
             return;
         }
@@ -2040,7 +1910,7 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
                  "instance id %.*s joined with a change of protocol; client reason: %.*s",
                  SV(m->id), SV(m->instance_id), SV(jr->reason));
         rb_static_replaced(g, old_id, m);
-        maybe_prepare_rebalance_or_complete_join(g, reason);
+        maybe_prepare_rebalance_or_complete_join(g, reason, rq);
         return;
     }
     if (g->state == KC_GROUP_COMPLETING_REBALANCE) {
@@ -2050,38 +1920,38 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
                  "reason: %.*s",
                  SV(m->id), SV(m->instance_id), SV(jr->reason));
         rb_static_replaced(g, old_id, m);
-        prepare_rebalance(g, reason);
+        prepare_rebalance(g, reason, rq);
         return;
     }
     rb_static_replaced(g, old_id, m);
-    maybe_complete_join_phase(g);
+    maybe_complete_join_phase(g, rq);
 }
 
-static void join_new_member(group_t *g, const join_req_t *jr)
+static void join_new_member(group_t *g, const join_req_t *jr, req_t *rq)
 {
     kc_gm_t *gm = g->gm;
     if (g->state == KC_GROUP_DEAD) {
-        reply_join_error(gm, KC_ERR_COORDINATOR_NOT_AVAILABLE, KC_STR_EMPTY);
+        reply_join_error(rq, KC_ERR_COORDINATOR_NOT_AVAILABLE, KC_STR_EMPTY);
         return;
     }
     if (!supports_protocols(g, jr->req->protocol_type, jr->req)) {
-        reply_join_error(gm, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, KC_STR_EMPTY);
+        reply_join_error(rq, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, KC_STR_EMPTY);
         return;
     }
     bool is_static = str_present(jr->instance_id);
-    kc_str_t new_id = generate_member_id(g, is_static ? jr->instance_id : jr->client_id);
+    kc_str_t new_id = generate_member_id(g, is_static ? jr->instance_id : jr->client_id, rq);
     if (new_id.len < 0) {
-        reply_join_oom(gm, KC_STR_EMPTY);
+        reply_join_oom(rq, KC_STR_EMPTY);
         return;
     }
     if (is_static) {
         member_t *old = find_static(g, jr->instance_id);
         if (old) {
-            update_static_member_then_rebalance(g, old, jr, new_id);
+            update_static_member_then_rebalance(g, old, jr, new_id, rq);
         } else {
             KC_DEBUG("group", "group %.*s: static member with instance id %.*s joins in %s as %.*s",
                      SV(g->id), SV(jr->instance_id), kc_group_state_name(g->state), SV(new_id));
-            add_member_then_rebalance(g, jr, new_id);
+            add_member_then_rebalance(g, jr, new_id, rq);
         }
         return;
     }
@@ -2089,12 +1959,12 @@ static void join_new_member(group_t *g, const join_req_t *jr)
         /* KIP-394: hand out the id and wait for the member to come back with it. */
         if (kc_strmap_reserve(&g->pending, 1) != 0 ||
             kc_heap_reserve(&g->pheap, g->pending.n + 1) != 0) {
-            reply_join_oom(gm, KC_STR_EMPTY);
+            reply_join_oom(rq, KC_STR_EMPTY);
             return;
         }
         pending_t *p = calloc(1, sizeof(*p) + kc_text_space(new_id));
         if (!p) {
-            reply_join_oom(gm, KC_STR_EMPTY);
+            reply_join_oom(rq, KC_STR_EMPTY);
             return;
         }
         char *cur = (char *)(p + 1);
@@ -2106,35 +1976,34 @@ static void join_new_member(group_t *g, const join_req_t *jr)
         arm(g, p->deadline);
         KC_DEBUG("group", "group %.*s: dynamic member joins in %s; requesting it to rejoin as %.*s",
                  SV(g->id), kc_group_state_name(g->state), SV(new_id));
-        reply_join_error(gm, KC_ERR_MEMBER_ID_REQUIRED, new_id);
+        reply_join_error(rq, KC_ERR_MEMBER_ID_REQUIRED, new_id);
         return;
     }
     KC_DEBUG("group", "group %.*s: dynamic member joins in %s as %.*s", SV(g->id),
              kc_group_state_name(g->state), SV(new_id));
-    add_member_then_rebalance(g, jr, new_id);
+    add_member_then_rebalance(g, jr, new_id, rq);
 }
 
-static void join_existing_member(group_t *g, const join_req_t *jr)
+static void join_existing_member(group_t *g, const join_req_t *jr, req_t *rq)
 {
-    kc_gm_t *gm = g->gm;
     kc_str_t id = jr->member_id;
     if (g->state == KC_GROUP_DEAD) {
-        reply_join_error(gm, KC_ERR_COORDINATOR_NOT_AVAILABLE, id);
+        reply_join_error(rq, KC_ERR_COORDINATOR_NOT_AVAILABLE, id);
         return;
     }
     if (!supports_protocols(g, jr->req->protocol_type, jr->req)) {
-        reply_join_error(gm, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, id);
+        reply_join_error(rq, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, id);
         return;
     }
     if (find_pending(g, id)) {
         if (str_present(jr->instance_id)) {
             /* Kafka throws IllegalStateException: a pending member is never static. */
-            reply_join_error(gm, KC_ERR_UNKNOWN_SERVER_ERROR, id);
+            reply_join_error(rq, KC_ERR_UNKNOWN_SERVER_ERROR, id);
             return;
         }
         KC_DEBUG("group", "group %.*s: pending member %.*s joins in %s", SV(g->id), SV(id),
                  kc_group_state_name(g->state));
-        add_member_then_rebalance(g, jr, id);
+        add_member_then_rebalance(g, jr, id, rq);
         return;
     }
     int16_t err = validate_member(g, id, jr->instance_id);
@@ -2145,13 +2014,13 @@ static void join_existing_member(group_t *g, const join_req_t *jr)
         r.member_id = id;
         r.protocol_type = KC_STR_NULL;
         r.protocol_name = KC_STR_NULL;
-        reply_join(gm, &r);
+        reply_join(rq, &r);
         return;
     }
     member_t *m = find_member(g, id);
     switch (g->state) {
     case KC_GROUP_PREPARING_REBALANCE:
-        update_member_then_rebalance(g, m, jr, "member is joining group:", KC_RB_OTHER);
+        update_member_then_rebalance(g, m, jr, "member is joining group:", KC_RB_OTHER, rq);
         return;
     case KC_GROUP_COMPLETING_REBALANCE:
         if (protoset_matches(m->protos, jr->req)) {
@@ -2159,51 +2028,51 @@ static void join_existing_member(group_t *g, const join_req_t *jr)
             kc_join_group_response_member_t *members = NULL;
             int32_t n = 0;
             if (is_leader(g, m) && join_members(g, &members, &n) != 0) {
-                reply_join_oom(gm, id);
+                reply_join_oom(rq, id);
                 return;
             }
             kc_join_group_response_t r;
             join_result(g, m, &r, members, n, g->leader ? g->leader->id : KC_STR_NULL, false);
-            reply_join(gm, &r);
+            reply_join(rq, &r);
             free(members);
         } else {
             update_member_then_rebalance(g, m, jr, "updating metadata for member",
-                                         KC_RB_METADATA_CHANGED);
+                                         KC_RB_METADATA_CHANGED, rq);
         }
         return;
     case KC_GROUP_STABLE:
         if (is_leader(g, m)) {
             /* The leader may rejoin to force a rebalance (e.g. topic metadata changed). */
             update_member_then_rebalance(g, m, jr,
-                                         "leader re-joining group:", KC_RB_LEADER_REJOINED);
+                                         "leader re-joining group:", KC_RB_LEADER_REJOINED, rq);
         } else if (!protoset_matches(m->protos, jr->req)) {
             update_member_then_rebalance(g, m, jr, "updating metadata for member",
-                                         KC_RB_METADATA_CHANGED);
+                                         KC_RB_METADATA_CHANGED, rq);
         } else {
             kc_join_group_response_t r;
             join_result(g, m, &r, NULL, 0, g->leader ? g->leader->id : KC_STR_NULL, false);
-            reply_join(gm, &r);
+            reply_join(rq, &r);
         }
         return;
     default:
         KC_WARN("group", "group %.*s: member %.*s rejoins in unexpected state %s", SV(g->id),
                 SV(id), kc_group_state_name(g->state));
-        reply_join_error(gm, KC_ERR_UNKNOWN_MEMBER_ID, id);
+        reply_join_error(rq, KC_ERR_UNKNOWN_MEMBER_ID, id);
         return;
     }
 }
 
-static void do_join(kc_gm_t *gm, const join_req_t *jr)
+static void do_join(kc_gm_t *gm, const join_req_t *jr, req_t *rq)
 {
     const kc_join_group_request_t *req = jr->req;
     /* GroupCoordinatorService.joinGroup's checks. */
     if (!str_nonempty(req->group_id)) {
-        reply_join_error(gm, KC_ERR_INVALID_GROUP_ID, jr->member_id);
+        reply_join_error(rq, KC_ERR_INVALID_GROUP_ID, jr->member_id);
         return;
     }
     if (jr->session_timeout_ms < gm->cfg.min_session_timeout_ms ||
         jr->session_timeout_ms > gm->cfg.max_session_timeout_ms) {
-        reply_join_error(gm, KC_ERR_INVALID_SESSION_TIMEOUT, jr->member_id);
+        reply_join_error(rq, KC_ERR_INVALID_SESSION_TIMEOUT, jr->member_id);
         return;
     }
     /* A member whose protocol metadata cannot fit in any GroupMetadata record: Kafka takes the
@@ -2217,49 +2086,42 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
         if (len < smallest)
             smallest = len;
     }
-    if (req->protocols.n > 0 && kc_gm__record_bytes(0, smallest) > (size_t)record_max(gm)) {
+    if (req->protocols.n > 0 && kc_manager_record_bytes(0, smallest) > (size_t)record_max(gm)) {
         char why[200];
         snprintf(why, sizeof(why),
                  "a JoinGroup with %zu bytes of protocol metadata: no GroupMetadata record of at "
                  "most message.max.bytes (%d) can hold it",
                  smallest, (int)record_max(gm));
         refused(gm, KC_GM_REFUSED_RECORD_SIZE, req->group_id, why);
-        reply_join_error(gm, KC_ERR_UNKNOWN_SERVER_ERROR, jr->member_id);
+        reply_join_error(rq, KC_ERR_UNKNOWN_SERVER_ERROR, jr->member_id);
         return;
     }
     bool unknown_member = !str_nonempty(jr->member_id);
-    if (kc_cgm_exists(gm->cgm, req->group_id)) {
-        /* GroupMetadataManager.classicGroupJoin on a consumer group. Kafka bridges classic
-         * members into a consumer group that has members; kcoord does not, and refuses them as
-         * Kafka refuses a group of another type. An empty consumer group becomes a classic
-         * group (its tombstones first), as in Kafka. */
-        if (!kc_cgm_is_empty(gm->cgm, req->group_id)) {
-            refused(gm, KC_GM_REFUSED_PROTOCOL, req->group_id,
-                    "a classic member (JoinGroup) in a consumer group that has members: kcoord "
-                    "does not mix the protocols in one group (INCONSISTENT_GROUP_PROTOCOL)");
-            reply_join_error(gm, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, jr->member_id);
-            return;
-        }
-        if (!unknown_member) {
-            reply_join_error(gm, KC_ERR_UNKNOWN_MEMBER_ID, jr->member_id);
-            return;
-        }
-        if (kc_cgm_delete(gm->cgm, gm_time(gm), req->group_id,
-                          "a classic member joins: the empty group becomes a classic group") != 0) {
-            reply_join_oom(gm, jr->member_id);
-            return;
-        }
+    /* An empty consumer group of this id becomes a classic group; one with members refuses
+     * (the manager's conversion rules). */
+    int16_t conv = kc_manager_classic_join(gm, req->group_id, unknown_member);
+    if (conv == KC_ERR_INCONSISTENT_GROUP_PROTOCOL)
+        refused(gm, KC_GM_REFUSED_PROTOCOL, req->group_id,
+                "a classic member (JoinGroup) in a consumer group that has members: kcoord "
+                "does not mix the protocols in one group (INCONSISTENT_GROUP_PROTOCOL)");
+    if (conv == KC_ERR_COORDINATOR_NOT_AVAILABLE) {
+        reply_join_oom(rq, jr->member_id);
+        return;
+    }
+    if (conv != 0) {
+        reply_join_error(rq, conv, jr->member_id);
+        return;
     }
     group_t *g = find_group(gm, req->group_id);
     bool created = false;
     if (!g) {
         if (!unknown_member) {
-            reply_join_error(gm, KC_ERR_UNKNOWN_MEMBER_ID, jr->member_id);
+            reply_join_error(rq, KC_ERR_UNKNOWN_MEMBER_ID, jr->member_id);
             return;
         }
         g = group_create(gm, req->group_id);
         if (!g) {
-            reply_join_oom(gm, jr->member_id);
+            reply_join_oom(rq, jr->member_id);
             return;
         }
         created = true;
@@ -2268,17 +2130,17 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
     if (!accept_joining_member(g, jr->member_id)) {
         KC_DEBUG("group", "group %.*s is full (group.max.size %d); rejecting member %.*s",
                  SV(g->id), (int)gm->cfg.max_size, SV(jr->member_id));
-        group_remove_id(g, jr->member_id);
-        reply_join_error(gm, KC_ERR_GROUP_MAX_SIZE_REACHED, KC_STR_EMPTY);
+        group_remove_id(g, jr->member_id, rq);
+        reply_join_error(rq, KC_ERR_GROUP_MAX_SIZE_REACHED, KC_STR_EMPTY);
     } else if (unknown_member) {
-        join_new_member(g, jr);
+        join_new_member(g, jr, rq);
     } else {
-        join_existing_member(g, jr);
+        join_existing_member(g, jr, rq);
     }
 
     if (created) {
-        if (gm->cur.oom && g->n_members == 0 && g->pending.n == 0 && g->state == KC_GROUP_EMPTY) {
-            group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE);
+        if (rq->oom && g->n_members == 0 && g->pending.n == 0 && g->state == KC_GROUP_EMPTY) {
+            group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE, rq);
         } else {
             /* A group born from JoinGroup is written at once (Kafka's empty record). */
             emit_group_metadata(g, false, true, NULL);
@@ -2286,12 +2148,13 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr)
     }
 }
 
-int kc_gm_join(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_join_group_request_t *req,
-               kc_str_t client_id, kc_str_t client_host, void *waiter, kc_arena_t *a,
-               kc_join_group_response_t *resp)
+int kc_classic_join(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_join_group_request_t *req,
+                    kc_str_t client_id, kc_str_t client_host, void *waiter, kc_arena_t *a,
+                    kc_join_group_response_t *resp)
 {
     kc_join_group_response_init(resp);
-    begin_request(gm, now, version, waiter, a, resp, NULL);
+    req_t rq_, *rq = &rq_;
+    begin_request(gm, rq, now, version, waiter, a, resp, NULL);
     join_req_t jr = {
         .req = req,
         .version = version,
@@ -2304,8 +2167,8 @@ int kc_gm_join(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_join_group_
         /* Before v1 there was no rebalance timeout: the session timeout serves. */
         .rebalance_timeout_ms = version == 0 ? req->session_timeout_ms : req->rebalance_timeout_ms,
     };
-    do_join(gm, &jr);
-    return end_request(gm);
+    do_join(gm, &jr, rq);
+    return end_request(rq);
 }
 
 /* ---- SyncGroup -------------------------------------------------------------------------- */
@@ -2328,7 +2191,8 @@ static void remove_pending_sync_member(group_t *g, member_t *m)
 
 /* The leader's SyncGroup in CompletingRebalance: store every assignment (an empty one for a
  * member the leader left out), write the record, answer the parked members, become Stable. */
-static void leader_sync(group_t *g, member_t *leader, kc_bytes_t *assign, uint8_t **copies)
+static void leader_sync(group_t *g, member_t *leader, kc_bytes_t *assign, uint8_t **copies,
+                        req_t *rq)
 {
     KC_DEBUG("group", "group %.*s: assignment received from leader %.*s for generation %d",
              SV(g->id), SV(leader->id), (int)g->generation);
@@ -2339,12 +2203,13 @@ static void leader_sync(group_t *g, member_t *leader, kc_bytes_t *assign, uint8_
         int32_t i = 0;
         for (member_t *m = g->head; m; m = m->next, i++)
             free(copies[i]);
-        reset_and_propagate_error(g, rc == -2 ? KC_ERR_UNKNOWN_SERVER_ERROR
-                                              : KC_ERR_COORDINATOR_NOT_AVAILABLE);
-        maybe_prepare_rebalance_or_complete_join(g, rc == -2
-                                                        ? "the group's record would exceed "
-                                                          "message.max.bytes"
-                                                        : "error storing the group assignment");
+        reset_and_propagate_error(
+            g, rc == -2 ? KC_ERR_UNKNOWN_SERVER_ERROR : KC_ERR_COORDINATOR_NOT_AVAILABLE, rq);
+        maybe_prepare_rebalance_or_complete_join(g,
+                                                 rc == -2 ? "the group's record would exceed "
+                                                            "message.max.bytes"
+                                                          : "error storing the group assignment",
+                                                 rq);
         return;
     }
     int32_t i = 0;
@@ -2353,7 +2218,7 @@ static void leader_sync(group_t *g, member_t *leader, kc_bytes_t *assign, uint8_
         m->assignment = copies[i];
         m->assignment_len = assign[i].len;
     }
-    propagate_assignment(g, 0);
+    propagate_assignment(g, 0, rq);
     char reason[120];
     snprintf(reason, sizeof(reason), "assignment of generation %d received from the leader",
              (int)g->generation);
@@ -2361,30 +2226,30 @@ static void leader_sync(group_t *g, member_t *leader, kc_bytes_t *assign, uint8_
     rb_finish(g, "stable");
 }
 
-static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t *req)
+static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t *req, req_t *rq)
 {
     /* KafkaApis: from v5 the protocol type and name are mandatory. */
     if (version >= 5 && (req->protocol_type.len < 0 || req->protocol_name.len < 0)) {
-        reply_sync_error(gm, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
+        reply_sync_error(rq, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
         return;
     }
     if (!str_nonempty(req->group_id)) {
-        reply_sync_error(gm, KC_ERR_INVALID_GROUP_ID);
+        reply_sync_error(rq, KC_ERR_INVALID_GROUP_ID);
         return;
     }
     group_t *g = find_group(gm, req->group_id);
-    if (!g && kc_cgm_exists(gm->cgm, req->group_id)) {
+    if (!g) {
         /* GroupMetadataManager.classicGroupSyncToConsumerGroup: no member of a kcoord consumer
          * group uses the classic protocol. */
-        reply_sync_error(gm, kc_cgm_is_empty(gm->cgm, req->group_id)
-                                 ? KC_ERR_UNKNOWN_MEMBER_ID
-                                 : kc_cgm_classic_member_check(
-                                       gm->cgm, req->group_id, req->member_id,
-                                       version >= 3 ? req->group_instance_id : KC_STR_NULL));
-        return;
+        int16_t err = kc_manager_classic_member_check(
+            gm, req->group_id, req->member_id, version >= 3 ? req->group_instance_id : KC_STR_NULL);
+        if (err >= 0) {
+            reply_sync_error(rq, err);
+            return;
+        }
     }
     if (!g || g->state == KC_GROUP_EMPTY) {
-        reply_sync_error(gm, KC_ERR_UNKNOWN_MEMBER_ID);
+        reply_sync_error(rq, KC_ERR_UNKNOWN_MEMBER_ID);
         return;
     }
     kc_str_t instance = version >= 3 ? req->group_instance_id : KC_STR_NULL;
@@ -2401,13 +2266,13 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
              protocol_inconsistent(pname, pname_view(g)))
         err = KC_ERR_INCONSISTENT_GROUP_PROTOCOL;
     if (err) {
-        reply_sync_error(gm, err);
+        reply_sync_error(rq, err);
         return;
     }
     member_t *m = find_member(g, req->member_id);
 
     if (g->state == KC_GROUP_PREPARING_REBALANCE) {
-        reply_sync_error(gm, KC_ERR_REBALANCE_IN_PROGRESS);
+        reply_sync_error(rq, KC_ERR_REBALANCE_IN_PROGRESS);
         return;
     }
     if (g->state == KC_GROUP_STABLE) {
@@ -2418,11 +2283,11 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
         r.protocol_name = pname_view(g);
         r.assignment =
             (kc_bytes_t){m->assignment ? m->assignment : (const uint8_t *)"", m->assignment_len};
-        reply_sync(gm, &r);
+        reply_sync(rq, &r);
         return;
     }
     if (g->state != KC_GROUP_COMPLETING_REBALANCE) {
-        reply_sync_error(gm, KC_ERR_UNKNOWN_SERVER_ERROR);
+        reply_sync_error(rq, KC_ERR_UNKNOWN_SERVER_ERROR);
         return;
     }
 
@@ -2469,8 +2334,8 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
                 free(copies[j]);
             free(copies);
             free(assign);
-            gm->cur.oom = true;
-            reply_sync_error(gm, KC_ERR_COORDINATOR_NOT_AVAILABLE);
+            rq->oom = true;
+            reply_sync_error(rq, KC_ERR_COORDINATOR_NOT_AVAILABLE);
             return;
         }
         if (missing)
@@ -2478,27 +2343,28 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
                     SV(g->id), missing, (int)g->generation);
     }
 
-    park_sync(g, m);
+    park_sync(g, m, rq);
     remove_pending_sync_member(g, m);
     if (leader)
-        leader_sync(g, m, assign, copies);
+        leader_sync(g, m, assign, copies, rq);
     free(copies);
     free(assign);
 }
 
-int kc_gm_sync(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_sync_group_request_t *req,
-               void *waiter, kc_arena_t *a, kc_sync_group_response_t *resp)
+int kc_classic_sync(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_sync_group_request_t *req,
+                    void *waiter, kc_arena_t *a, kc_sync_group_response_t *resp)
 {
     kc_sync_group_response_init(resp);
-    begin_request(gm, now, version, waiter, a, NULL, resp);
-    do_sync(gm, version, req);
-    return end_request(gm);
+    req_t rq_, *rq = &rq_;
+    begin_request(gm, rq, now, version, waiter, a, NULL, resp);
+    do_sync(gm, version, req, rq);
+    return end_request(rq);
 }
 
 /* ---- Heartbeat -------------------------------------------------------------------------- */
 
-void kc_gm_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_heartbeat_request_t *req,
-                     kc_heartbeat_response_t *resp)
+void kc_classic_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
+                          const kc_heartbeat_request_t *req, kc_heartbeat_response_t *resp)
 {
     set_time(gm, now);
     kc_heartbeat_response_init(resp);
@@ -2510,9 +2376,9 @@ void kc_gm_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_heart
     if (!g) {
         /* GroupMetadataManager.classicGroupHeartbeatToConsumerGroup: no member of a kcoord
          * consumer group uses the classic protocol. */
-        resp->error_code =
-            kc_cgm_classic_member_check(gm->cgm, req->group_id, req->member_id,
-                                        version >= 3 ? req->group_instance_id : KC_STR_NULL);
+        int16_t err = kc_manager_classic_member_check(
+            gm, req->group_id, req->member_id, version >= 3 ? req->group_instance_id : KC_STR_NULL);
+        resp->error_code = err >= 0 ? err : KC_ERR_UNKNOWN_MEMBER_ID;
         return;
     }
     if (g->state == KC_GROUP_DEAD) {
@@ -2549,8 +2415,9 @@ void kc_gm_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_heart
 
 /* ---- LeaveGroup ------------------------------------------------------------------------- */
 
-void kc_gm_leave(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_leave_group_request_t *req,
-                 kc_arena_t *a, kc_leave_group_response_t *resp)
+void kc_classic_leave(kc_gm_t *gm, kc_time_t now, int16_t version,
+                      const kc_leave_group_request_t *req, kc_arena_t *a,
+                      kc_leave_group_response_t *resp)
 {
     set_time(gm, now);
     kc_leave_group_response_init(resp);
@@ -2589,7 +2456,7 @@ void kc_gm_leave(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_leave_gro
     }
 
     group_t *g = find_group(gm, req->group_id);
-    if (!g && kc_cgm_exists(gm->cgm, req->group_id)) {
+    if (!g && kc_manager_is_consumer(gm, req->group_id)) {
         /* GroupMetadataManager.classicGroupLeaveToConsumerGroup: the members named are fenced
          * (the admin client's "remove members" of a consumer group). */
         int16_t *errs = n > 0 ? kc_arena_alloc(a, (size_t)n * sizeof(*errs)) : NULL;
@@ -2604,7 +2471,7 @@ void kc_gm_leave(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_leave_gro
             idv[i].member_id = out[i].member_id;
             idv[i].group_instance_id = out[i].group_instance_id;
         }
-        kc_cgm_classic_leave(gm->cgm, now, req->group_id, idv, n, errs);
+        kc_manager_classic_leave(gm, req->group_id, idv, n, errs);
         for (int32_t i = 0; i < n; i++)
             out[i].error_code = errs[i];
     } else if (!g) {
@@ -2649,7 +2516,7 @@ void kc_gm_leave(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_leave_gro
                 if (len >= 0 && (size_t)len < sizeof(left))
                     len += snprintf(left + len, sizeof(left) - (size_t)len, "%s%.*s",
                                     valid ? ", " : "", SV(m->id));
-                group_remove(g, m);
+                group_remove(g, m, NULL);
             }
             out[i].error_code = err;
             if (!err)
@@ -2659,9 +2526,9 @@ void kc_gm_leave(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_leave_gro
             char reason[300];
             snprintf(reason, sizeof(reason), "explicit LeaveGroup request for (%s) members", left);
             if (g->state == KC_GROUP_STABLE || g->state == KC_GROUP_COMPLETING_REBALANCE)
-                maybe_prepare_rebalance_or_complete_join(g, reason);
+                maybe_prepare_rebalance_or_complete_join(g, reason, NULL);
             else if (g->state == KC_GROUP_PREPARING_REBALANCE)
-                maybe_complete_join_phase(g);
+                maybe_complete_join_phase(g, NULL);
         }
     }
     /* LeaveGroupResponse below v3 carries the single member's error at the top level. */
@@ -2684,37 +2551,35 @@ static void fill_info(const group_t *g, kc_group_info_t *out)
     out->state_timestamp_ms = g->state_ts;
 }
 
-int kc_gm_info(const kc_gm_t *gm, kc_str_t group_id, kc_group_info_t *out)
+int kc_classic_info(const kc_gm_t *gm, kc_str_t group_id, kc_group_info_t *out)
 {
     const group_t *g = find_group(gm, group_id);
     if (!g)
-        return kc_cgm_info(gm->cgm, group_id, out);
+        return -1;
     fill_info(g, out);
     return 0;
 }
 
-void kc_gm_each(const kc_gm_t *gm, void (*fn)(void *arg, const kc_group_info_t *g), void *arg)
+void kc_classic_each(const kc_gm_t *gm, void (*fn)(void *arg, const kc_group_info_t *g), void *arg)
 {
-    for (size_t i = 0; i < gm->groups.cap; i++) {
-        const group_t *g = kc_strmap_slot(&gm->groups, i);
+    for (size_t i = 0; i < kc_manager_slots(gm); i++) {
+        const kc_ghead_t *h = kc_manager_slot(gm, i, KC_KIND_CLASSIC);
+        const group_t *g = h ? kc_heap_entry(h, group_t, gh) : NULL;
         if (!g || g->state == KC_GROUP_DEAD)
             continue;
         kc_group_info_t info;
         fill_info(g, &info);
         fn(arg, &info);
     }
-    kc_cgm_each(gm->cgm, fn, arg);
 }
 
-int16_t kc_gm_validate_commit(kc_gm_t *gm, kc_time_t now, int16_t version, kc_str_t group_id,
-                              int32_t generation, kc_str_t member_id, kc_str_t instance_id)
+int16_t kc_classic_validate_commit(kc_gm_t *gm, kc_time_t now, int16_t version, kc_str_t group_id,
+                                   int32_t generation, kc_str_t member_id, kc_str_t instance_id)
 {
     set_time(gm, now);
     if (group_id.len < 0)
         return KC_ERR_INVALID_GROUP_ID;
     group_t *g = find_group(gm, group_id);
-    if (!g && kc_cgm_exists(gm->cgm, group_id))
-        return kc_cgm_validate_commit(gm->cgm, version, group_id, generation, member_id);
     if (!g) {
         if (generation < 0) {
             /* A simple (manual-assignment) consumer or an admin client: Kafka creates an
@@ -2753,11 +2618,11 @@ int16_t kc_gm_validate_commit(kc_gm_t *gm, kc_time_t now, int16_t version, kc_st
     return 0;
 }
 
-int16_t kc_gm_validate_fetch(kc_gm_t *gm, kc_str_t group_id, kc_str_t member_id,
-                             int32_t member_epoch)
+int16_t kc_classic_validate_fetch(kc_gm_t *gm, kc_str_t group_id, kc_str_t member_id,
+                                  int32_t member_epoch)
 {
-    if (!find_group(gm, group_id) && kc_cgm_exists(gm->cgm, group_id))
-        return kc_cgm_validate_fetch(gm->cgm, group_id, member_id, member_epoch);
+    (void)member_id;
+    (void)member_epoch;
     /* ClassicGroup.validateOffsetFetch ignores the member fields (they are for KIP-848
      * groups); only a Dead group is refused. */
     const group_t *g = find_group(gm, group_id);
@@ -2766,13 +2631,13 @@ int16_t kc_gm_validate_fetch(kc_gm_t *gm, kc_str_t group_id, kc_str_t member_id,
     return 0;
 }
 
-bool kc_gm_subscribed(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic)
+bool kc_classic_subscribed(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic)
 {
     const group_t *g = find_group(gm, group_id);
-    return g ? subscribed_to(g, topic) : kc_cgm_subscribed(gm->cgm, group_id, topic);
+    return g && subscribed_to(g, topic);
 }
 
-bool kc_gm_offsets_expirable(const kc_gm_t *gm, kc_str_t group_id, int64_t *base_ms)
+bool kc_classic_offsets_expirable(const kc_gm_t *gm, kc_str_t group_id, int64_t *base_ms)
 {
     const group_t *g = find_group(gm, group_id);
     *base_ms = -1;
@@ -2789,14 +2654,9 @@ bool kc_gm_offsets_expirable(const kc_gm_t *gm, kc_str_t group_id, int64_t *base
     return false;
 }
 
-int16_t kc_gm_validate_offset_delete(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic)
+int16_t kc_classic_validate_offset_delete(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic)
 {
     const group_t *g = find_group(gm, group_id);
-    if (!g && kc_cgm_exists(gm->cgm, group_id))
-        /* ConsumerGroup.validateOffsetDelete accepts; subscribed topics are refused. */
-        return topic.len >= 0 && kc_cgm_subscribed(gm->cgm, group_id, topic)
-                   ? KC_ERR_GROUP_SUBSCRIBED_TO_TOPIC
-                   : 0;
     if (!g || g->state == KC_GROUP_DEAD)
         return KC_ERR_GROUP_ID_NOT_FOUND;
     if (g->state != KC_GROUP_EMPTY && !uses_consumer_protocol(g))
@@ -2806,9 +2666,9 @@ int16_t kc_gm_validate_offset_delete(const kc_gm_t *gm, kc_str_t group_id, kc_st
     return 0;
 }
 
-void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
-                    bool include_authorized_operations, kc_arena_t *a,
-                    kc_describe_groups_described_group_t *out)
+void kc_classic_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
+                         bool include_authorized_operations, kc_arena_t *a,
+                         kc_describe_groups_described_group_t *out)
 {
     bool oom = false;
     memset(out, 0, sizeof(*out));
@@ -2828,7 +2688,7 @@ void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
         out->group_state = KC_STR_LIT("Dead");
         if (version >= 6) {
             /* GroupMetadataManager.describeGroups: a consumer group is not a classic group. */
-            const char *fmt = !g && kc_cgm_exists(gm->cgm, group_id)
+            const char *fmt = !g && kc_manager_is_consumer(gm, group_id)
                                   ? "Group %.*s is not a classic group."
                                   : "Group %.*s not found.";
             out->error_code = KC_ERR_GROUP_ID_NOT_FOUND;
@@ -2889,38 +2749,32 @@ void kc_gm_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
 }
 
 /* Delete a group (ClassicGroup.validateDeleteGroup passed): Dead, tombstone, gone. */
-static void delete_group(kc_gm_t *gm, group_t *g, const char *reason)
+static void delete_group(kc_gm_t *gm, group_t *g, const char *reason, req_t *rq)
 {
     set_state(g, KC_GROUP_DEAD, reason);
     emit_group_metadata(g, true, false, NULL);
-    group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE);
+    group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE, rq);
 }
 
-int16_t kc_gm_delete(kc_gm_t *gm, kc_time_t now, kc_str_t group_id)
+int16_t kc_classic_delete(kc_gm_t *gm, kc_time_t now, kc_str_t group_id)
 {
     set_time(gm, now);
     group_t *g = find_group(gm, group_id);
-    if (!g && kc_cgm_exists(gm->cgm, group_id))
-        return kc_cgm_delete(gm->cgm, now, group_id, "deleted by DeleteGroups");
     if (!g || g->state == KC_GROUP_DEAD)
         return KC_ERR_GROUP_ID_NOT_FOUND;
     if (g->state != KC_GROUP_EMPTY)
         return KC_ERR_NON_EMPTY_GROUP;
-    delete_group(gm, g, "deleted by DeleteGroups");
+    delete_group(gm, g, "deleted by DeleteGroups", NULL);
     return 0;
 }
 
-void kc_gm_remove_if_empty(kc_gm_t *gm, kc_time_t now, kc_str_t group_id)
+void kc_classic_remove_if_empty(kc_gm_t *gm, kc_time_t now, kc_str_t group_id)
 {
     set_time(gm, now);
     group_t *g = find_group(gm, group_id);
-    if (!g && kc_cgm_is_empty(gm->cgm, group_id)) {
-        kc_cgm_delete(gm->cgm, now, group_id, "empty group without offsets removed");
-        return;
-    }
     if (!g || g->state != KC_GROUP_EMPTY)
         return;
-    delete_group(gm, g, "empty group without offsets removed");
+    delete_group(gm, g, "empty group without offsets removed", NULL);
 }
 
 /* ---- Loading ---------------------------------------------------------------------------- */
@@ -3027,8 +2881,8 @@ fail:
     return NULL;
 }
 
-static int replay_group_metadata(kc_gm_t *gm, kc_reader_t *kr, kc_arena_t *a, const uint8_t *value,
-                                 size_t value_len)
+int kc_classic_replay_metadata(kc_gm_t *gm, kc_reader_t *kr, kc_arena_t *a, const uint8_t *value,
+                               size_t value_len)
 {
     kc_group_metadata_key_t k;
     if (kc_group_metadata_key_decode(kr, a, GROUP_METADATA_KEY_VERSION, &k) != 0) {
@@ -3038,11 +2892,11 @@ static int replay_group_metadata(kc_gm_t *gm, kc_reader_t *kr, kc_arena_t *a, co
         return -2;
     }
     group_t *old = find_group(gm, k.group);
-    kc_cgm_drop(gm->cgm, k.group); /* GroupMetadata replaces a consumer group, as in Kafka */
+    kc_manager_replay_drop_consumer(gm, k.group);
     if (!value) {
         if (old) {
             KC_DEBUG("group", "group %.*s: removed by a tombstone while loading", SV(k.group));
-            group_destroy(gm, old, KC_ERR_COORDINATOR_NOT_AVAILABLE);
+            group_destroy(gm, old, KC_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
         }
         return 0;
     }
@@ -3057,15 +2911,15 @@ static int replay_group_metadata(kc_gm_t *gm, kc_reader_t *kr, kc_arena_t *a, co
                 SV(k.group), (int)version, value_len);
         return -2;
     }
-    if (reserve_group(gm) != 0)
+    if (kc_manager_reserve(gm) != 0)
         return -1;
     int err;
     group_t *g = group_from_record(gm, k.group, &v, &err);
     if (!g)
         return err;
     if (old)
-        group_destroy(gm, old, KC_ERR_COORDINATOR_NOT_AVAILABLE);
-    kc_strmap_put(&gm->groups, g->id.p, (size_t)g->id.len, g); /* reserved: cannot fail */
+        group_destroy(gm, old, KC_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
+    kc_manager_put(gm, &g->gh, g->id); /* reserved: cannot fail */
     KC_DEBUG("group", "group %.*s: loaded as %s, generation %d, %d members, protocol %.*s",
              SV(g->id), kc_group_state_name(g->state), (int)g->generation, (int)g->n_members,
              SV(pname_view(g).len >= 0 ? pname_view(g) : KC_STR_LIT("null")));
@@ -3075,14 +2929,14 @@ static int replay_group_metadata(kc_gm_t *gm, kc_reader_t *kr, kc_arena_t *a, co
 /* Kafka's OffsetMetadataManager.replay: an offset commit of a group that does not exist creates
  * the "simple" group (Empty, no protocol type) that holds its offsets. A key that does not
  * decode is left for the offsets store to refuse. */
-static int replay_offset_commit(kc_gm_t *gm, kc_reader_t *kr)
+int kc_classic_replay_offset_commit(kc_gm_t *gm, kc_reader_t *kr)
 {
     kc_arena_t a;
     kc_arena_init(&a);
     kc_offset_commit_key_t k;
     int rc = 1;
     if (kc_offset_commit_key_decode(kr, &a, KC_RECORD_OFFSET_COMMIT_KEY, &k) == 0 &&
-        !find_group(gm, k.group) && !kc_cgm_exists(gm->cgm, k.group)) {
+        !kc_manager_find(gm, k.group)) {
         group_t *g = group_create(gm, k.group);
         if (g) {
             g->loading = LOAD_SIMPLE;
@@ -3096,37 +2950,14 @@ static int replay_offset_commit(kc_gm_t *gm, kc_reader_t *kr)
     return rc;
 }
 
-int kc_gm_replay(kc_gm_t *gm, const uint8_t *key, size_t key_len, const uint8_t *value,
-                 size_t value_len)
-{
-    kc_reader_t r;
-    kc_rd_init(&r, key, key_len);
-    int16_t type = kc_rd_i16(&r);
-    if (r.err) {
-        KC_WARN("group", "record key of %zu bytes has no type", key_len);
-        return -2;
-    }
-    if (type == 0 || type == KC_RECORD_OFFSET_COMMIT_KEY)
-        return value ? replay_offset_commit(gm, &r) : 1;
-    if (type >= KC_RECORD_CONSUMER_GROUP_METADATA_KEY &&
-        type <= KC_RECORD_CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY)
-        return kc_cgm_replay(gm->cgm, type, key, key_len, value, value_len);
-    if (type != GROUP_METADATA_KEY_VERSION)
-        return 1;
-    kc_arena_t a;
-    kc_arena_init(&a);
-    int rc = replay_group_metadata(gm, &r, &a, value, value_len);
-    kc_arena_free(&a);
-    return rc;
-}
-
 /* Kafka's GroupMetadataManager.onLoaded for classic groups. */
-void kc_gm_load_complete(kc_gm_t *gm, kc_time_t now)
+void kc_classic_load_complete(kc_gm_t *gm, kc_time_t now)
 {
     set_time(gm, now);
     size_t loaded = 0, members = 0;
-    for (size_t i = 0; i < gm->groups.cap; i++) {
-        group_t *g = kc_strmap_slot(&gm->groups, i);
+    for (size_t i = 0; i < kc_manager_slots(gm); i++) {
+        kc_ghead_t *h = kc_manager_slot(gm, i, KC_KIND_CLASSIC);
+        group_t *g = h ? kc_heap_entry(h, group_t, gh) : NULL;
         if (!g || g->loading == LOAD_NONE)
             continue;
         if (g->loading == LOAD_SIMPLE)
@@ -3137,7 +2968,7 @@ void kc_gm_load_complete(kc_gm_t *gm, kc_time_t now)
         KC_DEBUG("group", "group %.*s: loaded in %s with %d members, generation %d", SV(g->id),
                  kc_group_state_name(g->state), (int)g->n_members, (int)g->generation);
         /* A fresh session for every member: a restart is no reason to rebalance. */
-        kc_heap_remove(&gm->heap, &g->timer);
+        kc_manager_disarm(gm, &g->gh);
         for (member_t *m = g->head; m; m = m->next)
             set_hb(g, m, m->session_timeout_ms);
         if (g->n_members > gm->cfg.max_size) {
@@ -3146,7 +2977,7 @@ void kc_gm_load_complete(kc_gm_t *gm, kc_time_t now)
                      "freshly-loaded group (size %d) is over capacity %d; rebalancing to give "
                      "consumers a chance to commit offsets",
                      (int)g->n_members, (int)gm->cfg.max_size);
-            prepare_rebalance(g, reason);
+            prepare_rebalance(g, reason, NULL);
         }
     }
     if (loaded > 0 && gm->cfg.reload) /* one call site for reloads, another for the start */
@@ -3155,48 +2986,6 @@ void kc_gm_load_complete(kc_gm_t *gm, kc_time_t now)
     else if (loaded > 0)
         KC_INFO("group", "partition %d: loaded %zu classic groups with %zu members",
                 (int)gm->cfg.partition, loaded, members);
-    kc_cgm_load_complete(gm->cgm, now);
-}
-
-/* ---- For the consumer groups (cgroup.h) -------------------------------------------------- */
-
-kc_cgm_t *kc_gm__cgm(const kc_gm_t *gm)
-{
-    return gm->cgm;
-}
-
-int kc_gm__classic_kind(const kc_gm_t *gm, kc_str_t id)
-{
-    const group_t *g = find_group(gm, id);
-    if (!g)
-        return KC_CLASSIC_NONE;
-    if (g->state != KC_GROUP_EMPTY)
-        return KC_CLASSIC_ACTIVE;
-    /* ClassicGroup.isSimpleGroup */
-    return !g->ptype && g->pending.n == 0 ? KC_CLASSIC_SIMPLE : KC_CLASSIC_EMPTY;
-}
-
-void kc_gm__classic_remove(kc_gm_t *gm, kc_time_t now, kc_str_t id, bool tombstone,
-                           const char *reason)
-{
-    set_time(gm, now);
-    group_t *g = find_group(gm, id);
-    if (!g)
-        return;
-    if (tombstone)
-        delete_group(gm, g, reason);
-    else
-        group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE);
-}
-
-uint64_t kc_gm__random(kc_gm_t *gm)
-{
-    return rng_next(gm);
-}
-
-kc_gm_stats_t *kc_gm__stats(kc_gm_t *gm)
-{
-    return &gm->stats;
 }
 
 /* ---- Statistics -------------------------------------------------------------------------- */
@@ -3212,44 +3001,6 @@ static void phase_observe(uint64_t *buckets, double *sum, int64_t ms)
         i++;
     buckets[i]++;
     *sum += s;
-}
-
-const double kc_gm_assign_bounds_s[KC_GM_ASSIGN_BUCKETS - 1] = {
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5};
-
-void kc_gm_stats(const kc_gm_t *gm, kc_gm_stats_t *out)
-{
-    const kc_gm_stats_t *s = &gm->stats;
-    for (int m = 0; m < 2; m++) {
-        for (int i = 0; i < KC_GM_ASSIGN_BUCKETS; i++)
-            out->assign_time[m][i] += s->assign_time[m][i];
-        out->assign_time_sum_s[m] += s->assign_time_sum_s[m];
-    }
-    out->assign_failed += s->assign_failed;
-    for (int i = 0; i < KC_RB_CAUSES; i++)
-        out->rebalances[i] += s->rebalances[i];
-    for (int i = 0; i < KC_GM_PHASE_BUCKETS; i++) {
-        out->join_phase[i] += s->join_phase[i];
-        out->sync_phase[i] += s->sync_phase[i];
-    }
-    out->join_phase_sum_s += s->join_phase_sum_s;
-    out->sync_phase_sum_s += s->sync_phase_sum_s;
-    out->timers_fired += s->timers_fired;
-    out->timers_examined += s->timers_examined;
-    out->tick_slices += s->tick_slices;
-    for (int i = 0; i < KC_GM_REFUSED_KINDS; i++)
-        out->refused[i] += s->refused[i];
-    size_t in_use = 0, compiled = 0;
-    kc_cgm_regex_counts(gm->cgm, &in_use, &compiled);
-    out->regexes_in_use += in_use;
-    out->regexes_compiled += compiled;
-}
-
-const char *kc_gm_refused_name(int kind)
-{
-    static const char *const names[KC_GM_REFUSED_KINDS] = {"regex_invalid", "regex_limit",
-                                                           "record_too_large", "protocol_mix"};
-    return kind >= 0 && kind < KC_GM_REFUSED_KINDS ? names[kind] : "unknown";
 }
 
 /* ---- Introspection of classic groups (group.h) --------------------------------------------- */
@@ -3321,10 +3072,13 @@ static void json_classic_summary(const group_t *g, kc_emit_fn emit, void *arg)
     emit(arg, "}", 1);
 }
 
-void kc_gm_json_list(const kc_gm_t *gm, int64_t mono_ms, kc_emit_fn emit, void *arg, bool *first)
+void kc_classic_json_list(const kc_gm_t *gm, int64_t mono_ms, kc_emit_fn emit, void *arg,
+                          bool *first)
 {
-    for (size_t i = 0; i < gm->groups.cap; i++) {
-        const group_t *g = kc_strmap_slot(&gm->groups, i);
+    (void)mono_ms;
+    for (size_t i = 0; i < kc_manager_slots(gm); i++) {
+        const kc_ghead_t *h = kc_manager_slot(gm, i, KC_KIND_CLASSIC);
+        const group_t *g = h ? kc_heap_entry(h, group_t, gh) : NULL;
         if (!g || g->state == KC_GROUP_DEAD)
             continue;
         if (!*first)
@@ -3332,27 +3086,22 @@ void kc_gm_json_list(const kc_gm_t *gm, int64_t mono_ms, kc_emit_fn emit, void *
         *first = false;
         json_classic_summary(g, emit, arg);
     }
-    kc_cgm_json_list(gm->cgm, mono_ms, emit, arg, first);
 }
 
-int kc_gm_json_summary(const kc_gm_t *gm, kc_str_t group_id, kc_emit_fn emit, void *arg)
+int kc_classic_json_summary(const kc_gm_t *gm, kc_str_t group_id, kc_emit_fn emit, void *arg)
 {
     const group_t *g = find_group(gm, group_id);
-    if (!g)
-        return kc_cgm_json_summary(gm->cgm, group_id, emit, arg);
-    if (g->state == KC_GROUP_DEAD)
+    if (!g || g->state == KC_GROUP_DEAD)
         return -1;
     json_classic_summary(g, emit, arg);
     return 0;
 }
 
-int kc_gm_json_group(const kc_gm_t *gm, int64_t mono_ms, kc_str_t group_id, kc_emit_fn emit,
-                     void *arg)
+int kc_classic_json_group(const kc_gm_t *gm, int64_t mono_ms, kc_str_t group_id, kc_emit_fn emit,
+                          void *arg)
 {
     const group_t *g = find_group(gm, group_id);
-    if (!g)
-        return kc_cgm_json_group(gm->cgm, mono_ms, group_id, emit, arg);
-    if (g->state == KC_GROUP_DEAD)
+    if (!g || g->state == KC_GROUP_DEAD)
         return -1;
     kc_text_json_lit(emit, arg, "{\"group_id\":");
     kc_text_json_str(emit, arg, g->id);
@@ -3396,4 +3145,42 @@ int kc_gm_json_group(const kc_gm_t *gm, int64_t mono_ms, kc_str_t group_id, kc_e
     kc_history_json(&g->rb, mono_ms, emit, arg);
     emit(arg, "}", 1);
     return 0;
+}
+
+/* ---- For the manager (classic.h) ----------------------------------------------------------- */
+
+int64_t kc_classic_timers(kc_gm_t *gm, kc_ghead_t *h, int64_t *budget)
+{
+    (void)gm;
+    group_t *g = kc_heap_entry(h, group_t, gh);
+    run_group_timers(g, budget, NULL);
+    return group_earliest(g);
+}
+
+void kc_classic_destroy(kc_gm_t *gm, kc_ghead_t *h)
+{
+    group_destroy(gm, kc_heap_entry(h, group_t, gh), KC_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
+}
+
+int kc_classic_kind(const kc_gm_t *gm, kc_str_t id)
+{
+    const group_t *g = find_group(gm, id);
+    if (!g)
+        return KC_CLASSIC_NONE;
+    if (g->state != KC_GROUP_EMPTY)
+        return KC_CLASSIC_ACTIVE;
+    /* ClassicGroup.isSimpleGroup */
+    return !g->ptype && g->pending.n == 0 ? KC_CLASSIC_SIMPLE : KC_CLASSIC_EMPTY;
+}
+
+void kc_classic_remove(kc_gm_t *gm, kc_time_t now, kc_str_t id, bool tombstone, const char *reason)
+{
+    set_time(gm, now);
+    group_t *g = find_group(gm, id);
+    if (!g)
+        return;
+    if (tombstone)
+        delete_group(gm, g, reason, NULL);
+    else
+        group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
 }
