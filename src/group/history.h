@@ -16,8 +16,8 @@
  * group that never rebalances (a simple group holding offsets) costs nothing but the struct.
  * Recording is best effort: when memory runs out an entry or a name is left out, and nothing
  * fails. Everything the ring keeps is its own copy. */
-#define KC_HISTORY_NAMES_MAX 64 /* member ids kept per joined/dropped list; the rest are counted   \
-                                 */
+/* Member ids kept per joined/dropped list; the rest are counted. */
+#define KC_HISTORY_NAMES_MAX 64
 
 typedef struct kc_history_entry_s {
     int32_t generation;           /* the generation (group epoch) it produced, -1 until known */
