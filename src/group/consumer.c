@@ -2830,428 +2830,509 @@ static cmeta_t *updated_meta(const hb_t *h, const cmeta_t *base)
 }
 
 /* Kafka's consumerGroupHeartbeat for a join (epoch 0) or a regular heartbeat. */
-static void do_heartbeat(hb_t *h)
-{
-    kc_consumer_t *c = h->c;
-    const kc_consumer_group_heartbeat_request_t *q = h->q;
-    int64_t now = c->wall; /* for records */
-    kc_str_t gid = q->group_id;
-    bool create = q->member_epoch == 0;
-    owned_t owned = {q->topic_partitions.v, q->topic_partitions.n};
-    plan_t p = {.c = c};
-    cmeta_t *upd = NULL, *dflt = NULL;
-    asg_t *my_target = NULL;
-    rres_t **new_rres = NULL;
-    int32_t n_new_rres = 0;
-    kc_uuid_t *sub_ids = NULL;
-    kc_gm_job_t *job = NULL, *ran = NULL;
+/* The state of one ConsumerGroupHeartbeat while do_heartbeat's steps run; what a step
+ * leaves here (the plan, the member, the target) the next step uses, and hb_state_free
+ * releases what is still owned. */
+typedef struct hbs_s {
+    kc_consumer_t *c;
+    const kc_consumer_group_heartbeat_request_t *q;
+    int64_t now; /* wall clock, for records */
+    kc_str_t gid, mid, inst;
+    bool create;
+    owned_t owned;
+    plan_t p;
+    cgroup_t *g;
+    cmember_t *old, *gone; /* the member as it was; a static member being replaced */
+    mview_t cur;           /* the member's current assignment before this heartbeat */
+    const cmeta_t *base;   /* its metadata before this heartbeat */
+    kc_str_t mview_id;     /* a view of the member id that outlives the commit */
+    cmeta_t *upd, *dflt;   /* its metadata after; the default for a new member */
+    bool names_changed, regex_changed, sub_changed, bump;
+    kc_gm_topics_t tv;
+    int32_t group_epoch, target_epoch;
+    const asg_t *target;
+    asg_t *my_target;
+    rres_t **new_rres;
+    int32_t n_new_rres;
+    kc_uuid_t *sub_ids;
+    size_t n_sub_ids;
+    kc_gm_job_t *job, *ran;
     recon_t rc;
-    memset(&rc, 0, sizeof(rc));
+    int32_t final_epoch;
+    const asg_t *final_assigned;
+    int8_t final_state;
+    asg_t *resp_copy;
+} hbs_t;
 
+static void hb_state_free(hbs_t *s)
+{
+    job_free(s->job);
+    job_free(s->ran);
+    free(s->upd);
+    free(s->dflt);
+    free(s->my_target);
+    free(s->sub_ids);
+    free(s->rc.assigned);
+    free(s->rc.revoking);
+    if (s->new_rres) {
+        for (int32_t i = 0; i < s->n_new_rres; i++)
+            free(s->new_rres[i]);
+        free(s->new_rres);
+    }
+    plan_free(&s->p);
+}
+
+/* The group the heartbeat is for, created when it may be (Kafka's getOrMaybeCreateConsumerGroup; an
+ * empty classic group of the id is converted by the commit). */
+static int hb_group(hb_t *h, hbs_t *s)
+{
     /* The group (Kafka's getOrMaybeCreateConsumerGroup). */
-    cgroup_t *g = find_group(c, gid);
-    if (!g) {
-        int kind = kc_manager_classic_kind(c->gm, gid);
-        if (kind == KC_CLASSIC_NONE && !create) {
-            hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND, "Consumer group %.*s not found.", SV(gid));
-            return;
+    s->g = find_group(s->c, s->gid);
+    if (!s->g) {
+        int kind = kc_manager_classic_kind(s->c->gm, s->gid);
+        if (kind == KC_CLASSIC_NONE && !s->create) {
+            hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND, "Consumer group %.*s not found.", SV(s->gid));
+            return -1;
         }
-        if (kind == KC_CLASSIC_ACTIVE && create) {
+        if (kind == KC_CLASSIC_ACTIVE && s->create) {
             /* kcoord does not convert groups with members (Kafka's migration policy
              * "disabled" answers the same). */
-            refused(c, KC_GM_REFUSED_PROTOCOL, gid,
+            refused(s->c, KC_GM_REFUSED_PROTOCOL, s->gid,
                     KC_STR_LIT("a consumer-protocol member (ConsumerGroupHeartbeat) in a classic "
                                "group that has members: kcoord does not convert it "
                                "(GROUP_ID_NOT_FOUND)"));
             hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND,
                     "Cannot upgrade classic group %.*s to consumer group because online upgrade "
                     "is disabled.",
-                    SV(gid));
-            return;
+                    SV(s->gid));
+            return -1;
         }
-        if (kind != KC_CLASSIC_NONE && !create) {
-            hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND, "Group %.*s is not a consumer group.", SV(gid));
-            return;
+        if (kind != KC_CLASSIC_NONE && !s->create) {
+            hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND, "Group %.*s is not a consumer group.",
+                    SV(s->gid));
+            return -1;
         }
-        if (reserve_group(c) != 0 || !(g = group_alloc(c, gid))) {
+        if (reserve_group(s->c) != 0 || !(s->g = group_alloc(s->c, s->gid))) {
             hb_oom(h);
-            return;
+            return -1;
         }
-        p.new_group = true;
-        p.delete_classic = kind != KC_CLASSIC_NONE;
+        s->p.new_group = true;
+        s->p.delete_classic = kind != KC_CLASSIC_NONE;
     }
-    p.g = g;
+    s->p.g = s->g;
+    return 0;
+}
 
+/* The member: the group's capacity, a member id for v0, then the member itself, dynamic or static
+ * (Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember). */
+static int hb_member(hb_t *h, hbs_t *s)
+{
     /* Kafka's throwIfConsumerGroupIsFull. */
-    kc_str_t mid = q->member_id.len >= 0 ? q->member_id : KC_STR_EMPTY;
-    if (g->n_members >= max_size(c) && (mid.len == 0 || !find_member(g, mid))) {
+    s->mid = s->q->member_id.len >= 0 ? s->q->member_id : KC_STR_EMPTY;
+    if (s->g->n_members >= max_size(s->c) && (s->mid.len == 0 || !find_member(s->g, s->mid))) {
         hb_fail(h, KC_ERR_GROUP_MAX_SIZE_REACHED,
                 "The consumer group has reached its maximum capacity of %d members.",
-                (int)max_size(c));
-        goto out;
+                (int)max_size(s->c));
+        return -1;
     }
-    if (mid.len == 0) { /* v0: the coordinator names the member */
-        mid = random_member_id(c, h->a);
-        if (mid.len < 0) {
+    if (s->mid.len == 0) { /* v0: the coordinator names the member */
+        s->mid = random_member_id(s->c, h->a);
+        if (s->mid.len < 0) {
             hb_oom(h);
-            goto out;
+            return -1;
         }
     }
 
     /* The member (Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember). */
-    cmember_t *old = NULL, *gone = NULL;
-    mview_t cur = {0, 0, MS_STABLE, NULL, NULL};
-    const cmeta_t *base = NULL;
-    kc_str_t inst = q->instance_id;
-    if (inst.len < 0) {
-        old = find_member(g, mid);
-        if (!old && !create) {
+    s->inst = s->q->instance_id;
+    if (s->inst.len < 0) {
+        s->old = find_member(s->g, s->mid);
+        if (!s->old && !s->create) {
             hb_fail(h, KC_ERR_UNKNOWN_MEMBER_ID, "Member %.*s is not a member of group %.*s.",
-                    SV(mid), SV(gid));
-            goto out;
+                    SV(s->mid), SV(s->gid));
+            return -1;
         }
-        if (old && check_epoch(h, old, q->member_epoch, &owned) != 0)
-            goto out;
+        if (s->old && check_epoch(h, s->old, s->q->member_epoch, &s->owned) != 0)
+            return -1;
     } else {
-        cmember_t *st = find_static(g, inst);
-        if (create) {
+        cmember_t *st = find_static(s->g, s->inst);
+        if (s->create) {
             if (!st) {
-                old = find_member(g, mid);
+                s->old = find_member(s->g, s->mid);
             } else if (st->epoch != STATIC_LEAVE_EPOCH && !st->meta->classic) {
                 KC_DEBUG("group",
                          "consumer group %.*s: static member %.*s with instance id %.*s cannot "
                          "join: the instance id is owned by member %.*s",
-                         SV(gid), SV(mid), SV(inst), SV(st->id));
+                         SV(s->gid), SV(s->mid), SV(s->inst), SV(st->id));
                 hb_fail(h, KC_ERR_UNRELEASED_INSTANCE_ID,
                         "Static member %.*s with instance id %.*s cannot join the group because "
                         "the instance id is owned by %.*s member.",
-                        SV(mid), SV(inst), SV(st->id));
-                goto out;
+                        SV(s->mid), SV(s->inst), SV(st->id));
+                return -1;
             } else {
-                gone = st;
+                s->gone = st;
             }
         } else {
             if (!st) {
-                hb_fail(h, KC_ERR_UNKNOWN_MEMBER_ID, "Instance id %.*s is unknown.", SV(inst));
-                goto out;
+                hb_fail(h, KC_ERR_UNKNOWN_MEMBER_ID, "Instance id %.*s is unknown.", SV(s->inst));
+                return -1;
             }
-            if (!kc_str_eq(st->id, mid)) {
+            if (!kc_str_eq(st->id, s->mid)) {
                 KC_DEBUG("group",
                          "consumer group %.*s: static member %.*s with instance id %.*s is fenced "
                          "by member %.*s",
-                         SV(gid), SV(mid), SV(inst), SV(st->id));
+                         SV(s->gid), SV(s->mid), SV(s->inst), SV(st->id));
                 hb_fail(h, KC_ERR_FENCED_INSTANCE_ID,
                         "Static member %.*s with instance id %.*s was fenced by member %.*s.",
-                        SV(mid), SV(inst), SV(st->id));
-                goto out;
+                        SV(s->mid), SV(s->inst), SV(st->id));
+                return -1;
             }
-            if (check_epoch(h, st, q->member_epoch, &owned) != 0)
-                goto out;
-            old = st;
+            if (check_epoch(h, st, s->q->member_epoch, &s->owned) != 0)
+                return -1;
+            s->old = st;
         }
     }
-    kc_str_t mview_id; /* a view of the member id that outlives the commit */
-    if (gone || !old) {
-        p.new_member = member_alloc(mid);
-        if (!p.new_member || kc_strmap_reserve(&g->by_id, 1) != 0 ||
-            reserve_member_timers(g) != 0) {
+    return 0;
+}
+
+/* The member's current assignment and metadata before this heartbeat: a new member, one replacing a
+ * static member, or an existing one. */
+static int hb_member_view(hb_t *h, hbs_t *s)
+{
+    if (s->gone || !s->old) {
+        s->p.new_member = member_alloc(s->mid);
+        if (!s->p.new_member || kc_strmap_reserve(&s->g->by_id, 1) != 0 ||
+            reserve_member_timers(s->g) != 0) {
             hb_oom(h);
-            goto out;
+            return -1;
         }
-        mview_id = p.new_member->id;
+        s->mview_id = s->p.new_member->id;
     } else {
-        mview_id = old->id;
+        s->mview_id = s->old->id;
     }
-    if (gone) {
+    if (s->gone) {
         /* Kafka's replaceMember: the new member takes over the old one's metadata, target and
          * assignment, at epoch 0. */
         bool oom = false;
-        plan_remove_member(&p, gone, now);
-        plan_meta(&p, mview_id, meta_new(gone->meta), now);
-        plan_target(&p, mview_id, asg_dup(target_of(g, gone->id), &oom), now);
-        plan_current(&p, mview_id, 0, 0, gone->state, asg_dup(gone->assigned, &oom),
-                     asg_dup(gone->revoking, &oom), now);
-        if (oom || p.oom) {
+        plan_remove_member(&s->p, s->gone, s->now);
+        plan_meta(&s->p, s->mview_id, meta_new(s->gone->meta), s->now);
+        plan_target(&s->p, s->mview_id, asg_dup(target_of(s->g, s->gone->id), &oom), s->now);
+        plan_current(&s->p, s->mview_id, 0, 0, s->gone->state, asg_dup(s->gone->assigned, &oom),
+                     asg_dup(s->gone->revoking, &oom), s->now);
+        if (oom || s->p.oom) {
             hb_oom(h);
-            goto out;
+            return -1;
         }
-        cur = (mview_t){0, 0, gone->state, gone->assigned, gone->revoking};
-        base = gone->meta;
+        s->cur = (mview_t){0, 0, s->gone->state, s->gone->assigned, s->gone->revoking};
+        s->base = s->gone->meta;
         KC_DEBUG("group",
                  "consumer group %.*s: static member with instance id %.*s rejoins as %.*s, "
                  "replacing member %.*s",
-                 SV(gid), SV(inst), SV(mid), SV(gone->id));
-    } else if (old) {
-        cur = (mview_t){old->epoch, old->prev_epoch, old->state, old->assigned, old->revoking};
-        base = old->meta;
+                 SV(s->gid), SV(s->inst), SV(s->mid), SV(s->gone->id));
+    } else if (s->old) {
+        s->cur = (mview_t){s->old->epoch, s->old->prev_epoch, s->old->state, s->old->assigned,
+                           s->old->revoking};
+        s->base = s->old->meta;
     } else {
-        dflt = meta_default();
-        if (!dflt) {
+        s->dflt = meta_default();
+        if (!s->dflt) {
             hb_oom(h);
-            goto out;
+            return -1;
         }
-        base = dflt;
-        KC_DEBUG("group", "consumer group %.*s: member %.*s%s%.*s joins", SV(gid), SV(mid),
-                 inst.len >= 0 ? " with instance id " : "", SV(inst));
+        s->base = s->dflt;
+        KC_DEBUG("group", "consumer group %.*s: member %.*s%s%.*s joins", SV(s->gid), SV(s->mid),
+                 s->inst.len >= 0 ? " with instance id " : "", SV(s->inst));
     }
+    return 0;
+}
 
+/* 1. The member's metadata (Kafka's hasMemberSubscriptionChanged and
+ * maybeUpdateRegularExpressions). */
+static int hb_metadata(hb_t *h, hbs_t *s)
+{
     /* 1. The member's metadata (Kafka's hasMemberSubscriptionChanged and
      * maybeUpdateRegularExpressions). */
-    upd = updated_meta(h, base);
-    if (!upd) {
+    s->upd = updated_meta(h, s->base);
+    if (!s->upd) {
         hb_oom(h);
-        goto out;
+        return -1;
     }
-    bool names_changed = false, regex_changed = false;
-    if (!meta_eq(base, upd)) {
-        names_changed = !topics_eq(base, upd);
-        regex_changed = !kc_str_eq(base->regex, upd->regex);
-        if (regex_changed && str_set(upd->regex) && regex_users(g, upd->regex) == 0) {
+    if (!meta_eq(s->base, s->upd)) {
+        s->names_changed = !topics_eq(s->base, s->upd);
+        s->regex_changed = !kc_str_eq(s->base->regex, s->upd->regex);
+        if (s->regex_changed && str_set(s->upd->regex) && regex_users(s->g, s->upd->regex) == 0) {
             /* Kafka's throwIfRegularExpressionIsInvalid, with kcoord's bounds (regex.h). */
             char why[256];
-            int rc =
-                kc_rx_cache_check(c->rx, upd->regex.p, (size_t)upd->regex.len, why, sizeof(why));
-            if (rc == KC_RX_OOM) {
+            int rxrc = kc_rx_cache_check(s->c->rx, s->upd->regex.p, (size_t)s->upd->regex.len, why,
+                                         sizeof(why));
+            if (rxrc == KC_RX_OOM) {
                 hb_oom(h);
-                goto out;
+                return -1;
             }
-            if (rc != KC_RX_OK) {
+            if (rxrc != KC_RX_OK) {
                 /* A long pattern is shown cut, so that the reason fits the message. */
-                int shown = upd->regex.len > 200 ? 200 : (int)upd->regex.len;
-                const char *more = upd->regex.len > 200 ? "..." : "";
-                if (rc == KC_RX_FULL)
+                int shown = s->upd->regex.len > 200 ? 200 : (int)s->upd->regex.len;
+                const char *more = s->upd->regex.len > 200 ? "..." : "";
+                if (rxrc == KC_RX_FULL)
                     hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
                             "SubscribedTopicRegex `%.*s%s` cannot be used: %s.", shown,
-                            upd->regex.p, more, why);
+                            s->upd->regex.p, more, why);
                 else
                     hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
                             "SubscribedTopicRegex `%.*s%s` is not a valid regular expression: %s.",
-                            shown, upd->regex.p, more, why);
-                refused(c,
-                        rc == KC_RX_FULL ? KC_GM_REFUSED_REGEX_LIMIT : KC_GM_REFUSED_REGEX_INVALID,
-                        gid, h->r->error_message);
-                goto out;
+                            shown, s->upd->regex.p, more, why);
+                refused(s->c,
+                        rxrc == KC_RX_FULL ? KC_GM_REFUSED_REGEX_LIMIT
+                                           : KC_GM_REFUSED_REGEX_INVALID,
+                        s->gid, h->r->error_message);
+                return -1;
             }
         }
-        cmeta_t *copy = meta_new(upd);
+        cmeta_t *copy = meta_new(s->upd);
         if (!copy) {
             hb_oom(h);
-            goto out;
+            return -1;
         }
-        plan_meta(&p, mview_id, copy, now);
+        plan_meta(&s->p, s->mview_id, copy, s->now);
     }
-    bool sub_changed = names_changed || regex_changed;
+    s->sub_changed = s->names_changed || s->regex_changed;
     /* kcoord resolves a regular expression at once, so a changed one is always "updated and
      * resolved" in Kafka's terms and bumps the epoch right away. */
-    bool bump = p.new_group || sub_changed;
+    s->bump = s->p.new_group || s->sub_changed;
+    return 0;
+}
 
+/* The metadata of the subscribed topics and the group epoch (Kafka's updateSubscriptionMetadata).
+ */
+static int hb_group_epoch(hb_t *h, hbs_t *s)
+{
     /* The metadata of the subscribed topics (Kafka's updateSubscriptionMetadata). */
-    kc_gm_topics_t tv;
-    topics_of(c, &tv);
-    bool expired = g->topics_version == 0 || g->topics_version != tv.version;
-    int32_t group_epoch = g->epoch;
-    if (bump || expired) {
+    topics_of(s->c, &s->tv);
+    bool expired = s->g->topics_version == 0 || s->g->topics_version != s->tv.version;
+    s->group_epoch = s->g->epoch;
+    if (s->bump || expired) {
         strv_t subs = {0};
         keep_t keep = {0};
-        group_subs(g, &tv, old, gone, upd, &subs, &keep);
-        int64_t hash = metadata_hash(&tv, &subs);
+        group_subs(s->g, &s->tv, s->old, s->gone, s->upd, &subs, &keep);
+        int64_t hash = metadata_hash(&s->tv, &subs);
         bool oom = subs.oom;
         strv_free(&subs);
         keep_free(&keep);
         bool regexes_changed = false;
-        if (!oom &&
-            refresh_regexes(g, &tv, old, gone, upd, &new_rres, &n_new_rres, &regexes_changed) != 0)
+        if (!oom && refresh_regexes(s->g, &s->tv, s->old, s->gone, s->upd, &s->new_rres,
+                                    &s->n_new_rres, &regexes_changed) != 0)
             oom = true;
         if (oom) {
             hb_oom(h);
-            goto out;
+            return -1;
         }
-        if (hash != g->metadata_hash || (regexes_changed && g->topics_version != 0))
-            bump = true;
-        if (bump) {
-            group_epoch = g->epoch + 1;
-            plan_group_epoch(&p, group_epoch, hash, now);
-            KC_DEBUG("group", "consumer group %.*s: group epoch %d (metadata hash %lld)", SV(gid),
-                     (int)group_epoch, (long long)hash);
+        if (hash != s->g->metadata_hash || (regexes_changed && s->g->topics_version != 0))
+            s->bump = true;
+        if (s->bump) {
+            s->group_epoch = s->g->epoch + 1;
+            plan_group_epoch(&s->p, s->group_epoch, hash, s->now);
+            KC_DEBUG("group", "consumer group %.*s: group epoch %d (metadata hash %lld)",
+                     SV(s->gid), (int)s->group_epoch, (long long)hash);
             /* Why, for the rebalance history. */
-            if (gone) {
-                p.rb_set = true;
-                p.rb_cause = KC_RB_STATIC_REPLACED;
-                p.rb_member = mid;
-                p.rb_reason = KC_STR_LIT("a static member rejoined under a new member id");
-            } else if (!old) {
-                p.rb_set = true;
-                p.rb_cause = KC_RB_MEMBER_JOINED;
-                p.rb_member = mid;
-            } else if (sub_changed) {
-                p.rb_set = true;
-                p.rb_cause = KC_RB_METADATA_CHANGED;
-                p.rb_member = mid;
-                p.rb_reason = KC_STR_LIT("its subscription changed");
+            if (s->gone) {
+                s->p.rb_set = true;
+                s->p.rb_cause = KC_RB_STATIC_REPLACED;
+                s->p.rb_member = s->mid;
+                s->p.rb_reason = KC_STR_LIT("a static member rejoined under a new member id");
+            } else if (!s->old) {
+                s->p.rb_set = true;
+                s->p.rb_cause = KC_RB_MEMBER_JOINED;
+                s->p.rb_member = s->mid;
+            } else if (s->sub_changed) {
+                s->p.rb_set = true;
+                s->p.rb_cause = KC_RB_METADATA_CHANGED;
+                s->p.rb_member = s->mid;
+                s->p.rb_reason = KC_STR_LIT("its subscription changed");
             }
-            p.rb_joined = gone || !old ? mid : KC_STR_NULL;
+            s->p.rb_joined = s->gone || !s->old ? s->mid : KC_STR_NULL;
         }
-        if (g->has_partition_metadata)
-            act_encode(&p, plan_add(&p, A_PARTMETA_DEL, KC_STR_NULL), gid, now);
+        if (s->g->has_partition_metadata)
+            act_encode(&s->p, plan_add(&s->p, A_PARTMETA_DEL, KC_STR_NULL), s->gid, s->now);
     }
+    return 0;
+}
 
+/* 2. The target assignment, when the group epoch is ahead of it. */
+static int hb_target(hb_t *h, hbs_t *s)
+{
     /* 2. The target assignment, when the group epoch is ahead of it. */
-    int32_t target_epoch = g->assignment_epoch;
-    const asg_t *target;
-    if (group_epoch > g->assignment_epoch && !g->job) {
-        job = job_build(g, &tv, group_epoch, mview_id, upd, old, gone);
-        if (!job) {
+    s->target_epoch = s->g->assignment_epoch;
+    if (s->group_epoch > s->g->assignment_epoch && !s->g->job) {
+        s->job = job_build(s->g, &s->tv, s->group_epoch, s->mview_id, s->upd, s->old, s->gone);
+        if (!s->job) {
             hb_oom(h);
-            goto out;
+            return -1;
         }
     }
-    if (job && !job_offload_wanted(c, g, job)) {
+    if (s->job && !job_offload_wanted(s->c, s->g, s->job)) {
         /* Small enough to compute now: the member gets its new target in this answer. */
         int16_t err = 0;
-        kc_gm_job_run(job);
-        job_count(c, job);
-        my_target = job_plan(&p, job, false, mview_id, now, &err);
-        ran = job; /* the plan's records name members by the job's copies of their ids */
-        job = NULL;
+        kc_gm_job_run(s->job);
+        job_count(s->c, s->job);
+        s->my_target = job_plan(&s->p, s->job, false, s->mview_id, s->now, &err);
+        s->ran = s->job; /* the plan's records name members by the job's copies of their ids */
+        s->job = NULL;
         if (err) {
             hb_fail(h, err, "Failed to compute a new target assignment for epoch %d.",
-                    (int)group_epoch);
-            goto out;
+                    (int)s->group_epoch);
+            return -1;
         }
-        target_epoch = group_epoch;
-        target = my_target;
+        s->target_epoch = s->group_epoch;
+        s->target = s->my_target;
     } else {
         /* Computed off the loop (job, started after the commit, or one already running): the
          * member reconciles towards the group's current target meanwhile, as in Kafka with
          * group.consumer.assignor.offload.enable. */
-        target = find_target(g, mview_id) ? target_of(g, mview_id)
-                 : gone                   ? target_of(g, gone->id)
-                                          : NULL;
+        s->target = find_target(s->g, s->mview_id) ? target_of(s->g, s->mview_id)
+                    : s->gone                      ? target_of(s->g, s->gone->id)
+                                                   : NULL;
     }
-    if (p.oom) {
+    if (s->p.oom) {
         hb_oom(h);
-        goto out;
+        return -1;
     }
+    return 0;
+}
 
+/* 3. Reconcile the member towards its target. */
+static int hb_reconcile(hb_t *h, hbs_t *s)
+{
     /* 3. Reconcile the member towards its target. */
-    size_t n_sub_ids = 0;
-    if (holders_ensure(g) != 0 || member_topic_ids(g, &tv, upd, &sub_ids, &n_sub_ids) != 0) {
+    if (holders_ensure(s->g) != 0 ||
+        member_topic_ids(s->g, &s->tv, s->upd, &s->sub_ids, &s->n_sub_ids) != 0) {
         hb_oom(h);
-        goto out;
+        return -1;
     }
-    rin_t in = {&cur,        sub_ids, n_sub_ids, target_epoch, target,
-                &g->holders, old,     gone,      &owned,       sub_changed};
-    reconcile(&in, &rc);
-    if (rc.err) {
-        hb_fail(h, rc.err,
+    rin_t in = {&s->cur,        s->sub_ids, s->n_sub_ids, s->target_epoch, s->target,
+                &s->g->holders, s->old,     s->gone,      &s->owned,       s->sub_changed};
+    reconcile(&in, &s->rc);
+    if (s->rc.err) {
+        hb_fail(h, s->rc.err,
                 "The consumer group member is in a unknown state. The member must abandon all "
                 "its partitions and rejoin.");
-        goto out;
+        return -1;
     }
-    if (rc.oom) {
+    if (s->rc.oom) {
         hb_oom(h);
-        goto out;
+        return -1;
     }
-    int32_t final_epoch = cur.epoch;
-    const asg_t *final_assigned = cur.assigned;
-    int8_t final_state = cur.state;
-    asg_t *resp_copy = NULL;
-    if (rc.changed) {
+    s->final_epoch = s->cur.epoch;
+    s->final_assigned = s->cur.assigned;
+    s->final_state = s->cur.state;
+    if (s->rc.changed) {
         bool oom = false;
-        resp_copy = asg_dup(rc.assigned, &oom);
-        final_epoch = rc.epoch;
-        final_state = rc.state;
-        plan_current(&p, mview_id, rc.epoch, rc.prev_epoch, rc.state, rc.assigned, rc.revoking,
-                     now);
-        rc.assigned = rc.revoking = NULL;
-        KC_DEBUG("group", "consumer group %.*s: member %.*s now at epoch %d in state %s", SV(gid),
-                 SV(mid), (int)final_epoch, member_state_name(final_state));
+        s->resp_copy = asg_dup(s->rc.assigned, &oom);
+        s->final_epoch = s->rc.epoch;
+        s->final_state = s->rc.state;
+        plan_current(&s->p, s->mview_id, s->rc.epoch, s->rc.prev_epoch, s->rc.state, s->rc.assigned,
+                     s->rc.revoking, s->now);
+        s->rc.assigned = s->rc.revoking = NULL;
+        KC_DEBUG("group", "consumer group %.*s: member %.*s now at epoch %d in state %s",
+                 SV(s->gid), SV(s->mid), (int)s->final_epoch, member_state_name(s->final_state));
         if (oom)
-            p.oom = true;
-        final_assigned = resp_copy;
+            s->p.oom = true;
+        s->final_assigned = s->resp_copy;
     }
-    if (p.oom) {
-        free(resp_copy);
+    if (s->p.oom) {
+        free(s->resp_copy);
         hb_oom(h);
-        goto out;
+        return -1;
     }
+    return 0;
+}
 
+/* The record-size check, the answer, the commit and the soft state. */
+static int hb_answer(hb_t *h, hbs_t *s)
+{
     /* Every record must fit in message.max.bytes: Kafka's CoordinatorRuntime refuses the
      * write (RecordTooLargeException), answered UNKNOWN_SERVER_ERROR. The metadata record is
      * what a client can make large (thousands of subscribed topic names). */
-    size_t big = plan_largest(&p);
-    if (big > (size_t)record_max(c)) {
-        free(resp_copy);
+    size_t big = plan_largest(&s->p);
+    if (big > (size_t)record_max(s->c)) {
+        free(s->resp_copy);
         hb_fail(h, KC_ERR_UNKNOWN_SERVER_ERROR,
                 "The heartbeat would write a %zu-byte record, larger than message.max.bytes "
                 "(%d).",
-                big, (int)record_max(c));
-        refused(c, KC_GM_REFUSED_RECORD_SIZE, gid, h->r->error_message);
-        goto out;
+                big, (int)record_max(s->c));
+        refused(s->c, KC_GM_REFUSED_RECORD_SIZE, s->gid, h->r->error_message);
+        return -1;
     }
 
     /* The answer (from the arena) before the commit, which may free `cur`'s assignment. */
     kc_consumer_group_heartbeat_response_t *r = h->r;
-    bool full = q->rebalance_timeout_ms != -1 &&
-                (q->subscribed_topic_names.n >= 0 || q->subscribed_topic_regex.len >= 0) &&
-                q->topic_partitions.n >= 0;
+    bool full = s->q->rebalance_timeout_ms != -1 &&
+                (s->q->subscribed_topic_names.n >= 0 || s->q->subscribed_topic_regex.len >= 0) &&
+                s->q->topic_partitions.n >= 0;
     bool oom = false;
-    r->member_id = kc_text_arena(h->a, mid, &oom);
-    r->member_epoch = final_epoch;
-    r->heartbeat_interval_ms = hb_interval(c);
-    if (q->member_epoch == 0 || full || !asg_eq(final_assigned, cur.assigned)) {
-        r->assignment = resp_assignment(h->a, final_assigned);
+    r->member_id = kc_text_arena(h->a, s->mid, &oom);
+    r->member_epoch = s->final_epoch;
+    r->heartbeat_interval_ms = hb_interval(s->c);
+    if (s->q->member_epoch == 0 || full || !asg_eq(s->final_assigned, s->cur.assigned)) {
+        r->assignment = resp_assignment(h->a, s->final_assigned);
         if (!r->assignment)
             oom = true;
     }
-    free(resp_copy);
+    free(s->resp_copy);
     if (oom) {
         hb_oom(h);
-        goto out;
+        return -1;
     }
 
     char reason[160];
-    snprintf(reason, sizeof(reason), "heartbeat of member %.*s at epoch %d", SV(mid),
-             (int)q->member_epoch);
-    commit(&p, reason);
-    if (job) {
-        job_start(g, job, true);
-        job = NULL;
+    snprintf(reason, sizeof(reason), "heartbeat of member %.*s at epoch %d", SV(s->mid),
+             (int)s->q->member_epoch);
+    commit(&s->p, reason);
+    if (s->job) {
+        job_start(s->g, s->job, true);
+        s->job = NULL;
     }
 
     /* Soft state: timers and the metadata check. */
-    cmember_t *m = find_member(g, mview_id);
+    cmember_t *m = find_member(s->g, s->mview_id);
     if (m) {
-        set_session(g, m);
-        if (rc.changed) {
+        set_session(s->g, m);
+        if (s->rc.changed) {
             if (m->state == MS_UNREVOKED)
-                set_rebalance(g, m);
+                set_rebalance(s->g, m);
             else
                 m->rebalance_deadline = NEVER;
         }
     }
-    if (new_rres) {
-        rres_clear(g);
-        g->rres = new_rres;
-        g->n_rres = n_new_rres;
-        new_rres = NULL;
-        g->topics_version = tv.version;
+    if (s->new_rres) {
+        rres_clear(s->g);
+        s->g->rres = s->new_rres;
+        s->g->n_rres = s->n_new_rres;
+        s->new_rres = NULL;
+        s->g->topics_version = s->tv.version;
     }
-out:
-    job_free(job);
-    job_free(ran);
-    free(upd);
-    free(dflt);
-    free(my_target);
-    free(sub_ids);
-    free(rc.assigned);
-    free(rc.revoking);
-    if (new_rres) {
-        for (int32_t i = 0; i < n_new_rres; i++)
-            free(new_rres[i]);
-        free(new_rres);
-    }
-    plan_free(&p);
+    return 0;
+}
+
+static void do_heartbeat(hb_t *h)
+{
+    static int (*const steps[])(hb_t *, hbs_t *) = {
+        hb_group,       hb_member, hb_member_view, hb_metadata,
+        hb_group_epoch, hb_target, hb_reconcile,   hb_answer,
+    };
+    hbs_t s;
+    memset(&s, 0, sizeof(s));
+    s.c = h->c;
+    s.q = h->q;
+    s.now = h->c->wall;
+    s.gid = h->q->group_id;
+    s.create = h->q->member_epoch == 0;
+    s.owned = (owned_t){h->q->topic_partitions.v, h->q->topic_partitions.n};
+    s.p = (plan_t){.c = h->c};
+    s.cur = (mview_t){0, 0, MS_STABLE, NULL, NULL};
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+        if (steps[i](h, &s) != 0)
+            break;
+    hb_state_free(&s);
 }
 
 /* ---- Fencing, leaving, deleting ------------------------------------------------------------ */
