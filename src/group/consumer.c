@@ -4029,6 +4029,88 @@ static cmember_t *replay_member(cgroup_t *g, kc_str_t id)
     return ap_member(g, id, &slot);
 }
 
+/* A member's metadata record (NULL: its tombstone). 0, or -1 when out of memory. */
+static int replay_member_meta(cgroup_t *g, kc_str_t member_id,
+                              const kc_consumer_group_member_metadata_value_t *v)
+{
+    if (!v) {
+        ap_meta_del(g, member_id);
+        return 0;
+    }
+    cmeta_t src;
+    memset(&src, 0, sizeof(src));
+    src.instance_id = v->instance_id;
+    src.rack_id = v->rack_id;
+    src.client_id = v->client_id;
+    src.client_host = v->client_host;
+    src.regex = v->subscribed_topic_regex;
+    src.assignor = v->server_assignor;
+    src.rebalance_timeout_ms = v->rebalance_timeout_ms;
+    src.topics = v->subscribed_topic_names.v;
+    src.n_topics = v->subscribed_topic_names.n > 0 ? v->subscribed_topic_names.n : 0;
+    if (v->classic_member_metadata) {
+        src.classic = true;
+        src.classic_session_timeout_ms = v->classic_member_metadata->session_timeout_ms;
+    }
+    cmeta_t *meta = meta_new(&src);
+    cmember_t *m = meta ? replay_member(g, member_id) : NULL;
+    if (!m || (meta->instance_id.len >= 0 && kc_strmap_reserve(&g->by_instance, 1) != 0)) {
+        free(meta);
+        return -1;
+    }
+    ap_meta(g, member_id, meta, NULL);
+    return 0;
+}
+
+/* A member's target assignment record (NULL: its tombstone). 0, or -1 when out of memory. */
+static int replay_target_member(cgroup_t *g, kc_str_t member_id,
+                                const kc_consumer_group_target_assignment_member_value_t *v)
+{
+    if (!v) {
+        ap_target_del(g, member_id);
+        return 0;
+    }
+    bool oom = false;
+    tpv_t l = {0};
+    for (int32_t i = 0; i < v->topic_partitions.n; i++)
+        for (int32_t j = 0; j < v->topic_partitions.v[i].partitions.n; j++)
+            tpv_add(&l, &v->topic_partitions.v[i].topic_id,
+                    v->topic_partitions.v[i].partitions.v[j]);
+    asg_t *asg = asg_build(&l, &oom);
+    tpv_free(&l);
+    ctarget_t *slot = find_target(g, member_id) ? NULL : target_alloc(member_id);
+    if (oom || (!find_target(g, member_id) && (!slot || kc_strmap_reserve(&g->targets, 1) != 0))) {
+        free(asg);
+        target_free(slot);
+        return -1;
+    }
+    ap_target(g, member_id, asg, &slot);
+    target_free(slot);
+    return 0;
+}
+
+/* A member's current assignment record (NULL: its tombstone). 0, or -1 when out of memory. */
+static int replay_current(cgroup_t *g, kc_str_t member_id,
+                          const kc_consumer_group_current_member_assignment_value_t *v)
+{
+    if (!v) {
+        ap_current_del(g, member_id);
+        return 0;
+    }
+    bool oom = false;
+    asg_t *as = asg_from_current(v->assigned_partitions.v, v->assigned_partitions.n, &oom);
+    asg_t *rv = asg_from_current(v->partitions_pending_revocation.v,
+                                 v->partitions_pending_revocation.n, &oom);
+    cmember_t *m = oom ? NULL : replay_member(g, member_id);
+    if (!m) {
+        free(as);
+        free(rv);
+        return -1;
+    }
+    ap_current(g, member_id, v->member_epoch, v->previous_member_epoch, v->state, as, rv, NULL);
+    return 0;
+}
+
 static int replay_value(kc_consumer_t *c, int16_t type, kc_reader_t *kr, kc_arena_t *a,
                         const uint8_t *value, size_t value_len)
 {
@@ -4045,7 +4127,6 @@ static int replay_value(kc_consumer_t *c, int16_t type, kc_reader_t *kr, kc_aren
     }
     cgroup_t *g;
     int rc;
-    bool oom = false;
 #define DECODE(kind, r, v, var)                                                                    \
     (kc_##kind##_decode((r), a, (v), &(var)) == 0 ? 0 : ((r)->err == KC_RD_NOMEM ? -1 : -2))
     switch (type) {
@@ -4082,33 +4163,7 @@ static int replay_value(kc_consumer_t *c, int16_t type, kc_reader_t *kr, kc_aren
             return rc;
         if ((rc = replay_group(c, k.group_id, value != NULL, &g)) != 0 || !g)
             return rc;
-        if (!value) {
-            ap_meta_del(g, k.member_id);
-            return 0;
-        }
-        cmeta_t src;
-        memset(&src, 0, sizeof(src));
-        src.instance_id = v.instance_id;
-        src.rack_id = v.rack_id;
-        src.client_id = v.client_id;
-        src.client_host = v.client_host;
-        src.regex = v.subscribed_topic_regex;
-        src.assignor = v.server_assignor;
-        src.rebalance_timeout_ms = v.rebalance_timeout_ms;
-        src.topics = v.subscribed_topic_names.v;
-        src.n_topics = v.subscribed_topic_names.n > 0 ? v.subscribed_topic_names.n : 0;
-        if (v.classic_member_metadata) {
-            src.classic = true;
-            src.classic_session_timeout_ms = v.classic_member_metadata->session_timeout_ms;
-        }
-        cmeta_t *meta = meta_new(&src);
-        cmember_t *m = meta ? replay_member(g, k.member_id) : NULL;
-        if (!m || (meta->instance_id.len >= 0 && kc_strmap_reserve(&g->by_instance, 1) != 0)) {
-            free(meta);
-            return -1;
-        }
-        ap_meta(g, k.member_id, meta, NULL);
-        return 0;
+        return replay_member_meta(g, k.member_id, value ? &v : NULL);
     }
     case KC_RECORD_CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY: {
         kc_consumer_group_target_assignment_metadata_key_t k;
@@ -4130,27 +4185,7 @@ static int replay_value(kc_consumer_t *c, int16_t type, kc_reader_t *kr, kc_aren
             return rc;
         if ((rc = replay_group(c, k.group_id, value != NULL, &g)) != 0 || !g)
             return rc;
-        if (!value) {
-            ap_target_del(g, k.member_id);
-            return 0;
-        }
-        tpv_t l = {0};
-        for (int32_t i = 0; i < v.topic_partitions.n; i++)
-            for (int32_t j = 0; j < v.topic_partitions.v[i].partitions.n; j++)
-                tpv_add(&l, &v.topic_partitions.v[i].topic_id,
-                        v.topic_partitions.v[i].partitions.v[j]);
-        asg_t *asg = asg_build(&l, &oom);
-        tpv_free(&l);
-        ctarget_t *slot = find_target(g, k.member_id) ? NULL : target_alloc(k.member_id);
-        if (oom ||
-            (!find_target(g, k.member_id) && (!slot || kc_strmap_reserve(&g->targets, 1) != 0))) {
-            free(asg);
-            target_free(slot);
-            return -1;
-        }
-        ap_target(g, k.member_id, asg, &slot);
-        target_free(slot);
-        return 0;
+        return replay_target_member(g, k.member_id, value ? &v : NULL);
     }
     case KC_RECORD_CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: {
         kc_consumer_group_current_member_assignment_key_t k;
@@ -4161,21 +4196,7 @@ static int replay_value(kc_consumer_t *c, int16_t type, kc_reader_t *kr, kc_aren
             return rc;
         if ((rc = replay_group(c, k.group_id, value != NULL, &g)) != 0 || !g)
             return rc;
-        if (!value) {
-            ap_current_del(g, k.member_id);
-            return 0;
-        }
-        asg_t *as = asg_from_current(v.assigned_partitions.v, v.assigned_partitions.n, &oom);
-        asg_t *rv = asg_from_current(v.partitions_pending_revocation.v,
-                                     v.partitions_pending_revocation.n, &oom);
-        cmember_t *m = oom ? NULL : replay_member(g, k.member_id);
-        if (!m) {
-            free(as);
-            free(rv);
-            return -1;
-        }
-        ap_current(g, k.member_id, v.member_epoch, v.previous_member_epoch, v.state, as, rv, NULL);
-        return 0;
+        return replay_current(g, k.member_id, value ? &v : NULL);
     }
     }
 #undef DECODE
