@@ -204,11 +204,6 @@ static bool str_present(kc_str_t s)
     return s.len >= 0;
 }
 
-static bool str_nonempty(kc_str_t s)
-{
-    return s.len > 0;
-}
-
 static kc_str_t ptype_view(const group_t *g)
 {
     return g->ptype ? (kc_str_t){g->ptype, g->ptype_len} : KC_STR_NULL;
@@ -392,7 +387,7 @@ static bool supports_protocols(group_t *g, kc_str_t ptype, const kc_join_group_r
 {
     int32_t n = req->protocols.n > 0 ? req->protocols.n : 0;
     if (g->state == KC_GROUP_EMPTY)
-        return str_nonempty(ptype) && n > 0;
+        return kc_text_set(ptype) && n > 0;
     if (!g->ptype || !kc_str_eq(ptype_view(g), ptype.len < 0 ? KC_STR_EMPTY : ptype))
         return false;
     for (int32_t i = 0; i < n; i++) {
@@ -2066,7 +2061,7 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr, req_t *rq)
 {
     const kc_join_group_request_t *req = jr->req;
     /* GroupCoordinatorService.joinGroup's checks. */
-    if (!str_nonempty(req->group_id)) {
+    if (!kc_text_set(req->group_id)) {
         reply_join_error(rq, KC_ERR_INVALID_GROUP_ID, jr->member_id);
         return;
     }
@@ -2096,7 +2091,7 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr, req_t *rq)
         reply_join_error(rq, KC_ERR_UNKNOWN_SERVER_ERROR, jr->member_id);
         return;
     }
-    bool unknown_member = !str_nonempty(jr->member_id);
+    bool unknown_member = !kc_text_set(jr->member_id);
     /* An empty consumer group of this id becomes a classic group; one with members refuses
      * (the manager's conversion rules). */
     int16_t conv = kc_manager_classic_join(gm, req->group_id, unknown_member);
@@ -2233,7 +2228,7 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
         reply_sync_error(rq, KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
         return;
     }
-    if (!str_nonempty(req->group_id)) {
+    if (!kc_text_set(req->group_id)) {
         reply_sync_error(rq, KC_ERR_INVALID_GROUP_ID);
         return;
     }
@@ -2368,7 +2363,7 @@ void kc_classic_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
 {
     set_time(gm, now);
     kc_heartbeat_response_init(resp);
-    if (!str_nonempty(req->group_id)) {
+    if (!kc_text_set(req->group_id)) {
         resp->error_code = KC_ERR_INVALID_GROUP_ID;
         return;
     }
@@ -2421,7 +2416,7 @@ void kc_classic_leave(kc_gm_t *gm, kc_time_t now, int16_t version,
 {
     set_time(gm, now);
     kc_leave_group_response_init(resp);
-    if (!str_nonempty(req->group_id)) {
+    if (!kc_text_set(req->group_id)) {
         resp->error_code = KC_ERR_INVALID_GROUP_ID;
         return;
     }
@@ -2494,7 +2489,7 @@ void kc_classic_leave(kc_gm_t *gm, kc_time_t now, int16_t version,
                 version >= 5 && ids[i].reason.len >= 0 ? ids[i].reason : KC_STR_LIT("not provided");
             member_t *m = NULL;
             int16_t err = 0;
-            if (!str_nonempty(mid)) {
+            if (!kc_text_set(mid)) {
                 /* Admin removal of a static member by its instance id. */
                 m = find_static(g, inst);
                 if (!m)
@@ -2598,7 +2593,7 @@ int16_t kc_classic_validate_commit(kc_gm_t *gm, kc_time_t now, int16_t version, 
         return KC_ERR_COORDINATOR_NOT_AVAILABLE;
     if (generation < 0 && g->state == KC_GROUP_EMPTY)
         return 0;
-    if (generation >= 0 || str_nonempty(member_id) || str_present(instance_id)) {
+    if (generation >= 0 || kc_text_set(member_id) || str_present(instance_id)) {
         int16_t err = validate_member(g, member_id, instance_id);
         if (err)
             return err;

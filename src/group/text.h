@@ -15,6 +15,12 @@
 /* printf arguments for "%.*s" of a view (null prints as ""). */
 #define SV(s) (int)((s).len > 0 ? (s).len : 0), ((s).p ? (s).p : "")
 
+/* Kafka's "isNotEmpty": not null and not "". */
+static inline bool kc_text_set(kc_str_t s)
+{
+    return s.len > 0;
+}
+
 /* The bytes kc_text_put needs for `s`: its length and a NUL (0 for null). */
 static inline size_t kc_text_space(kc_str_t s)
 {
