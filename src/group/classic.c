@@ -55,7 +55,8 @@
  * mutates through the helpers below (group_add, group_remove, update_member, prepare_rebalance,
  * complete_join_phase) so that counters, timers and waiters stay consistent.
  */
-#include "group/group.h"
+
+#include "group/classic.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -63,8 +64,9 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "group/classic.h"
+#include "group/classic_group.h"
 #include "group/errors.h"
+#include "group/group.h"
 #include "group/history.h"
 #include "group/manager.h"
 #include "group/notes.h"
@@ -72,108 +74,10 @@
 #include "group/text.h"
 #include "proto/gen_consumer.h"
 #include "proto/gen_records.h"
-#include "util/heap.h"
 #include "util/diag.h"
-
-#define NEVER INT64_MAX
-
-/* __consumer_offsets record versions Kafka writes for a classic group. */
-#define GROUP_METADATA_KEY_VERSION   2
-#define GROUP_METADATA_VALUE_VERSION 3
+#include "util/heap.h"
 
 /* ---- Data ------------------------------------------------------------------------------ */
-
-/* A member's protocols, in its order of preference; names and metadata live in the same
- * allocation right after the array. */
-typedef struct protoset_s {
-    int32_t n;
-    kc_join_group_request_protocol_t v[];
-} protoset_t;
-
-/* A parked request. */
-typedef struct waiter_s {
-    void *ptr;    /* what the host gave kc_gm_join / kc_gm_sync */
-    uint64_t seq; /* the request that parked it */
-    bool active;
-} waiter_t;
-
-typedef struct member_s {
-    struct member_s *prev, *next; /* the group's members in the order they were added */
-    /* Views into this member's own allocation. instance_id is null for a dynamic member. */
-    kc_str_t id, instance_id, client_id, client_host;
-    int32_t rebalance_timeout_ms;
-    int32_t session_timeout_ms;
-    protoset_t *protos;  /* owned */
-    uint8_t *assignment; /* owned; NULL when empty */
-    int32_t assignment_len;
-    waiter_t join, sync;
-    bool is_new;       /* joined and has not yet completed a join phase */
-    bool pending_sync; /* expected to send SyncGroup in this generation */
-    int64_t hb_deadline;
-    int64_t last_hb_ms;     /* when its session was last renewed (for introspection) */
-    kc_heap_node_t hb_node; /* in the group's mheap, keyed no later than hb_deadline */
-} member_t;
-
-/* A KIP-394 member id handed out with MEMBER_ID_REQUIRED, waiting for its second JoinGroup. */
-typedef struct pending_s {
-    kc_str_t id; /* view into this allocation */
-    int64_t deadline;
-    kc_heap_node_t node; /* in the group's pheap, keyed at its deadline */
-} pending_t;
-
-/* How many members support a protocol (Kafka's supportedProtocols). */
-typedef struct pcount_s {
-    char *name;
-    int32_t len;
-    int32_t count;
-} pcount_t;
-
-enum { JOIN_TIMER_NONE, JOIN_TIMER_INITIAL, JOIN_TIMER_COMPLETE };
-
-/* How a group came to be while the partition was loaded: not at all (a live group), from a
- * GroupMetadata record, or as the simple group of a replayed offset commit. */
-enum { LOAD_NONE, LOAD_RECORD, LOAD_SIMPLE };
-
-typedef struct group_s {
-    kc_ghead_t gh; /* its kind, its place in the manager's heap */
-    kc_gm_t *gm;
-    kc_str_t id; /* view into this allocation */
-    kc_group_state_t state, prev_state;
-    int64_t state_ts;   /* wall clock: Kafka's current state timestamp */
-    int64_t state_mono; /* monotonic: when it entered the state, for the phase histograms */
-    char *ptype;        /* protocol type; NULL = none */
-    int32_t ptype_len;
-    char *pname; /* selected protocol; pname_len -1 = none */
-    int32_t pname_len;
-    size_t pname_cap;
-    int32_t generation;
-    member_t *leader;
-    member_t *head, *tail;
-    int32_t n_members, n_awaiting_join, n_pending_sync;
-    kc_strmap_t by_id;       /* member id -> member_t */
-    kc_strmap_t by_instance; /* group instance id -> member_t */
-    kc_strmap_t pending;     /* member id -> pending_t */
-    pcount_t *pc;
-    int32_t n_pc, cap_pc;
-    bool new_member_added;
-    /* Subscribed topics (consumer protocol); subs_known false = unknown. One allocation. */
-    bool subs_known;
-    int32_t n_subs;
-    kc_str_t *subs;
-    /* Timers. */
-    int64_t join_deadline;
-    int join_kind;
-    int32_t init_delay_ms, init_remaining_ms;
-    int64_t sync_deadline;
-    int32_t sync_generation;
-    kc_heap_t mheap; /* members by session deadline (a key may be early), room for all */
-    kc_heap_t pheap; /* pending members by deadline, room for all */
-    int loading;     /* LOAD_*: replayed and waiting for kc_gm_load_complete */
-    /* Rebalance history. rb_armed: rb_start opened the running entry for an event that is
-     * about to call prepare_rebalance, which must keep it. */
-    kc_history_t rb;
-    bool rb_armed;
-} group_t;
 
 /* The manager's time as one value, for what takes both readings. */
 static kc_time_t gm_time(const kc_gm_t *gm)
@@ -181,7 +85,7 @@ static kc_time_t gm_time(const kc_gm_t *gm)
     return (kc_time_t){gm->now, gm->wall};
 }
 
-static void set_time(kc_gm_t *gm, kc_time_t t)
+void kc_classic_set_time(kc_gm_t *gm, kc_time_t t)
 {
     gm->now = t.mono_ms;
     gm->wall = t.wall_ms;
@@ -199,27 +103,22 @@ const char *kc_group_state_name(kc_group_state_t s)
 
 /* ---- Small helpers ---------------------------------------------------------------------- */
 
-static bool str_present(kc_str_t s)
-{
-    return s.len >= 0;
-}
-
-static kc_str_t ptype_view(const group_t *g)
+kc_str_t kc_classic_ptype_view(const group_t *g)
 {
     return g->ptype ? (kc_str_t){g->ptype, g->ptype_len} : KC_STR_NULL;
 }
 
-static kc_str_t pname_view(const group_t *g)
+kc_str_t kc_classic_pname_view(const group_t *g)
 {
     return g->pname_len >= 0 ? (kc_str_t){g->pname, g->pname_len} : KC_STR_NULL;
 }
 
-static bool uses_consumer_protocol(const group_t *g)
+bool kc_classic_uses_consumer_protocol(const group_t *g)
 {
-    return g->ptype && kc_str_eq(ptype_view(g), KC_STR_LIT("consumer"));
+    return g->ptype && kc_str_eq(kc_classic_ptype_view(g), KC_STR_LIT("consumer"));
 }
 
-static kc_bytes_t arena_bytes(kc_arena_t *a, kc_bytes_t b, bool *oom)
+kc_bytes_t kc_classic_arena_bytes(kc_arena_t *a, kc_bytes_t b, bool *oom)
 {
     if (b.len < 0)
         return KC_BYTES_NULL;
@@ -264,7 +163,7 @@ static protoset_t *protoset_new(const kc_join_group_request_t *req)
 
 /* The protocol set of a member read back from a GroupMetadata record: the record keeps only
  * the metadata of the group's selected protocol, so that is all the member supports. */
-static protoset_t *protoset_one(kc_str_t name, kc_bytes_t metadata)
+protoset_t *kc_classic_protoset_one(kc_str_t name, kc_bytes_t metadata)
 {
     kc_join_group_request_protocol_t p = {name, metadata};
     kc_join_group_request_t req;
@@ -304,7 +203,7 @@ static bool protoset_matches(const protoset_t *ps, const kc_join_group_request_t
 }
 
 /* The metadata a member gave for `name` (empty when it gave none). */
-static kc_bytes_t member_metadata(const member_t *m, kc_str_t name)
+kc_bytes_t kc_classic_member_metadata(const member_t *m, kc_str_t name)
 {
     int32_t i = protoset_find(m->protos, name);
     return i >= 0 ? m->protos->v[i].metadata : (kc_bytes_t){(const uint8_t *)"", 0};
@@ -325,7 +224,7 @@ static int32_t pc_count(group_t *g, kc_str_t name)
 }
 
 /* Make sure every protocol of `ps` has a counter, so that pc_add(+1) cannot fail. */
-static int pc_reserve(group_t *g, const protoset_t *ps)
+int kc_classic_pc_reserve(group_t *g, const protoset_t *ps)
 {
     for (int32_t i = 0; i < ps->n; i++) {
         if (pc_find(g, ps->v[i].name))
@@ -388,7 +287,7 @@ static bool supports_protocols(group_t *g, kc_str_t ptype, const kc_join_group_r
     int32_t n = req->protocols.n > 0 ? req->protocols.n : 0;
     if (g->state == KC_GROUP_EMPTY)
         return kc_text_set(ptype) && n > 0;
-    if (!g->ptype || !kc_str_eq(ptype_view(g), ptype.len < 0 ? KC_STR_EMPTY : ptype))
+    if (!g->ptype || !kc_str_eq(kc_classic_ptype_view(g), ptype.len < 0 ? KC_STR_EMPTY : ptype))
         return false;
     for (int32_t i = 0; i < n; i++) {
         kc_str_t name = req->protocols.v[i].name.len > 0 ? req->protocols.v[i].name : KC_STR_EMPTY;
@@ -435,7 +334,7 @@ static kc_str_t select_protocol(group_t *g)
 
 /* ---- Members ---------------------------------------------------------------------------- */
 
-static member_t *member_new(kc_str_t id, kc_str_t instance, kc_str_t client_id, kc_str_t host)
+member_t *kc_classic_member_new(kc_str_t id, kc_str_t instance, kc_str_t client_id, kc_str_t host)
 {
     size_t total = sizeof(member_t) + kc_text_space(id) + kc_text_space(instance) +
                    kc_text_space(client_id) + kc_text_space(host);
@@ -452,7 +351,7 @@ static member_t *member_new(kc_str_t id, kc_str_t instance, kc_str_t client_id, 
     return m;
 }
 
-static void member_free(member_t *m)
+void kc_classic_member_free(member_t *m)
 {
     if (!m)
         return;
@@ -461,14 +360,14 @@ static void member_free(member_t *m)
     free(m);
 }
 
-static member_t *find_member(group_t *g, kc_str_t id)
+member_t *kc_classic_find_member(group_t *g, kc_str_t id)
 {
     if (id.len < 0)
         return NULL;
     return kc_strmap_get(&g->by_id, id.p, (size_t)id.len);
 }
 
-static member_t *find_static(group_t *g, kc_str_t instance)
+member_t *kc_classic_find_static(group_t *g, kc_str_t instance)
 {
     if (instance.len < 0)
         return NULL;
@@ -492,7 +391,7 @@ static void pending_remove(group_t *g, kc_str_t id)
     free(p);
 }
 
-static bool is_leader(const group_t *g, const member_t *m)
+bool kc_classic_is_leader(const group_t *g, const member_t *m)
 {
     return g->leader == m;
 }
@@ -525,7 +424,7 @@ static void arm(group_t *g, int64_t deadline)
 /* Renew a member's session. A later deadline leaves its heap entry where it is (the entry is
  * moved when it comes up), so a heartbeat costs O(1); an earlier one moves it up. The member
  * is in the group, whose mheap has room for it. */
-static void set_hb(group_t *g, member_t *m, int64_t timeout_ms)
+void kc_classic_set_hb(group_t *g, member_t *m, int64_t timeout_ms)
 {
     m->last_hb_ms = g->gm->now;
     m->hb_deadline = g->gm->now + timeout_ms;
@@ -582,13 +481,11 @@ static unsigned valid_previous(kc_group_state_t to)
     return 0;
 }
 
-static void phase_observe(uint64_t *buckets, double *sum, int64_t ms);
-
 /* The one place a group changes state. Leaving PreparingRebalance or CompletingRebalance
  * (other than for Dead) counts the time spent there in the join or sync phase histogram. An
  * illegal transition is refused and logged as an
  * error (Kafka throws IllegalStateException). */
-static void set_state(group_t *g, kc_group_state_t to, const char *reason)
+void kc_classic_set_state(group_t *g, kc_group_state_t to, const char *reason)
 {
     if (!(valid_previous(to) & (1u << g->state))) {
         KC_ERROR("group", "group %.*s: illegal transition %s -> %s refused: %s", SV(g->id),
@@ -601,9 +498,9 @@ static void set_state(group_t *g, kc_group_state_t to, const char *reason)
         kc_gm_stats_t *st = &g->gm->stats;
         int64_t spent = g->gm->now - g->state_mono;
         if (g->state == KC_GROUP_PREPARING_REBALANCE)
-            phase_observe(st->join_phase, &st->join_phase_sum_s, spent);
+            kc_classic_phase_observe(st->join_phase, &st->join_phase_sum_s, spent);
         else if (g->state == KC_GROUP_COMPLETING_REBALANCE)
-            phase_observe(st->sync_phase, &st->sync_phase_sum_s, spent);
+            kc_classic_phase_observe(st->sync_phase, &st->sync_phase_sum_s, spent);
     }
     g->prev_state = g->state;
     g->state = to;
@@ -641,7 +538,7 @@ static void refused(kc_gm_t *gm, int kind, kc_str_t group_id, const char *reason
  * Kafka's newEmptyGroupMetadataRecord. Returns 0, -1 when out of memory, or -2 when the record
  * would be larger than message.max.bytes (nothing is emitted; Kafka's RecordTooLargeException,
  * which its callers answer with UNKNOWN_SERVER_ERROR). */
-static int emit_group_metadata(group_t *g, bool tombstone, bool empty, const kc_bytes_t *assign)
+int kc_classic_emit_group_metadata(group_t *g, bool tombstone, bool empty, const kc_bytes_t *assign)
 {
     kc_gm_t *gm = g->gm;
     kc_writer_t kw, vw;
@@ -666,9 +563,9 @@ static int emit_group_metadata(group_t *g, bool tombstone, bool empty, const kc_
             val.protocol = KC_STR_NULL;
             val.leader = KC_STR_NULL;
         } else {
-            val.protocol_type = g->ptype ? ptype_view(g) : KC_STR_EMPTY;
+            val.protocol_type = g->ptype ? kc_classic_ptype_view(g) : KC_STR_EMPTY;
             val.generation = g->generation;
-            val.protocol = pname_view(g);
+            val.protocol = kc_classic_pname_view(g);
             val.leader = g->leader ? g->leader->id : KC_STR_NULL;
             if (g->n_members > 0) {
                 mm = calloc((size_t)g->n_members, sizeof(*mm));
@@ -682,7 +579,7 @@ static int emit_group_metadata(group_t *g, bool tombstone, bool empty, const kc_
                     mm[i].client_host = m->client_host.len >= 0 ? m->client_host : KC_STR_EMPTY;
                     mm[i].rebalance_timeout = m->rebalance_timeout_ms;
                     mm[i].session_timeout = m->session_timeout_ms;
-                    mm[i].subscription = member_metadata(m, pname_view(g));
+                    mm[i].subscription = kc_classic_member_metadata(m, kc_classic_pname_view(g));
                     mm[i].assignment =
                         assign ? assign[i]
                                : (kc_bytes_t){m->assignment ? m->assignment : (const uint8_t *)"",
@@ -743,26 +640,12 @@ static int copy_join_resp(kc_arena_t *a, kc_join_group_response_t *dst,
             dst->members.v[i].member_id = kc_text_arena(a, src->members.v[i].member_id, &oom);
             dst->members.v[i].group_instance_id =
                 kc_text_arena(a, src->members.v[i].group_instance_id, &oom);
-            dst->members.v[i].metadata = arena_bytes(a, src->members.v[i].metadata, &oom);
+            dst->members.v[i].metadata =
+                kc_classic_arena_bytes(a, src->members.v[i].metadata, &oom);
         }
     }
     return oom ? -1 : 0;
 }
-
-/* What the JoinGroup or SyncGroup being handled needs in order to be answered. kc_classic_join
- * and kc_classic_sync keep one on their stack and pass it down to every function that may
- * answer or park a request; paths that no JoinGroup or SyncGroup drives (timers, LeaveGroup,
- * deletes, loading) pass NULL, and a waiter they complete is answered through the host's
- * join_done/sync_done. */
-typedef struct req_s {
-    uint64_t seq; /* the request's number: a waiter it parks carries it */
-    void *waiter; /* the host's pointer for a parked answer */
-    int16_t version;
-    kc_arena_t *a; /* the request's arena: its answer lives there */
-    kc_join_group_response_t *join;
-    kc_sync_group_response_t *sync;
-    bool answered, parked, oom;
-} req_t;
 
 /* Answer the JoinGroup being handled now with `r` (copied into its arena). */
 static void reply_join(req_t *rq, const kc_join_group_response_t *r)
@@ -801,7 +684,7 @@ static void reply_sync(req_t *rq, const kc_sync_group_response_t *r)
     *d = *r;
     d->protocol_type = kc_text_arena(rq->a, r->protocol_type, &oom);
     d->protocol_name = kc_text_arena(rq->a, r->protocol_name, &oom);
-    d->assignment = arena_bytes(rq->a, r->assignment, &oom);
+    d->assignment = kc_classic_arena_bytes(rq->a, r->assignment, &oom);
     if (oom) {
         kc_sync_group_response_init(d);
         d->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
@@ -898,7 +781,7 @@ static int join_members(group_t *g, kc_join_group_response_member_t **out, int32
     for (member_t *m = g->head; m; m = m->next, i++) {
         v[i].member_id = m->id;
         v[i].group_instance_id = m->instance_id;
-        v[i].metadata = member_metadata(m, pname_view(g));
+        v[i].metadata = kc_classic_member_metadata(m, kc_classic_pname_view(g));
     }
     *out = v;
     *n = i;
@@ -915,22 +798,22 @@ static void join_result(group_t *g, member_t *m, kc_join_group_response_t *r,
     r->members.n = n;
     r->member_id = m->id;
     r->generation_id = g->generation;
-    r->protocol_name = pname_view(g);
-    r->protocol_type = ptype_view(g);
+    r->protocol_name = kc_classic_pname_view(g);
+    r->protocol_type = kc_classic_ptype_view(g);
     r->leader = leader;
     r->skip_assignment = skip;
 }
 
 /* ---- Groups ----------------------------------------------------------------------------- */
 
-static group_t *find_group(const kc_gm_t *gm, kc_str_t id)
+group_t *kc_classic_find_group(const kc_gm_t *gm, kc_str_t id)
 {
     kc_ghead_t *h = kc_manager_find_kind(gm, id, KC_KIND_CLASSIC);
     return h ? kc_heap_entry(h, group_t, gh) : NULL;
 }
 
 /* A new Empty group that is not yet in the map (nor in the heap). NULL when out of memory. */
-static group_t *group_alloc(kc_gm_t *gm, kc_str_t id)
+group_t *kc_classic_group_alloc(kc_gm_t *gm, kc_str_t id)
 {
     group_t *g = calloc(1, sizeof(*g) + kc_text_space(id));
     if (!g)
@@ -953,11 +836,11 @@ static group_t *group_alloc(kc_gm_t *gm, kc_str_t id)
     return g;
 }
 
-static group_t *group_create(kc_gm_t *gm, kc_str_t id)
+group_t *kc_classic_group_create(kc_gm_t *gm, kc_str_t id)
 {
     if (kc_manager_reserve(gm) != 0)
         return NULL;
-    group_t *g = group_alloc(gm, id);
+    group_t *g = kc_classic_group_alloc(gm, id);
     if (!g)
         return NULL;
     kc_manager_put(gm, &g->gh, g->id);
@@ -966,12 +849,12 @@ static group_t *group_create(kc_gm_t *gm, kc_str_t id)
 
 /* Free the memory of a group that is in neither the map nor the heap and whose members have
  * no parked requests. */
-static void group_release(group_t *g)
+void kc_classic_group_release(group_t *g)
 {
     member_t *m = g->head;
     while (m) {
         member_t *next = m->next;
-        member_free(m);
+        kc_classic_member_free(m);
         m = next;
     }
     for (size_t i = 0; i < g->pending.cap; i++)
@@ -992,21 +875,21 @@ static void group_release(group_t *g)
 }
 
 /* Free a group. Parked requests get `err` (COORDINATOR_NOT_AVAILABLE). */
-static void group_destroy(kc_gm_t *gm, group_t *g, int16_t err, req_t *rq)
+void kc_classic_group_destroy(kc_gm_t *gm, group_t *g, int16_t err, req_t *rq)
 {
     kc_manager_del(gm, &g->gh, g->id);
     for (member_t *m = g->head; m; m = m->next) {
         finish_join_error(g, m, err, m->id, rq);
         finish_sync_error(g, m, err, rq);
     }
-    group_release(g);
+    kc_classic_group_release(g);
 }
 
 /* Kafka's ClassicGroup.add. Everything it needs was reserved by the caller (`ptype` is a
  * malloc'd copy of the protocol type, taken when the group has no members). */
-static void group_add(group_t *g, member_t *m, char *ptype, int32_t ptype_len)
+void kc_classic_group_add(group_t *g, member_t *m, char *ptype, int32_t ptype_len)
 {
-    if (str_present(m->instance_id))
+    if (kc_text_present(m->instance_id))
         kc_strmap_put(&g->by_instance, m->instance_id.p, (size_t)m->instance_id.len, m);
     if (g->n_members == 0 && ptype) {
         free(g->ptype);
@@ -1040,7 +923,7 @@ static void group_remove(group_t *g, member_t *m, req_t *rq)
     finish_sync_error(g, m, KC_ERR_UNKNOWN_MEMBER_ID, rq);
     pc_add(g, m->protos, -1);
     kc_strmap_del(&g->by_id, m->id.p, (size_t)m->id.len);
-    if (str_present(m->instance_id) && find_static(g, m->instance_id) == m)
+    if (kc_text_present(m->instance_id) && kc_classic_find_static(g, m->instance_id) == m)
         kc_strmap_del(&g->by_instance, m->instance_id.p, (size_t)m->instance_id.len);
     if (m->prev)
         m->prev->next = m->next;
@@ -1058,13 +941,13 @@ static void group_remove(group_t *g, member_t *m, req_t *rq)
     pending_remove(g, m->id);
     kc_history_note(&g->rb, false, m->id);
     kc_heap_remove(&g->mheap, &m->hb_node);
-    member_free(m);
+    kc_classic_member_free(m);
 }
 
 /* Remove the member or pending member with this id (Kafka's group.remove(memberId)). */
 static void group_remove_id(group_t *g, kc_str_t id, req_t *rq)
 {
-    member_t *m = find_member(g, id);
+    member_t *m = kc_classic_find_member(g, id);
     if (m)
         group_remove(g, m, rq);
     pending_remove(g, id);
@@ -1078,10 +961,10 @@ static void clear_pending_sync(group_t *g)
 }
 
 /* Kafka's ClassicGroup.validateMember. */
-static int16_t validate_member(group_t *g, kc_str_t member_id, kc_str_t instance)
+int16_t kc_classic_validate_member(group_t *g, kc_str_t member_id, kc_str_t instance)
 {
-    if (str_present(instance)) {
-        member_t *s = find_static(g, instance);
+    if (kc_text_present(instance)) {
+        member_t *s = kc_classic_find_static(g, instance);
         if (!s)
             return KC_ERR_UNKNOWN_MEMBER_ID;
         if (!kc_str_eq(s->id, member_id)) {
@@ -1091,7 +974,7 @@ static int16_t validate_member(group_t *g, kc_str_t member_id, kc_str_t instance
             return KC_ERR_FENCED_INSTANCE_ID;
         }
     }
-    if (!find_member(g, member_id))
+    if (!kc_classic_find_member(g, member_id))
         return KC_ERR_UNKNOWN_MEMBER_ID;
     return 0;
 }
@@ -1100,13 +983,13 @@ static int16_t validate_member(group_t *g, kc_str_t member_id, kc_str_t instance
  * ConsumerProtocolSubscription (read as v0, the prefix of every version) for a "consumer"
  * group; unknown when the group is not a consumer group, has no selected protocol, or a
  * subscription cannot be parsed. */
-static void compute_subscriptions(group_t *g)
+void kc_classic_compute_subscriptions(group_t *g)
 {
     free(g->subs);
     g->subs = NULL;
     g->n_subs = 0;
     g->subs_known = false;
-    if (!uses_consumer_protocol(g))
+    if (!kc_classic_uses_consumer_protocol(g))
         return;
     if (g->n_members == 0) {
         g->subs_known = true;
@@ -1121,7 +1004,7 @@ static void compute_subscriptions(group_t *g)
     kc_str_t *all = malloc(cap * sizeof(*all));
     bool ok = all != NULL;
     for (member_t *m = g->head; ok && m; m = m->next) {
-        kc_bytes_t md = member_metadata(m, pname_view(g));
+        kc_bytes_t md = kc_classic_member_metadata(m, kc_classic_pname_view(g));
         kc_reader_t r;
         kc_rd_init(&r, md.p, (size_t)md.len);
         int16_t version = kc_rd_i16(&r);
@@ -1170,10 +1053,10 @@ static void compute_subscriptions(group_t *g)
 }
 
 /* Kafka's ClassicGroup.isSubscribedToTopic. */
-static bool subscribed_to(const group_t *g, kc_str_t topic)
+bool kc_classic_subscribed_to(const group_t *g, kc_str_t topic)
 {
     if (!g->subs_known)
-        return uses_consumer_protocol(g);
+        return kc_classic_uses_consumer_protocol(g);
     kc_str_t key = topic.len >= 0 ? topic : KC_STR_EMPTY;
     if (g->n_subs == 0)
         return false;
@@ -1194,11 +1077,11 @@ static void rb_finish(group_t *g, const char *outcome)
 
 /* An event is about to start a rebalance: open the history entry for it before the event
  * changes the group, so that the members it adds or removes are listed, and arm
- * prepare_rebalance to keep it. A rebalance that reached CompletingRebalance ends as
+ * kc_classic_prepare_rebalance to keep it. A rebalance that reached CompletingRebalance ends as
  * "restarted". Nothing when the group is preparing a rebalance already (the event joins that
  * one) or when another event of the same request armed it. Call it only right before an event
- * that moves the group to PreparingRebalance (through prepare_rebalance) when it is Stable,
- * CompletingRebalance or Empty. */
+ * that moves the group to PreparingRebalance (through kc_classic_prepare_rebalance) when it is
+ * Stable, CompletingRebalance or Empty. */
 static void rb_start(group_t *g, int cause, kc_str_t member, kc_str_t reason)
 {
     if (g->rb_armed || !can_rebalance(g))
@@ -1223,13 +1106,13 @@ static void propagate_assignment(group_t *g, int16_t err, req_t *rq)
         kc_sync_group_response_init(&r);
         r.error_code = err;
         if (err == 0) {
-            r.protocol_name = pname_view(g);
-            r.protocol_type = ptype_view(g);
+            r.protocol_name = kc_classic_pname_view(g);
+            r.protocol_type = kc_classic_ptype_view(g);
         }
         r.assignment =
             (kc_bytes_t){m->assignment ? m->assignment : (const uint8_t *)"", m->assignment_len};
         if (finish_sync(g, m, &r, rq))
-            set_hb(g, m, m->session_timeout_ms);
+            kc_classic_set_hb(g, m, m->session_timeout_ms);
     }
 }
 
@@ -1292,15 +1175,15 @@ static void init_next_generation(group_t *g)
             g->pname[sel.len] = '\0';
         }
         g->pname_len = sel.len >= 0 ? sel.len : -1;
-        compute_subscriptions(g);
+        kc_classic_compute_subscriptions(g);
         snprintf(reason, sizeof(reason), "generation %d with %d members, protocol %.*s",
-                 (int)g->generation, (int)g->n_members, SV(pname_view(g)));
-        set_state(g, KC_GROUP_COMPLETING_REBALANCE, reason);
+                 (int)g->generation, (int)g->n_members, SV(kc_classic_pname_view(g)));
+        kc_classic_set_state(g, KC_GROUP_COMPLETING_REBALANCE, reason);
     } else {
         g->pname_len = -1;
-        compute_subscriptions(g);
+        kc_classic_compute_subscriptions(g);
         snprintf(reason, sizeof(reason), "generation %d has no members", (int)g->generation);
-        set_state(g, KC_GROUP_EMPTY, reason);
+        kc_classic_set_state(g, KC_GROUP_EMPTY, reason);
         rb_finish(g, "empty");
     }
     clear_pending_sync(g);
@@ -1316,7 +1199,7 @@ static int32_t timer_delay(int32_t delay)
 }
 
 /* Kafka's prepareRebalance. */
-static void prepare_rebalance(group_t *g, const char *reason, req_t *rq)
+void kc_classic_prepare_rebalance(group_t *g, const char *reason, req_t *rq)
 {
     kc_gm_t *gm = g->gm;
     if (!g->rb_armed) {
@@ -1340,7 +1223,7 @@ static void prepare_rebalance(group_t *g, const char *reason, req_t *rq)
         g->init_remaining_ms = remaining > 0 ? remaining : 0;
         set_join_timer(g, JOIN_TIMER_INITIAL, timer_delay(delay));
     }
-    set_state(g, KC_GROUP_PREPARING_REBALANCE, reason);
+    kc_classic_set_state(g, KC_GROUP_PREPARING_REBALANCE, reason);
     if (initial)
         return;
     /* maybeCompleteJoinElseSchedule */
@@ -1363,7 +1246,7 @@ static void maybe_complete_join_phase(group_t *g, req_t *rq)
 static void maybe_prepare_rebalance_or_complete_join(group_t *g, const char *reason, req_t *rq)
 {
     if (can_rebalance(g))
-        prepare_rebalance(g, reason, rq);
+        kc_classic_prepare_rebalance(g, reason, rq);
     else
         maybe_complete_join_phase(g, rq);
 }
@@ -1377,7 +1260,7 @@ static void complete_join_phase(group_t *g, req_t *rq)
     int removed = 0;
     for (member_t *m = g->head, *next; m; m = next) {
         next = m->next;
-        if (!m->join.active && !str_present(m->instance_id)) {
+        if (!m->join.active && !kc_text_present(m->instance_id)) {
             KC_DEBUG("group", "group %.*s: removing dynamic member %.*s that did not rejoin",
                      SV(g->id), SV(m->id));
             group_remove(g, m, rq);
@@ -1398,7 +1281,7 @@ static void complete_join_phase(group_t *g, req_t *rq)
     }
     init_next_generation(g);
     if (g->state == KC_GROUP_EMPTY) {
-        emit_group_metadata(g, false, false, NULL);
+        kc_classic_emit_group_metadata(g, false, false, NULL);
         return;
     }
 
@@ -1407,17 +1290,17 @@ static void complete_join_phase(group_t *g, req_t *rq)
     bool members_oom = join_members(g, &members, &n) != 0;
     for (member_t *m = g->head; m; m = m->next) {
         kc_join_group_response_t r;
-        if (is_leader(g, m) && members_oom) {
+        if (kc_classic_is_leader(g, m) && members_oom) {
             kc_join_group_response_init(&r);
             r.error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
             r.member_id = m->id;
-        } else if (is_leader(g, m)) {
+        } else if (kc_classic_is_leader(g, m)) {
             join_result(g, m, &r, members, n, g->leader->id, false);
         } else {
             join_result(g, m, &r, NULL, 0, g->leader->id, false);
         }
         finish_join(g, m, &r, rq);
-        set_hb(g, m, m->session_timeout_ms);
+        kc_classic_set_hb(g, m, m->session_timeout_ms);
         m->is_new = false;
         if (!m->pending_sync) {
             m->pending_sync = true;
@@ -1490,7 +1373,7 @@ static void expire_pending_sync(group_t *g, int32_t generation, req_t *rq)
             len += snprintf(reason + len, sizeof(reason) - (size_t)len, " %.*s", SV(m->id));
         group_remove(g, m, rq);
     }
-    prepare_rebalance(g, reason, rq);
+    kc_classic_prepare_rebalance(g, reason, rq);
 }
 
 /* Kafka's expireClassicGroupMemberHeartbeat for a member. */
@@ -1511,8 +1394,8 @@ static void expire_member(group_t *g, member_t *m, req_t *rq)
 }
 
 /* The member whose session ends first, when it has ended by now; NULL otherwise, or when the
- * budget ran out. A heap key left early by a heartbeat (set_hb does not move an entry later)
- * is moved to the member's real deadline when it comes up: one O(log n) step, counted as
+ * budget ran out. A heap key left early by a heartbeat (kc_classic_set_hb does not move an entry
+ * later) is moved to the member's real deadline when it comes up: one O(log n) step, counted as
  * work, at most once per renewal that the tick sees. Keys are never later than deadlines, so
  * the entry returned has the earliest deadline of all. */
 static member_t *due_member(group_t *g, int64_t *budget)
@@ -1607,7 +1490,7 @@ static void begin_request(kc_gm_t *gm, req_t *rq, kc_time_t now, int16_t version
                           kc_arena_t *a, kc_join_group_response_t *join,
                           kc_sync_group_response_t *sync)
 {
-    set_time(gm, now);
+    kc_classic_set_time(gm, now);
     *rq = (req_t){.seq = ++gm->next_seq,
                   .waiter = waiter,
                   .version = version,
@@ -1632,16 +1515,6 @@ static int end_request(req_t *rq)
 }
 
 /* ---- JoinGroup -------------------------------------------------------------------------- */
-
-typedef struct join_req_s {
-    const kc_join_group_request_t *req;
-    int16_t version;
-    kc_str_t member_id;
-    kc_str_t instance_id; /* null below v5 */
-    kc_str_t client_id, client_host;
-    kc_str_t reason; /* "not provided" when absent */
-    int32_t session_timeout_ms, rebalance_timeout_ms;
-} join_req_t;
 
 /* Kafka's generateMemberId: "<client id or instance id>-<random UUID>", unique in the group.
  * Allocated from the request's arena. */
@@ -1675,7 +1548,7 @@ static kc_str_t generate_member_id(group_t *g, kc_str_t prefix, req_t *rq)
         }
         *c = '\0';
         kc_str_t id = {p, (int32_t)n};
-        if (!find_member(g, id) && !find_pending(g, id))
+        if (!kc_classic_find_member(g, id) && !find_pending(g, id))
             return id;
     }
     return KC_STR_NULL;
@@ -1685,7 +1558,7 @@ static kc_str_t generate_member_id(group_t *g, kc_str_t prefix, req_t *rq)
 static bool accept_joining_member(group_t *g, kc_str_t member_id)
 {
     int32_t max = g->gm->cfg.max_size;
-    member_t *m = find_member(g, member_id);
+    member_t *m = kc_classic_find_member(g, member_id);
     switch (g->state) {
     case KC_GROUP_EMPTY:
     case KC_GROUP_DEAD:
@@ -1706,17 +1579,17 @@ static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t
     kc_gm_t *gm = g->gm;
     const kc_join_group_request_t *req = jr->req;
     protoset_t *ps = protoset_new(req);
-    member_t *m = member_new(member_id, jr->instance_id, jr->client_id, jr->client_host);
+    member_t *m = kc_classic_member_new(member_id, jr->instance_id, jr->client_id, jr->client_host);
     char *ptype = NULL;
     kc_str_t rt = req->protocol_type.len > 0 ? req->protocol_type : KC_STR_EMPTY;
     if (g->n_members == 0)
         ptype = malloc((size_t)rt.len + 1);
-    if (!ps || !m || (g->n_members == 0 && !ptype) || pc_reserve(g, ps) != 0 ||
+    if (!ps || !m || (g->n_members == 0 && !ptype) || kc_classic_pc_reserve(g, ps) != 0 ||
         pname_reserve(g, ps) != 0 || kc_strmap_reserve(&g->by_id, 1) != 0 ||
         kc_heap_reserve(&g->mheap, (size_t)g->n_members + 1) != 0 ||
-        (str_present(jr->instance_id) && kc_strmap_reserve(&g->by_instance, 1) != 0)) {
+        (kc_text_present(jr->instance_id) && kc_strmap_reserve(&g->by_instance, 1) != 0)) {
         free(ps);
-        member_free(m);
+        kc_classic_member_free(m);
         free(ptype);
         reply_join_oom(rq, jr->member_id);
         return;
@@ -1733,16 +1606,17 @@ static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t
     if (g->state == KC_GROUP_PREPARING_REBALANCE && g->prev_state == KC_GROUP_EMPTY)
         g->new_member_added = true;
     rb_start(g, KC_RB_MEMBER_JOINED, m->id, client_reason(jr->version, 8, req->reason));
-    group_add(g, m, ptype, rt.len);
+    kc_classic_group_add(g, m, ptype, rt.len);
     park_join(g, m, rq);
     /* New members cannot heartbeat before they know their id: they get the (long) new-member
      * join timeout instead of their session timeout (KAFKA-7610). */
-    set_hb(g, m, gm->cfg.new_member_join_timeout_ms);
+    kc_classic_set_hb(g, m, gm->cfg.new_member_join_timeout_ms);
 
     char reason[300];
     snprintf(reason, sizeof(reason),
              "adding new member %.*s with group instance id %.*s; client reason: %.*s", SV(m->id),
-             SV(str_present(m->instance_id) ? m->instance_id : KC_STR_LIT("None")), SV(jr->reason));
+             SV(kc_text_present(m->instance_id) ? m->instance_id : KC_STR_LIT("None")),
+             SV(jr->reason));
     maybe_prepare_rebalance_or_complete_join(g, reason, rq);
 }
 
@@ -1764,7 +1638,7 @@ static void update_member_then_rebalance(group_t *g, member_t *m, const join_req
                                          const char *why, int cause, req_t *rq)
 {
     protoset_t *ps = protoset_new(jr->req);
-    if (!ps || pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0) {
+    if (!ps || kc_classic_pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0) {
         free(ps);
         reply_join_oom(rq, jr->member_id);
         return;
@@ -1799,11 +1673,12 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
     bool oom = false;
     kc_str_t current_leader = g->leader ? kc_text_arena(rq->a, g->leader->id, &oom) : KC_STR_NULL;
     kc_str_t old_id = kc_text_arena(rq->a, old->id, &oom); /* for the history */
-    member_t *nm = member_new(new_id, old->instance_id, old->client_id, old->client_host);
+    member_t *nm =
+        kc_classic_member_new(new_id, old->instance_id, old->client_id, old->client_host);
     protoset_t *ps = protoset_new(jr->req);
-    if (oom || !nm || !ps || pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0 ||
+    if (oom || !nm || !ps || kc_classic_pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0 ||
         kc_strmap_reserve(&g->by_id, 1) != 0) {
-        member_free(nm);
+        kc_classic_member_free(nm);
         free(ps);
         reply_join_oom(rq, jr->member_id);
         return;
@@ -1855,35 +1730,35 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
     kc_strmap_put(&g->by_instance, nm->instance_id.p, (size_t)nm->instance_id.len, nm);
     if (g->leader == old)
         g->leader = nm;
-    kc_heap_remove(&g->mheap, &old->hb_node); /* nm takes its place there in set_hb */
-    member_free(old);
+    kc_heap_remove(&g->mheap, &old->hb_node); /* nm takes its place there in kc_classic_set_hb */
+    kc_classic_member_free(old);
     member_t *m = nm;
-    set_hb(g, m, m->session_timeout_ms);
+    kc_classic_set_hb(g, m, m->session_timeout_ms);
 
     update_member(g, m, ps, jr, rq);
 
     char reason[300];
     if (g->state == KC_GROUP_STABLE) {
         kc_str_t sel = select_protocol(g);
-        if (kc_str_eq(pname_view(g), sel)) {
+        if (kc_str_eq(kc_classic_pname_view(g), sel)) {
             KC_DEBUG("group",
                      "group %.*s: static member %.*s rejoins in Stable without changing the "
                      "selected protocol; no rebalance",
                      SV(g->id), SV(m->id));
             kc_join_group_response_t r;
-            int rc = emit_group_metadata(g, false, false, NULL);
+            int rc = kc_classic_emit_group_metadata(g, false, false, NULL);
             if (rc != 0) {
                 kc_join_group_response_init(&r);
                 r.error_code =
                     rc == -2 ? KC_ERR_UNKNOWN_SERVER_ERROR : KC_ERR_COORDINATOR_NOT_AVAILABLE;
                 r.generation_id = g->generation;
-                r.protocol_name = pname_view(g);
-                r.protocol_type = ptype_view(g);
+                r.protocol_name = kc_classic_pname_view(g);
+                r.protocol_type = kc_classic_ptype_view(g);
                 r.leader = current_leader;
                 finish_join(g, m, &r, rq);
             } else if (jr->version >= 9) {
                 /* KIP-814: a static leader gets the members but may skip the assignment. */
-                bool leader = is_leader(g, m);
+                bool leader = kc_classic_is_leader(g, m);
                 kc_join_group_response_member_t *members = NULL;
                 int32_t n = 0;
                 if (leader && join_members(g, &members, &n) != 0) {
@@ -1915,7 +1790,7 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
                  "reason: %.*s",
                  SV(m->id), SV(m->instance_id), SV(jr->reason));
         rb_static_replaced(g, old_id, m);
-        prepare_rebalance(g, reason, rq);
+        kc_classic_prepare_rebalance(g, reason, rq);
         return;
     }
     rb_static_replaced(g, old_id, m);
@@ -1933,14 +1808,14 @@ static void join_new_member(group_t *g, const join_req_t *jr, req_t *rq)
         reply_join_error(rq, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, KC_STR_EMPTY);
         return;
     }
-    bool is_static = str_present(jr->instance_id);
+    bool is_static = kc_text_present(jr->instance_id);
     kc_str_t new_id = generate_member_id(g, is_static ? jr->instance_id : jr->client_id, rq);
     if (new_id.len < 0) {
         reply_join_oom(rq, KC_STR_EMPTY);
         return;
     }
     if (is_static) {
-        member_t *old = find_static(g, jr->instance_id);
+        member_t *old = kc_classic_find_static(g, jr->instance_id);
         if (old) {
             update_static_member_then_rebalance(g, old, jr, new_id, rq);
         } else {
@@ -1991,7 +1866,7 @@ static void join_existing_member(group_t *g, const join_req_t *jr, req_t *rq)
         return;
     }
     if (find_pending(g, id)) {
-        if (str_present(jr->instance_id)) {
+        if (kc_text_present(jr->instance_id)) {
             /* Kafka throws IllegalStateException: a pending member is never static. */
             reply_join_error(rq, KC_ERR_UNKNOWN_SERVER_ERROR, id);
             return;
@@ -2001,7 +1876,7 @@ static void join_existing_member(group_t *g, const join_req_t *jr, req_t *rq)
         add_member_then_rebalance(g, jr, id, rq);
         return;
     }
-    int16_t err = validate_member(g, id, jr->instance_id);
+    int16_t err = kc_classic_validate_member(g, id, jr->instance_id);
     if (err) {
         kc_join_group_response_t r;
         kc_join_group_response_init(&r);
@@ -2012,7 +1887,7 @@ static void join_existing_member(group_t *g, const join_req_t *jr, req_t *rq)
         reply_join(rq, &r);
         return;
     }
-    member_t *m = find_member(g, id);
+    member_t *m = kc_classic_find_member(g, id);
     switch (g->state) {
     case KC_GROUP_PREPARING_REBALANCE:
         update_member_then_rebalance(g, m, jr, "member is joining group:", KC_RB_OTHER, rq);
@@ -2022,7 +1897,7 @@ static void join_existing_member(group_t *g, const join_req_t *jr, req_t *rq)
             /* The member lost its JoinGroup answer: send the current generation again. */
             kc_join_group_response_member_t *members = NULL;
             int32_t n = 0;
-            if (is_leader(g, m) && join_members(g, &members, &n) != 0) {
+            if (kc_classic_is_leader(g, m) && join_members(g, &members, &n) != 0) {
                 reply_join_oom(rq, id);
                 return;
             }
@@ -2036,7 +1911,7 @@ static void join_existing_member(group_t *g, const join_req_t *jr, req_t *rq)
         }
         return;
     case KC_GROUP_STABLE:
-        if (is_leader(g, m)) {
+        if (kc_classic_is_leader(g, m)) {
             /* The leader may rejoin to force a rebalance (e.g. topic metadata changed). */
             update_member_then_rebalance(g, m, jr,
                                          "leader re-joining group:", KC_RB_LEADER_REJOINED, rq);
@@ -2107,14 +1982,14 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr, req_t *rq)
         reply_join_error(rq, conv, jr->member_id);
         return;
     }
-    group_t *g = find_group(gm, req->group_id);
+    group_t *g = kc_classic_find_group(gm, req->group_id);
     bool created = false;
     if (!g) {
         if (!unknown_member) {
             reply_join_error(rq, KC_ERR_UNKNOWN_MEMBER_ID, jr->member_id);
             return;
         }
-        g = group_create(gm, req->group_id);
+        g = kc_classic_group_create(gm, req->group_id);
         if (!g) {
             reply_join_oom(rq, jr->member_id);
             return;
@@ -2135,10 +2010,10 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr, req_t *rq)
 
     if (created) {
         if (rq->oom && g->n_members == 0 && g->pending.n == 0 && g->state == KC_GROUP_EMPTY) {
-            group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE, rq);
+            kc_classic_group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE, rq);
         } else {
             /* A group born from JoinGroup is written at once (Kafka's empty record). */
-            emit_group_metadata(g, false, true, NULL);
+            kc_classic_emit_group_metadata(g, false, true, NULL);
         }
     }
 }
@@ -2191,7 +2066,7 @@ static void leader_sync(group_t *g, member_t *leader, kc_bytes_t *assign, uint8_
 {
     KC_DEBUG("group", "group %.*s: assignment received from leader %.*s for generation %d",
              SV(g->id), SV(leader->id), (int)g->generation);
-    int rc = emit_group_metadata(g, false, false, assign);
+    int rc = kc_classic_emit_group_metadata(g, false, false, assign);
     if (rc != 0) {
         /* Kafka's failed-append path: a record too large is MESSAGE_TOO_LARGE there, which
          * appendGroupMetadataErrorToResponseError turns into UNKNOWN_SERVER_ERROR. */
@@ -2217,7 +2092,7 @@ static void leader_sync(group_t *g, member_t *leader, kc_bytes_t *assign, uint8_
     char reason[120];
     snprintf(reason, sizeof(reason), "assignment of generation %d received from the leader",
              (int)g->generation);
-    set_state(g, KC_GROUP_STABLE, reason);
+    kc_classic_set_state(g, KC_GROUP_STABLE, reason);
     rb_finish(g, "stable");
 }
 
@@ -2232,7 +2107,7 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
         reply_sync_error(rq, KC_ERR_INVALID_GROUP_ID);
         return;
     }
-    group_t *g = find_group(gm, req->group_id);
+    group_t *g = kc_classic_find_group(gm, req->group_id);
     if (!g) {
         /* GroupMetadataManager.classicGroupSyncToConsumerGroup: no member of a kcoord consumer
          * group uses the classic protocol. */
@@ -2253,18 +2128,18 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
     int16_t err = 0;
     if (g->state == KC_GROUP_DEAD)
         err = KC_ERR_COORDINATOR_NOT_AVAILABLE;
-    else if ((err = validate_member(g, req->member_id, instance)) != 0)
+    else if ((err = kc_classic_validate_member(g, req->member_id, instance)) != 0)
         ;
     else if (req->generation_id != g->generation)
         err = KC_ERR_ILLEGAL_GENERATION;
-    else if (protocol_inconsistent(ptype, ptype_view(g)) ||
-             protocol_inconsistent(pname, pname_view(g)))
+    else if (protocol_inconsistent(ptype, kc_classic_ptype_view(g)) ||
+             protocol_inconsistent(pname, kc_classic_pname_view(g)))
         err = KC_ERR_INCONSISTENT_GROUP_PROTOCOL;
     if (err) {
         reply_sync_error(rq, err);
         return;
     }
-    member_t *m = find_member(g, req->member_id);
+    member_t *m = kc_classic_find_member(g, req->member_id);
 
     if (g->state == KC_GROUP_PREPARING_REBALANCE) {
         reply_sync_error(rq, KC_ERR_REBALANCE_IN_PROGRESS);
@@ -2274,8 +2149,8 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
         remove_pending_sync_member(g, m);
         kc_sync_group_response_t r;
         kc_sync_group_response_init(&r);
-        r.protocol_type = ptype_view(g);
-        r.protocol_name = pname_view(g);
+        r.protocol_type = kc_classic_ptype_view(g);
+        r.protocol_name = kc_classic_pname_view(g);
         r.assignment =
             (kc_bytes_t){m->assignment ? m->assignment : (const uint8_t *)"", m->assignment_len};
         reply_sync(rq, &r);
@@ -2289,7 +2164,7 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
     /* CompletingRebalance: the leader's assignments are copied before anything changes. */
     kc_bytes_t *assign = NULL;
     uint8_t **copies = NULL;
-    bool leader = is_leader(g, m);
+    bool leader = kc_classic_is_leader(g, m);
     if (leader) {
         size_t n = (size_t)g->n_members;
         assign = calloc(n ? n : 1, sizeof(*assign));
@@ -2361,13 +2236,13 @@ int kc_classic_sync(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_sync_g
 void kc_classic_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
                           const kc_heartbeat_request_t *req, kc_heartbeat_response_t *resp)
 {
-    set_time(gm, now);
+    kc_classic_set_time(gm, now);
     kc_heartbeat_response_init(resp);
     if (!kc_text_set(req->group_id)) {
         resp->error_code = KC_ERR_INVALID_GROUP_ID;
         return;
     }
-    group_t *g = find_group(gm, req->group_id);
+    group_t *g = kc_classic_find_group(gm, req->group_id);
     if (!g) {
         /* GroupMetadataManager.classicGroupHeartbeatToConsumerGroup: no member of a kcoord
          * consumer group uses the classic protocol. */
@@ -2381,26 +2256,26 @@ void kc_classic_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
         return;
     }
     kc_str_t instance = version >= 3 ? req->group_instance_id : KC_STR_NULL;
-    int16_t err = validate_member(g, req->member_id, instance);
+    int16_t err = kc_classic_validate_member(g, req->member_id, instance);
     if (!err && req->generation_id != g->generation)
         err = KC_ERR_ILLEGAL_GENERATION;
     if (err) {
         resp->error_code = err;
         return;
     }
-    member_t *m = find_member(g, req->member_id);
+    member_t *m = kc_classic_find_member(g, req->member_id);
     switch (g->state) {
     case KC_GROUP_EMPTY:
         resp->error_code = KC_ERR_UNKNOWN_MEMBER_ID;
         return;
     case KC_GROUP_PREPARING_REBALANCE:
-        set_hb(g, m, m->session_timeout_ms);
+        kc_classic_set_hb(g, m, m->session_timeout_ms);
         resp->error_code = KC_ERR_REBALANCE_IN_PROGRESS;
         return;
     case KC_GROUP_COMPLETING_REBALANCE:
     case KC_GROUP_STABLE:
         /* Heartbeats after the JoinGroup answer, before the sync, are normal (KAFKA-10134). */
-        set_hb(g, m, m->session_timeout_ms);
+        kc_classic_set_hb(g, m, m->session_timeout_ms);
         return;
     case KC_GROUP_DEAD:
         break;
@@ -2414,7 +2289,7 @@ void kc_classic_leave(kc_gm_t *gm, kc_time_t now, int16_t version,
                       const kc_leave_group_request_t *req, kc_arena_t *a,
                       kc_leave_group_response_t *resp)
 {
-    set_time(gm, now);
+    kc_classic_set_time(gm, now);
     kc_leave_group_response_init(resp);
     if (!kc_text_set(req->group_id)) {
         resp->error_code = KC_ERR_INVALID_GROUP_ID;
@@ -2450,7 +2325,7 @@ void kc_classic_leave(kc_gm_t *gm, kc_time_t now, int16_t version,
         out[i].error_code = 0;
     }
 
-    group_t *g = find_group(gm, req->group_id);
+    group_t *g = kc_classic_find_group(gm, req->group_id);
     if (!g && kc_manager_is_consumer(gm, req->group_id)) {
         /* GroupMetadataManager.classicGroupLeaveToConsumerGroup: the members named are fenced
          * (the admin client's "remove members" of a consumer group). */
@@ -2491,7 +2366,7 @@ void kc_classic_leave(kc_gm_t *gm, kc_time_t now, int16_t version,
             int16_t err = 0;
             if (!kc_text_set(mid)) {
                 /* Admin removal of a static member by its instance id. */
-                m = find_static(g, inst);
+                m = kc_classic_find_static(g, inst);
                 if (!m)
                     err = KC_ERR_UNKNOWN_MEMBER_ID;
             } else if (find_pending(g, mid)) {
@@ -2500,9 +2375,9 @@ void kc_classic_leave(kc_gm_t *gm, kc_time_t now, int16_t version,
                 rb_start(g, KC_RB_MEMBER_LEFT, mid, client_reason(version, 5, ids[i].reason));
                 pending_remove(g, mid);
             } else {
-                err = validate_member(g, mid, inst);
+                err = kc_classic_validate_member(g, mid, inst);
                 if (!err)
-                    m = find_member(g, mid);
+                    m = kc_classic_find_member(g, mid);
             }
             if (m) {
                 KC_DEBUG("group", "group %.*s: member %.*s left; client reason: %.*s", SV(g->id),
@@ -2531,617 +2406,6 @@ void kc_classic_leave(kc_gm_t *gm, kc_time_t now, int16_t version,
         resp->error_code = out[0].error_code;
 }
 
-/* ---- Offsets and admin ------------------------------------------------------------------ */
-
-static void fill_info(const group_t *g, kc_group_info_t *out)
-{
-    out->group_id = g->id;
-    out->type = "classic";
-    out->state_name = kc_group_state_name(g->state);
-    out->state = g->state;
-    out->protocol_type = g->ptype ? ptype_view(g) : KC_STR_EMPTY;
-    out->protocol = g->pname_len >= 0 ? pname_view(g) : KC_STR_EMPTY;
-    out->generation = g->generation;
-    out->n_members = g->n_members;
-    out->state_timestamp_ms = g->state_ts;
-}
-
-int kc_classic_info(const kc_gm_t *gm, kc_str_t group_id, kc_group_info_t *out)
-{
-    const group_t *g = find_group(gm, group_id);
-    if (!g)
-        return -1;
-    fill_info(g, out);
-    return 0;
-}
-
-void kc_classic_each(const kc_gm_t *gm, void (*fn)(void *arg, const kc_group_info_t *g), void *arg)
-{
-    for (size_t i = 0; i < kc_manager_slots(gm); i++) {
-        const kc_ghead_t *h = kc_manager_slot(gm, i, KC_KIND_CLASSIC);
-        const group_t *g = h ? kc_heap_entry(h, group_t, gh) : NULL;
-        if (!g || g->state == KC_GROUP_DEAD)
-            continue;
-        kc_group_info_t info;
-        fill_info(g, &info);
-        fn(arg, &info);
-    }
-}
-
-int16_t kc_classic_validate_commit(kc_gm_t *gm, kc_time_t now, int16_t version, kc_str_t group_id,
-                                   int32_t generation, kc_str_t member_id, kc_str_t instance_id)
-{
-    set_time(gm, now);
-    if (group_id.len < 0)
-        return KC_ERR_INVALID_GROUP_ID;
-    group_t *g = find_group(gm, group_id);
-    if (!g) {
-        if (generation < 0) {
-            /* A simple (manual-assignment) consumer or an admin client: Kafka creates an
-             * Empty group without a protocol type to hold the offsets. */
-            g = group_create(gm, group_id);
-            if (!g)
-                return KC_ERR_COORDINATOR_NOT_AVAILABLE;
-            KC_DEBUG("group", "group %.*s: created to hold the offsets of a simple consumer",
-                     SV(group_id));
-            return 0;
-        }
-        return version >= 9 ? KC_ERR_GROUP_ID_NOT_FOUND : KC_ERR_ILLEGAL_GENERATION;
-    }
-    /* ClassicGroup.validateOffsetCommit */
-    if (g->state == KC_GROUP_DEAD)
-        return KC_ERR_COORDINATOR_NOT_AVAILABLE;
-    if (generation < 0 && g->state == KC_GROUP_EMPTY)
-        return 0;
-    if (generation >= 0 || kc_text_set(member_id) || str_present(instance_id)) {
-        int16_t err = validate_member(g, member_id, instance_id);
-        if (err)
-            return err;
-        if (generation != g->generation)
-            return KC_ERR_ILLEGAL_GENERATION;
-    } else if (g->state != KC_GROUP_EMPTY) {
-        return KC_ERR_UNKNOWN_MEMBER_ID;
-    }
-    if (g->state == KC_GROUP_COMPLETING_REBALANCE)
-        return KC_ERR_REBALANCE_IN_PROGRESS;
-    /* OffsetMetadataManager.commitOffset: a commit keeps the member's session alive. */
-    if (g->state == KC_GROUP_STABLE || g->state == KC_GROUP_PREPARING_REBALANCE) {
-        member_t *m = find_member(g, member_id);
-        if (m)
-            set_hb(g, m, m->session_timeout_ms);
-    }
-    return 0;
-}
-
-int16_t kc_classic_validate_fetch(kc_gm_t *gm, kc_str_t group_id, kc_str_t member_id,
-                                  int32_t member_epoch)
-{
-    (void)member_id;
-    (void)member_epoch;
-    /* ClassicGroup.validateOffsetFetch ignores the member fields (they are for KIP-848
-     * groups); only a Dead group is refused. */
-    const group_t *g = find_group(gm, group_id);
-    if (g && g->state == KC_GROUP_DEAD)
-        return KC_ERR_GROUP_ID_NOT_FOUND;
-    return 0;
-}
-
-bool kc_classic_subscribed(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic)
-{
-    const group_t *g = find_group(gm, group_id);
-    return g && subscribed_to(g, topic);
-}
-
-bool kc_classic_offsets_expirable(const kc_gm_t *gm, kc_str_t group_id, int64_t *base_ms)
-{
-    const group_t *g = find_group(gm, group_id);
-    *base_ms = -1;
-    /* A consumer group (Kafka's ConsumerGroup.offsetExpirationCondition) counts from each
-     * offset's commit time; kc_gm_subscribed protects the topics its members subscribe to. */
-    if (!g || !g->ptype)
-        return true; /* unknown, simple or consumer group: from each offset's commit time */
-    if (g->state == KC_GROUP_EMPTY) {
-        *base_ms = g->state_ts;
-        return true;
-    }
-    if (uses_consumer_protocol(g) && g->subs_known && g->state == KC_GROUP_STABLE)
-        return true;
-    return false;
-}
-
-int16_t kc_classic_validate_offset_delete(const kc_gm_t *gm, kc_str_t group_id, kc_str_t topic)
-{
-    const group_t *g = find_group(gm, group_id);
-    if (!g || g->state == KC_GROUP_DEAD)
-        return KC_ERR_GROUP_ID_NOT_FOUND;
-    if (g->state != KC_GROUP_EMPTY && !uses_consumer_protocol(g))
-        return KC_ERR_NON_EMPTY_GROUP;
-    if (topic.len >= 0 && subscribed_to(g, topic))
-        return KC_ERR_GROUP_SUBSCRIBED_TO_TOPIC;
-    return 0;
-}
-
-void kc_classic_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
-                         bool include_authorized_operations, kc_arena_t *a,
-                         kc_describe_groups_described_group_t *out)
-{
-    bool oom = false;
-    memset(out, 0, sizeof(*out));
-    out->error_message = KC_STR_NULL;
-    out->group_state = KC_STR_EMPTY;
-    out->protocol_type = KC_STR_EMPTY;
-    out->protocol_data = KC_STR_EMPTY;
-    out->authorized_operations = INT32_MIN;
-    if (group_id.len < 0) {
-        out->group_id = KC_STR_NULL;
-        out->error_code = KC_ERR_INVALID_GROUP_ID;
-        return;
-    }
-    out->group_id = kc_text_arena(a, group_id, &oom);
-    const group_t *g = find_group(gm, group_id);
-    if (!g || g->state == KC_GROUP_DEAD) {
-        out->group_state = KC_STR_LIT("Dead");
-        if (version >= 6) {
-            /* GroupMetadataManager.describeGroups: a consumer group is not a classic group. */
-            const char *fmt = !g && kc_manager_is_consumer(gm, group_id)
-                                  ? "Group %.*s is not a classic group."
-                                  : "Group %.*s not found.";
-            out->error_code = KC_ERR_GROUP_ID_NOT_FOUND;
-            char msg[64];
-            int len = snprintf(msg, sizeof(msg), fmt, SV(group_id));
-            if (len >= (int)sizeof(msg)) {
-                size_t need = (size_t)len + 1;
-                char *p = kc_arena_alloc(a, need);
-                if (p) {
-                    snprintf(p, need, fmt, SV(group_id));
-                    out->error_message = (kc_str_t){p, len};
-                }
-            } else {
-                out->error_message = kc_text_arena(a, (kc_str_t){msg, len}, &oom);
-            }
-        }
-    } else {
-        bool stable = g->state == KC_GROUP_STABLE;
-        out->group_state = kc_str_c(kc_group_state_name(g->state));
-        out->protocol_type = kc_text_arena(a, g->ptype ? ptype_view(g) : KC_STR_EMPTY, &oom);
-        if (stable)
-            out->protocol_data = kc_text_arena(a, pname_view(g), &oom);
-        if (g->n_members > 0) {
-            kc_described_group_member_t *v = kc_arena_alloc(a, (size_t)g->n_members * sizeof(*v));
-            if (!v) {
-                oom = true;
-            } else {
-                int32_t i = 0;
-                for (const member_t *m = g->head; m; m = m->next, i++) {
-                    v[i].member_id = kc_text_arena(a, m->id, &oom);
-                    v[i].group_instance_id = kc_text_arena(a, m->instance_id, &oom);
-                    v[i].client_id =
-                        kc_text_arena(a, m->client_id.len >= 0 ? m->client_id : KC_STR_EMPTY, &oom);
-                    v[i].client_host = kc_text_arena(a, m->client_host, &oom);
-                    v[i].member_metadata =
-                        stable ? arena_bytes(a, member_metadata(m, pname_view(g)), &oom)
-                               : (kc_bytes_t){(const uint8_t *)"", 0};
-                    v[i].member_assignment = arena_bytes(
-                        a,
-                        (kc_bytes_t){m->assignment ? m->assignment : (const uint8_t *)"",
-                                     m->assignment_len},
-                        &oom);
-                }
-                out->members.v = v;
-                out->members.n = i;
-            }
-        }
-    }
-    if (oom) {
-        out->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
-        out->members.v = NULL;
-        out->members.n = 0;
-        return;
-    }
-    /* KafkaApis: authorized operations (v3+) only for groups described without error. */
-    if (version >= 3 && include_authorized_operations && out->error_code == 0)
-        out->authorized_operations = KC_GROUP_AUTHORIZED_OPERATIONS;
-}
-
-/* Delete a group (ClassicGroup.validateDeleteGroup passed): Dead, tombstone, gone. */
-static void delete_group(kc_gm_t *gm, group_t *g, const char *reason, req_t *rq)
-{
-    set_state(g, KC_GROUP_DEAD, reason);
-    emit_group_metadata(g, true, false, NULL);
-    group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE, rq);
-}
-
-int16_t kc_classic_delete(kc_gm_t *gm, kc_time_t now, kc_str_t group_id)
-{
-    set_time(gm, now);
-    group_t *g = find_group(gm, group_id);
-    if (!g || g->state == KC_GROUP_DEAD)
-        return KC_ERR_GROUP_ID_NOT_FOUND;
-    if (g->state != KC_GROUP_EMPTY)
-        return KC_ERR_NON_EMPTY_GROUP;
-    delete_group(gm, g, "deleted by DeleteGroups", NULL);
-    return 0;
-}
-
-void kc_classic_remove_if_empty(kc_gm_t *gm, kc_time_t now, kc_str_t group_id)
-{
-    set_time(gm, now);
-    group_t *g = find_group(gm, group_id);
-    if (!g || g->state != KC_GROUP_EMPTY)
-        return;
-    delete_group(gm, g, "empty group without offsets removed", NULL);
-}
-
-/* ---- Loading ---------------------------------------------------------------------------- */
-
-/* Kafka's GroupMetadataManager.replay(GroupMetadataKey, GroupMetadataValue) for a value: a
- * new group built from the record (Kafka's ClassicGroup constructor with the loaded members),
- * in neither the map nor the heap. Stable with members, Empty without: this builds a group, it
- * is not a transition of a live one, so set_state is not involved. NULL with *err -1 when out
- * of memory, -2 when the record cannot describe a group. */
-static group_t *group_from_record(kc_gm_t *gm, kc_str_t id, const kc_group_metadata_value_t *v,
-                                  int *err)
-{
-    int32_t n = v->members.n > 0 ? v->members.n : 0;
-    *err = -1;
-    if (n > 0 && v->protocol.len < 0) {
-        /* Kafka never writes one (newGroupMetadataRecord throws IllegalStateException). */
-        KC_WARN("group", "group %.*s: GroupMetadata record with %d members and no protocol", SV(id),
-                (int)n);
-        *err = -2;
-        return NULL;
-    }
-    group_t *g = group_alloc(gm, id);
-    if (!g)
-        return NULL;
-    g->state = n > 0 ? KC_GROUP_STABLE : KC_GROUP_EMPTY;
-    /* -1 before v2: unknown, as Kafka's empty; any other negative time is unknown too (it
-     * would overflow the phase and retention arithmetic). */
-    g->state_ts = v->current_state_timestamp < 0 ? -1 : v->current_state_timestamp;
-    g->generation = v->generation;
-    g->loading = LOAD_RECORD;
-    if (v->protocol_type.len > 0) { /* "" is no protocol type (a simple group) */
-        g->ptype = malloc((size_t)v->protocol_type.len + 1);
-        if (!g->ptype)
-            goto fail;
-        memcpy(g->ptype, v->protocol_type.p, (size_t)v->protocol_type.len);
-        g->ptype[v->protocol_type.len] = '\0';
-        g->ptype_len = v->protocol_type.len;
-    }
-    if (v->protocol.len >= 0) {
-        g->pname = malloc((size_t)v->protocol.len + 1);
-        if (!g->pname)
-            goto fail;
-        if (v->protocol.len)
-            memcpy(g->pname, v->protocol.p, (size_t)v->protocol.len);
-        g->pname[v->protocol.len] = '\0';
-        g->pname_len = v->protocol.len;
-        g->pname_cap = (size_t)v->protocol.len + 1;
-    }
-    if (n > 0 && (kc_strmap_reserve(&g->by_id, (size_t)n) != 0 ||
-                  kc_heap_reserve(&g->mheap, (size_t)g->n_members + (size_t)n) != 0 ||
-                  kc_strmap_reserve(&g->by_instance, (size_t)n) != 0))
-        goto fail;
-    for (int32_t i = 0; i < n; i++) {
-        const kc_member_metadata_t *mm = &v->members.v[i];
-        if (find_member(g, mm->member_id)) {
-            KC_WARN("group", "group %.*s: GroupMetadata record lists member %.*s twice", SV(id),
-                    SV(mm->member_id));
-            *err = -2;
-            goto fail;
-        }
-        member_t *m =
-            member_new(mm->member_id, mm->group_instance_id, mm->client_id, mm->client_host);
-        if (!m)
-            goto fail;
-        m->protos = protoset_one(v->protocol, mm->subscription);
-        if (mm->assignment.len > 0) {
-            m->assignment = malloc((size_t)mm->assignment.len);
-            if (m->assignment) {
-                memcpy(m->assignment, mm->assignment.p, (size_t)mm->assignment.len);
-                m->assignment_len = mm->assignment.len;
-            }
-        }
-        if (!m->protos || (mm->assignment.len > 0 && !m->assignment) ||
-            pc_reserve(g, m->protos) != 0) {
-            member_free(m);
-            goto fail;
-        }
-        /* Before v1 there was no rebalance timeout: the session timeout serves. */
-        m->rebalance_timeout_ms =
-            mm->rebalance_timeout == -1 ? mm->session_timeout : mm->rebalance_timeout;
-        m->session_timeout_ms = mm->session_timeout;
-        if (str_present(m->instance_id) && find_static(g, m->instance_id))
-            KC_WARN("group",
-                    "group %.*s: GroupMetadata record maps instance id %.*s to two members; "
-                    "the last one, %.*s, keeps it",
-                    SV(id), SV(m->instance_id), SV(m->id));
-        group_add(g, m, NULL, 0); /* the first member leads until the record's leader is set */
-    }
-    if (n > 0) {
-        member_t *leader = find_member(g, v->leader);
-        if (leader)
-            g->leader = leader;
-        else
-            KC_WARN("group",
-                    "group %.*s: the leader %.*s of the GroupMetadata record is not a member; "
-                    "member %.*s leads",
-                    SV(id), SV(v->leader.len >= 0 ? v->leader : KC_STR_LIT("null")),
-                    SV(g->leader->id));
-    }
-    compute_subscriptions(g);
-    return g;
-fail:
-    group_release(g);
-    return NULL;
-}
-
-int kc_classic_replay_metadata(kc_gm_t *gm, kc_reader_t *kr, kc_arena_t *a, const uint8_t *value,
-                               size_t value_len)
-{
-    kc_group_metadata_key_t k;
-    if (kc_group_metadata_key_decode(kr, a, GROUP_METADATA_KEY_VERSION, &k) != 0) {
-        if (kr->err == KC_RD_NOMEM)
-            return -1;
-        KC_WARN("group", "malformed GroupMetadataKey not loaded");
-        return -2;
-    }
-    group_t *old = find_group(gm, k.group);
-    kc_manager_replay_drop_consumer(gm, k.group);
-    if (!value) {
-        if (old) {
-            KC_DEBUG("group", "group %.*s: removed by a tombstone while loading", SV(k.group));
-            group_destroy(gm, old, KC_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
-        }
-        return 0;
-    }
-    kc_reader_t vr;
-    kc_rd_init(&vr, value, value_len);
-    int16_t version = kc_rd_i16(&vr);
-    kc_group_metadata_value_t v;
-    if (vr.err || kc_group_metadata_value_decode(&vr, a, version, &v) != 0) {
-        if (vr.err == KC_RD_NOMEM)
-            return -1;
-        KC_WARN("group", "group %.*s: malformed GroupMetadataValue v%d (%zu bytes) not loaded",
-                SV(k.group), (int)version, value_len);
-        return -2;
-    }
-    if (kc_manager_reserve(gm) != 0)
-        return -1;
-    int err;
-    group_t *g = group_from_record(gm, k.group, &v, &err);
-    if (!g)
-        return err;
-    if (old)
-        group_destroy(gm, old, KC_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
-    kc_manager_put(gm, &g->gh, g->id); /* reserved: cannot fail */
-    KC_DEBUG("group", "group %.*s: loaded as %s, generation %d, %d members, protocol %.*s",
-             SV(g->id), kc_group_state_name(g->state), (int)g->generation, (int)g->n_members,
-             SV(pname_view(g).len >= 0 ? pname_view(g) : KC_STR_LIT("null")));
-    return 0;
-}
-
-/* Kafka's OffsetMetadataManager.replay: an offset commit of a group that does not exist creates
- * the "simple" group (Empty, no protocol type) that holds its offsets. A key that does not
- * decode is left for the offsets store to refuse. */
-int kc_classic_replay_offset_commit(kc_gm_t *gm, kc_reader_t *kr)
-{
-    kc_arena_t a;
-    kc_arena_init(&a);
-    kc_offset_commit_key_t k;
-    int rc = 1;
-    if (kc_offset_commit_key_decode(kr, &a, KC_RECORD_OFFSET_COMMIT_KEY, &k) == 0 &&
-        !kc_manager_find(gm, k.group)) {
-        group_t *g = group_create(gm, k.group);
-        if (g) {
-            g->loading = LOAD_SIMPLE;
-            g->state_ts = -1; /* set by kc_gm_load_complete */
-            KC_DEBUG("group", "group %.*s: created while loading to hold offsets", SV(k.group));
-        } else {
-            rc = -1;
-        }
-    }
-    kc_arena_free(&a);
-    return rc;
-}
-
-/* Kafka's GroupMetadataManager.onLoaded for classic groups. */
-void kc_classic_load_complete(kc_gm_t *gm, kc_time_t now)
-{
-    set_time(gm, now);
-    size_t loaded = 0, members = 0;
-    for (size_t i = 0; i < kc_manager_slots(gm); i++) {
-        kc_ghead_t *h = kc_manager_slot(gm, i, KC_KIND_CLASSIC);
-        group_t *g = h ? kc_heap_entry(h, group_t, gh) : NULL;
-        if (!g || g->loading == LOAD_NONE)
-            continue;
-        if (g->loading == LOAD_SIMPLE)
-            g->state_ts = now.wall_ms; /* Kafka creates it at load time */
-        g->loading = LOAD_NONE;
-        loaded++;
-        members += (size_t)g->n_members;
-        KC_DEBUG("group", "group %.*s: loaded in %s with %d members, generation %d", SV(g->id),
-                 kc_group_state_name(g->state), (int)g->n_members, (int)g->generation);
-        /* A fresh session for every member: a restart is no reason to rebalance. */
-        kc_manager_disarm(gm, &g->gh);
-        for (member_t *m = g->head; m; m = m->next)
-            set_hb(g, m, m->session_timeout_ms);
-        if (g->n_members > gm->cfg.max_size) {
-            char reason[200];
-            snprintf(reason, sizeof(reason),
-                     "freshly-loaded group (size %d) is over capacity %d; rebalancing to give "
-                     "consumers a chance to commit offsets",
-                     (int)g->n_members, (int)gm->cfg.max_size);
-            prepare_rebalance(g, reason, NULL);
-        }
-    }
-    if (loaded > 0 && gm->cfg.reload) /* one call site for reloads, another for the start */
-        KC_INFO_LIMITED("group", "partition %d: reloaded %zu classic groups with %zu members",
-                        (int)gm->cfg.partition, loaded, members);
-    else if (loaded > 0)
-        KC_INFO("group", "partition %d: loaded %zu classic groups with %zu members",
-                (int)gm->cfg.partition, loaded, members);
-}
-
-/* ---- Statistics -------------------------------------------------------------------------- */
-
-const double kc_gm_phase_bounds_s[KC_GM_PHASE_BUCKETS - 1] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5,
-                                                              1,     5,     10,   30,   60};
-
-static void phase_observe(uint64_t *buckets, double *sum, int64_t ms)
-{
-    double s = ms > 0 ? (double)ms / 1000.0 : 0.0;
-    int i = 0;
-    while (i < KC_GM_PHASE_BUCKETS - 1 && s > kc_gm_phase_bounds_s[i])
-        i++;
-    buckets[i]++;
-    *sum += s;
-}
-
-/* ---- Introspection of classic groups (group.h) --------------------------------------------- */
-
-/* A member's assignment: topic -> partitions when it is a ConsumerProtocolAssignment of a
- * "consumer" group, its size in bytes otherwise. */
-static void json_classic_assignment(const group_t *g, const member_t *m, kc_emit_fn emit, void *arg)
-{
-    if (uses_consumer_protocol(g)) {
-        if (m->assignment_len <= 0) {
-            kc_text_json_lit(emit, arg, ",\"assignment\":{}");
-            return;
-        }
-        kc_arena_t a;
-        kc_arena_init(&a);
-        kc_reader_t r;
-        kc_rd_init(&r, m->assignment, (size_t)m->assignment_len);
-        int16_t version = kc_rd_i16(&r);
-        kc_consumer_protocol_assignment_t as;
-        /* Every version is the v0 layout plus fields a reader may ignore, as Kafka reads a
-         * newer version with the newest schema it knows. */
-        if (!r.err && version >= 0 &&
-            kc_consumer_protocol_assignment_decode(&r, &a, version > 3 ? 3 : version, &as) == 0) {
-            kc_text_json_lit(emit, arg, ",\"assignment\":{");
-            for (int32_t i = 0; i < as.assigned_partitions.n; i++) {
-                const kc_consumer_protocol_assignment_topic_partition_t *tp =
-                    &as.assigned_partitions.v[i];
-                if (i)
-                    emit(arg, ",", 1);
-                kc_text_json_str(emit, arg, tp->topic.len >= 0 ? tp->topic : KC_STR_EMPTY);
-                emit(arg, ":[", 2);
-                for (int32_t j = 0; j < tp->partitions.n; j++) {
-                    if (j)
-                        emit(arg, ",", 1);
-                    kc_text_json_i64(emit, arg, tp->partitions.v[j]);
-                }
-                emit(arg, "]", 1);
-            }
-            emit(arg, "}", 1);
-            kc_arena_free(&a);
-            return;
-        }
-        kc_arena_free(&a);
-    }
-    kc_text_json_lit(emit, arg, ",\"assignment_bytes\":");
-    kc_text_json_i64(emit, arg, m->assignment_len > 0 ? m->assignment_len : 0);
-}
-
-static void json_classic_summary(const group_t *g, kc_emit_fn emit, void *arg)
-{
-    kc_text_json_lit(emit, arg, "{\"group_id\":");
-    kc_text_json_str(emit, arg, g->id);
-    kc_text_json_lit(emit, arg, ",\"type\":\"classic\",\"state\":\"");
-    kc_text_json_lit(emit, arg, kc_group_state_name(g->state));
-    kc_text_json_lit(emit, arg, "\",\"protocol_type\":");
-    kc_text_json_str(emit, arg, g->ptype ? ptype_view(g) : KC_STR_EMPTY);
-    kc_text_json_lit(emit, arg, ",\"protocol\":");
-    kc_text_json_str(emit, arg, pname_view(g));
-    kc_text_json_lit(emit, arg, ",\"generation\":");
-    kc_text_json_i64(emit, arg, g->generation);
-    kc_text_json_lit(emit, arg, ",\"members\":");
-    kc_text_json_i64(emit, arg, g->n_members);
-    kc_text_json_lit(emit, arg, ",\"state_timestamp_ms\":");
-    kc_text_json_i64(emit, arg, g->state_ts);
-    kc_text_json_lit(emit, arg, ",\"rebalance_count\":");
-    kc_text_json_i64(emit, arg, g->rb.total);
-    kc_text_json_lit(emit, arg, ",\"last_rebalance_end_ms\":");
-    kc_text_json_i64(emit, arg, kc_history_last_end(&g->rb));
-    emit(arg, "}", 1);
-}
-
-void kc_classic_json_list(const kc_gm_t *gm, int64_t mono_ms, kc_emit_fn emit, void *arg,
-                          bool *first)
-{
-    (void)mono_ms;
-    for (size_t i = 0; i < kc_manager_slots(gm); i++) {
-        const kc_ghead_t *h = kc_manager_slot(gm, i, KC_KIND_CLASSIC);
-        const group_t *g = h ? kc_heap_entry(h, group_t, gh) : NULL;
-        if (!g || g->state == KC_GROUP_DEAD)
-            continue;
-        if (!*first)
-            emit(arg, ",", 1);
-        *first = false;
-        json_classic_summary(g, emit, arg);
-    }
-}
-
-int kc_classic_json_summary(const kc_gm_t *gm, kc_str_t group_id, kc_emit_fn emit, void *arg)
-{
-    const group_t *g = find_group(gm, group_id);
-    if (!g || g->state == KC_GROUP_DEAD)
-        return -1;
-    json_classic_summary(g, emit, arg);
-    return 0;
-}
-
-int kc_classic_json_group(const kc_gm_t *gm, int64_t mono_ms, kc_str_t group_id, kc_emit_fn emit,
-                          void *arg)
-{
-    const group_t *g = find_group(gm, group_id);
-    if (!g || g->state == KC_GROUP_DEAD)
-        return -1;
-    kc_text_json_lit(emit, arg, "{\"group_id\":");
-    kc_text_json_str(emit, arg, g->id);
-    kc_text_json_lit(emit, arg, ",\"type\":\"classic\",\"state\":\"");
-    kc_text_json_lit(emit, arg, kc_group_state_name(g->state));
-    kc_text_json_lit(emit, arg, "\",\"protocol_type\":");
-    kc_text_json_str(emit, arg, g->ptype ? ptype_view(g) : KC_STR_EMPTY);
-    kc_text_json_lit(emit, arg, ",\"protocol\":");
-    kc_text_json_str(emit, arg, pname_view(g));
-    kc_text_json_lit(emit, arg, ",\"generation\":");
-    kc_text_json_i64(emit, arg, g->generation);
-    kc_text_json_lit(emit, arg, ",\"leader\":");
-    kc_text_json_str(emit, arg, g->leader ? g->leader->id : KC_STR_NULL);
-    kc_text_json_lit(emit, arg, ",\"state_timestamp_ms\":");
-    kc_text_json_i64(emit, arg, g->state_ts);
-    kc_text_json_lit(emit, arg, ",\"members\":[");
-    for (const member_t *m = g->head; m; m = m->next) {
-        if (m != g->head)
-            emit(arg, ",", 1);
-        kc_text_json_lit(emit, arg, "{\"member_id\":");
-        kc_text_json_str(emit, arg, m->id);
-        kc_text_json_lit(emit, arg, ",\"instance_id\":");
-        kc_text_json_str(emit, arg, m->instance_id);
-        kc_text_json_lit(emit, arg, ",\"client_id\":");
-        kc_text_json_str(emit, arg, m->client_id);
-        kc_text_json_lit(emit, arg, ",\"client_host\":");
-        kc_text_json_str(emit, arg, m->client_host);
-        kc_text_json_lit(emit, arg, ",\"leader\":");
-        kc_text_json_lit(emit, arg, is_leader(g, m) ? "true" : "false");
-        kc_text_json_lit(emit, arg, ",\"session_timeout_ms\":");
-        kc_text_json_i64(emit, arg, m->session_timeout_ms);
-        kc_text_json_lit(emit, arg, ",\"rebalance_timeout_ms\":");
-        kc_text_json_i64(emit, arg, m->rebalance_timeout_ms);
-        json_classic_assignment(g, m, emit, arg);
-        kc_text_json_lit(emit, arg, ",\"last_heartbeat_age_ms\":");
-        int64_t age = mono_ms - m->last_hb_ms;
-        kc_text_json_i64(emit, arg, age > 0 ? age : 0);
-        emit(arg, "}", 1);
-    }
-    kc_text_json_lit(emit, arg, "],\"rebalances\":");
-    kc_history_json(&g->rb, mono_ms, emit, arg);
-    emit(arg, "}", 1);
-    return 0;
-}
-
 /* ---- For the manager (classic.h) ----------------------------------------------------------- */
 
 int64_t kc_classic_timers(kc_gm_t *gm, kc_ghead_t *h, int64_t *budget)
@@ -3154,12 +2418,13 @@ int64_t kc_classic_timers(kc_gm_t *gm, kc_ghead_t *h, int64_t *budget)
 
 void kc_classic_destroy(kc_gm_t *gm, kc_ghead_t *h)
 {
-    group_destroy(gm, kc_heap_entry(h, group_t, gh), KC_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
+    kc_classic_group_destroy(gm, kc_heap_entry(h, group_t, gh), KC_ERR_COORDINATOR_NOT_AVAILABLE,
+                             NULL);
 }
 
 int kc_classic_kind(const kc_gm_t *gm, kc_str_t id)
 {
-    const group_t *g = find_group(gm, id);
+    const group_t *g = kc_classic_find_group(gm, id);
     if (!g)
         return KC_CLASSIC_NONE;
     if (g->state != KC_GROUP_EMPTY)
@@ -3170,12 +2435,12 @@ int kc_classic_kind(const kc_gm_t *gm, kc_str_t id)
 
 void kc_classic_remove(kc_gm_t *gm, kc_time_t now, kc_str_t id, bool tombstone, const char *reason)
 {
-    set_time(gm, now);
-    group_t *g = find_group(gm, id);
+    kc_classic_set_time(gm, now);
+    group_t *g = kc_classic_find_group(gm, id);
     if (!g)
         return;
     if (tombstone)
-        delete_group(gm, g, reason, NULL);
+        kc_classic_delete_group(gm, g, reason, NULL);
     else
-        group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
+        kc_classic_group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
 }

@@ -15,6 +15,12 @@
 /* printf arguments for "%.*s" of a view (null prints as ""). */
 #define SV(s) (int)((s).len > 0 ? (s).len : 0), ((s).p ? (s).p : "")
 
+/* Not null. */
+static inline bool kc_text_present(kc_str_t s)
+{
+    return s.len >= 0;
+}
+
 /* Kafka's "isNotEmpty": not null and not "". */
 static inline bool kc_text_set(kc_str_t s)
 {
