@@ -1,4 +1,4 @@
-/* group.c - Kafka's classic group protocol for the groups of one __consumer_offsets partition.
+/* classic.c - Kafka's classic group protocol for the groups of one __consumer_offsets partition.
  *
  * This is the state machine of Kafka 4.x's classic groups (GroupMetadataManager.classicGroup*,
  * ClassicGroup, ClassicGroupMember), written for an event loop: every entry point takes the
@@ -50,6 +50,13 @@
  * Memory: a group owns copies of everything it keeps. Request paths allocate everything they
  * need before changing any state, so running out of memory answers the request with
  * COORDINATOR_NOT_AVAILABLE and leaves the group as it was.
+ *
+ * Files: this file is the state machine and its requests (JoinGroup, SyncGroup, Heartbeat,
+ * LeaveGroup); classic_load.c replays records, classic_admin.c answers offsets, admin and
+ * introspection; classic_group.h holds the data they share. The manager (manager.c) routes
+ * requests here and owns the groups' map and heap; a classic request that meets a consumer
+ * group asks the manager's conversions (manager.h). A JoinGroup or SyncGroup carries a req_t
+ * (classic_group.h) down every path that may answer or park it.
  *
  * Extending: new request handling belongs in a do_*() function that validates first, then
  * mutates through the helpers below (group_add, group_remove, update_member, prepare_rebalance,

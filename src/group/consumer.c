@@ -1,4 +1,4 @@
-/* cgroup.c - Kafka's consumer group protocol (KIP-848) for the groups of one __consumer_offsets
+/* consumer.c - Kafka's consumer group protocol (KIP-848) for the groups of one __consumer_offsets
  * partition.
  *
  * This is the state machine of Kafka 4.x's consumer groups (GroupMetadataManager's
@@ -55,6 +55,13 @@
  * Rebalance history: a plan that bumps the group epoch says why (rb_cause and friends in the
  * plan); commit() opens the group's history entry for it (rb_plan), and the entry ends when
  * the group is next Stable or Empty (rb_settle) or a newer bump comes first.
+ *
+ * Files: this file holds the groups and members, the plan/commit/apply primitives, the heartbeat
+ * (do_heartbeat: eight steps over one hbs_t), fencing and timers; assignment.c the partition
+ * sets, reconcile.c a member's reconciliation, target.c subscriptions, regexes and assignment
+ * jobs, consumer_load.c replay, consumer_admin.c offsets, admin and views; consumer_group.h the
+ * data they share. The manager (manager.c) owns the groups' map and heap; what this machine
+ * needs of a classic group of the same id goes through the manager's conversions (manager.h).
  *
  * Extending: request handling validates first and fills a plan; only commit() changes state.
  * New records get an act kind, an encoder and an apply primitive that replay shares.
