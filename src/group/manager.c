@@ -204,7 +204,11 @@ void kc_gm_tick(kc_gm_t *gm, kc_time_t now)
         int64_t key = top->key;
         kc_manager_disarm(gm, h);
         if (budget[h->kind] <= 0) {
-            requeue(gm, h, key, &deferred); /* the other kind still has budget */
+            /* Its kind's budget ran out, the other kind's did not: it waits, as it is, for
+             * the next tick. */
+            h->timer.key = key;
+            h->defer_next = deferred;
+            deferred = h;
             continue;
         }
         budget[h->kind]--;

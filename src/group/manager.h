@@ -85,7 +85,8 @@ void kc_manager_del(kc_gm_t *gm, kc_ghead_t *h, kc_str_t id);
 void kc_manager_arm(kc_gm_t *gm, kc_ghead_t *h, int64_t deadline);
 /* Take a group out of the heap (it stays in the map). */
 void kc_manager_disarm(kc_gm_t *gm, kc_ghead_t *h);
-/* The group in slot i of the map (0 <= i < kc_manager_slots) if it is of `kind`, or NULL. */
+/* The group in slot i of the map (0 <= i < kc_manager_slots) if it is of `kind` (KC_KIND_NONE:
+ * any), or NULL. The map must not change while it is walked. */
 size_t kc_manager_slots(const kc_gm_t *gm);
 kc_ghead_t *kc_manager_slot(const kc_gm_t *gm, size_t i, int kind);
 
