@@ -1,25 +1,13 @@
 /* classic_load.c - replay of GroupMetadata records and of the offset commits that make simple
  * groups, and Kafka's onLoaded for classic groups. */
+
 #include "group/classic.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "group/classic_group.h"
-#include "group/errors.h"
-#include "group/group.h"
-#include "group/history.h"
-#include "group/manager.h"
-#include "group/notes.h"
-#include "group/strmap.h"
-#include "group/text.h"
-#include "proto/gen_consumer.h"
-#include "proto/gen_records.h"
-#include "util/diag.h"
-#include "util/heap.h"
 
 /* ---- Loading ---------------------------------------------------------------------------- */
 

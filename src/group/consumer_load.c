@@ -1,29 +1,13 @@
 /* consumer_load.c - replay of the consumer group records (types 3-8) while a partition loads,
  * and Kafka's onLoaded for consumer groups. */
+
 #include "group/consumer.h"
 
-#include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "group/assignment.h"
-#include "group/assignor.h"
 #include "group/consumer_group.h"
-#include "group/errors.h"
-#include "group/history.h"
-#include "group/manager.h"
-#include "group/notes.h"
-#include "group/reconcile.h"
-#include "group/regex.h"
-#include "group/strmap.h"
-#include "group/target.h"
-#include "group/text.h"
-#include "proto/gen_records.h"
-#include "util/diag.h"
-#include "util/heap.h"
 
 /* ---- Loading ------------------------------------------------------------------------------- */
 

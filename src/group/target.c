@@ -4,26 +4,11 @@
 #include "group/target.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "group/assignment.h"
-#include "group/assignor.h"
-#include "group/consumer_group.h"
-#include "group/errors.h"
-#include "group/history.h"
-#include "group/manager.h"
-#include "group/notes.h"
-#include "group/reconcile.h"
-#include "group/regex.h"
-#include "group/strmap.h"
-#include "group/text.h"
-#include "proto/gen_records.h"
-#include "util/diag.h"
-#include "util/heap.h"
 
 /* ---- Topics and regular expressions ------------------------------------------------------- */
 
