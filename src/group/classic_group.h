@@ -148,14 +148,19 @@ typedef struct join_req_s {
 
 /* ---- Defined in classic.c ---- */
 
+/* Take the caller's time (every entry point does, first). */
 void kc_classic_set_time(kc_gm_t *gm, kc_time_t t);
 
+/* The group's protocol type (null: none). */
 kc_str_t kc_classic_ptype_view(const group_t *g);
 
+/* The group's selected protocol (null: none). */
 kc_str_t kc_classic_pname_view(const group_t *g);
 
+/* Whether the group's protocol type is "consumer". */
 bool kc_classic_uses_consumer_protocol(const group_t *g);
 
+/* A copy of `b` in the arena (null stays null); sets *oom on failure. */
 kc_bytes_t kc_classic_arena_bytes(kc_arena_t *a, kc_bytes_t b, bool *oom);
 
 /* The protocol set of a member read back from a GroupMetadata record: the record keeps only
@@ -168,14 +173,19 @@ kc_bytes_t kc_classic_member_metadata(const member_t *m, kc_str_t name);
 /* Make sure every protocol of `ps` has a counter, so that pc_add(+1) cannot fail. */
 int kc_classic_pc_reserve(group_t *g, const protoset_t *ps);
 
+/* A new member with copies of its ids, in no group (NULL when out of memory). */
 member_t *kc_classic_member_new(kc_str_t id, kc_str_t instance, kc_str_t client_id, kc_str_t host);
 
+/* Free a member that is in no group. */
 void kc_classic_member_free(member_t *m);
 
+/* The member `id` of the group, or NULL. */
 member_t *kc_classic_find_member(group_t *g, kc_str_t id);
 
+/* The member holding instance id `instance`, or NULL. */
 member_t *kc_classic_find_static(group_t *g, kc_str_t instance);
 
+/* Whether `m` leads the group. */
 bool kc_classic_is_leader(const group_t *g, const member_t *m);
 
 /* Renew a member's session. A later deadline leaves its heap entry where it is (the entry is
@@ -197,11 +207,13 @@ void kc_classic_set_state(group_t *g, kc_group_state_t to, const char *reason);
 int kc_classic_emit_group_metadata(group_t *g, bool tombstone, bool empty,
                                    const kc_bytes_t *assign);
 
+/* The classic group `id` names (in the manager's map), or NULL. */
 group_t *kc_classic_find_group(const kc_gm_t *gm, kc_str_t id);
 
 /* A new Empty group that is not yet in the map (nor in the heap). NULL when out of memory. */
 group_t *kc_classic_group_alloc(kc_gm_t *gm, kc_str_t id);
 
+/* A new Empty group `id`, put in the manager's map (NULL when out of memory). */
 group_t *kc_classic_group_create(kc_gm_t *gm, kc_str_t id);
 
 /* Free the memory of a group that is in neither the map nor the heap and whose members have

@@ -336,6 +336,7 @@ typedef struct dbuf_s {
 
 extern const char *const kc_consumer_state_names[];
 
+/* Kafka's name of a member state (MS_*). */
 const char *kc_consumer_member_state_name(int8_t s);
 
 /* A message from `a` ("" when out of memory). */
@@ -349,45 +350,62 @@ kc_consumer_msgf(kc_arena_t *a, const char *fmt, ...);
  * Kafka keeps them). NULL when out of memory. */
 cmeta_t *kc_consumer_meta_new(const cmeta_t *src);
 
+/* Whether the metadata subscribes to `topic` by name. */
 bool kc_consumer_meta_has_topic(const cmeta_t *m, kc_str_t topic);
 
+/* The consumer machine's time as one value. */
 kc_time_t kc_consumer_time(const kc_consumer_t *c);
 
+/* Take the caller's time (every entry point does, first). */
 void kc_consumer_set_time(kc_consumer_t *c, kc_time_t t);
 
+/* The configured assignors, or the default list. */
 const char *kc_consumer_assignor_list(const char *assignors);
 
 /* The i-th name of the list (i = 0 is the default), or a null view. */
 kc_str_t kc_consumer_list_at(const char *list, int i);
 
+/* The consumer group `id` names (in the manager's map), or NULL. */
 cgroup_t *kc_consumer_find_group(const kc_consumer_t *c, kc_str_t id);
 
+/* The member `id` of the group, or NULL. */
 cmember_t *kc_consumer_find_member(const cgroup_t *g, kc_str_t id);
 
+/* The member holding instance id `instance`, or NULL. */
 cmember_t *kc_consumer_find_static(const cgroup_t *g, kc_str_t instance);
 
+/* The target entry of member `member_id`, or NULL. */
 ctarget_t *kc_consumer_find_target(const cgroup_t *g, kc_str_t member_id);
 
+/* The target assignment of member `member_id` (NULL: none or empty). */
 const asg_t *kc_consumer_target_of(const cgroup_t *g, kc_str_t member_id);
 
+/* The group's derived state (CG_*). */
 int kc_consumer_compute_state(const cgroup_t *g);
 
+/* A new member with a copy of `id`, in no map yet (NULL when out of memory). */
 cmember_t *kc_consumer_member_alloc(kc_str_t id);
 
+/* Free a member that is in no map. */
 void kc_consumer_member_free(cmember_t *m);
 
+/* A new target entry with a copy of `member_id` (NULL when out of memory). */
 ctarget_t *kc_consumer_target_alloc(kc_str_t member_id);
 
+/* Free a target entry that is in no map (NULL: nothing). */
 void kc_consumer_target_free(ctarget_t *t);
 
+/* Forget the group's resolved regular expressions. */
 void kc_consumer_rres_clear(cgroup_t *g);
 
+/* A new empty consumer group `id`, in neither the map nor the heap (NULL when out of memory). */
 cgroup_t *kc_consumer_group_alloc(kc_consumer_t *c, kc_str_t id);
 
 /* Renew a member's session: a later deadline leaves its heap entry where it is (moved when it
  * comes up), so a heartbeat costs O(1). The member is in the group, whose heaps have room. */
 void kc_consumer_set_session(cgroup_t *g, cmember_t *m);
 
+/* Start the member's rebalance timeout (it has partitions to revoke). */
 void kc_consumer_set_rebalance(cgroup_t *g, cmember_t *m);
 
 /* Room in the group's timer heaps for one more member. 0, or -1 when out of memory. */
@@ -396,8 +414,10 @@ int kc_consumer_reserve_member_timers(cgroup_t *g);
 /* Room for one more group in the map and the heap. 0, or -1 when out of memory. */
 int kc_consumer_reserve_group(kc_consumer_t *c);
 
+/* Append an action of `kind` to the plan (NULL, with p->oom set, when out of memory). */
 act_t *kc_consumer_plan_add(plan_t *p, int kind, kc_str_t member_id);
 
+/* Free what the plan still owns (after a commit: nothing but its arrays). */
 void kc_consumer_plan_free(plan_t *p);
 
 /* Encode act `a`'s record for group `gid` (value from the act's fields; `hash`, `epoch` etc.
@@ -412,20 +432,27 @@ void kc_consumer_ap_group_epoch(cgroup_t *g, int32_t epoch, int64_t hash);
  * there is none with this id (consumed: set to NULL). Takes `meta`. */
 cmember_t *kc_consumer_ap_member(cgroup_t *g, kc_str_t member_id, cmember_t **slot);
 
+/* Apply a member metadata record: `meta` is taken; *slot is a new member to install when the id has
+ * none. */
 void kc_consumer_ap_meta(cgroup_t *g, kc_str_t member_id, cmeta_t *meta, cmember_t **slot);
 
+/* Apply a member metadata tombstone: the member is gone. */
 void kc_consumer_ap_meta_del(cgroup_t *g, kc_str_t member_id);
 
+/* Apply a current assignment record; `assigned` and `revoking` are taken. */
 void kc_consumer_ap_current(cgroup_t *g, kc_str_t member_id, int32_t epoch, int32_t prev,
                             int8_t state, asg_t *assigned, asg_t *revoking, cmember_t **slot);
 
 /* Kafka replays a current-assignment tombstone as epoch -1 with nothing assigned. */
 void kc_consumer_ap_current_del(cgroup_t *g, kc_str_t member_id);
 
+/* Apply a target assignment record; `asg` is taken; *slot is a new entry to install when needed. */
 void kc_consumer_ap_target(cgroup_t *g, kc_str_t member_id, asg_t *asg, ctarget_t **slot);
 
+/* Apply a target assignment tombstone. */
 void kc_consumer_ap_target_del(cgroup_t *g, kc_str_t member_id);
 
+/* Apply the group's tombstone: out of the manager's map and heap, and freed. */
 void kc_consumer_ap_group_del(kc_consumer_t *c, cgroup_t *g);
 
 /* Emit every planned record and apply it. Cannot fail: everything was prepared. */

@@ -5,8 +5,10 @@
 
 #include "group/consumer_group.h"
 
+/* The host's topics (the ops' topics callback), or none. */
 void kc_target_topics_of(const kc_consumer_t *c, kc_gm_topics_t *tv);
 
+/* The topic of id `id`, or NULL. */
 const kc_gm_topic_t *kc_target_tv_id(const kc_gm_topics_t *tv, const kc_uuid_t *id);
 
 /* Resolve `regex` against the topics: a new rres_t (NULL when out of memory, *oom set). A
@@ -16,14 +18,19 @@ const kc_gm_topic_t *kc_target_tv_id(const kc_gm_topics_t *tv, const kc_uuid_t *
  * KC_RX_MAX_MEM. */
 rres_t *kc_target_rx_resolve(kc_consumer_t *c, const kc_gm_topics_t *tv, kc_str_t regex, bool *oom);
 
+/* Whether two resolutions of a regular expression match the same topics. */
 bool kc_target_rres_eq(const rres_t *a, const rres_t *b);
 
+/* The group's resolution of `regex` at its last metadata check, or NULL. */
 const rres_t *kc_target_rres_cached(const cgroup_t *g, kc_str_t regex);
 
+/* Sort the names and drop duplicates. */
 void kc_target_strv_sort_unique(strv_t *l);
 
+/* Free the list's array. */
 void kc_target_strv_free(strv_t *l);
 
+/* Free the list (not the resolutions it points to). */
 void kc_target_keep_free(keep_t *k);
 
 /* The topic names a member with metadata `m` subscribes to: its names and what its regex
@@ -58,8 +65,10 @@ int kc_target_member_topic_ids(const cgroup_t *g, const kc_gm_topics_t *tv, cons
 kc_str_t kc_target_preferred_assignor(const cgroup_t *g, const cmember_t *skip1,
                                       const cmember_t *skip2, const cmeta_t *extra);
 
+/* The group of `job` is gone: the job frees itself when it comes back. */
 void kc_target_job_orphan(kc_gm_job_t *job);
 
+/* Free a job (NULL: nothing). */
 void kc_target_job_free(kc_gm_job_t *job);
 
 /* The job computing the target assignment of group `g` for `epoch`: every member except
@@ -85,6 +94,7 @@ asg_t *kc_target_job_plan(plan_t *p, const kc_gm_job_t *job, bool remap, kc_str_
 bool kc_target_job_offload_wanted(const kc_consumer_t *c, const cgroup_t *g,
                                   const kc_gm_job_t *job);
 
+/* Count the job's assignor run in the manager's histograms (or its failure). */
 void kc_target_job_count(kc_consumer_t *c, const kc_gm_job_t *job);
 
 /* Attach `job` (built for the committed group `g`) to it and hand it to the host when
