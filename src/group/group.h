@@ -333,7 +333,7 @@ void kc_gm_load_complete(kc_gm_t *gm, kc_time_t now);
  *
  * Consumer groups share the group id space with classic groups: an id names at most one group
  * of either kind. The classic entry points above also answer for consumer groups as Kafka does
- * when classic members cannot join them (see kc_gm_join and friends in group.c): JoinGroup of
+ * when classic members cannot join them (see the conversions in manager.c): JoinGroup of
  * an empty consumer group turns it into a classic group (tombstones first), JoinGroup of a
  * non-empty one is refused with INCONSISTENT_GROUP_PROTOCOL, SyncGroup and Heartbeat get
  * UNKNOWN_MEMBER_ID (FENCED_INSTANCE_ID for an instance id held by another member), LeaveGroup

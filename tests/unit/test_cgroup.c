@@ -2245,6 +2245,70 @@ static void test_offload_threshold_and_refusal(void **state)
     fx_free(g);
 }
 
+/* ---- The manager: one map, one heap, one replay switch ------------------------------------ */
+
+static void collect_type(void *arg, const kc_group_info_t *g)
+{
+    char *out = arg;
+    strcat(out, g->type);
+    strcat(out, " ");
+}
+
+/* Groups of both kinds share the manager's one map and one heap: the earliest deadline of
+ * either kind is the manager's, ListGroups lists the classic groups first, and a tick gives
+ * each kind its own tick_budget, so classic timers never starve consumer ones. */
+static void test_manager_one_heap(void **state)
+{
+    (void)state;
+    kc_gm_config_t c = default_cfg();
+    c.tick_budget = 2; /* a group examined and one of its timers fired */
+    fx_t *f = fx_new_cfg(&c);
+    int64_t t0 = f->now;
+    send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
+    int rc;
+    /* v5 without a member id: a pending member with the JoinGroup's session timeout. */
+    assert_int_equal(classic_join(f, "k", "", &rc), KC_ERR_MEMBER_ID_REQUIRED);
+    assert_int_equal(kc_gm_next_deadline(f->gm), t0 + 10000);
+    char types[64] = "";
+    kc_gm_each(f->gm, collect_type, types);
+    assert_string_equal(types, "classic consumer ");
+    kc_group_info_t info;
+    assert_int_equal(kc_gm_info(f->gm, KC_STR_LIT("k"), &info), 0);
+    assert_string_equal(info.type, "classic");
+    assert_string_equal(state_name(f, "g"), "Stable");
+    /* Both due: one tick fires the classic pending member's timeout and the consumer member's
+     * session timeout, one of each kind. */
+    f->now = t0 + 45001;
+    kc_gm_tick(f->gm, T(f));
+    assert_string_equal(state_name(f, "g"), "Empty");
+    assert_int_equal(kc_gm_next_deadline(f->gm), INT64_MAX);
+    fx_free(f);
+}
+
+/* kc_gm_replay's switch: records that are not group records are left to the offsets store
+ * (1), a key without a type is malformed (-2), an offset commit tombstone creates no group. */
+static void test_manager_replay_switch(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    uint8_t k99[] = {0, 99, 0, 1, 'x'};
+    assert_int_equal(kc_gm_replay(f->gm, k99, sizeof(k99), k99, sizeof(k99)), 1);
+    uint8_t k16[] = {0, 16, 0, 1, 'x'};
+    assert_int_equal(kc_gm_replay(f->gm, k16, sizeof(k16), NULL, 0), 1);
+    uint8_t k1[] = {0};
+    assert_int_equal(kc_gm_replay(f->gm, k1, sizeof(k1), NULL, 0), -2);
+    kc_writer_t w;
+    kc_wr_init(&w);
+    kc_wr_i16(&w, 1);
+    kc_offset_commit_key_t k = {KC_STR_LIT("g"), KC_STR_LIT("t"), 0};
+    kc_offset_commit_key_encode(&w, 1, &k);
+    assert_int_equal(kc_gm_replay(f->gm, w.buf, w.len, NULL, 0), 1);
+    kc_wr_free(&w);
+    kc_group_info_t info;
+    assert_int_equal(kc_gm_info(f->gm, KC_STR_LIT("g"), &info), -1);
+    fx_free(f);
+}
+
 int main(void)
 {
     kc_diag_set_level(KC_DIAG_ERROR);
@@ -2282,6 +2346,8 @@ int main(void)
         cmocka_unit_test(test_offload_members_change),
         cmocka_unit_test(test_offload_orphans),
         cmocka_unit_test(test_offload_threshold_and_refusal),
+        cmocka_unit_test(test_manager_one_heap),
+        cmocka_unit_test(test_manager_replay_switch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
