@@ -1,7 +1,10 @@
 /* cleaner.c - the log cleaner: compaction of a partition log's closed segments.
  *
- * kc_plog_clean (log.h) works on one plog in two passes, on whatever thread the caller picked;
- * the plog is left alone meanwhile, as for kc_plog_sync.
+ * A clean works on one plog in two passes, on whatever thread the caller picked, and never on
+ * the plog itself: kc_plog_clean_begin copies what it needs into a job (a shadow plog holding
+ * the closed segments and the synced part of the active one, see "the job" below), the passes
+ * run on that, and kc_plog_clean_end puts the resulting list of closed segments into the plog.
+ * So the plog appends, syncs and rolls meanwhile, and a flush never waits for a compaction.
  *
  * Pass 1, the key map. Every data record of the durable log (the closed segments, and the
  * active segment up to its synced size) goes into a hash map from its key bytes to the newest
