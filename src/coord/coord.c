@@ -40,12 +40,16 @@
  * after a failed write recover as after a crash). The marker is written again at close when
  * every log was synced and closed and no partition was left waiting to reload.
  *
- * Compaction: every log.cleaner.backoff.ms, a partition whose closed segments are mostly
- * new since its last compaction is cleaned on the thread pool (newest record per key kept,
- * old tombstones dropped); load time then grows with live keys, not with history.
+ * Compaction: every log.cleaner.backoff.ms, a round over the partitions cleans each one whose
+ * closed segments are mostly new since its last compaction, on the thread pool (newest record
+ * per key kept, old tombstones dropped); load time then grows with live keys, not with history.
+ * One partition at a time, the next at once after it (as Kafka's one cleaner thread), so
+ * compactions never take the pool's threads from fsyncs. A compaction is not the partition's
+ * job: it works on a copy of what it needs (kc_plog_clean_begin/run/end), and the partition's
+ * flushes go on meanwhile. A reload waits for it (both use the partition's directory).
  *
- * Threading: the loop thread owns everything, except that while a partition's job runs (load,
- * fsync or compaction) the job's thread uses that partition's log (and, for a load, the new manager
+ * Threading: the loop thread owns everything, except that while a partition's job runs (load
+ * or fsync) the job's thread uses that partition's log (and, for a load, the new manager
  * and store) and the loop thread does not touch them. A consumer group's large target
  * assignment also runs on the thread pool (on_offload), on a copy of the group that only the
  * job touches; any number of those may run next to a partition's job.
@@ -79,10 +83,16 @@ typedef struct part_s {
     uint64_t seq_durable; /* of those, durable (acknowledged) */
     uint64_t seq_synced;  /* of those, fsynced (differs from durable with interval/never) */
 
-    /* The job on the thread pool (at most one). */
+    /* The job on the thread pool (at most one): a load or an fsync. */
     uv_work_t work;
     bool busy;
     bool job_is_load;
+    /* The compaction, beside that job (kc_plog_clean_begin/run/end): flushes go on meanwhile. */
+    uv_work_t clean_work;
+    kc_plog_clean_job_t *clean_job;
+    bool cleaning;      /* its run is on the thread pool */
+    bool clean_ready;   /* its run returned; it ends when no fsync is in flight */
+    bool load_deferred; /* a reload waits for the run to return (both use the directory) */
     kc_plog_clean_stats_t clean;
     uint64_t sync_target;
     uint64_t sync_ns; /* how long the job's fsync took, for the metrics */
@@ -131,6 +141,8 @@ struct kc_coord_s {
     size_t retention_removed;  /* offsets the running scan removed so far */
     uv_timer_t flush_timer;    /* log.flush.policy=interval */
     uv_timer_t cleaner;        /* log.cleaner.backoff.ms */
+    bool clean_running;        /* one compaction at a time, as Kafka's one cleaner thread */
+    int32_t clean_next;        /* the round's next partition to look at; n: no round */
     waiter_t *waiters, **waiters_tail;
     int open_handles;
     int jobs; /* thread-pool jobs in flight */
@@ -576,6 +588,10 @@ static void start_load(part_t *p)
 {
     kc_coord_t *c = p->coord;
     p->pub.state = KC_PART_LOADING;
+    if (p->cleaning) { /* after_clean starts it */
+        p->load_deferred = true;
+        return;
+    }
     p->busy = true;
     p->job_is_load = true;
     c->jobs++;
@@ -593,6 +609,8 @@ static void free_pending(part_t *p)
     }
     p->n_pend = 0;
 }
+
+static void end_clean(part_t *p);
 
 /* A write or fsync failed: fail what waited on it, drop what is not durable, and reload the
  * partition so that memory equals the log again. */
@@ -634,6 +652,7 @@ static void write_failed(part_t *p, int rc)
         kc_offsets_free(off);
     kc_plog_close(p->log);
     p->log = NULL;
+    end_clean(p); /* a compaction that finished meanwhile: its files stay, the reload reads them */
     uv_timer_stop(&p->timer);
     if (lost) {
         p->pub.state = KC_PART_FAILED;
@@ -675,6 +694,7 @@ static void after_sync(uv_work_t *w, int status)
         if (p->seq_durable < p->sync_target)
             p->seq_durable = p->sync_target;
         check_waiters(c, NULL);
+        end_clean(p);
     } else {
         write_failed(p, status ? status : p->job_rc);
     }
@@ -818,26 +838,29 @@ static void on_prepare(uv_prepare_t *h)
 
 /* ---- The cleaner ---------------------------------------------------------------------------- */
 
-/* Thread pool: compact the closed segments. The loop leaves the partition's log alone
- * meanwhile; records emitted meanwhile wait in the pending batch (the partition is busy). */
+/* Thread pool: compact the closed segments (kc_plog_clean_run), on the job alone. The loop
+ * goes on appending to the partition's log and fsyncing it meanwhile. */
 static void clean_work(uv_work_t *w)
 {
-    part_t *p = container_of(w, part_t, work);
-    memset(&p->clean, 0, sizeof(p->clean));
-    p->job_rc = kc_plog_clean(p->log, wall_ms(), p->coord->conf->log_cleaner_delete_retention_ms,
-                              &p->clean);
+    part_t *p = container_of(w, part_t, clean_work);
+    (void)kc_plog_clean_run(p->clean_job);
 }
 
-static void after_clean(uv_work_t *w, int status)
+/* Put a finished compaction into the log (or drop the job when the log was closed meanwhile).
+ * Only when no fsync is in flight: otherwise after_sync calls this again. */
+static void end_clean(part_t *p)
 {
-    part_t *p = container_of(w, part_t, work);
-    kc_coord_t *c = p->coord;
-    p->busy = false;
-    c->jobs--;
-    EVENT(c, cleaner_run, status == 0 && p->job_rc == 0,
-          p->clean.bytes_before - p->clean.bytes_after);
+    if (!p->clean_ready || (p->busy && p->log != NULL))
+        return;
+    p->clean_ready = false;
+    memset(&p->clean, 0, sizeof(p->clean));
+    int rc = kc_plog_clean_end(p->log, p->clean_job, &p->clean);
+    p->clean_job = NULL;
+    EVENT(p->coord, cleaner_run, rc == 0, p->clean.bytes_before - p->clean.bytes_after);
+    if (p->log == NULL)
+        return;
     note_log_size(p);
-    if (status == 0 && p->job_rc == 0) {
+    if (rc == 0) {
         KC_INFO("coord",
                 "partition %d cleaned: %lld -> %lld bytes, %lld -> %lld records in closed "
                 "segments (%lld superseded, %lld tombstones dropped)",
@@ -848,29 +871,61 @@ static void after_clean(uv_work_t *w, int status)
         /* The log stays consistent (a half-done swap is finished at the next clean or
          * replay); only the compaction is lost. */
         KC_WARN_LIMITED("coord", "partition %d: cleaning failed: %s", p->pub.index,
-                        kc_plog_error(p->log)[0] ? kc_plog_error(p->log)
-                                                 : kc_log_strerror(p->job_rc));
-    }
-    p->job_rc = 0;
-    if (c->closing) {
-        flush_partition(p);
-        maybe_free(c);
+                        kc_plog_error(p->log)[0] ? kc_plog_error(p->log) : kc_log_strerror(rc));
     }
 }
 
+static void start_clean(kc_coord_t *c);
+
+static void after_clean(uv_work_t *w, int status)
+{
+    part_t *p = container_of(w, part_t, clean_work);
+    kc_coord_t *c = p->coord;
+    (void)status; /* the work is never cancelled */
+    p->cleaning = false;
+    p->clean_ready = true;
+    c->clean_running = false;
+    c->jobs--;
+    end_clean(p);
+    if (p->load_deferred) {
+        p->load_deferred = false;
+        if (!c->closing)
+            start_load(p);
+    }
+    if (c->closing)
+        maybe_free(c);
+    else
+        start_clean(c); /* the round's next partition that is due, at once */
+}
+
+/* Go on with the round: start the compaction of the next partition whose closed segments are
+ * worth it, unless one runs already. A partition with an fsync in flight at that moment is
+ * passed over until the next round. */
+static void start_clean(kc_coord_t *c)
+{
+    while (c->clean_next < c->n && !c->clean_running) {
+        part_t *p = &c->parts[c->clean_next++];
+        if (p->pub.state != KC_PART_ACTIVE || p->busy || p->cleaning || p->clean_ready ||
+            !kc_plog_clean_due(p->log, KC_PLOG_MIN_CLEANABLE_RATIO_DEFAULT))
+            continue;
+        if (kc_plog_clean_begin(p->log, wall_ms(), c->conf->log_cleaner_delete_retention_ms,
+                                &p->clean_job) != 0)
+            continue; /* out of memory: the next round tries again */
+        p->cleaning = true;
+        c->clean_running = true;
+        c->jobs++;
+        uv_queue_work(c->loop, &p->clean_work, clean_work, after_clean);
+    }
+}
+
+/* Every log.cleaner.backoff.ms: a round over the partitions, unless the last one still runs. */
 static void on_cleaner(uv_timer_t *t)
 {
     kc_coord_t *c = t->data;
-    for (int32_t i = 0; i < c->n; i++) {
-        part_t *p = &c->parts[i];
-        if (p->pub.state != KC_PART_ACTIVE || p->busy || p->n_pend > 0 ||
-            !kc_plog_clean_due(p->log, KC_PLOG_MIN_CLEANABLE_RATIO_DEFAULT))
-            continue;
-        p->busy = true;
-        p->job_is_load = false;
-        c->jobs++;
-        uv_queue_work(c->loop, &p->work, clean_work, after_clean);
-    }
+    if (c->clean_next < c->n || c->clean_running)
+        return;
+    c->clean_next = 0;
+    start_clean(c);
 }
 
 /* ---- Retention ---------------------------------------------------------------------------- */
@@ -922,6 +977,7 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
     c->waiters_tail = &c->waiters;
     c->n = conf->offsets_topic_num_partitions;
     c->parts = calloc((size_t)c->n, sizeof(*c->parts));
+    c->clean_next = c->n; /* no cleaner round yet */
     if (c->parts == NULL) {
         free(c);
         return NULL;
@@ -1029,6 +1085,7 @@ static void maybe_free(kc_coord_t *c)
     for (int32_t i = 0; i < c->n; i++) {
         part_t *p = &c->parts[i];
         clean = clean && !p->reloading;
+        (void)kc_plog_clean_end(p->log, p->clean_job, NULL);
         if (p->log != NULL) {
             int rc = kc_plog_sync(p->log);
             if (rc != 0)

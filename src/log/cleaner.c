@@ -1,7 +1,10 @@
 /* cleaner.c - the log cleaner: compaction of a partition log's closed segments.
  *
- * kc_plog_clean (log.h) works on one plog in two passes, on whatever thread the caller picked;
- * the plog is left alone meanwhile, as for kc_plog_sync.
+ * A clean works on one plog in two passes, on whatever thread the caller picked, and never on
+ * the plog itself: kc_plog_clean_begin copies what it needs into a job (a shadow plog holding
+ * the closed segments and the synced part of the active one, see "the job" below), the passes
+ * run on that, and kc_plog_clean_end puts the resulting list of closed segments into the plog.
+ * So the plog appends, syncs and rolls meanwhile, and a flush never waits for a compaction.
  *
  * Pass 1, the key map. Every data record of the durable log (the closed segments, and the
  * active segment up to its synced size) goes into a hash map from its key bytes to the newest
@@ -749,8 +752,10 @@ static int64_t size_estimate(int64_t live_bytes)
     return live_bytes + KC_BATCH_HEADER_SIZE * (1 + live_bytes / (int64_t)OUT_BATCH_BYTES);
 }
 
-int kc_plog_clean(kc_plog_t *l, int64_t now_ms, int64_t delete_retention_ms,
-                  kc_plog_clean_stats_t *stats)
+/* The whole clean, on a job's shadow `l` (see kc_plog_clean_begin): its closed segments are the
+ * plog's at the start, its "active" segment the plog's active one cut at its synced size. */
+static int clean_closed(kc_plog_t *l, int64_t now_ms, int64_t delete_retention_ms,
+                        kc_plog_clean_stats_t *stats)
 {
     cleaner_t c;
     memset(&c, 0, sizeof(c));
@@ -849,6 +854,143 @@ out:
     if (stats != NULL)
         *stats = c.st;
     return rc;
+}
+
+/* ---- the job: a clean beside the appends ---------------------------------------------------
+ *
+ * The shadow is a kc_plog_t of its own that knows only what the clean needs: the closed
+ * segments as they were at kc_plog_clean_begin and, as its "active" segment, the plog's active
+ * one cut at its synced size. Its descriptors start closed (walk_segment opens the active file
+ * by name and reads only its synced part, which no append, sync or truncation changes), it has
+ * its own batch context and error buffer, and everything above (clean_closed, clean_group,
+ * kc_plog_clean_finish) works on it unchanged. The plog goes on appending, syncing and rolling
+ * meanwhile: that only changes its active segment and adds segments after it, never a closed
+ * one, and the clean only changes closed ones. kc_plog_clean_end then puts the shadow's closed
+ * segments in place of the first `nclosed` entries of the plog's list. */
+struct kc_plog_clean_job_s {
+    kc_plog_t *sh;
+    size_t nclosed; /* the plog's closed segments at begin */
+    int64_t now_ms, retention_ms;
+    int rc;
+    kc_plog_clean_stats_t st;
+};
+
+static void job_free(kc_plog_clean_job_t *j)
+{
+    if (j == NULL)
+        return;
+    kc_plog_close(j->sh);
+    free(j);
+}
+
+int kc_plog_clean_begin(kc_plog_t *l, int64_t now_ms, int64_t delete_retention_ms,
+                        kc_plog_clean_job_t **out)
+{
+    *out = NULL;
+    if (delete_retention_ms < 0) {
+        set_err(l, "negative delete retention");
+        return -EINVAL;
+    }
+    kc_plog_clean_job_t *j = calloc(1, sizeof(*j));
+    kc_plog_t *sh = j != NULL ? calloc(1, sizeof(*sh)) : NULL;
+    if (sh == NULL) {
+        free(j);
+        set_err(l, "out of memory");
+        return -ENOMEM;
+    }
+    j->sh = sh;
+    sh->fd = -1;
+    sh->idx_fd = -1;
+    kc_wr_init(&sh->wbuf);
+    sh->io = l->io;
+    sh->opts = l->opts;
+    sh->partition = l->partition;
+    sh->roll_base_ms = -1;
+    sh->dir = strdup(l->dir);
+    sh->bctx = kc_batch_ctx_new(0);
+    sh->segs = malloc(l->nsegs * sizeof(*sh->segs));
+    if (sh->dir == NULL || sh->bctx == NULL || sh->segs == NULL) {
+        job_free(j);
+        set_err(l, "out of memory");
+        return -ENOMEM;
+    }
+    memcpy(sh->segs, l->segs, l->nsegs * sizeof(*sh->segs));
+    sh->nsegs = sh->capsegs = l->nsegs;
+    kc_log_seg_t *act = &sh->segs[sh->nsegs - 1];
+    act->size = l->synced_size;
+    act->next_offset = l->synced_next;
+    sh->synced_size = l->synced_size;
+    sh->synced_next = l->synced_next;
+    sh->clean_upto = l->clean_upto;
+    sh->clean_pending = l->clean_pending;
+    j->nclosed = l->nsegs - 1;
+    j->now_ms = now_ms;
+    j->retention_ms = delete_retention_ms;
+    *out = j;
+    return 0;
+}
+
+int kc_plog_clean_run(kc_plog_clean_job_t *j)
+{
+    j->rc = clean_closed(j->sh, j->now_ms, j->retention_ms, &j->st);
+    return j->rc;
+}
+
+int kc_plog_clean_end(kc_plog_t *l, kc_plog_clean_job_t *j, kc_plog_clean_stats_t *stats)
+{
+    if (j == NULL)
+        return 0;
+    int rc = j->rc;
+    if (stats != NULL)
+        *stats = j->st;
+    if (l == NULL) {
+        job_free(j);
+        return rc;
+    }
+    kc_plog_t *sh = j->sh;
+    size_t nnew = sh->nsegs - 1, rest = l->nsegs - j->nclosed;
+    if (j->nclosed >= l->nsegs || l->segs[j->nclosed].base != sh->segs[nnew].base) {
+        /* Not the plog the job began on, or its list changed in a way no append makes. */
+        set_err(l, "a compaction ended on a log it did not begin on");
+        job_free(j);
+        return -EINVAL;
+    }
+    if (nnew + rest > l->capsegs) {
+        kc_log_seg_t *v = realloc(l->segs, (nnew + rest) * sizeof(*v));
+        if (v == NULL) {
+            /* The files changed, the list did not: read it again from the directory before
+             * the next replay or clean. */
+            l->clean_pending = true;
+            set_err(l, "out of memory");
+            job_free(j);
+            return rc != 0 ? rc : -ENOMEM;
+        }
+        l->segs = v;
+        l->capsegs = nnew + rest;
+    }
+    memmove(&l->segs[nnew], &l->segs[j->nclosed], rest * sizeof(*l->segs));
+    memcpy(l->segs, sh->segs, nnew * sizeof(*l->segs));
+    l->nsegs = nnew + rest;
+    l->clean_pending = sh->clean_pending;
+    l->clean_upto = sh->clean_upto;
+    if (rc != 0)
+        memcpy(l->err, sh->err, sizeof(l->err));
+    job_free(j);
+    return rc;
+}
+
+int kc_plog_clean(kc_plog_t *l, int64_t now_ms, int64_t delete_retention_ms,
+                  kc_plog_clean_stats_t *stats)
+{
+    kc_plog_clean_job_t *j;
+    int rc = kc_plog_clean_begin(l, now_ms, delete_retention_ms, &j);
+    if (rc != 0) {
+        if (stats != NULL)
+            memset(stats, 0, sizeof(*stats));
+        return rc;
+    }
+    (void)kc_plog_clean_run(j);
+    return kc_plog_clean_end(l, j, stats);
 }
 
 bool kc_plog_clean_due(const kc_plog_t *l, double min_dirty_ratio)

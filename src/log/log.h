@@ -12,7 +12,8 @@
  *     kc_plog_replay    every record, in offset order, into the in-memory state
  *     kc_plog_append    seal records into one batch and write it (no fsync)      } repeat:
  *     kc_plog_sync      fsync: what was appended before is now durable          } group commit
- *     kc_plog_clean     now and then (kc_plog_clean_due), on a worker: compact closed segments
+ *     kc_plog_clean_*   now and then (kc_plog_clean_due): compact closed segments on a worker,
+ *                       while appends and syncs go on
  *     kc_plog_close
  *
  * Threading. A kc_plog_t has no lock. Calls on one plog must never overlap: the caller
@@ -20,8 +21,10 @@
  * a flusher thread for kc_plog_sync and does not touch that plog (not even the accessors) until
  * the sync has returned; records arriving meanwhile wait in the caller's pending batch.
  * Different plogs share no mutable state and may be used from different threads at once.
- * kc_plog_clean follows the same rule as kc_plog_sync: it may run on a worker thread while the
- * loop leaves that plog alone.
+ * Compaction is the exception that runs beside the others: kc_plog_clean_begin takes what the
+ * clean needs, kc_plog_clean_run (on any thread) works on that alone while the plog goes on
+ * appending and syncing, and kc_plog_clean_end puts the result in place. So a flush never
+ * waits for a compaction. kc_plog_clean, the three in a row, follows the rule of kc_plog_sync.
  *
  * Failures. Functions return 0 or a negative code: -errno for I/O (-EIO, -ENOSPC, ...), or one
  * of the KC_LOG_E* codes below; kc_log_strerror names any of them, and kc_plog_error(l) holds a
@@ -266,6 +269,38 @@ typedef struct kc_plog_clean_stats_s {
  * compacted. `stats` may be NULL. Same threading rule as kc_plog_sync. */
 int kc_plog_clean(kc_plog_t *l, int64_t now_ms, int64_t delete_retention_ms,
                   kc_plog_clean_stats_t *stats);
+
+/* The same clean in three steps, so that the plog is not held while it runs: a flush (append,
+ * then sync on the flusher thread) of the same partition goes on meanwhile.
+ *
+ *   kc_plog_clean_begin  on the plog's owner thread, when no other call on `l` runs (no sync in
+ *                        flight): copies what the clean needs (the list of closed segments, the
+ *                        active segment's synced size, the options) into a job. No I/O. Returns
+ *                        0 with *job set, -EINVAL (negative retention) or -ENOMEM.
+ *   kc_plog_clean_run    on any thread, exactly once: the whole compaction, on the job alone. It
+ *                        reads the closed segments and the synced part of the active segment,
+ *                        and writes and swaps closed segments only. Meanwhile the owner may call
+ *                        kc_plog_append, kc_plog_sync (on the flusher thread, as usual), the
+ *                        accessors and kc_plog_close on `l`, and segments may roll; a second
+ *                        job on the same plog, kc_plog_replay and kc_plog_open of the same
+ *                        partition directory must wait until run has returned (they would race
+ *                        on its files). Returns what kc_plog_clean returns.
+ *   kc_plog_clean_end    on the owner thread, after run returned, when no other call on `l` runs:
+ *                        puts the compacted segments into the plog's list, stores the stats
+ *                        (may be NULL), frees the job and returns run's result (with
+ *                        kc_plog_error(l) saying why when it failed). With l == NULL (the plog
+ *                        was closed meanwhile, after a failed write say) it only frees the job;
+ *                        the directory is consistent either way, and the next open finishes a
+ *                        swap the job left half-done. A NULL job is a no-op returning 0.
+ *
+ * A write that fails while the job runs is handled as always (the plog truncates what was not
+ * synced, which is never in a closed segment). The job never holds the plog's descriptors. */
+typedef struct kc_plog_clean_job_s kc_plog_clean_job_t;
+
+int kc_plog_clean_begin(kc_plog_t *l, int64_t now_ms, int64_t delete_retention_ms,
+                        kc_plog_clean_job_t **job);
+int kc_plog_clean_run(kc_plog_clean_job_t *job);
+int kc_plog_clean_end(kc_plog_t *l, kc_plog_clean_job_t *job, kc_plog_clean_stats_t *stats);
 
 /* Whether a clean is worth running, as Kafka's min.cleanable.dirty.ratio decides: the closed
  * segments rolled since the last successful clean of this plog (all of them after an open) are

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1520,6 +1521,307 @@ static void test_live_keys_not_history(void **state)
     snap_free(&after);
 }
 
+/* ---- a flush beside a running clean ----------------------------------------------------------
+ *
+ * kc_plog_clean_run on a thread of its own, held inside one of its renames (before the swap is
+ * decided: .log.cleaned -> .log.swap; or after: .log.swap -> .log) until the test lets it go.
+ * Meanwhile the test appends and syncs on the plog, rolls segments, and has a write fail: every
+ * flush must complete while the clean is still held, and after both the log holds the compacted
+ * closed segments plus everything appended, also after a reopen. */
+
+typedef struct bio_s {
+    kc_log_io_t io;
+    const kc_log_io_t *real;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const char *hold_from; /* hold the first rename whose source ends with this */
+    bool held, released;
+    bool fail_writes; /* pwrite fails with ENOSPC on the test's own thread */
+    pthread_t owner;
+} bio_t;
+
+static bool bio_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int b_open(void *ctx, const char *path, int flags, int mode)
+{
+    bio_t *b = ctx;
+    return b->real->open(b->real->ctx, path, flags, mode);
+}
+static int64_t b_pread(void *ctx, int fd, void *buf, size_t n, int64_t off)
+{
+    bio_t *b = ctx;
+    return b->real->pread(b->real->ctx, fd, buf, n, off);
+}
+static int64_t b_pwrite(void *ctx, int fd, const void *buf, size_t n, int64_t off)
+{
+    bio_t *b = ctx;
+    pthread_mutex_lock(&b->mu);
+    bool fail = b->fail_writes && pthread_equal(pthread_self(), b->owner);
+    pthread_mutex_unlock(&b->mu);
+    return fail ? -ENOSPC : b->real->pwrite(b->real->ctx, fd, buf, n, off);
+}
+static int b_fsync(void *ctx, int fd)
+{
+    bio_t *b = ctx;
+    return b->real->fsync(b->real->ctx, fd);
+}
+static int b_ftruncate(void *ctx, int fd, int64_t size)
+{
+    bio_t *b = ctx;
+    return b->real->ftruncate(b->real->ctx, fd, size);
+}
+static int64_t b_fsize(void *ctx, int fd)
+{
+    bio_t *b = ctx;
+    return b->real->fsize(b->real->ctx, fd);
+}
+static int b_close(void *ctx, int fd)
+{
+    bio_t *b = ctx;
+    return b->real->close(b->real->ctx, fd);
+}
+static int b_rename(void *ctx, const char *from, const char *to)
+{
+    bio_t *b = ctx;
+    pthread_mutex_lock(&b->mu);
+    if (b->hold_from != NULL && !b->held && bio_suffix(from, b->hold_from)) {
+        b->held = true;
+        pthread_cond_broadcast(&b->cv);
+        while (!b->released)
+            pthread_cond_wait(&b->cv, &b->mu);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return b->real->rename(b->real->ctx, from, to);
+}
+static int b_unlink(void *ctx, const char *path)
+{
+    bio_t *b = ctx;
+    return b->real->unlink(b->real->ctx, path);
+}
+static int b_mkdir(void *ctx, const char *path, int mode)
+{
+    bio_t *b = ctx;
+    return b->real->mkdir(b->real->ctx, path, mode);
+}
+static int b_listdir(void *ctx, const char *path, int (*fn)(void *, const char *), void *arg)
+{
+    bio_t *b = ctx;
+    return b->real->listdir(b->real->ctx, path, fn, arg);
+}
+static int b_fstat(void *ctx, int fd, kc_log_stat_t *st)
+{
+    bio_t *b = ctx;
+    return b->real->fstat(b->real->ctx, fd, st);
+}
+static int b_stat(void *ctx, const char *path, kc_log_stat_t *st)
+{
+    bio_t *b = ctx;
+    return b->real->stat(b->real->ctx, path, st);
+}
+
+static void bio_init(bio_t *b, const char *hold_from)
+{
+    memset(b, 0, sizeof(*b));
+    b->real = kc_log_io_posix();
+    b->io = (kc_log_io_t){b,       b_open,   b_pread,  b_pwrite, b_fsync,   b_ftruncate, b_fsize,
+                          b_close, b_rename, b_unlink, b_mkdir,  b_listdir, b_fstat,     b_stat};
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    b->hold_from = hold_from;
+    b->owner = pthread_self();
+}
+
+static void bio_wait_held(bio_t *b)
+{
+    pthread_mutex_lock(&b->mu);
+    while (!b->held)
+        pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static bool bio_still_held(bio_t *b)
+{
+    pthread_mutex_lock(&b->mu);
+    bool held = b->held && !b->released;
+    pthread_mutex_unlock(&b->mu);
+    return held;
+}
+
+static void bio_release(bio_t *b)
+{
+    pthread_mutex_lock(&b->mu);
+    b->released = true;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void bio_fail_writes(bio_t *b, bool on)
+{
+    pthread_mutex_lock(&b->mu);
+    b->fail_writes = on;
+    pthread_mutex_unlock(&b->mu);
+}
+
+typedef struct runner_s {
+    kc_plog_clean_job_t *job;
+    int rc;
+    pthread_t t;
+} runner_t;
+
+static void *run_clean(void *arg)
+{
+    runner_t *r = arg;
+    r->rc = kc_plog_clean_run(r->job);
+    return NULL;
+}
+
+/* Append "new-<i>" = "v<i>-xxx..." (some 300 bytes, so that a few of them roll a segment) for
+ * i in [from, from + n), one record a batch, each synced. */
+static void append_new(kc_plog_t *l, int from, int n)
+{
+    for (int i = from; i < from + n; i++) {
+        char k[32], v[320];
+        snprintf(k, sizeof(k), "new-%d", i);
+        int vl = snprintf(v, sizeof(v), "v%d-", i);
+        memset(v + vl, 'x', sizeof(v) - 1 - (size_t)vl);
+        v[sizeof(v) - 1] = '\0';
+        append_one(l, k, v, TMPL_NOW);
+        assert_int_equal(kc_plog_sync(l), 0);
+    }
+}
+
+/* The log replays to the template's state with the compacted closed segments, plus `n` new
+ * keys appended from offset tmpl_next on. */
+static void expect_template_plus_new(kc_plog_t *l, int n, const char *ctx)
+{
+    snap_t s;
+    snapshot(l, &s);
+    expect_state_plus(&tmpl, &s, (size_t)n, ctx);
+    for (size_t i = 0; i < s.n; i++) {
+        const rec_t *r = &s.r[i];
+        if (r->off >= tmpl_next)
+            continue;
+        const rec_t *o = find_off(&tmpl, r->off);
+        if (o == NULL || !same_rec(o, r))
+            fail_msg("%s: record at offset %lld is not the one that was there", ctx,
+                     (long long)r->off);
+        if (r->off < tmpl_active && r->key != NULL && snap_last(&tmpl, r->key, r->klen) != o)
+            fail_msg("%s: superseded record at offset %lld left in a closed segment", ctx,
+                     (long long)r->off);
+    }
+    for (int i = 0; i < n; i++) {
+        char k[32];
+        int kl = snprintf(k, sizeof(k), "new-%d", i);
+        const rec_t *r = snap_last(&s, (const uint8_t *)k, (size_t)kl);
+        if (r == NULL || r->off != tmpl_next + i || r->val == NULL)
+            fail_msg("%s: %s is not at offset %lld", ctx, k, (long long)(tmpl_next + i));
+    }
+    assert_int_equal(kc_plog_next_offset(l), tmpl_next + n);
+    snap_free(&s);
+}
+
+static void test_flush_beside_clean(void **state)
+{
+    (void)state;
+    build_template();
+    static const char *const holds[] = {".log.cleaned", ".log.swap"};
+    for (size_t h = 0; h < 2; h++) {
+        char dir[128], ctx[96];
+        snprintf(ctx, sizeof(ctx), "clean held at the rename of its %s", holds[h]);
+        new_data_dir(dir, sizeof(dir));
+        copy_partition(tmpl_dir, dir, 0);
+        bio_t b;
+        bio_init(&b, holds[h]);
+        kc_plog_t *l = open_ok(dir, 0, &b.io, &tmpl_opts);
+        size_t segs0 = kc_plog_segment_count(l);
+        runner_t r = {0};
+        assert_int_equal(kc_plog_clean_begin(l, TMPL_NOW, 100, &r.job), 0);
+        assert_int_equal(pthread_create(&r.t, NULL, run_clean, &r), 0);
+        bio_wait_held(&b);
+
+        /* Flushes while the clean is held: ten records, enough to roll segments. */
+        append_new(l, 0, 10);
+        assert_true(kc_plog_segment_count(l) > segs0);
+        /* A write that fails meanwhile: the plog drops that batch, as always; the next works. */
+        bio_fail_writes(&b, true);
+        kc_log_record_t bad = {.timestamp_ms = TMPL_NOW,
+                               .key = (const uint8_t *)"bad",
+                               .key_len = 3,
+                               .value = (const uint8_t *)"x",
+                               .value_len = 1};
+        assert_int_equal(kc_plog_append(l, &bad, 1, TMPL_NOW, NULL), -ENOSPC);
+        bio_fail_writes(&b, false);
+        append_new(l, 10, 5);
+        /* Every flush above completed first: the clean is still where it was held. */
+        assert_true(bio_still_held(&b));
+
+        bio_release(&b);
+        assert_int_equal(pthread_join(r.t, NULL), 0);
+        assert_int_equal(r.rc, 0);
+        kc_plog_clean_stats_t st;
+        assert_int_equal(kc_plog_clean_end(l, r.job, &st), 0);
+        assert_true(st.segments_rewritten > 0);
+        assert_true(st.superseded > 0);
+        assert_int_equal(kc_plog_segment_count(l), count_logs(dir, 0));
+        assert_true(kc_plog_segment_count(l) < segs0 + 10);
+        expect_template_plus_new(l, 15, ctx);
+        /* The clean left the rolled segments as they were: nothing more is due but them. */
+        append_new(l, 15, 1);
+        kc_plog_close(l);
+        expect_no_leftovers(dir, 0, ctx);
+        expect_verify_clean(dir, ctx);
+        l = open_ok(dir, 0, NULL, &tmpl_opts);
+        expect_template_plus_new(l, 16, ctx);
+        kc_plog_close(l);
+        pthread_mutex_destroy(&b.mu);
+        pthread_cond_destroy(&b.cv);
+    }
+}
+
+/* The plog is closed while its clean runs (the coordinator does that after a failed write) and
+ * reopened once the clean returned: the directory holds the compacted segments and every
+ * appended record. */
+static void test_close_beside_clean(void **state)
+{
+    (void)state;
+    build_template();
+    static const char *const holds[] = {".log.cleaned", ".log.swap"};
+    for (size_t h = 0; h < 2; h++) {
+        char dir[128], ctx[96];
+        snprintf(ctx, sizeof(ctx), "closed while the clean was held at its %s", holds[h]);
+        new_data_dir(dir, sizeof(dir));
+        copy_partition(tmpl_dir, dir, 0);
+        bio_t b;
+        bio_init(&b, holds[h]);
+        kc_plog_t *l = open_ok(dir, 0, &b.io, &tmpl_opts);
+        runner_t r = {0};
+        assert_int_equal(kc_plog_clean_begin(l, TMPL_NOW, 100, &r.job), 0);
+        assert_int_equal(pthread_create(&r.t, NULL, run_clean, &r), 0);
+        bio_wait_held(&b);
+        append_new(l, 0, 4);
+        assert_int_equal(kc_plog_close(l), 0);
+        assert_true(bio_still_held(&b));
+        bio_release(&b);
+        assert_int_equal(pthread_join(r.t, NULL), 0);
+        assert_int_equal(r.rc, 0);
+        kc_plog_clean_stats_t st;
+        assert_int_equal(kc_plog_clean_end(NULL, r.job, &st), 0);
+        assert_true(st.segments_rewritten > 0);
+        expect_no_leftovers(dir, 0, ctx);
+        expect_verify_clean(dir, ctx);
+        l = open_ok(dir, 0, NULL, &tmpl_opts);
+        expect_template_plus_new(l, 4, ctx);
+        kc_plog_close(l);
+        pthread_mutex_destroy(&b.mu);
+        pthread_cond_destroy(&b.cv);
+    }
+    assert_int_equal(kc_plog_clean_end(NULL, NULL, NULL), 0);
+}
+
 int main(void)
 {
     memset(filler, 'f', sizeof(filler));
@@ -1534,6 +1836,8 @@ int main(void)
         cmocka_unit_test(test_fail_at_each_step),
         cmocka_unit_test(test_crash_at_each_step),
         cmocka_unit_test(test_live_keys_not_history),
+        cmocka_unit_test(test_flush_beside_clean),
+        cmocka_unit_test(test_close_beside_clean),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     snap_free(&tmpl);
