@@ -53,6 +53,12 @@ _Static_assert(KC_BATCH_MIN_LENGTH == 49, "an empty batch has batchLength 49");
  * valueLength and headerCount, one byte each. */
 #define MIN_RECORD_SIZE 7
 
+/* Compression memory a context keeps between batches. zstd sizes its workspace by the input,
+ * and a context keeps the largest workspace it ever needed (the scratch buffer likewise): one
+ * burst (thousands of members joining at once) would leave every partition holding hundreds of
+ * KiB it rarely needs again. Above this, both are released after the batch. */
+#define KEEP_COMPRESS_BYTES ((size_t)256 * 1024)
+
 struct kc_batch_ctx_s {
     ZSTD_CCtx *cctx;     /* created at the first compression */
     ZSTD_DCtx *dctx;     /* created at the first decompression */
@@ -218,6 +224,14 @@ static int encode(kc_batch_ctx_t *c, kc_writer_t *w, const kc_batch_spec_t *s,
             return -ENOMEM;
         size_t z = ZSTD_compressCCtx(c->cctx, w->buf + w->len, bound, c->scratch.buf,
                                      c->scratch.len, s->zstd_level);
+        if (ZSTD_sizeof_CCtx(c->cctx) > KEEP_COMPRESS_BYTES) {
+            ZSTD_freeCCtx(c->cctx);
+            c->cctx = NULL;
+        }
+        if (c->scratch.cap > KEEP_COMPRESS_BYTES) {
+            kc_wr_free(&c->scratch);
+            kc_wr_init(&c->scratch);
+        }
         if (ZSTD_isError(z))
             return KC_LOG_ECOMPRESS;
         w->len += z;

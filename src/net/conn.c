@@ -29,8 +29,17 @@
 
 enum { READ_CHUNK = KC_NET_READ_CHUNK, MAX_IOV = 128 };
 
+/* A slot's arena starts with room for its frame and this much more (the decoded request and
+ * the handler's scratch usually fit), not with the default 4 KiB: a parked request (a JoinGroup
+ * waiting for its rebalance) holds its arena, and thousands parked at once left their 4 KiB
+ * holes between the members' long-lived allocations, memory the process kept. */
+enum { SLOT_ARENA_HEADROOM = 1024 };
+
 static void flush(kc_conn_t *c);
 static void process_frames(kc_conn_t *c);
+
+/* The peer of a connection whose address could not be read (or stored). */
+static char unknown_peer[] = "?";
 
 /* The request's memory (its frame and its arena) is no longer needed: it was answered. */
 static void slot_drop_request(kc_slot_t *s)
@@ -299,7 +308,7 @@ static void process_frames(kc_conn_t *c)
         if (size < KC_NET_MIN_FRAME || size > (uint32_t)o->max_request_bytes) {
             char sample[40];
             kc_diag_sanitize(sample, sizeof(sample), c->rbuf + off,
-                            c->rlen - off < 32 ? c->rlen - off : 32);
+                             c->rlen - off < 32 ? c->rlen - off : 32);
             KC_WARN("net", "closing %s: frame size %u outside %d..%d (bytes: \"%s\")", c->peer,
                     size, KC_NET_MIN_FRAME, o->max_request_bytes, sample);
             close_after_replies(c);
@@ -316,7 +325,7 @@ static void process_frames(kc_conn_t *c)
          * is copied into the slot's arena. */
         bool take = !c->borrowed && c->rcharged > 0;
         if (s != NULL) {
-            kc_arena_init(&s->arena);
+            kc_arena_init_sized(&s->arena, take ? 0 : size + SLOT_ARENA_HEADROOM);
             if (take && (left == 0 || (rest = malloc(left)) != NULL))
                 frame = c->rbuf + off + 4;
             else if (!take)
@@ -421,9 +430,35 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     }
 }
 
+/* Spare write requests the server keeps; more are freed. */
+enum { MAX_SPARE_WREQ = 64 };
+
+static kc_wreq_t *wreq_get(kc_server_t *srv)
+{
+    kc_wreq_t *w = srv->spare;
+    if (w == NULL)
+        return malloc(sizeof(*w));
+    srv->spare = w->next_spare;
+    srv->n_spare--;
+    return w;
+}
+
+static void wreq_put(kc_server_t *srv, kc_wreq_t *w)
+{
+    if (srv->n_spare >= MAX_SPARE_WREQ) {
+        free(w);
+        return;
+    }
+    w->next_spare = srv->spare;
+    srv->spare = w;
+    srv->n_spare++;
+}
+
 static void on_write(uv_write_t *req, int status)
 {
-    kc_conn_t *c = container_of(req, kc_conn_t, wreq);
+    kc_conn_t *c = req->data;
+    wreq_put(c->server, c->wreq);
+    c->wreq = NULL;
     for (size_t i = 0; i < c->writing_n; i++)
         pop_head(c);
     c->writing = NULL;
@@ -463,6 +498,7 @@ static void on_linger_timeout(uv_timer_t *t)
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
     kc_conn_t *c = req->handle->data;
+    free(req);
     if (status < 0 && !c->closing)
         kc_conn_close(c, NULL);
 }
@@ -477,8 +513,17 @@ static void linger_close(kc_conn_t *c)
         return;
     c->lingering = true;
     c->rlen = 0;
-    if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0 ||
-        (!c->reading && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)) {
+    uv_shutdown_t *sreq = malloc(sizeof(*sreq));
+    if (sreq == NULL) {
+        kc_conn_close(c, NULL);
+        return;
+    }
+    if (uv_shutdown(sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+        free(sreq);
+        kc_conn_close(c, NULL);
+        return;
+    }
+    if (!c->reading && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
         kc_conn_close(c, NULL);
         return;
     }
@@ -508,10 +553,18 @@ static void flush(kc_conn_t *c)
             linger_close(c);
         return;
     }
+    if ((c->wreq = wreq_get(c->server)) == NULL) {
+        KC_ERROR("net", "closing %s: out of memory for a write", c->peer);
+        kc_conn_close(c, NULL);
+        return;
+    }
+    c->wreq->req.data = c;
     c->writing = c->head;
     c->writing_n = slots;
-    int rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, n, on_write);
+    int rc = uv_write(&c->wreq->req, (uv_stream_t *)&c->tcp, bufs, n, on_write);
     if (rc != 0) {
+        wreq_put(c->server, c->wreq);
+        c->wreq = NULL;
         c->writing = NULL;
         c->writing_n = 0;
         KC_DEBUG("net", "%s: write failed: %s", c->peer, uv_strerror(rc));
@@ -607,6 +660,8 @@ static void on_handle_closed(uv_handle_t *h)
     kc_server_conn_gone(c->server, c);
     if (c->counted)
         kc_obs_conn_closed();
+    if (c->peer != unknown_peer)
+        free(c->peer);
     free(c);
 }
 
@@ -654,23 +709,27 @@ static void on_idle(uv_timer_t *t)
     kc_conn_close(c, NULL);
 }
 
+/* "host:port" of the peer, at its length (a connection keeps it for its logs); the shared
+ * "?" when it cannot be read or allocated. */
 static void peer_name(kc_conn_t *c)
 {
     struct sockaddr_storage ss;
     int len = sizeof(ss);
-    char host[48] = "?";
+    char host[48] = "?", buf[64];
     int port = 0;
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
         if (ss.ss_family == AF_INET6) {
             uv_ip6_name((struct sockaddr_in6 *)&ss, host, sizeof(host));
             port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-            snprintf(c->peer, sizeof(c->peer), "[%s]:%d", host, port);
-            return;
+        } else {
+            uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof(host));
+            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
         }
-        uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof(host));
-        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
     }
-    snprintf(c->peer, sizeof(c->peer), "%s:%d", host, port);
+    snprintf(buf, sizeof(buf), ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host, port);
+    char *p = strdup(buf);
+    if (p != NULL)
+        c->peer = p;
 }
 
 void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
@@ -681,6 +740,7 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
         return;
     }
     c->server = s;
+    c->peer = unknown_peer;
     c->counted = true;
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->idle);
@@ -694,7 +754,6 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
     s->n_conns++;
     kc_obs_conn_accepted();
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
-        snprintf(c->peer, sizeof(c->peer), "?");
         kc_conn_close(c, NULL);
         return;
     }

@@ -7,14 +7,19 @@
 
 #include "net/net.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
 typedef struct kc_listener_h_s {
     uv_tcp_t tcp;
     kc_server_t *server;
     struct kc_listener_h_s *next;
     bool pending; /* a connection waits for uv_accept (max.connections was reached) */
 } kc_listener_h_t;
+
+/* A write in flight. Only a connection that is writing holds one (an idle connection holds
+ * none); finished ones wait in the server's spare list for the next write. */
+typedef struct kc_wreq_s {
+    uv_write_t req;
+    struct kc_wreq_s *next_spare;
+} kc_wreq_t;
 
 /* Open connections from one address, for max.connections.per.ip. */
 typedef struct kc_ip_count_s {
@@ -45,6 +50,8 @@ struct kc_server_s {
     uv_idle_t resume;      /* resumes every connection once req_bytes is back under budget */
     bool resume_closing;
     uint8_t *scratch; /* READ_CHUNK bytes lent to reads of connections without a partial frame */
+    kc_wreq_t *spare; /* write requests of finished writes, kept for the next (a few) */
+    size_t n_spare;
 
     /* Connection limits. */
     kc_ip_count_t **ips; /* KC_NET_IP_BUCKETS chains; NULL until max.connections.per.ip is used */
@@ -64,14 +71,15 @@ struct kc_slot_s {
     kc_arena_t arena; /* the frame copy and the handler's memory */
 };
 
+/* What a connection holds while idle is this struct alone: its read buffer, reply queue,
+ * write request and arenas exist only while it has bytes, requests or a write in flight. */
 struct kc_conn_s {
     uv_tcp_t tcp;
     uv_timer_t idle;
-    uv_write_t wreq;
-    uv_shutdown_t sreq;
+    kc_wreq_t *wreq; /* the write in flight, or NULL */
     kc_server_t *server;
     kc_conn_t *prev, *next;
-    char peer[64];
+    char *peer; /* "host:port", malloc'd at its length; never NULL after kc_conn_accept */
 
     uint8_t *rbuf; /* bytes read but not yet cut into frames; NULL when there are none */
     size_t rlen, rcap;

@@ -376,5 +376,10 @@ void kc_server_free(kc_server_t *s)
         free(s->ips);
     }
     free(s->scratch);
+    while (s->spare != NULL) {
+        kc_wreq_t *w = s->spare;
+        s->spare = w->next_spare;
+        free(w);
+    }
     free(s);
 }

@@ -23,9 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGN     ((size_t)16)
-#define BLOCK_MIN ((size_t)4096)    /* usable size of the first block */
-#define BLOCK_MAX ((size_t)1 << 20) /* doubling stops here; larger requests get their own */
+#define ALIGN           ((size_t)16)
+#define BLOCK_MIN       ((size_t)4096)    /* usable size of the first block */
+#define BLOCK_MAX       ((size_t)1 << 20) /* doubling stops here; larger requests get their own */
+#define BLOCK_FIRST_MIN ((size_t)256)     /* the smallest first block kc_arena_init_sized gives */
 
 struct kc_arena_block_s {
     kc_arena_block_t *next; /* older block */
@@ -66,6 +67,17 @@ void kc_arena_init(kc_arena_t *a)
     a->total = 0;
     a->limit = 0;
     a->over_limit = 0;
+    a->first = 0;
+}
+
+void kc_arena_init_sized(kc_arena_t *a, size_t first)
+{
+    kc_arena_init(a);
+    if (first < BLOCK_FIRST_MIN)
+        first = BLOCK_FIRST_MIN;
+    if (first > BLOCK_MAX)
+        first = BLOCK_MAX;
+    a->first = (first + (ALIGN - 1)) & ~(ALIGN - 1);
 }
 
 void *kc_arena_alloc(kc_arena_t *a, size_t n)
@@ -82,7 +94,7 @@ void *kc_arena_alloc(kc_arena_t *a, size_t n)
         return NULL;
 
     if (a->head == NULL || need > a->head->size - a->used) {
-        size_t size = BLOCK_MIN;
+        size_t size = a->first != 0 ? a->first : BLOCK_MIN;
         if (a->head != NULL) {
             size = a->head->size;
             if (size < BLOCK_MAX)
