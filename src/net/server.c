@@ -23,6 +23,7 @@
 #include "net/net_int.h"
 #include "obs/metrics.h"
 #include "util/diag.h"
+#include "util/hash.h"
 
 /* How long shutdown waits for connections to take their last answers. A client that reads
  * takes them in milliseconds; one that does not read (its answers over
@@ -108,10 +109,7 @@ static void on_connection(uv_stream_t *listener, int status)
 
 static uint32_t ip_hash(const uint8_t *a)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (int i = 0; i < 17; i++)
-        h = (h ^ a[i]) * 16777619u;
-    return h % KC_NET_IP_BUCKETS;
+    return (uint32_t)(kc_hash_fold(kc_hash_fnv1a(KC_HASH_FNV1A_SEED, a, 17)) % KC_NET_IP_BUCKETS);
 }
 
 /* The peer's address as a table key; false when it cannot be read. */

@@ -22,9 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/container.h"
 #include "util/diag.h"
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* How often a bound that is hit may be logged (the lines in between are counted). */
 
