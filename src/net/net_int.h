@@ -108,6 +108,12 @@ struct kc_conn_s {
 
 enum { KC_NET_READ_CHUNK = 64 * 1024 };
 
+/* listen.c: host:port into *addr (an IP literal, or a name resolved synchronously). Returns 0
+ * or a libuv error code. */
+int kc_net_resolve(uv_loop_t *loop, const char *host, int port, struct sockaddr_storage *addr);
+/* listen.c: the port a bound socket has, or -1. */
+int kc_net_bound_port(const uv_tcp_t *tcp);
+
 /* conn.c */
 void kc_conn_accept(kc_server_t *s, uv_stream_t *listener);
 void kc_conn_close(kc_conn_t *c, const char *why);

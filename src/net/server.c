@@ -207,22 +207,9 @@ static void on_listener_closed(uv_handle_t *h);
 int kc_server_listen(kc_server_t *s, const char *host, int port, int *bound_port)
 {
     struct sockaddr_storage addr;
-    memset(&addr, 0, sizeof(addr));
-    if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
-        uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0) {
-        /* A host name: resolve it once, synchronously, at start-up. */
-        uv_getaddrinfo_t req;
-        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-        int rc = uv_getaddrinfo(s->loop, &req, NULL, host, NULL, &hints);
-        if (rc != 0)
-            return rc;
-        memcpy(&addr, req.addrinfo->ai_addr, req.addrinfo->ai_addrlen);
-        uv_freeaddrinfo(req.addrinfo);
-        if (addr.ss_family == AF_INET6)
-            ((struct sockaddr_in6 *)&addr)->sin6_port = htons((uint16_t)port);
-        else
-            ((struct sockaddr_in *)&addr)->sin_port = htons((uint16_t)port);
-    }
+    int rrc = kc_net_resolve(s->loop, host, port, &addr);
+    if (rrc != 0)
+        return rrc;
     kc_listener_h_t *l = calloc(1, sizeof(*l));
     if (l == NULL)
         return UV_ENOMEM;
