@@ -38,6 +38,25 @@ enum { SLOT_ARENA_HEADROOM = 1024 };
 static void flush(kc_conn_t *c);
 static void process_frames(kc_conn_t *c);
 
+/* The connection read, or its client took an answer: it becomes the most recently active, at
+ * the tail of the server's list. */
+static void touch(kc_conn_t *c)
+{
+    kc_server_t *s = c->server;
+    c->active_ms = uv_now(s->loop);
+    if (s->conns_tail == c)
+        return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    c->next->prev = c->prev; /* not the tail: there is a next */
+    c->prev = s->conns_tail;
+    c->next = NULL;
+    s->conns_tail->next = c;
+    s->conns_tail = c;
+}
+
 /* The peer of a connection whose address could not be read (or stored). */
 static char unknown_peer[] = "?";
 
@@ -411,7 +430,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread == 0)
         return;
-    uv_timer_again(&c->idle);
+    touch(c);
     if (buf->base != NULL && (uint8_t *)buf->base == c->server->scratch) {
         /* on_alloc lent the scratch buffer: cut frames from it, keep the rest. */
         free(c->rbuf); /* empty (rlen was 0), if not already freed */
@@ -471,7 +490,7 @@ static void on_write(uv_write_t *req, int status)
         return;
     }
     if (!c->lingering) /* the client read: the connection is not idle */
-        uv_timer_again(&c->idle);
+        touch(c);
     flush(c);
     restart_reading(c);
 }
@@ -528,7 +547,14 @@ static void linger_close(kc_conn_t *c)
         return;
     }
     c->reading = true;
-    uv_timer_start(&c->idle, on_linger_timeout, LINGER_MS, 0);
+    if ((c->linger = malloc(sizeof(*c->linger))) == NULL) {
+        kc_conn_close(c, NULL);
+        return;
+    }
+    uv_timer_init(c->server->loop, c->linger);
+    c->linger->data = c;
+    c->open_handles++;
+    uv_timer_start(c->linger, on_linger_timeout, LINGER_MS, 0);
 }
 
 static void flush(kc_conn_t *c)
@@ -637,6 +663,10 @@ const char *kc_conn_peer(const kc_conn_t *c)
 static void on_handle_closed(uv_handle_t *h)
 {
     kc_conn_t *c = h->data;
+    if (c->linger != NULL && h == (uv_handle_t *)c->linger) {
+        free(c->linger);
+        c->linger = NULL;
+    }
     if (--c->open_handles > 0)
         return;
     while (c->head) {
@@ -676,7 +706,8 @@ void kc_conn_close(kc_conn_t *c, const char *why)
         uv_read_stop((uv_stream_t *)&c->tcp);
     c->reading = false;
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
-    uv_close((uv_handle_t *)&c->idle, on_handle_closed);
+    if (c->linger != NULL)
+        uv_close((uv_handle_t *)c->linger, on_handle_closed);
 }
 
 void kc_conn_drain(kc_conn_t *c)
@@ -690,23 +721,37 @@ void kc_conn_drain(kc_conn_t *c)
 
 /* Nothing read or written for connections.max.idle.ms. A connection whose answers wait for
  * a client that does not read them is idle too; one with a request the application still
- * holds (a parked JoinGroup, a long-poll Fetch) is not. */
-static void on_idle(uv_timer_t *t)
+ * holds (a parked JoinGroup, a long-poll Fetch) is not (it is looked at again idle_ms later);
+ * neither is one closing or lingering (its own timer ends it). */
+static void idle_over(kc_conn_t *c)
 {
-    kc_conn_t *c = t->data;
-    if (c->unanswered > 0)
-        return;
-    bool unread = c->unsent > 0;
-    kc_obs_conn_idle_closed(unread);
-    if (!unread) {
-        kc_conn_close(c, "idle for longer than connections.max.idle.ms");
-        return;
+    if (c->unanswered == 0 && !c->closing && !c->lingering) {
+        bool unread = c->unsent > 0;
+        kc_obs_conn_idle_closed(unread);
+        if (unread)
+            KC_WARN_LIMITED("net",
+                            "closing %s: %" PRIu64 " bytes of answers unread for longer than "
+                            "connections.max.idle.ms",
+                            c->peer, c->unsent);
+        kc_conn_close(c, unread ? NULL : "idle for longer than connections.max.idle.ms");
     }
-    KC_WARN_LIMITED("net",
-                    "closing %s: %" PRIu64 " bytes of answers unread for longer than "
-                    "connections.max.idle.ms",
-                    c->peer, c->unsent);
-    kc_conn_close(c, NULL);
+    touch(c); /* looked at; one closing stays in the list, at the tail, until it is freed */
+}
+
+/* The server's one idle timer (connections.max.idle.ms): the connections at the head of its
+ * list are the least recently active; those idle for idle_ms are looked at, each once, then
+ * the timer is armed for when the new head would be. */
+static void on_sweep(uv_timer_t *t)
+{
+    kc_server_t *s = t->data;
+    uint64_t now = uv_now(s->loop), idle = (uint64_t)s->opts.idle_ms;
+    kc_conn_t *c;
+    for (size_t n = s->n_conns; n > 0 && (c = s->conns) != NULL && now - c->active_ms >= idle; n--)
+        idle_over(c);
+    if (s->conns != NULL && !s->stopping) {
+        uint64_t age = now - s->conns->active_ms;
+        uv_timer_start(&s->sweep, on_sweep, age >= idle ? 0 : idle - age, 0);
+    }
 }
 
 /* "host:port" of the peer, at its length (a connection keeps it for its logs); the shared
@@ -743,15 +788,18 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
     c->peer = unknown_peer;
     c->counted = true;
     uv_tcp_init(s->loop, &c->tcp);
-    uv_timer_init(s->loop, &c->idle);
     c->tcp.data = c;
-    c->idle.data = c;
-    c->open_handles = 2;
-    c->next = s->conns;
-    if (s->conns)
-        s->conns->prev = c;
-    s->conns = c;
+    c->open_handles = 1;
+    c->active_ms = uv_now(s->loop);
+    c->prev = s->conns_tail;
+    if (s->conns_tail)
+        s->conns_tail->next = c;
+    else
+        s->conns = c;
+    s->conns_tail = c;
     s->n_conns++;
+    if (!uv_is_active((uv_handle_t *)&s->sweep) && !s->stopping)
+        uv_timer_start(&s->sweep, on_sweep, (uint64_t)s->opts.idle_ms, 0);
     kc_obs_conn_accepted();
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
         kc_conn_close(c, NULL);
@@ -766,7 +814,5 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
         return;
     }
     KC_DEBUG("net", "accepted %s", c->peer);
-    uint64_t idle = (uint64_t)s->opts.idle_ms;
-    uv_timer_start(&c->idle, on_idle, idle, idle);
     restart_reading(c);
 }

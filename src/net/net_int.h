@@ -34,8 +34,11 @@ struct kc_server_s {
     uv_loop_t *loop;
     kc_server_opts_t opts;
     kc_listener_h_t *listeners;
-    kc_conn_t *conns; /* doubly linked list of open connections */
+    /* Open connections, least recently active first (kc_conn_touch moves one to the tail), so
+     * that one timer finds the idle ones from the head (connections.max.idle.ms). */
+    kc_conn_t *conns, *conns_tail;
     size_t n_conns;
+    uv_timer_t sweep; /* fires when the head connection would have been idle for idle_ms */
     size_t n_listeners_open;
     bool stopping;
     uv_timer_t stop_timer; /* forces the close of connections that do not drain in time */
@@ -75,8 +78,9 @@ struct kc_slot_s {
  * write request and arenas exist only while it has bytes, requests or a write in flight. */
 struct kc_conn_s {
     uv_tcp_t tcp;
-    uv_timer_t idle;
-    kc_wreq_t *wreq; /* the write in flight, or NULL */
+    uv_timer_t *linger; /* only while lingering (linger_close): closes it after LINGER_MS */
+    uint64_t active_ms; /* uv_now when it last read or had a write taken (kc_conn_touch) */
+    kc_wreq_t *wreq;    /* the write in flight, or NULL */
     kc_server_t *server;
     kc_conn_t *prev, *next;
     char *peer; /* "host:port", malloc'd at its length; never NULL after kc_conn_accept */
@@ -99,7 +103,7 @@ struct kc_conn_s {
     kc_slot_t *writing;     /* first slot of the write in flight, or NULL */
     size_t writing_n;       /* how many slots that write covers */
 
-    int open_handles; /* tcp + idle timer not yet closed */
+    int open_handles; /* tcp (+ linger timer) not yet closed */
     bool reading;
     bool closing;
     bool draining;  /* shutdown: close once the queue is empty */

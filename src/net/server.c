@@ -53,6 +53,8 @@ kc_server_t *kc_server_new(uv_loop_t *loop, const kc_server_opts_t *opts)
         s->opts.max_request_bytes_queued = -1;
     uv_idle_init(loop, &s->resume);
     s->resume.data = s;
+    uv_timer_init(loop, &s->sweep);
+    s->sweep.data = s;
     return s;
 }
 
@@ -283,6 +285,8 @@ void kc_server_conn_gone(kc_server_t *s, kc_conn_t *c)
         s->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    else
+        s->conns_tail = c->prev;
     s->n_conns--;
     if (c->ip_counted) {
         kc_ip_count_t **pp = ip_find(s, c->ip);
@@ -320,8 +324,9 @@ void kc_server_shutdown(kc_server_t *s, void (*done)(void *arg), void *arg)
     s->done_arg = arg;
     uv_idle_stop(&s->resume);
     s->resume_closing = true;
-    s->n_listeners_open++; /* the resume handle: maybe_done waits for its close too */
+    s->n_listeners_open += 2; /* the resume and sweep handles: maybe_done waits for them too */
     uv_close((uv_handle_t *)&s->resume, on_resume_closed);
+    uv_close((uv_handle_t *)&s->sweep, on_resume_closed);
     kc_listener_h_t *l = s->listeners;
     s->listeners = NULL;
     while (l) {
