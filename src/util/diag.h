@@ -41,14 +41,14 @@ int kc_diag_parse_format(const char *s, kc_diag_format_t *out);
  * U+10FFFF) becomes \ufffd, so the output is valid JSON whatever the input. Valid UTF-8 is
  * copied as is. */
 void kc_diag_json_escape(const void *s, size_t n, void (*put)(void *arg, const char *s, size_t n),
-                         void *arg);
+                        void *arg);
 
 /* Format one JSON log line (newline included) into `buf` (capacity `cap`) for a message of
  * `msg_len` bytes written at `ts_ms` (Unix milliseconds). Returns the length the whole line
  * needs, like snprintf; the line is cut short (still NUL-terminated) when cap is too small.
  * kc_diag_write uses it in KC_DIAG_JSON mode; tests call it with a fixed time. */
 size_t kc_diag_json_line(char *buf, size_t cap, int64_t ts_ms, kc_diag_level_t lvl,
-                         const char *module, const char *msg, size_t msg_len);
+                        const char *module, const char *msg, size_t msg_len);
 
 /* Lines below `lvl` are dropped. The default is KC_DIAG_INFO. */
 void kc_diag_set_level(kc_diag_level_t lvl);
@@ -90,16 +90,16 @@ typedef struct kc_diag_limit_s {
     struct kc_diag_limit_s *next; /* in the list of those used */
     int listed;
     kc_diag_level_t level; /* of the last line dropped */
-    const char *module;    /* of the last line dropped */
-    int64_t window_ms;     /* when the last line was written (monotonic) */
-    uint64_t suppressed;   /* lines dropped since then */
-    char last[256];        /* the last line dropped, cut to fit */
+    const char *module;   /* of the last line dropped */
+    int64_t window_ms;    /* when the last line was written (monotonic) */
+    uint64_t suppressed;  /* lines dropped since then */
+    char last[256];       /* the last line dropped, cut to fit */
 } kc_diag_limit_t;
 
 /* Write one line through `lim` as described above (lvl filtering as kc_diag_write). The message
  * is cut at about 1 KB; the text kept for the summary at 255 bytes. */
 void kc_diag_limited(kc_diag_limit_t *lim, kc_diag_level_t lvl, const char *module, const char *fmt,
-                     ...) __attribute__((format(printf, 4, 5)));
+                    ...) __attribute__((format(printf, 4, 5)));
 
 /* Write the summary of every call site whose interval has ended with lines dropped. Cheap
  * when there are none; the daemon calls it once a second. */
@@ -113,21 +113,21 @@ void kc_diag_set_repeat_interval(int64_t ms);
  * For tests, which drive it by hand. */
 void kc_diag_set_repeat_clock(int64_t (*now_ms)(void));
 
-#define KC_DIAG_LIMITED_(lvl, mod, ...)                                                            \
+#define KC_DIAG_LIMITED_(lvl, mod, ...)                                                             \
     do {                                                                                           \
-        static kc_diag_limit_t kc_diag_limit_;                                                     \
-        if ((lvl) >= kc_diag_get_level())                                                          \
-            kc_diag_limited(&kc_diag_limit_, (lvl), (mod), __VA_ARGS__);                           \
+        static kc_diag_limit_t kc_diag_limit_;                                                       \
+        if ((lvl) >= kc_diag_get_level())                                                           \
+            kc_diag_limited(&kc_diag_limit_, (lvl), (mod), __VA_ARGS__);                             \
     } while (0)
 
 #define KC_INFO_LIMITED(mod, ...)  KC_DIAG_LIMITED_(KC_DIAG_INFO, mod, __VA_ARGS__)
 #define KC_WARN_LIMITED(mod, ...)  KC_DIAG_LIMITED_(KC_DIAG_WARN, mod, __VA_ARGS__)
 #define KC_ERROR_LIMITED(mod, ...) KC_DIAG_LIMITED_(KC_DIAG_ERROR, mod, __VA_ARGS__)
 
-#define KC_DIAG_AT_(lvl, mod, ...)                                                                 \
+#define KC_DIAG_AT_(lvl, mod, ...)                                                                  \
     do {                                                                                           \
-        if ((lvl) >= kc_diag_get_level())                                                          \
-            kc_diag_write((lvl), (mod), __VA_ARGS__);                                              \
+        if ((lvl) >= kc_diag_get_level())                                                           \
+            kc_diag_write((lvl), (mod), __VA_ARGS__);                                               \
     } while (0)
 
 #define KC_DEBUG(mod, ...) KC_DIAG_AT_(KC_DIAG_DEBUG, mod, __VA_ARGS__)
