@@ -1,11 +1,12 @@
 /* arena.c - the per-request bump allocator declared in arena.h.
  *
- * Memory comes from a chain of blocks, newest first (up to 16 KiB from the block pool below,
- * larger ones from malloc). An allocation is carved from the
- * head block at the next 16-byte boundary; when the head cannot hold it, a new block is pushed
- * whose size is twice the head's (doubling stops at BLOCK_MAX), or the rounded request if that
- * is larger, so a big allocation gets a block of its own. Every allocation is zero-filled when
- * it is handed out, which lets kc_arena_reset reuse a block without clearing it.
+ * Memory comes from a chain of blocks, newest first: up to 16 KiB from the block pool below,
+ * larger ones from malloc. An allocation is carved from the head block at the next 16-byte
+ * boundary; when the head cannot hold it, a new block is pushed whose size is twice the head's
+ * (doubling stops at BLOCK_MAX), or the rounded request if that is larger, so a big allocation
+ * gets a block of its own. A pooled block is as large as its size class allows. Every
+ * allocation is zero-filled when it is handed out, which lets kc_arena_reset reuse a block
+ * without clearing it.
  *
  * `total` counts the bytes requested (not the rounded ones) since kc_arena_init or the last
  * kc_arena_reset, and `limit` is checked against it: a request that would take `total` past
