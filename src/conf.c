@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coord/coord.h"
+
 typedef enum vtype_e {
     T_INT,       /* int32_t member; value in min..max */
     T_LONG,      /* int64_t member; value in min..max */
@@ -526,8 +528,7 @@ _Static_assert(N_SETTINGS == KC_CONF_N_SETTINGS, "KC_CONF_N_SETTINGS must count 
 _Static_assert(KC_CONF_LOG_ERROR == 3, "log_levels[] follows KC_CONF_LOG_*");
 _Static_assert(KC_CONF_LOG_JSON == 1, "log_formats[] follows KC_CONF_LOG_TEXT/JSON");
 
-#define TOPIC_NAME_MAX 249
-#define QUOTE_MAX      80 /* size of a buffer for quote() */
+#define QUOTE_MAX 80 /* size of a buffer for quote() */
 
 /* ---- small helpers ---- */
 
@@ -854,15 +855,6 @@ static void free_topics(kc_conf_topic_t *t, size_t n)
     free(t);
 }
 
-/* Kafka refuses a topic whose name equals another's once '.' and '_' are treated alike. */
-static bool collide(const char *a, const char *b)
-{
-    for (; *a != '\0' && *b != '\0'; a++, b++)
-        if (*a != *b && !((*a == '.' || *a == '_') && (*b == '.' || *b == '_')))
-            return false;
-    return *a == *b;
-}
-
 /* Parse a topic list for setting `s` into a new array (*out, *n); *out is NULL for an empty
  * list. On failure nothing is allocated and the problem is in prob. */
 static int parse_topics(const setting_t *s, const char *v, kc_conf_topic_t **out, size_t *n,
@@ -913,22 +905,21 @@ static int parse_topics(const setting_t *s, const char *v, kc_conf_topic_t **out
             seterr(prob, problen, "is not a valid topic list: an entry has no topic name");
             goto fail;
         }
-        if (ne - b > TOPIC_NAME_MAX) {
+        switch (kc_topic_name_check(b, (size_t)(ne - b))) {
+        case KC_TOPIC_NAME_OK:
+            break;
+        case KC_TOPIC_NAME_TOO_LONG:
             seterr(prob, problen,
                    "is not a valid topic list: topic name \"%s\" is longer than %d characters", q,
-                   TOPIC_NAME_MAX);
+                   KC_TOPIC_NAME_MAX);
             goto fail;
-        }
-        for (p = b; p < ne; p++) {
-            if (!is_host_char(*p)) {
-                seterr(prob, problen,
-                       "is not a valid topic list: topic name \"%s\" has a character other than "
-                       "a-z A-Z 0-9 . _ -",
-                       q);
-                goto fail;
-            }
-        }
-        if ((ne - b == 1 && b[0] == '.') || (ne - b == 2 && b[0] == '.' && b[1] == '.')) {
+        case KC_TOPIC_NAME_CHARS:
+            seterr(prob, problen,
+                   "is not a valid topic list: topic name \"%s\" has a character other than "
+                   "a-z A-Z 0-9 . _ -",
+                   q);
+            goto fail;
+        default: /* "." or ".." (an empty name was refused above) */
             seterr(prob, problen, "is not a valid topic list: \"%s\" is not a valid topic name", q);
             goto fail;
         }
@@ -962,7 +953,8 @@ static int parse_topics(const setting_t *s, const char *v, kc_conf_topic_t **out
                 count++;
                 goto fail;
             }
-            if (collide(t[i].name, t[count].name)) {
+            if (kc_topic_names_collide(t[i].name, strlen(t[i].name), t[count].name,
+                                       strlen(t[count].name))) {
                 seterr(prob, problen,
                        "is not a valid topic list: topics \"%s\" and \"%s\" collide ('.' and '_' "
                        "are the same to Kafka)",

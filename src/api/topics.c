@@ -35,7 +35,6 @@
 #include "util/diag.h"
 
 enum {
-    MAX_TOPIC_NAME = 249,       /* Kafka's Topic.MAX_NAME_LENGTH */
     MAX_PARTITIONS = 1000000,   /* as many as the `topics` setting allows */
     FETCH_PARK_MAX_MS = 5000,   /* no parked Fetch outlives the server's shutdown grace period */
     INVALID_REQUIRED_ACKS = 21, /* Produce acks other than -1, 0 and 1 */
@@ -76,57 +75,32 @@ static int32_t count(int32_t n)
     return n > 0 ? n : 0;
 }
 
-/* The length Java gives a string (UTF-16 code units) for UTF-8 bytes: one per character, two
- * for the characters outside the Basic Multilingual Plane. */
-static int32_t java_length(kc_str_t s)
-{
-    int32_t n = 0;
-    for (int32_t i = 0; i < s.len; i++) {
-        uint8_t b = (uint8_t)s.p[i];
-        if ((b & 0xc0) != 0x80)
-            n += b >= 0xf0 ? 2 : 1;
-    }
-    return n;
-}
-
 /* Kafka's Topic.validate: 0 when `name` is a legal topic name, else -1 with Kafka's message
  * ("Topic name is invalid: " and the reason, as Kafka 4.4 words it) in *why (from `a`, when `a`
  * is not NULL). */
 static int check_topic_name(kc_str_t name, kc_arena_t *a, kc_str_t *why)
 {
     kc_str_t msg = KC_STR_NULL;
-    int bad = 1;
-    if (name.len <= 0) {
-        if (a)
-            msg = msgf(a, "Topic name is invalid: the empty string is not allowed");
-    } else if (name.len == 1 && name.p[0] == '.') {
-        if (a)
-            msg = msgf(a, "Topic name is invalid: '.' is not allowed");
-    } else if (name.len == 2 && name.p[0] == '.' && name.p[1] == '.') {
-        if (a)
-            msg = msgf(a, "Topic name is invalid: '..' is not allowed");
-    } else if (java_length(name) > MAX_TOPIC_NAME) {
-        if (a)
-            msg = msgf(a,
-                       "Topic name is invalid: the length of '%.*s' is longer than the max "
-                       "allowed length %d",
-                       name.len, name.p, MAX_TOPIC_NAME);
-    } else {
-        bad = 0;
-        for (int32_t i = 0; i < name.len && !bad; i++) {
-            char c = name.p[i];
-            bad = !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-');
-        }
-        if (bad && a)
-            msg = msgf(a,
-                       "Topic name is invalid: '%.*s' contains one or more characters other "
-                       "than ASCII alphanumerics, '.', '_' and '-'",
-                       name.len, name.p);
-    }
+    int rule = kc_topic_name_check(name.p, name.len > 0 ? (size_t)name.len : 0);
+    if (a == NULL || rule == KC_TOPIC_NAME_OK)
+        ;
+    else if (rule == KC_TOPIC_NAME_EMPTY)
+        msg = msgf(a, "Topic name is invalid: the empty string is not allowed");
+    else if (rule == KC_TOPIC_NAME_DOTS)
+        msg = msgf(a, "Topic name is invalid: '%.*s' is not allowed", name.len, name.p);
+    else if (rule == KC_TOPIC_NAME_TOO_LONG)
+        msg = msgf(a,
+                   "Topic name is invalid: the length of '%.*s' is longer than the max "
+                   "allowed length %d",
+                   name.len, name.p, KC_TOPIC_NAME_MAX);
+    else
+        msg = msgf(a,
+                   "Topic name is invalid: '%.*s' contains one or more characters other "
+                   "than ASCII alphanumerics, '.', '_' and '-'",
+                   name.len, name.p);
     if (why)
         *why = msg;
-    return bad ? -1 : 0;
+    return rule == KC_TOPIC_NAME_OK ? 0 : -1;
 }
 
 /* Topics a client may not create: Kafka's internal topics. kcoord keeps __consumer_offsets
@@ -146,16 +120,9 @@ static const char *colliding_topic(const kc_catalog_t *cat, kc_str_t name)
         return NULL;
     for (size_t i = 0; i < cat->n; i++) {
         const char *t = cat->topics[i].name;
-        if (strlen(t) != (size_t)name.len || memcmp(t, name.p, (size_t)name.len) == 0)
-            continue;
-        int32_t j = 0;
-        while (j < name.len) {
-            char x = t[j] == '.' ? '_' : t[j], y = name.p[j] == '.' ? '_' : name.p[j];
-            if (x != y)
-                break;
-            j++;
-        }
-        if (j == name.len)
+        size_t n = strlen(t);
+        if (n == (size_t)name.len && memcmp(t, name.p, n) != 0 &&
+            kc_topic_names_collide(t, n, name.p, n))
             return t;
     }
     return NULL;

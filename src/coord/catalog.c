@@ -9,40 +9,52 @@
 #include <string.h>
 
 #include "coord/coord.h"
+#include "util/hash.h"
 
-/* MurmurHash3's 64-bit finaliser: every input bit affects every output bit. */
-static uint64_t fmix64(uint64_t k)
+int kc_topic_name_check(const char *name, size_t len)
 {
-    k ^= k >> 33;
-    k *= UINT64_C(0xff51afd7ed558ccd);
-    k ^= k >> 33;
-    k *= UINT64_C(0xc4ceb9fe1a85ec53);
-    k ^= k >> 33;
-    return k;
+    if (len == 0)
+        return KC_TOPIC_NAME_EMPTY;
+    if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
+        return KC_TOPIC_NAME_DOTS;
+    size_t java_len = 0; /* UTF-16 code units: two for a character outside the BMP */
+    for (size_t i = 0; i < len; i++) {
+        uint8_t b = (uint8_t)name[i];
+        if ((b & 0xc0) != 0x80)
+            java_len += b >= 0xf0 ? 2 : 1;
+    }
+    if (java_len > KC_TOPIC_NAME_MAX)
+        return KC_TOPIC_NAME_TOO_LONG;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return KC_TOPIC_NAME_CHARS;
+    }
+    return KC_TOPIC_NAME_OK;
 }
 
-/* FNV-1a over `n` bytes, continuing from `h`. */
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+bool kc_topic_names_collide(const char *a, size_t alen, const char *b, size_t blen)
 {
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= UINT64_C(0x100000001b3);
-    }
-    return h;
+    if (alen != blen)
+        return false;
+    for (size_t i = 0; i < alen; i++)
+        if (a[i] != b[i] && !((a[i] == '.' || a[i] == '_') && (b[i] == '.' || b[i] == '_')))
+            return false;
+    return true;
 }
 
 kc_uuid_t kc_topic_id_for(const char *cluster_id, const char *name, size_t name_len)
 {
     static const uint8_t sep = 0;
-    uint64_t a = fnv1a(UINT64_C(0xcbf29ce484222325), cluster_id, strlen(cluster_id));
-    a = fnv1a(a, &sep, 1);
-    a = fnv1a(a, name, name_len);
-    uint64_t b = fnv1a(UINT64_C(0x84222325cbf29ce4), name, name_len);
-    b = fnv1a(b, &sep, 1);
-    b = fnv1a(b, cluster_id, strlen(cluster_id));
-    uint64_t hi = fmix64(a ^ fmix64(b));
-    uint64_t lo = fmix64(b + UINT64_C(0x9e3779b97f4a7c15) * (a | 1));
+    uint64_t a = kc_hash_fnv1a(KC_HASH_FNV1A_SEED, cluster_id, strlen(cluster_id));
+    a = kc_hash_fnv1a(a, &sep, 1);
+    a = kc_hash_fnv1a(a, name, name_len);
+    uint64_t b = kc_hash_fnv1a(UINT64_C(0x84222325cbf29ce4), name, name_len);
+    b = kc_hash_fnv1a(b, &sep, 1);
+    b = kc_hash_fnv1a(b, cluster_id, strlen(cluster_id));
+    uint64_t hi = kc_hash_fmix64(a ^ kc_hash_fmix64(b));
+    uint64_t lo = kc_hash_fmix64(b + UINT64_C(0x9e3779b97f4a7c15) * (a | 1));
     kc_uuid_t id;
     for (int i = 0; i < 8; i++) {
         id.b[i] = (uint8_t)(hi >> (56 - 8 * i));

@@ -62,9 +62,8 @@
 #include "coord/coord_int.h"
 #include "log/log.h"
 #include "proto/errors.h"
+#include "util/container.h"
 #include "util/diag.h"
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 enum { RETRY_MIN_MS = 100, RETRY_MAX_MS = 5000 };
 

@@ -22,6 +22,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,8 +55,51 @@ _Static_assert(KC_BATCH_MIN_LENGTH == 49, "an empty batch has batchLength 49");
  * valueLength and headerCount, one byte each. */
 #define MIN_RECORD_SIZE 7
 
+/* Compression memory kept between batches. zstd sizes a compression context's workspace by
+ * the input (about 200 KiB for a small batch at the default level) and keeps the largest it ever
+ * needed. So batch contexts do not each own one (every partition would hold its own, and one
+ * burst of group records would leave each at its largest): the batches written on one thread
+ * share that thread's, freed with the thread, and a workspace or scratch buffer grown past
+ * these by one large batch is released after it. */
+#define KEEP_CCTX_BYTES    ((size_t)1024 * 1024)
+#define KEEP_SCRATCH_BYTES ((size_t)256 * 1024)
+
+static pthread_once_t cctx_once = PTHREAD_ONCE_INIT;
+static pthread_key_t cctx_key;
+static bool cctx_key_ok;
+
+static void cctx_free(void *p)
+{
+    ZSTD_freeCCtx(p);
+}
+
+static void cctx_key_init(void)
+{
+    cctx_key_ok = pthread_key_create(&cctx_key, cctx_free) == 0;
+}
+
+/* This thread's compression context, created at its first use; NULL when out of memory. */
+static ZSTD_CCtx *thread_cctx(void)
+{
+    pthread_once(&cctx_once, cctx_key_init);
+    if (!cctx_key_ok)
+        return NULL;
+    ZSTD_CCtx *z = pthread_getspecific(cctx_key);
+    if (z == NULL && (z = ZSTD_createCCtx()) != NULL && pthread_setspecific(cctx_key, z) != 0) {
+        ZSTD_freeCCtx(z);
+        z = NULL;
+    }
+    return z;
+}
+
+/* After a batch: a workspace grown past KEEP_CCTX_BYTES goes. */
+static void thread_cctx_trim(ZSTD_CCtx *z)
+{
+    if (ZSTD_sizeof_CCtx(z) > KEEP_CCTX_BYTES && pthread_setspecific(cctx_key, NULL) == 0)
+        ZSTD_freeCCtx(z);
+}
+
 struct kc_batch_ctx_s {
-    ZSTD_CCtx *cctx;     /* created at the first compression */
     ZSTD_DCtx *dctx;     /* created at the first decompression */
     kc_writer_t scratch; /* uncompressed records while encoding */
     uint8_t *dbuf;       /* inflated records while reading */
@@ -95,7 +140,6 @@ void kc_batch_ctx_free(kc_batch_ctx_t *c)
 {
     if (c == NULL)
         return;
-    ZSTD_freeCCtx(c->cctx);
     ZSTD_freeDCtx(c->dctx);
     kc_wr_free(&c->scratch);
     free(c->dbuf);
@@ -204,7 +248,8 @@ static int encode(kc_batch_ctx_t *c, kc_writer_t *w, const kc_batch_spec_t *s,
         if (rc != 0)
             return rc;
     } else {
-        if (c->cctx == NULL && (c->cctx = ZSTD_createCCtx()) == NULL)
+        ZSTD_CCtx *cctx = thread_cctx();
+        if (cctx == NULL)
             return -ENOMEM;
         c->scratch.len = 0;
         c->scratch.err = 0;
@@ -216,8 +261,13 @@ static int encode(kc_batch_ctx_t *c, kc_writer_t *w, const kc_batch_spec_t *s,
             return KC_LOG_ETOOBIG;
         if (!kc_wr_reserve(w, bound))
             return -ENOMEM;
-        size_t z = ZSTD_compressCCtx(c->cctx, w->buf + w->len, bound, c->scratch.buf,
-                                     c->scratch.len, s->zstd_level);
+        size_t z = ZSTD_compressCCtx(cctx, w->buf + w->len, bound, c->scratch.buf, c->scratch.len,
+                                     s->zstd_level);
+        thread_cctx_trim(cctx);
+        if (c->scratch.cap > KEEP_SCRATCH_BYTES) {
+            kc_wr_free(&c->scratch);
+            kc_wr_init(&c->scratch);
+        }
         if (ZSTD_isError(z))
             return KC_LOG_ECOMPRESS;
         w->len += z;

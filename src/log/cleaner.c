@@ -60,6 +60,7 @@
 #include "log/log_int.h"
 #include "util/arena.h"
 #include "util/diag.h"
+#include "util/hash.h"
 
 #define MOD             "log"
 #define PATH_MAX_       4096
@@ -95,12 +96,7 @@ static const uint8_t empty_key[1];
 /* FNV-1a, with the high bits folded into the low ones that pick the slot. */
 static uint64_t hash_key(const uint8_t *p, size_t n)
 {
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h ^ (h >> 29);
+    return kc_hash_fold(kc_hash_fnv1a(KC_HASH_FNV1A_SEED, p, n));
 }
 
 /* The slot holding `key`, or the empty slot where it would go. */

@@ -29,8 +29,36 @@
 
 enum { READ_CHUNK = KC_NET_READ_CHUNK, MAX_IOV = 128 };
 
+/* A slot's arena starts with room for its frame and this much more (the decoded request and
+ * the handler's scratch usually fit), not with the default 4 KiB: a parked request (a JoinGroup
+ * waiting for its rebalance) holds its arena, and thousands parked at once left their 4 KiB
+ * holes between the members' long-lived allocations, memory the process kept. */
+enum { SLOT_ARENA_HEADROOM = 1024 };
+
 static void flush(kc_conn_t *c);
 static void process_frames(kc_conn_t *c);
+
+/* The connection read, or its client took an answer: it becomes the most recently active, at
+ * the tail of the server's list. */
+static void touch(kc_conn_t *c)
+{
+    kc_server_t *s = c->server;
+    c->active_ms = uv_now(s->loop);
+    if (s->conns_tail == c)
+        return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    c->next->prev = c->prev; /* not the tail: there is a next */
+    c->prev = s->conns_tail;
+    c->next = NULL;
+    s->conns_tail->next = c;
+    s->conns_tail = c;
+}
+
+/* The peer of a connection whose address could not be read (or stored). */
+static char unknown_peer[] = "?";
 
 /* The request's memory (its frame and its arena) is no longer needed: it was answered. */
 static void slot_drop_request(kc_slot_t *s)
@@ -316,7 +344,7 @@ static void process_frames(kc_conn_t *c)
          * is copied into the slot's arena. */
         bool take = !c->borrowed && c->rcharged > 0;
         if (s != NULL) {
-            kc_arena_init(&s->arena);
+            kc_arena_init_sized(&s->arena, take ? 0 : size + SLOT_ARENA_HEADROOM);
             if (take && (left == 0 || (rest = malloc(left)) != NULL))
                 frame = c->rbuf + off + 4;
             else if (!take)
@@ -402,7 +430,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread == 0)
         return;
-    uv_timer_again(&c->idle);
+    touch(c);
     if (buf->base != NULL && (uint8_t *)buf->base == c->server->scratch) {
         /* on_alloc lent the scratch buffer: cut frames from it, keep the rest. */
         free(c->rbuf); /* empty (rlen was 0), if not already freed */
@@ -421,9 +449,35 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     }
 }
 
+/* Spare write requests the server keeps; more are freed. */
+enum { MAX_SPARE_WREQ = 64 };
+
+static kc_wreq_t *wreq_get(kc_server_t *srv)
+{
+    kc_wreq_t *w = srv->spare;
+    if (w == NULL)
+        return malloc(sizeof(*w));
+    srv->spare = w->next_spare;
+    srv->n_spare--;
+    return w;
+}
+
+static void wreq_put(kc_server_t *srv, kc_wreq_t *w)
+{
+    if (srv->n_spare >= MAX_SPARE_WREQ) {
+        free(w);
+        return;
+    }
+    w->next_spare = srv->spare;
+    srv->spare = w;
+    srv->n_spare++;
+}
+
 static void on_write(uv_write_t *req, int status)
 {
-    kc_conn_t *c = container_of(req, kc_conn_t, wreq);
+    kc_conn_t *c = req->data;
+    wreq_put(c->server, c->wreq);
+    c->wreq = NULL;
     for (size_t i = 0; i < c->writing_n; i++)
         pop_head(c);
     c->writing = NULL;
@@ -436,7 +490,7 @@ static void on_write(uv_write_t *req, int status)
         return;
     }
     if (!c->lingering) /* the client read: the connection is not idle */
-        uv_timer_again(&c->idle);
+        touch(c);
     flush(c);
     restart_reading(c);
 }
@@ -463,6 +517,7 @@ static void on_linger_timeout(uv_timer_t *t)
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
     kc_conn_t *c = req->handle->data;
+    free(req);
     if (status < 0 && !c->closing)
         kc_conn_close(c, NULL);
 }
@@ -477,13 +532,29 @@ static void linger_close(kc_conn_t *c)
         return;
     c->lingering = true;
     c->rlen = 0;
-    if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0 ||
-        (!c->reading && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)) {
+    uv_shutdown_t *sreq = malloc(sizeof(*sreq));
+    if (sreq == NULL) {
+        kc_conn_close(c, NULL);
+        return;
+    }
+    if (uv_shutdown(sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+        free(sreq);
+        kc_conn_close(c, NULL);
+        return;
+    }
+    if (!c->reading && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
         kc_conn_close(c, NULL);
         return;
     }
     c->reading = true;
-    uv_timer_start(&c->idle, on_linger_timeout, LINGER_MS, 0);
+    if ((c->linger = malloc(sizeof(*c->linger))) == NULL) {
+        kc_conn_close(c, NULL);
+        return;
+    }
+    uv_timer_init(c->server->loop, c->linger);
+    c->linger->data = c;
+    c->open_handles++;
+    uv_timer_start(c->linger, on_linger_timeout, LINGER_MS, 0);
 }
 
 static void flush(kc_conn_t *c)
@@ -508,10 +579,18 @@ static void flush(kc_conn_t *c)
             linger_close(c);
         return;
     }
+    if ((c->wreq = wreq_get(c->server)) == NULL) {
+        KC_ERROR("net", "closing %s: out of memory for a write", c->peer);
+        kc_conn_close(c, NULL);
+        return;
+    }
+    c->wreq->req.data = c;
     c->writing = c->head;
     c->writing_n = slots;
-    int rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, n, on_write);
+    int rc = uv_write(&c->wreq->req, (uv_stream_t *)&c->tcp, bufs, n, on_write);
     if (rc != 0) {
+        wreq_put(c->server, c->wreq);
+        c->wreq = NULL;
         c->writing = NULL;
         c->writing_n = 0;
         KC_DEBUG("net", "%s: write failed: %s", c->peer, uv_strerror(rc));
@@ -584,6 +663,10 @@ const char *kc_conn_peer(const kc_conn_t *c)
 static void on_handle_closed(uv_handle_t *h)
 {
     kc_conn_t *c = h->data;
+    if (c->linger != NULL && h == (uv_handle_t *)c->linger) {
+        free(c->linger);
+        c->linger = NULL;
+    }
     if (--c->open_handles > 0)
         return;
     while (c->head) {
@@ -607,6 +690,8 @@ static void on_handle_closed(uv_handle_t *h)
     kc_server_conn_gone(c->server, c);
     if (c->counted)
         kc_obs_conn_closed();
+    if (c->peer != unknown_peer)
+        free(c->peer);
     free(c);
 }
 
@@ -621,7 +706,8 @@ void kc_conn_close(kc_conn_t *c, const char *why)
         uv_read_stop((uv_stream_t *)&c->tcp);
     c->reading = false;
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
-    uv_close((uv_handle_t *)&c->idle, on_handle_closed);
+    if (c->linger != NULL)
+        uv_close((uv_handle_t *)c->linger, on_handle_closed);
 }
 
 void kc_conn_drain(kc_conn_t *c)
@@ -635,42 +721,60 @@ void kc_conn_drain(kc_conn_t *c)
 
 /* Nothing read or written for connections.max.idle.ms. A connection whose answers wait for
  * a client that does not read them is idle too; one with a request the application still
- * holds (a parked JoinGroup, a long-poll Fetch) is not. */
-static void on_idle(uv_timer_t *t)
+ * holds (a parked JoinGroup, a long-poll Fetch) is not (it is looked at again idle_ms later);
+ * neither is one closing or lingering (its own timer ends it). */
+static void idle_over(kc_conn_t *c)
 {
-    kc_conn_t *c = t->data;
-    if (c->unanswered > 0)
-        return;
-    bool unread = c->unsent > 0;
-    kc_obs_conn_idle_closed(unread);
-    if (!unread) {
-        kc_conn_close(c, "idle for longer than connections.max.idle.ms");
-        return;
+    if (c->unanswered == 0 && !c->closing && !c->lingering) {
+        bool unread = c->unsent > 0;
+        kc_obs_conn_idle_closed(unread);
+        if (unread)
+            KC_WARN_LIMITED("net",
+                            "closing %s: %" PRIu64 " bytes of answers unread for longer than "
+                            "connections.max.idle.ms",
+                            c->peer, c->unsent);
+        kc_conn_close(c, unread ? NULL : "idle for longer than connections.max.idle.ms");
     }
-    KC_WARN_LIMITED("net",
-                    "closing %s: %" PRIu64 " bytes of answers unread for longer than "
-                    "connections.max.idle.ms",
-                    c->peer, c->unsent);
-    kc_conn_close(c, NULL);
+    touch(c); /* looked at; one closing stays in the list, at the tail, until it is freed */
 }
 
+/* The server's one idle timer (connections.max.idle.ms): the connections at the head of its
+ * list are the least recently active; those idle for idle_ms are looked at, each once, then
+ * the timer is armed for when the new head would be. */
+static void on_sweep(uv_timer_t *t)
+{
+    kc_server_t *s = t->data;
+    uint64_t now = uv_now(s->loop), idle = (uint64_t)s->opts.idle_ms;
+    kc_conn_t *c;
+    for (size_t n = s->n_conns; n > 0 && (c = s->conns) != NULL && now - c->active_ms >= idle; n--)
+        idle_over(c);
+    if (s->conns != NULL && !s->stopping) {
+        uint64_t age = now - s->conns->active_ms;
+        uv_timer_start(&s->sweep, on_sweep, age >= idle ? 0 : idle - age, 0);
+    }
+}
+
+/* "host:port" of the peer, at its length (a connection keeps it for its logs); the shared
+ * "?" when it cannot be read or allocated. */
 static void peer_name(kc_conn_t *c)
 {
     struct sockaddr_storage ss;
     int len = sizeof(ss);
-    char host[48] = "?";
+    char host[48] = "?", buf[64];
     int port = 0;
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
         if (ss.ss_family == AF_INET6) {
             uv_ip6_name((struct sockaddr_in6 *)&ss, host, sizeof(host));
             port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-            snprintf(c->peer, sizeof(c->peer), "[%s]:%d", host, port);
-            return;
+        } else {
+            uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof(host));
+            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
         }
-        uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof(host));
-        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
     }
-    snprintf(c->peer, sizeof(c->peer), "%s:%d", host, port);
+    snprintf(buf, sizeof(buf), ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host, port);
+    char *p = strdup(buf);
+    if (p != NULL)
+        c->peer = p;
 }
 
 void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
@@ -681,20 +785,23 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
         return;
     }
     c->server = s;
+    c->peer = unknown_peer;
     c->counted = true;
     uv_tcp_init(s->loop, &c->tcp);
-    uv_timer_init(s->loop, &c->idle);
     c->tcp.data = c;
-    c->idle.data = c;
-    c->open_handles = 2;
-    c->next = s->conns;
-    if (s->conns)
-        s->conns->prev = c;
-    s->conns = c;
+    c->open_handles = 1;
+    c->active_ms = uv_now(s->loop);
+    c->prev = s->conns_tail;
+    if (s->conns_tail)
+        s->conns_tail->next = c;
+    else
+        s->conns = c;
+    s->conns_tail = c;
     s->n_conns++;
+    if (!uv_is_active((uv_handle_t *)&s->sweep) && !s->stopping)
+        uv_timer_start(&s->sweep, on_sweep, (uint64_t)s->opts.idle_ms, 0);
     kc_obs_conn_accepted();
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
-        snprintf(c->peer, sizeof(c->peer), "?");
         kc_conn_close(c, NULL);
         return;
     }
@@ -707,7 +814,5 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
         return;
     }
     KC_DEBUG("net", "accepted %s", c->peer);
-    uint64_t idle = (uint64_t)s->opts.idle_ms;
-    uv_timer_start(&c->idle, on_idle, idle, idle);
     restart_reading(c);
 }

@@ -104,4 +104,27 @@ kc_arena_t *kc_slot_arena(kc_slot_t *slot);
 /* "host:port" of the peer, for logs. Valid while the connection is. */
 const char *kc_conn_peer(const kc_conn_t *c);
 
+/* ---- Listeners for other protocols (the HTTP endpoints) ---------------------------------- */
+
+/* A bound, listening TCP socket whose connections its owner accepts and serves (listen.c). */
+typedef struct kc_net_listener_s kc_net_listener_t;
+
+/* A connection waits on `l`: take it with kc_net_accept (now, or never: an untaken one keeps
+ * waiting in the backlog and libuv stops watching the listener until one is taken). */
+typedef void (*kc_net_accept_cb)(void *arg, kc_net_listener_t *l);
+
+/* Bind host:port (as kc_server_listen resolves it) and listen with `backlog`. Returns the
+ * listener and writes the bound port to *bound_port, or returns NULL with a libuv error code in
+ * *err (a handle already opened is closed once the loop runs). */
+kc_net_listener_t *kc_net_listen(uv_loop_t *loop, const char *host, int port, int backlog,
+                                 kc_net_accept_cb cb, void *arg, int *bound_port, int *err);
+
+/* Initialise `client` on the listener's loop and accept the waiting connection into it.
+ * Returns 0 or a libuv error code; the handle is initialised either way, so its owner closes it
+ * with uv_close in both cases. */
+int kc_net_accept(kc_net_listener_t *l, uv_tcp_t *client);
+
+/* Stop listening; done(arg) runs from the loop once the socket is closed, and `l` is gone. */
+void kc_net_listener_close(kc_net_listener_t *l, void (*done)(void *arg), void *arg);
+
 #endif

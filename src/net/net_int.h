@@ -7,14 +7,19 @@
 
 #include "net/net.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
 typedef struct kc_listener_h_s {
     uv_tcp_t tcp;
     kc_server_t *server;
     struct kc_listener_h_s *next;
     bool pending; /* a connection waits for uv_accept (max.connections was reached) */
 } kc_listener_h_t;
+
+/* A write in flight. Only a connection that is writing holds one (an idle connection holds
+ * none); finished ones wait in the server's spare list for the next write. */
+typedef struct kc_wreq_s {
+    uv_write_t req;
+    struct kc_wreq_s *next_spare;
+} kc_wreq_t;
 
 /* Open connections from one address, for max.connections.per.ip. */
 typedef struct kc_ip_count_s {
@@ -29,8 +34,11 @@ struct kc_server_s {
     uv_loop_t *loop;
     kc_server_opts_t opts;
     kc_listener_h_t *listeners;
-    kc_conn_t *conns; /* doubly linked list of open connections */
+    /* Open connections, least recently active first (kc_conn_touch moves one to the tail), so
+     * that one timer finds the idle ones from the head (connections.max.idle.ms). */
+    kc_conn_t *conns, *conns_tail;
     size_t n_conns;
+    uv_timer_t sweep; /* fires when the head connection would have been idle for idle_ms */
     size_t n_listeners_open;
     bool stopping;
     uv_timer_t stop_timer; /* forces the close of connections that do not drain in time */
@@ -45,6 +53,8 @@ struct kc_server_s {
     uv_idle_t resume;      /* resumes every connection once req_bytes is back under budget */
     bool resume_closing;
     uint8_t *scratch; /* READ_CHUNK bytes lent to reads of connections without a partial frame */
+    kc_wreq_t *spare; /* write requests of finished writes, kept for the next (a few) */
+    size_t n_spare;
 
     /* Connection limits. */
     kc_ip_count_t **ips; /* KC_NET_IP_BUCKETS chains; NULL until max.connections.per.ip is used */
@@ -64,14 +74,16 @@ struct kc_slot_s {
     kc_arena_t arena; /* the frame copy and the handler's memory */
 };
 
+/* What a connection holds while idle is this struct alone: its read buffer, reply queue,
+ * write request and arenas exist only while it has bytes, requests or a write in flight. */
 struct kc_conn_s {
     uv_tcp_t tcp;
-    uv_timer_t idle;
-    uv_write_t wreq;
-    uv_shutdown_t sreq;
+    uv_timer_t *linger; /* only while lingering (linger_close): closes it after LINGER_MS */
+    uint64_t active_ms; /* uv_now when it last read or had a write taken (kc_conn_touch) */
+    kc_wreq_t *wreq;    /* the write in flight, or NULL */
     kc_server_t *server;
     kc_conn_t *prev, *next;
-    char peer[64];
+    char *peer; /* "host:port", malloc'd at its length; never NULL after kc_conn_accept */
 
     uint8_t *rbuf; /* bytes read but not yet cut into frames; NULL when there are none */
     size_t rlen, rcap;
@@ -91,7 +103,7 @@ struct kc_conn_s {
     kc_slot_t *writing;     /* first slot of the write in flight, or NULL */
     size_t writing_n;       /* how many slots that write covers */
 
-    int open_handles; /* tcp + idle timer not yet closed */
+    int open_handles; /* tcp (+ linger timer) not yet closed */
     bool reading;
     bool closing;
     bool draining;  /* shutdown: close once the queue is empty */
@@ -99,6 +111,12 @@ struct kc_conn_s {
 };
 
 enum { KC_NET_READ_CHUNK = 64 * 1024 };
+
+/* listen.c: host:port into *addr (an IP literal, or a name resolved synchronously). Returns 0
+ * or a libuv error code. */
+int kc_net_resolve(uv_loop_t *loop, const char *host, int port, struct sockaddr_storage *addr);
+/* listen.c: the port a bound socket has, or -1. */
+int kc_net_bound_port(const uv_tcp_t *tcp);
 
 /* conn.c */
 void kc_conn_accept(kc_server_t *s, uv_stream_t *listener);

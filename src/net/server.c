@@ -23,6 +23,7 @@
 #include "net/net_int.h"
 #include "obs/metrics.h"
 #include "util/diag.h"
+#include "util/hash.h"
 
 /* How long shutdown waits for connections to take their last answers. A client that reads
  * takes them in milliseconds; one that does not read (its answers over
@@ -52,6 +53,8 @@ kc_server_t *kc_server_new(uv_loop_t *loop, const kc_server_opts_t *opts)
         s->opts.max_request_bytes_queued = -1;
     uv_idle_init(loop, &s->resume);
     s->resume.data = s;
+    uv_timer_init(loop, &s->sweep);
+    s->sweep.data = s;
     return s;
 }
 
@@ -108,10 +111,7 @@ static void on_connection(uv_stream_t *listener, int status)
 
 static uint32_t ip_hash(const uint8_t *a)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (int i = 0; i < 17; i++)
-        h = (h ^ a[i]) * 16777619u;
-    return h % KC_NET_IP_BUCKETS;
+    return (uint32_t)(kc_hash_fold(kc_hash_fnv1a(KC_HASH_FNV1A_SEED, a, 17)) % KC_NET_IP_BUCKETS);
 }
 
 /* The peer's address as a table key; false when it cannot be read. */
@@ -209,22 +209,9 @@ static void on_listener_closed(uv_handle_t *h);
 int kc_server_listen(kc_server_t *s, const char *host, int port, int *bound_port)
 {
     struct sockaddr_storage addr;
-    memset(&addr, 0, sizeof(addr));
-    if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
-        uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0) {
-        /* A host name: resolve it once, synchronously, at start-up. */
-        uv_getaddrinfo_t req;
-        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-        int rc = uv_getaddrinfo(s->loop, &req, NULL, host, NULL, &hints);
-        if (rc != 0)
-            return rc;
-        memcpy(&addr, req.addrinfo->ai_addr, req.addrinfo->ai_addrlen);
-        uv_freeaddrinfo(req.addrinfo);
-        if (addr.ss_family == AF_INET6)
-            ((struct sockaddr_in6 *)&addr)->sin6_port = htons((uint16_t)port);
-        else
-            ((struct sockaddr_in *)&addr)->sin_port = htons((uint16_t)port);
-    }
+    int rrc = kc_net_resolve(s->loop, host, port, &addr);
+    if (rrc != 0)
+        return rrc;
     kc_listener_h_t *l = calloc(1, sizeof(*l));
     if (l == NULL)
         return UV_ENOMEM;
@@ -298,6 +285,8 @@ void kc_server_conn_gone(kc_server_t *s, kc_conn_t *c)
         s->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    else
+        s->conns_tail = c->prev;
     s->n_conns--;
     if (c->ip_counted) {
         kc_ip_count_t **pp = ip_find(s, c->ip);
@@ -335,8 +324,9 @@ void kc_server_shutdown(kc_server_t *s, void (*done)(void *arg), void *arg)
     s->done_arg = arg;
     uv_idle_stop(&s->resume);
     s->resume_closing = true;
-    s->n_listeners_open++; /* the resume handle: maybe_done waits for its close too */
+    s->n_listeners_open += 2; /* the resume and sweep handles: maybe_done waits for them too */
     uv_close((uv_handle_t *)&s->resume, on_resume_closed);
+    uv_close((uv_handle_t *)&s->sweep, on_resume_closed);
     kc_listener_h_t *l = s->listeners;
     s->listeners = NULL;
     while (l) {
@@ -376,5 +366,10 @@ void kc_server_free(kc_server_t *s)
         free(s->ips);
     }
     free(s->scratch);
+    while (s->spare != NULL) {
+        kc_wreq_t *w = s->spare;
+        s->spare = w->next_spare;
+        free(w);
+    }
     free(s);
 }

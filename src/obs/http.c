@@ -11,6 +11,10 @@
  * until the client closes, so that closing with unread bytes does not reset the connection
  * before the client has read the answer.
  *
+ * The listening socket is the network room's (net.h kc_net_listen): for each connection waiting
+ * on it, on_connection counts it against metrics.max.connections and takes it with
+ * kc_net_accept, or closes it at once when even the 503 answers are over their bound.
+ *
  * Every connection has one timer: the head's deadline, then each write's, then the linger's.
  * Handles are closed with uv_close and the memory freed in the close callbacks; the server
  * frees itself after kc_http_close once its listener and its last connection are closed.
@@ -22,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/net.h"
+#include "util/container.h"
 #include "util/diag.h"
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* How often a bound that is hit may be logged (the lines in between are counted). */
 
@@ -65,8 +69,8 @@ struct kc_http_s {
     uv_loop_t *loop;
     kc_http_handler_fn fn;
     void *app;
-    uv_tcp_t listener;
-    bool listener_init;
+    kc_net_listener_t *listener; /* net's socket; NULL before kc_http_listen */
+    bool listener_init;          /* listening, or its close not finished */
     bool closing;
     hconn_t *conns;
     int n_served, n_refused; /* open connections of each kind */
@@ -470,10 +474,11 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     }
 }
 
-static void on_connection(uv_stream_t *listener, int status)
+/* A connection waits on the listener (net's): take it, into the bounds of this server. */
+static void on_connection(void *arg, kc_net_listener_t *listener)
 {
-    kc_http_t *h = listener->data;
-    if (status < 0 || h->closing)
+    kc_http_t *h = arg;
+    if (h->closing)
         return;
     hconn_t *c = calloc(1, sizeof(*c));
     if (c == NULL) {
@@ -481,7 +486,7 @@ static void on_connection(uv_stream_t *listener, int status)
         return;
     }
     c->server = h;
-    uv_tcp_init(h->loop, &c->tcp);
+    int accepted = kc_net_accept(listener, &c->tcp);
     uv_timer_init(h->loop, &c->timer);
     c->tcp.data = c;
     c->timer.data = c;
@@ -497,7 +502,7 @@ static void on_connection(uv_stream_t *listener, int status)
         h->n_refused++;
     else
         h->n_served++;
-    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+    if (accepted != 0) {
         conn_close(c);
         return;
     }
@@ -545,43 +550,18 @@ int kc_http_listen(kc_http_t *h, const char *host, int port, int *bound_port)
 {
     if (h->listener_init)
         return UV_EBUSY;
-    struct sockaddr_storage addr;
-    memset(&addr, 0, sizeof(addr));
-    if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
-        uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0) {
-        uv_getaddrinfo_t req;
-        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-        int rc = uv_getaddrinfo(h->loop, &req, NULL, host, NULL, &hints);
-        if (rc != 0)
-            return rc;
-        memcpy(&addr, req.addrinfo->ai_addr, req.addrinfo->ai_addrlen);
-        uv_freeaddrinfo(req.addrinfo);
-        if (addr.ss_family == AF_INET6)
-            ((struct sockaddr_in6 *)&addr)->sin6_port = htons((uint16_t)port);
-        else
-            ((struct sockaddr_in *)&addr)->sin_port = htons((uint16_t)port);
-    }
-    uv_tcp_init(h->loop, &h->listener);
-    h->listener.data = h;
+    int rc = 0;
+    h->listener = kc_net_listen(h->loop, host, port, 64, on_connection, h, bound_port, &rc);
+    if (h->listener == NULL)
+        return rc;
     h->listener_init = true;
-    int rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)&addr, 0);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&h->listener, 64, on_connection);
-    if (rc != 0)
-        return rc; /* the handle is closed by kc_http_close */
-    struct sockaddr_storage bound;
-    int len = sizeof(bound);
-    uv_tcp_getsockname(&h->listener, (struct sockaddr *)&bound, &len);
-    if (bound.ss_family == AF_INET6)
-        *bound_port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
-    else
-        *bound_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
     return 0;
 }
 
-static void on_listener_closed(uv_handle_t *handle)
+static void on_listener_closed(void *arg)
 {
-    kc_http_t *h = handle->data;
+    kc_http_t *h = arg;
+    h->listener = NULL;
     h->listener_init = false;
     maybe_free_server(h);
 }
@@ -596,7 +576,7 @@ void kc_http_close(kc_http_t *h, void (*done)(void *arg), void *arg)
     for (hconn_t *c = h->conns; c; c = c->next)
         conn_close(c);
     if (h->listener_init)
-        uv_close((uv_handle_t *)&h->listener, on_listener_closed);
+        kc_net_listener_close(h->listener, on_listener_closed, h);
     else
         maybe_free_server(h);
 }

@@ -17,10 +17,16 @@ typedef struct kc_arena_s {
     size_t total;           /* bytes handed out over the arena's life */
     size_t limit;           /* 0 = unlimited; otherwise kc_arena_alloc fails past it */
     int over_limit;         /* set when an allocation failed because of `limit` */
+    size_t first;           /* usable size of the first block; 0 = the default (4 KiB) */
 } kc_arena_t;
 
 /* Initialise an empty arena. No memory is allocated until the first kc_arena_alloc. */
 void kc_arena_init(kc_arena_t *a);
+
+/* The same, with a first block of `first` bytes (at least 256) instead of 4 KiB: for arenas
+ * that may be held long (a parked request) and usually need little, so that many of them held
+ * at once cost what they use. Later blocks double from there as usual. */
+void kc_arena_init_sized(kc_arena_t *a, size_t first);
 
 /* Return `n` bytes aligned for any type, zero-filled, valid until kc_arena_reset or
  * kc_arena_free. Returns NULL when memory is exhausted or the arena's limit is reached. */

@@ -20,8 +20,7 @@
 #include "bench.h"
 #include "proto/errors.h"
 #include "proto/gen_headers.h"
-
-#define container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
+#include "util/container.h"
 
 enum {
     READ_CHUNK = 64 * 1024,

@@ -19,8 +19,7 @@
 
 #include "bench.h"
 #include "proto/gen_headers.h"
-
-#define container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
+#include "util/container.h"
 
 enum { READ_CHUNK = 64 * 1024, MAX_FRAME = 100 * 1024 * 1024, MAX_VERSION = 32 };
 

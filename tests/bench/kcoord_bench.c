@@ -43,6 +43,8 @@
  *   total target rate; achieved rate, latency, and the server's CPU time per 10 000 hb/s.
  * - memory: G x K members join and stay, then their groups commit N offsets; the server's VmRSS
  *   before, after the members and after the offsets gives bytes per member and per offset.
+ *   Measured also before the C connections are opened, which gives bytes per connection and
+ *   per member with its share of the connections (with C = G x K: a member with its own).
  * - echo: the network floor server (bench_echo.c); run `commit` against it.
  * - fsync-rate: write(small) + fdatasync in a loop on a file in DIR: the durability floor.
  */
@@ -1203,8 +1205,8 @@ static int run_memory(opts_t *o)
         nconns = k;
     if (nconns > members)
         nconns = members;
-    long rss0 = -1, rss1 = -1, rss2 = -1;
-    double pr0 = -1, pr1 = -1, pr2 = -1;
+    long rssc = -1, rss0 = -1, rss1 = -1, rss2 = -1;
+    double prc = -1, pr0 = -1, pr1 = -1, pr2 = -1;
     if (o->server_pid <= 0)
         printf("memory: no --server-pid: RSS is not measured\n");
     if (per_group > o->topic_partitions) {
@@ -1226,7 +1228,13 @@ static int run_memory(opts_t *o)
         .id_barrier = true,
         .hb_stable_s = o->heartbeat_ms / 1000,
     };
-    if (group_versions(&x, &go) != 0 || connect_coord(&x, nconns, &conns) != 0)
+    if (group_versions(&x, &go) != 0)
+        goto out;
+    /* Before the members' connections: what a connection costs counts in the member's cost
+     * when each member has its own (--connections = groups x group size). */
+    rssc = settled_rss(&x, &prc);
+    printf("memory: RSS %ld KiB before the connections\n", rssc);
+    if (connect_coord(&x, nconns, &conns) != 0)
         goto out;
     s = kc_grpset_new(&x.b, x.groups, ngroups, (int32_t)k, &go);
     if (s == NULL)
@@ -1255,12 +1263,22 @@ static int run_memory(opts_t *o)
 report:;
     double per_member = rss0 >= 0 && rss1 >= 0 ? (double)(rss1 - rss0) * 1024 / members : -1;
     double per_offset = rss1 >= 0 && rss2 >= 0 ? (double)(rss2 - rss1) * 1024 / offsets : -1;
+    /* Connections and members together, from before the connections were opened. */
+    double per_conn = rssc >= 0 && rss0 >= 0 ? (double)(rss0 - rssc) * 1024 / nconns : -1;
+    double per_member_conn = rssc >= 0 && rss1 >= 0 ? (double)(rss1 - rssc) * 1024 / members : -1;
+    if (per_conn >= 0)
+        printf("  RSS per connection (opened, before any member): %.0f bytes\n", per_conn);
+    if (per_member_conn >= 0)
+        printf("  RSS per member, its share of the connections included: %.0f bytes\n",
+               per_member_conn);
     if (per_member >= 0)
         printf("  RSS per member: %.0f bytes\n", per_member);
     if (per_offset >= 0)
         printf("  RSS per committed offset: %.0f bytes\n", per_offset);
     double pr_member = pr0 >= 0 && pr1 >= 0 ? (pr1 - pr0) / members : -1;
     double pr_offset = pr1 >= 0 && pr2 >= 0 ? (pr2 - pr1) / offsets : -1;
+    double pr_conn = prc >= 0 && pr0 >= 0 ? (pr0 - prc) / nconns : -1;
+    double pr_member_conn = prc >= 0 && pr1 >= 0 ? (pr1 - prc) / members : -1;
     if (o->probe != NULL)
         printf("  probe: %.0f, %.0f, %.0f bytes: %.0f per member, %.0f per offset\n", pr0, pr1, pr2,
                pr_member, pr_offset);
@@ -1276,6 +1294,7 @@ report:;
     kc_json_int(&j, "groups", (long long)ngroups);
     kc_json_int(&j, "offsets", (long long)offsets);
     kc_json_int(&j, "connections", (long long)nconns);
+    kc_json_int(&j, "rss_before_connections_kib", rssc);
     kc_json_int(&j, "rss0_kib", rss0);
     kc_json_int(&j, "rss_members_kib", rss1);
     kc_json_int(&j, "rss_offsets_kib", rss2);
@@ -1283,6 +1302,8 @@ report:;
         kc_json_num(&j, "bytes_per_member", per_member);
     else
         kc_json_null(&j, "bytes_per_member");
+    json_size(&j, "bytes_per_connection", per_conn);
+    json_size(&j, "bytes_per_member_with_connection", per_member_conn);
     if (per_offset >= 0)
         kc_json_num(&j, "bytes_per_offset", per_offset);
     else
@@ -1293,6 +1314,9 @@ report:;
         json_size(&j, "probe_offsets_bytes", pr2);
         json_size(&j, "probe_bytes_per_member", pr_member);
         json_size(&j, "probe_bytes_per_offset", pr_offset);
+        json_size(&j, "probe_before_connections_bytes", prc);
+        json_size(&j, "probe_bytes_per_connection", pr_conn);
+        json_size(&j, "probe_bytes_per_member_with_connection", pr_member_conn);
     }
     kc_json_errors(&j, "commit_errors", cst);
     if (c != NULL)

@@ -189,12 +189,73 @@ static void test_meta_created_then_kept(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Topic ids are visible to clients and must survive an upgrade: these were computed before the
+ * hash helpers moved to util/hash.h, and must never change. */
+static void test_ids_pinned(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *cluster, *name;
+        uint8_t id[16];
+    } cases[] = {
+        {"cluster-A",
+         "orders",
+         {0x8d, 0x4e, 0x88, 0x8b, 0xe4, 0x06, 0x44, 0x11, 0x9e, 0x47, 0x4f, 0x3e, 0xd4, 0x56, 0xdf,
+          0x85}},
+        {"cluster-A",
+         "events",
+         {0xfd, 0xe7, 0x6f, 0xd2, 0xe5, 0x07, 0x45, 0x07, 0xa9, 0x5d, 0x7e, 0xe5, 0x5f, 0x1a, 0xc5,
+          0xd2}},
+        {"cluster-A",
+         "kcoord-bench",
+         {0x8b, 0xce, 0x0a, 0x15, 0x1e, 0xae, 0x4c, 0xbd, 0x84, 0x5a, 0x7c, 0x59, 0xff, 0xf9, 0x87,
+          0x2f}},
+        {"",
+         "",
+         {0x73, 0x82, 0xb4, 0x1b, 0xa8, 0xb4, 0x42, 0x66, 0x95, 0x6a, 0x1c, 0x7f, 0x96, 0x0d, 0xc6,
+          0x43}},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        kc_uuid_t id = kc_topic_id_for(cases[i].cluster, cases[i].name, strlen(cases[i].name));
+        assert_memory_equal(id.b, cases[i].id, 16);
+    }
+}
+
+/* Kafka's topic-name rules, shared by the configuration and CreateTopics. */
+static void test_topic_name_rules(void **state)
+{
+    (void)state;
+    char name[600];
+    assert_int_equal(kc_topic_name_check("orders.v2_x-Y", 13), KC_TOPIC_NAME_OK);
+    assert_int_equal(kc_topic_name_check("", 0), KC_TOPIC_NAME_EMPTY);
+    assert_int_equal(kc_topic_name_check(".", 1), KC_TOPIC_NAME_DOTS);
+    assert_int_equal(kc_topic_name_check("..", 2), KC_TOPIC_NAME_DOTS);
+    assert_int_equal(kc_topic_name_check("...", 3), KC_TOPIC_NAME_OK);
+    assert_int_equal(kc_topic_name_check("a b", 3), KC_TOPIC_NAME_CHARS);
+    assert_int_equal(kc_topic_name_check("caf\xc3\xa9", 5), KC_TOPIC_NAME_CHARS);
+    memset(name, 'a', sizeof(name));
+    assert_int_equal(kc_topic_name_check(name, KC_TOPIC_NAME_MAX), KC_TOPIC_NAME_OK);
+    assert_int_equal(kc_topic_name_check(name, KC_TOPIC_NAME_MAX + 1), KC_TOPIC_NAME_TOO_LONG);
+    /* Lengths are Java's: a 4-byte UTF-8 character counts two (the CHARS rule then refuses it,
+     * but only after the length rule: Kafka's order). */
+    for (int i = 0; i < 125; i++)
+        memcpy(name + 4 * i, "\xf0\x9f\x98\x80", 4);
+    assert_int_equal(kc_topic_name_check(name, 4 * 124), KC_TOPIC_NAME_CHARS);    /* 248 */
+    assert_int_equal(kc_topic_name_check(name, 4 * 125), KC_TOPIC_NAME_TOO_LONG); /* 250 */
+
+    assert_true(kc_topic_names_collide("a.b", 3, "a_b", 3));
+    assert_true(kc_topic_names_collide("a.b", 3, "a.b", 3));
+    assert_false(kc_topic_names_collide("a.b", 3, "a-b", 3));
+    assert_false(kc_topic_names_collide("a.b", 3, "a_bc", 4));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup_and_ids), cmocka_unit_test(test_empty_catalog),
         cmocka_unit_test(test_add_and_remove), cmocka_unit_test(test_add_duplicate),
         cmocka_unit_test(test_ids_stable),     cmocka_unit_test(test_meta_created_then_kept),
+        cmocka_unit_test(test_ids_pinned),     cmocka_unit_test(test_topic_name_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

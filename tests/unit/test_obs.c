@@ -28,8 +28,7 @@
 #include "obs/obs.h"
 #include "proto/errors.h"
 #include "proto/gen_api.h"
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#include "util/container.h"
 
 /* ---- A strict checker of the text format ----------------------------------------------------- */
 
