@@ -2,7 +2,8 @@
 #
 #   make                 build build/kcoord
 #   make run             install missing dependencies, build, start on 127.0.0.1:9092
-#   make test            install missing dependencies, build, run unit, fuzz-corpus and
+#   make test            install missing dependencies, build, run the include check (no two
+#                        rooms of src/ include each other), unit, fuzz-corpus and
 #                        integration tests
 #   make test SANITIZE=1 the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz            build the libFuzzer targets (clang)
