@@ -16,7 +16,7 @@
 #   make log-interop     kcoord's log read by Kafka's DumpLogSegments, a Kafka broker's
 #                        __consumer_offsets loaded by kcoord
 #   make compat          scenarios with real clients against kcoord and a reference Kafka, and the
-#                        container smoke test (scripts/docker-smoke);
+#                        container smoke test (tests/docker/docker_smoke.py);
 #                        writes docs/COMPATIBILITY.md
 #
 # Quiet unless V=1. Objects go to build/ (build/san/ with SANITIZE=1).
@@ -202,8 +202,8 @@ $(BUILD)/bench/kcoord-bench: $(BENCH_TOOL_OBJS) $(BUILD)/libkcoord.a
 # make compat: the compatibility suite. Installs its Debian packages (scripts/deps --compat),
 # builds the daemon, fetches the reference Kafka's jars (scripts/kafka-ref fetch), makes the
 # Python venv with the pinned PyPI clients (scripts/compat-venv), then runs every scenario with
-# every client against kcoord and against Kafka (scripts/compat) and regenerates
-# docs/COMPATIBILITY.md. Fails when a scenario fails on kcoord. Last, scripts/docker-smoke
+# every client against kcoord and against Kafka (tests/compat/compat.py) and regenerates
+# docs/COMPATIBILITY.md. Fails when a scenario fails on kcoord. Last, tests/docker/docker_smoke.py
 # builds the Dockerfile's image with podman and checks it end to end (group join, commit,
 # health check, SIGTERM); `make docker-smoke` runs that alone.
 .PHONY: compat docker-smoke
@@ -213,21 +213,21 @@ compat:
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/kcoord
 	$(Q)scripts/kafka-ref fetch >/dev/null
 	$(Q)scripts/compat-venv >/dev/null
-	$(Q)scripts/compat --build $(BUILD)
-	$(Q)scripts/docker-smoke
+	$(Q)tests/compat/compat.py --build $(BUILD)
+	$(Q)tests/docker/docker_smoke.py
 
 docker-smoke:
 	$(Q)scripts/deps --docker
-	$(Q)scripts/docker-smoke
+	$(Q)tests/docker/docker_smoke.py
 
 # make log-interop: kcoord's __consumer_offsets logs against a real Kafka broker and Kafka's
-# DumpLogSegments, in both directions (scripts/log-interop). Needs Java and Maven, which
+# DumpLogSegments, in both directions (tests/interop/log_interop.py). Needs Java and Maven, which
 # scripts/deps --compat installs, for the reference Kafka's jars (scripts/kafka-ref).
 .PHONY: log-interop
 
 log-interop:
 	$(Q)scripts/deps --compat
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/kcoord
-	$(Q)scripts/log-interop $(BUILD)
+	$(Q)tests/interop/log_interop.py $(BUILD)
 
 -include $(shell find build -name '*.d' 2>/dev/null)

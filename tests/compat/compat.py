@@ -2,7 +2,7 @@
 """compat: run the same consumer-group scenarios with real clients against kcoord and against a
 reference Apache Kafka broker, and write docs/COMPATIBILITY.md from the results.
 
-    scripts/compat [--server kcoord|kafka|both] [--only CLIENT/SCENARIO]... [--quick]
+    tests/compat/compat.py [--server kcoord|kafka|both] [--only CLIENT/SCENARIO]... [--quick]
                    [--build DIR] [--doc PATH] [--list] [--keep-logs] [--jobs N]
 
 Clients (the first part of a cell's name):
@@ -18,7 +18,8 @@ Clients (the first part of a cell's name):
     mixed-consumer     one consumer-protocol group of java-consumer and librdkafka-consumer
                        members
     kafka-tools        Kafka's ConsumerGroupCommand and BrokerApiVersionsCommand
-    raw-diff           the differential raw-request checker (scripts/compat-diff), when present
+    raw-diff           the differential raw-request checker (tests/compat/compat_diff.py),
+                       when present
 
 Consumer scenarios (every consumer client runs each one):
     split    3 members subscribe to a 6-partition topic: each partition has exactly one owner
@@ -45,7 +46,7 @@ run side by side, up to --jobs (default 8) at once, after the classic cells of e
 Tool scenarios: kafka-tools/describe (--list, --describe --members/--offsets/--state, refusals
 on an active group), kafka-tools/reset-delete (--reset-offsets --execute, --delete-offsets,
 --delete), kafka-tools/api-versions (BrokerApiVersionsCommand; kcoord's answer goes into the
-document). raw-diff/requests runs scripts/compat-diff once with both servers' addresses
+document). raw-diff/requests runs tests/compat/compat_diff.py once with both servers' addresses
 (--kcoord, --kafka); its exit status is the cell's result. Every ConsumerGroupCommand output
 of a cell is also compared, normalised, with the same command's output on Kafka, and the
 document lists any difference.
@@ -87,7 +88,7 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(ROOT, "tests", "compat"))
 import kwire  # noqa: E402
@@ -1218,7 +1219,7 @@ SCENARIO_TEXT = {
 
 def diff_command():
     """The differential checker, when another part of the suite provides one."""
-    for rel in ("scripts/compat-diff", "tests/compat/diff", "tests/compat/diff.py"):
+    for rel in ("tests/compat/compat_diff.py", "tests/compat/diff", "tests/compat/diff.py"):
         path = os.path.join(ROOT, rel)
         if os.path.isfile(path):
             if os.access(path, os.X_OK):
@@ -1772,7 +1773,7 @@ def main(argv):
             apiv = c.extra.get("apiversions")
         meta = {
             "command": "make compat" if full and args.doc is None else
-            "scripts/compat " + " ".join(shlex.quote(a) for a in argv),
+            "tests/compat/compat.py " + " ".join(shlex.quote(a) for a in argv),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "kcoord": kc.describe() if os.access(binary, os.X_OK) else "?",
             "kafka": kafka_ref_env().get("KAFKA_REF_VERSION", "?"),

@@ -2,7 +2,7 @@
 """crash-test: kill -9 kcoord under a commit storm, again and again; no acknowledged commit may
 be lost and no offset may be invented, not even when the kill is a power loss.
 
-    scripts/crash-test [--quick] [--seed N] [--kill-only] [--policy P] [ROUNDS]
+    tests/crash/crash_test.py [--quick] [--seed N] [--kill-only] [--policy P] [ROUNDS]
 
 ROUNDS (default 20; --quick: 3, for `make test`) rounds against one data directory, which lives
 for the whole run. kcoord is build/kcoord, or $KC_TEST_BIN, started with
@@ -251,7 +251,7 @@ def die_with_parent():
 
 def build_shim(tmp):
     """Compile the fsync journal shim; returns the path of the shared object."""
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration",
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration",
                        "fsync_journal.c")
     so = os.path.join(tmp, "fsync_journal.so")
     cc = os.environ.get("CC") or "cc"

@@ -2,7 +2,7 @@
 """docker-smoke: build the container image from the Dockerfile and check it end to end, without
 a Docker engine: podman builds it, and its root file system runs under chroot on this host.
 
-    scripts/docker-smoke [--tag TAG] [--keep-logs]
+    tests/docker/docker_smoke.py [--tag TAG] [--keep-logs]
 
 Needs root, podman, debootstrap, chroot and Debian's python3-confluent-kafka (`scripts/deps
 --docker` installs them; `make compat` runs this script after it).
@@ -54,7 +54,7 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BASE = "debian:bookworm-slim"
 SUITE = "bookworm"
 TOPIC = "smoke"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """log-interop: kcoord's __consumer_offsets logs against Apache Kafka's, in both directions.
 
-    scripts/log-interop [--only kcoord-to-kafka|kafka-to-kcoord] [--keep] [BUILD_DIR]
+    tests/interop/log_interop.py [--only kcoord-to-kafka|kafka-to-kcoord] [--keep] [BUILD_DIR]
 
 kcoord keeps its state in the files and the record format of Kafka's __consumer_offsets topic
 (docs/log-format.md). This script proves it with a real Kafka broker and Kafka's own tools,
@@ -70,7 +70,7 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KAFKA_REF = os.path.join(ROOT, "scripts", "kafka-ref")
 PARTITIONS = 5
 TOPICS = {"orders": 3, "events": 2}

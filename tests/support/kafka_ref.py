@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""kafka-ref: a reference Apache Kafka broker from Maven Central jars, to compare kcoord with.
+"""kafka_ref: a reference Apache Kafka broker from Maven Central jars, to compare kcoord with.
+
+The command scripts/kafka-ref runs this file; suites may also import it as tests.support.kafka_ref.
 
     scripts/kafka-ref fetch
     scripts/kafka-ref start [--partitions N] [--initial-delay MS] [--dir D] [--heap SIZE]
@@ -79,6 +81,10 @@ import subprocess
 import sys
 import tempfile
 import time
+
+if __name__ == "__main__":  # run as a command: the repository root holds the tests package
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from tests.support.kcoord import free_ports  # noqa: E402
 
 # One pinned release: the newest 4.x that resolves from Maven Central. 4.3 and later keep
 # DumpLogSegments in kafka-tools (org.apache.kafka.tools); 4.0-4.2 had it in kafka_2.13.
@@ -259,19 +265,6 @@ def running_state():
     if pid_is_broker(st):
         return st
     return None
-
-
-def free_ports(n):
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def cluster_id():

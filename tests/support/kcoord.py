@@ -47,12 +47,25 @@ def no_metrics_listener():
     return ["metrics.listener="] if re.search(r"^metrics\.listener=", out, re.M) else []
 
 
-def free_port():
-    """A TCP port on 127.0.0.1 that nothing listened on a moment ago. Prefer port 0 and reading
-    the bound port from kcoord's log: this one can be taken before it is used."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n, host="127.0.0.1"):
+    """n distinct TCP ports on host that nothing listened on a moment ago (all bound at once,
+    so they differ). Prefer port 0 and reading the bound port from kcoord's log: these can be
+    taken before they are used."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def free_port(host="127.0.0.1"):
+    """One port of free_ports."""
+    return free_ports(1, host)[0]
 
 
 def status_kb(pid, field):
