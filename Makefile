@@ -7,7 +7,7 @@
 #                        integration tests
 #   make test SANITIZE=1 the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz            build the libFuzzer targets (clang)
-#   make gen             regenerate src/proto/gen_* from proto/*.kdef
+#   make gen             regenerate src/proto/gen_* and tests/support/gen_wire.py from proto/*.kdef
 #   make format-check    clang-format check of hand-written sources
 #   make bench           benchmarks (load time, commit/join/heartbeat/memory against kcoord
 #                        and a reference Kafka); writes docs/BENCHMARKS.md
@@ -140,11 +140,15 @@ unit: $(UNIT_BINS)
 
 fuzz: $(FUZZ_BINS)
 
+# The C codecs (src/proto/gen_*) and the test harness's Python wire client
+# (tests/support/gen_wire.py) both come from proto/*.kdef; gen-check fails when either is stale.
 gen:
 	$(Q)python3 scripts/gen_proto.py
+	$(Q)python3 scripts/gen_wire_py.py
 
 gen-check:
 	$(Q)python3 scripts/gen_proto.py --check
+	$(Q)python3 scripts/gen_wire_py.py --check
 
 deps:
 	$(Q)scripts/deps
