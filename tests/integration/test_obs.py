@@ -249,7 +249,7 @@ def write_many_groups(data_dir, ids, partitions=50):
 
 def api_versions(port, timeout=WAIT_S):
     """An ApiVersions v0 request on a new connection: the error code of its answer."""
-    return wire.call(port, "test", 18, 0, b"", timeout=timeout).i16()
+    return wire.ask(port, "test", "ApiVersions", 0, timeout=timeout).error_code
 
 
 def dechunk(data):

@@ -268,6 +268,24 @@ class Reader:
         return self._items(self.uvarint() - 1, item)
 
 
+def frame(key, version, corr, client_id, body, flexible=False):
+    """One request frame: size, request header v1 (v2, with no tagged fields, when flexible),
+    body. For tests that pipeline requests in one write."""
+    head = i16(key) + i16(version) + i32(corr) + string(client_id)
+    if flexible:
+        head += uvarint(0)
+    return i32(len(head) + len(body)) + head + body
+
+
+def response(data, flexible=False):
+    """A response frame's bytes after its size: (correlation id, Reader of the body)."""
+    r = Reader(data)
+    corr = r.i32()
+    if flexible:
+        r.tagged_fields()
+    return corr, r
+
+
 class Conn:
     """One connection to a Kafka listener; correlation ids count up from 1."""
 
@@ -281,21 +299,14 @@ class Conn:
     def send(self, key, version, body, flexible=False):
         """Send one request: its correlation id."""
         self.corr += 1
-        head = i16(key) + i16(version) + i32(self.corr) + string(self.client_id)
-        if flexible:
-            head += uvarint(0)  # no tagged fields
-        self.s.sendall(i32(len(head) + len(body)) + head + body)
+        self.s.sendall(frame(key, version, self.corr, self.client_id, body, flexible))
         return self.corr
 
     def recv(self, flexible=False):
         """The next answer: (correlation id, Reader of its body); EOFError when the server
         closed the connection."""
         size = struct.unpack(">i", self.exact(4))[0]
-        r = Reader(self.exact(size))
-        corr = r.i32()
-        if flexible:
-            r.tagged_fields()
-        return corr, r
+        return response(self.exact(size), flexible)
 
     def call(self, key, version, body, flexible=False):
         """Send one request and read its answer: a Reader of the body after the header."""
