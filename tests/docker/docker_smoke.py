@@ -47,7 +47,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -55,6 +54,8 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+from tests.support import kcoord  # noqa: E402
 BASE = "debian:bookworm-slim"
 SUITE = "bookworm"
 TOPIC = "smoke"
@@ -93,12 +94,6 @@ def run(args, timeout=300, check=True, **kw):
 
 def tail(text, n=40):
     return "\n".join(text.rstrip("\n").split("\n")[-n:])
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---- 1. the base image ----------------------------------------------------------------------
@@ -394,7 +389,7 @@ def smoke(args, state):
     run(["mount", "--bind", data, vol])
     state["binds"].append(vol)
 
-    port, mport = free_port(), free_port()
+    port, mport = kcoord.free_ports(2)
     env = dict(chroot.env)
     env.update({"KCOORD_LISTENERS": "127.0.0.1:%d" % port,
                 "KCOORD_ADVERTISED_LISTENERS": "127.0.0.1:%d" % port,

@@ -72,6 +72,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KAFKA_REF = os.path.join(ROOT, "scripts", "kafka-ref")
+sys.path.insert(0, ROOT)
+from tests.support import kcoord  # noqa: E402
 PARTITIONS = 5
 TOPICS = {"orders": 3, "events": 2}
 TOPICS_SETTING = ",".join("%s:%d" % kv for kv in TOPICS.items())
@@ -192,44 +194,28 @@ class Stream:
                 self.cond.wait(min(left, 0.5))
 
 
-class Kcoord:
-    """A kcoord process on a free port; waits until every partition has loaded."""
+class Kcoord(kcoord.Kcoord):
+    """A kcoord process on a free port (tests/support); waits until every partition has loaded."""
 
     def __init__(self, binary, data_dir, *sets):
-        args = [binary, "--set", "data.dir=" + data_dir, "--set", "listeners=127.0.0.1:0",
-                "--set", "offsets.topic.num.partitions=%d" % PARTITIONS,
-                "--set", "group.initial.rebalance.delay.ms=0", "--set", "topics=" + TOPICS_SETTING]
-        for s in sets:
-            args += ["--set", s]
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env=clean_env())
+        try:
+            super().__init__(data_dir, "offsets.topic.num.partitions=%d" % PARTITIONS,
+                             "group.initial.rebalance.delay.ms=0", "topics=" + TOPICS_SETTING,
+                             *sets, binary=binary, timeout=KCOORD_START_S)
+        except AssertionError:
+            raise StepError("kcoord did not start:\n" + self.output()[-4000:]) from None
         PROCS.append(self)
-        self.err = Stream(self.proc.stderr)
-        m = self.err.wait_for(r"listening on 127\.0\.0\.1:(\d+)", KCOORD_START_S)
-        loaded = self.err.wait_for(r"all %d partitions loaded" % PARTITIONS, KCOORD_START_S)
-        if m is None or loaded is None:
-            self.kill()
-            raise StepError("kcoord did not start:\n" + self.err.text[-4000:])
-        self.port = int(m.group(1))
         self.bootstrap = "127.0.0.1:%d" % self.port
 
     def stop(self):
         """SIGTERM; returns the exit status (or -9 after a SIGKILL on timeout)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(KCOORD_STOP_S)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.err.thread.join(5)
+        rc = super().stop(timeout=KCOORD_STOP_S)
         if self in PROCS:
             PROCS.remove(self)
-        return self.proc.returncode
+        return rc
 
     def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        super().kill()
         if self in PROCS:
             PROCS.remove(self)
 

@@ -31,9 +31,10 @@ def quiet_env():
     return {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
 
 
-def args(data_dir, *sets):
-    """The command line of a kcoord on a free Kafka port with data_dir and sets."""
-    out = [BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data_dir]
+def args(data_dir, *sets, binary=None):
+    """The command line of a kcoord (binary, default BIN) on a free Kafka port with data_dir
+    and sets."""
+    out = [binary or BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data_dir]
     for s in sets:
         out += ["--set", s]
     return out
@@ -78,14 +79,15 @@ def status_kb(pid, field):
 
 
 class Kcoord:
-    """A running kcoord; port (Kafka) and http_port (None without a metrics listener)."""
+    """A running kcoord; port (Kafka) and http_port (None without a metrics listener).
+    binary: another kcoord than BIN."""
 
     def __init__(self, data_dir, *sets, env=None, wait_loaded=True, wait_port=True,
-                 timeout=START_TIMEOUT_S):
+                 timeout=START_TIMEOUT_S, binary=None):
         e = quiet_env()
         e.update(env or {})
         self.data_dir = data_dir
-        self.proc = subprocess.Popen(args(data_dir, *sets), stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(args(data_dir, *sets, binary=binary), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=e)
         self.lines = []
         self.ended = False  # its stderr reached end of file
