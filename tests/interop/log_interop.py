@@ -619,7 +619,7 @@ def kcoord_to_kafka(binary, work):
           "kafka-python joined a-live and got every partition", brief(sorted(assigned)))
     for g in ("a-simple", "a-deleted", "a-deloff"):
         simple_commit(kc.bootstrap, g, A_COMMITS[g])
-    check(kc.stop() == 0, "kcoord exits 0 on SIGTERM (zstd phase)", kc.err.text[-2000:])
+    check(kc.stop() == 0, "kcoord exits 0 on SIGTERM (zstd phase)", kc.output()[-2000:])
     kcat.kill()
 
     kc = Kcoord(binary, data, "offsets.topic.compression.codec=none",
@@ -637,8 +637,8 @@ def kcoord_to_kafka(binary, work):
     groups = list_groups(kc.bootstrap)
     check(groups == {"a-kcat", "a-live", "a-simple", "a-deloff", "a-bulk"},
           "ConsumerGroupCommand --list on kcoord", brief(sorted(groups)))
-    check(kc.stop() == 0, "kcoord exits 0 on SIGTERM (uncompressed phase)", kc.err.text[-2000:])
-    errors = [ln for ln in kc.err.text.splitlines() if " ERROR " in ln or " WARN " in ln]
+    check(kc.stop() == 0, "kcoord exits 0 on SIGTERM (uncompressed phase)", kc.output()[-2000:])
+    errors = [ln for ln in kc.output().splitlines() if " ERROR " in ln or " WARN " in ln]
     check(not errors, "kcoord logged no warning or error", "\n".join(errors[:10]))
 
     logs = [f for f in segment_files(data, ".log") if os.path.getsize(f) > 0]
@@ -861,8 +861,8 @@ def kafka_to_kcoord(binary, work):
     # kcoord appends to the segments Kafka wrote; Kafka's tool must still read them.
     simple_commit(kc.bootstrap, "b-reset", {("orders", 2): (15, "kcoord-after-kafka")})
     cgc(kc.bootstrap, "--delete", "--group", "b-live")
-    check(kc.stop() == 0, "kcoord exits 0 on SIGTERM", kc.err.text[-2000:])
-    errors = [ln for ln in kc.err.text.splitlines() if " ERROR " in ln or " WARN " in ln]
+    check(kc.stop() == 0, "kcoord exits 0 on SIGTERM", kc.output()[-2000:])
+    errors = [ln for ln in kc.output().splitlines() if " ERROR " in ln or " WARN " in ln]
     check(not errors, "kcoord logged no warning or error on Kafka's directories",
           "\n".join(errors[:10]))
     logs = [f for f in segment_files(data, ".log") if os.path.getsize(f) > 0]
