@@ -228,45 +228,35 @@ class Kcoord:
         self.log_path = None
         self.journal = None
         self.sizes_at_start = {}
+        self.run = None  # the tests.support Kcoord of the current run
 
     def start(self, codec):
         self.runs += 1
         self.log_path = os.path.join(self.tmp, "kcoord-%d.log" % self.runs)
-        sets = ["listeners=127.0.0.1:%d" % self.port, "data.dir=" + self.data,
+        sets = ["listeners=127.0.0.1:%d" % self.port,
                 "log.flush.policy=" + self.policy, "topics=%s:%d" % (TOPIC, PARTITIONS),
                 "offsets.topic.num.partitions=3", "offsets.topic.segment.bytes=65536",
                 "offsets.topic.compression.codec=" + codec, "log.level=info"]
-        args = [self.binary]
-        for s in sets:
-            args += ["--set", s]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
+        env = {}
         self.sizes_at_start = segment_sizes(self.data)
         self.journal = None
         if self.shim:
             self.journal = os.path.join(self.tmp, "fsync-journal-%d" % self.runs)
             env["KC_FSYNC_JOURNAL"] = self.journal
-            env["LD_PRELOAD"] = " ".join(filter(None, [self.shim, env.get("LD_PRELOAD")]))
+            env["LD_PRELOAD"] = " ".join(filter(None, [self.shim, os.environ.get("LD_PRELOAD")]))
             # An ASan build (gcc links libasan dynamically) wants its runtime first.
-            env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
+            env["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"),
                                                          "verify_asan_link_order=0"]))
-        with open(self.log_path, "wb") as out:
-            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                         env=env, preexec_fn=die_with_parent)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            text = self.log()
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", text)
-            if m and int(m.group(1)) != self.port:
-                raise SetupError("kcoord listens on %s, not %d" % (m.group(1), self.port))
-            if m and re.search(r"all \d+ partitions loaded", text):
-                return
-            if self.proc.poll() is not None:
-                raise SetupError("kcoord exited with status %d while starting:\n%s"
-                                 % (self.proc.returncode, self.tail()))
-            if time.monotonic() > deadline:
-                raise SetupError("kcoord did not load its partitions within %d s:\n%s"
-                                 % (START_TIMEOUT_S, self.tail()))
-            time.sleep(0.01)
+        try:
+            self.run = kcoord.Kcoord(self.data, *sets, binary=self.binary, env=env,
+                                     preexec_fn=die_with_parent, log_path=self.log_path,
+                                     timeout=START_TIMEOUT_S)
+        except AssertionError as e:  # it exited, or logged no "partitions loaded" in time
+            raise SetupError("kcoord did not start: %s" % str(e).split("; its output:")[0]
+                             + "\n" + self.tail()) from None
+        self.proc = self.run.proc
+        if self.run.port != self.port:
+            raise SetupError("kcoord listens on %d, not %d" % (self.run.port, self.port))
 
     def log(self):
         try:
@@ -282,6 +272,7 @@ class Kcoord:
     def kill(self):
         self.proc.kill()
         self.proc.wait()
+        self.run.stop()  # reaped already: its last lines reach the log file
         return self.proc.returncode
 
     def lose_power(self):
@@ -295,16 +286,17 @@ class Kcoord:
         """SIGTERM; returns the exit status (-1 when it had to be killed)."""
         self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout=STOP_TIMEOUT_S)
+            rc = self.proc.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            return -1
+            rc = -1
+        self.run.stop()  # reaped already: its last lines reach the log file
+        return rc
 
     def cleanup(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        if self.run is not None:
+            self.run.kill()
 
     def verify_log(self):
         """(exit status, output) of `kcoord verify-log DATA`."""

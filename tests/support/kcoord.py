@@ -9,14 +9,17 @@ constructor waits for the Kafka port ("listening on"), for the HTTP port when
 metrics.listener is set to an address, and for "all N partitions loaded" unless told not to.
 
 stop() sends SIGTERM (or another signal), waits, kills what is still running and reaps it;
-every test stops every Kcoord it started, also on a failure.
+every test stops every Kcoord it started, also on a failure. ScratchKcoord("name=value", ...)
+is one in a temporary data directory of its own, removed when it stops.
 """
 import http.client
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -80,15 +83,19 @@ def status_kb(pid, field):
 
 class Kcoord:
     """A running kcoord; port (Kafka) and http_port (None without a metrics listener).
-    binary: another kcoord than BIN."""
+    binary: another kcoord than BIN; env: variables added to the quiet environment;
+    preexec_fn: run in the child before exec; log_path: a file that gets every line of its
+    output too, as it comes (for a test that keeps it after the process)."""
 
     def __init__(self, data_dir, *sets, env=None, wait_loaded=True, wait_port=True,
-                 timeout=START_TIMEOUT_S, binary=None):
+                 timeout=START_TIMEOUT_S, binary=None, preexec_fn=None, log_path=None):
         e = quiet_env()
         e.update(env or {})
         self.data_dir = data_dir
+        self.log_file = open(log_path, "ab") if log_path else None
         self.proc = subprocess.Popen(args(data_dir, *sets, binary=binary), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=e)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=e,
+                                     preexec_fn=preexec_fn)
         self.lines = []
         self.ended = False  # its stderr reached end of file
         self.cond = threading.Condition()
@@ -112,9 +119,14 @@ class Kcoord:
 
     def _read(self):
         for raw in self.proc.stderr:
+            if self.log_file is not None:
+                self.log_file.write(raw)
+                self.log_file.flush()
             with self.cond:
                 self.lines.append(raw.decode(errors="replace"))
                 self.cond.notify_all()
+        if self.log_file is not None:
+            self.log_file.close()
         with self.cond:
             self.ended = True
             self.cond.notify_all()
@@ -241,6 +253,20 @@ class Kcoord:
 
     def kill(self):
         return self.stop(signal.SIGKILL)
+
+
+class ScratchKcoord(Kcoord):
+    """A Kcoord in a new temporary data directory (self.dir) that stop() removes."""
+
+    def __init__(self, *sets, prefix="kc-py-", **kw):
+        self.dir = tempfile.mkdtemp(prefix=prefix)
+        super().__init__(self.dir, *sets, **kw)
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT_S):
+        try:
+            return super().stop(sig, timeout)
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def partition_for(group_id, n):

@@ -14,7 +14,6 @@ Usage: tests/support/test_gen_wire.py
 """
 import os
 import re
-import struct
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
