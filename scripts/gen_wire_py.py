@@ -39,6 +39,11 @@ built from these and decodes its answer.
 from tests.support.wire import Msg, Reader, Writer, WireError  # noqa: F401
 
 
+def _check_version(name, version, lo, hi):
+    if not lo <= version <= hi:
+        raise ValueError("%s: version %d outside %d-%d" % (name, version, lo, hi))
+
+
 def _differs(enc, v, x):
     """Whether struct x encodes differently from a struct of defaults."""
     a, b = Writer(), Writer()
@@ -93,6 +98,13 @@ def default_py(f):
     if f.elem in PRIMS:
         return str(int(d, 0)) if d is not None else "0"
     return "None" if d == "null" else "_init_%s()" % fname(f.struct)
+
+
+def enc_default(f):
+    """The default an encoder takes for a missing field: {} for a struct (its own defaults)."""
+    if f.elem not in PRIMS and not f.is_array and f.default != "null":
+        return "{}"
+    return default_py(f)
 
 
 def compact(f, flex):
@@ -177,7 +189,8 @@ def dec_field(e, f, m, ind, target, flex, tagged, r="r"):
             item = rd_prim(f, flex, r)
         else:
             item = "_dec_%s(%s, v)" % (fname(f.struct), r)
-        e(ind, "%s = None if n < 0 else [%s for _ in range(n)]" % (target, item))
+        e(ind, "%s = None if n < 0 else [" % target)
+        e(ind + 2, "%s for _ in range(n)]" % item)
     elif f.elem in PRIMS:
         e(ind, "%s = %s" % (target, rd_prim(f, flex, r)))
     elif f.nullable:
@@ -203,8 +216,10 @@ def gen_struct(e, s, m):
     n = fname(s)
     flex = flex_test(m)
     e(0, "def _init_%s():" % n)
-    e(1, "return Msg(%s)" % ", ".join("%s=%s" % (f.name, default_py(f)) for f in s.fields)
-      if s.fields else "return Msg()")
+    e(1, "return Msg(")
+    for f in s.fields:
+        e(2, "%s=%s," % (f.name, default_py(f)))
+    e(1, ")")
     e(0, "")
     e(0, "")
     # encode
@@ -220,7 +235,7 @@ def gen_struct(e, s, m):
         if c != "True":
             e(1, "if %s:" % c)
             ind = 2
-        enc_field(e, f, m, ind, "m.get(%r, %s)" % (f.name, default_py(f)), "flex", False)
+        enc_field(e, f, m, ind, "m.get(%r, %s)" % (f.name, enc_default(f)), "flex", False)
     tagged = sorted([f for f in s.fields if f.tag is not None], key=lambda f: f.tag)
     if m.flexible is not None:
         e(1, "if flex:")
@@ -230,7 +245,7 @@ def gen_struct(e, s, m):
             e(2, "tags = []")
             for f in tagged:
                 e(2, "if %s:" % vtest(f.versions, m.valid))
-                e(3, "x = m.get(%r, %s)" % (f.name, default_py(f)))
+                e(3, "x = m.get(%r, %s)" % (f.name, enc_default(f)))
                 e(3, "if %s:" % tag_present(f))
                 e(4, "t = Writer()")
                 enc_field(e, f, m, 4, "x", "True", True, "t")
@@ -275,19 +290,17 @@ def gen_root(e, m, s):
     n = fname(s)
     lo, hi = m.valid
     e(0, "def encode_%s(version, m=None, **fields):" % n)
-    e(1, '"""%s v%d-%d%s: the body, from m and fields."""'
+    e(1, '"""%s v%d-%d%s: the body."""'
       % (s.name, lo, hi, "" if m.flexible is None else " (flexible %d+)" % m.flexible))
-    e(1, "if not %d <= version <= %d:" % (lo, hi))
-    e(2, 'raise ValueError("%s: version %%d outside %d-%d" %% version)' % (s.name, lo, hi))
+    e(1, "_check_version(%r, version, %d, %d)" % (s.name, lo, hi))
     e(1, "w = Writer()")
     e(1, "_enc_%s(w, version, dict(m or {}, **fields))" % n)
     e(1, "return w.bytes()")
     e(0, "")
     e(0, "")
     e(0, "def decode_%s(version, data):" % n)
-    e(1, '"""%s v%d-%d from bytes or a Reader: a Msg; WireError when short."""' % (s.name, lo, hi))
-    e(1, "if not %d <= version <= %d:" % (lo, hi))
-    e(2, 'raise ValueError("%s: version %%d outside %d-%d" %% version)' % (s.name, lo, hi))
+    e(1, '"""%s v%d-%d from bytes or a Reader: a Msg."""' % (s.name, lo, hi))
+    e(1, "_check_version(%r, version, %d, %d)" % (s.name, lo, hi))
     e(1, "r = data if isinstance(data, Reader) else Reader(data)")
     e(1, "return _dec_%s(r, version)" % n)
     e(0, "")

@@ -91,6 +91,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(ROOT, "tests", "compat"))
+sys.path.insert(0, ROOT)
+from tests.support import kcoord  # noqa: E402
 import kwire  # noqa: E402
 
 KAFKA_REF = os.path.join(ROOT, "scripts", "kafka-ref")
@@ -257,31 +259,24 @@ class Kcoord:
         self.log = os.path.join(workdir, "kcoord.log")
         self.starts = 0
         self.exit_status = 0
+        self.run = None  # the tests.support Kcoord of the current start
 
     def start(self):
         data = os.path.join(self.dir, "data-%d" % self.starts)
         self.starts += 1
         os.makedirs(data)
         spec = ",".join("%s:%d" % (t, PARTITIONS) for t in sorted(self.topics))
-        args = [self.binary, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data,
-                "--set", "topics=" + spec,
-                "--set", "node.id=1",  # as Kafka's (tool output names the node)
-                "--set", "offsets.topic.num.partitions=%d" % OFFSETS_PARTITIONS,
-                "--set", "group.initial.rebalance.delay.ms=0"]
-        start = os.path.getsize(self.log) if os.path.exists(self.log) else 0
-        self.proc = spawn(args, self.log, stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while True:
-            with open(self.log, errors="replace") as f:
-                f.seek(start)
-                text = f.read()
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", text)
-            if m and "partitions loaded" in text:
-                self.bootstrap = "127.0.0.1:" + m.group(1)
-                return
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SetupError("kcoord did not start:\n" + text[-3000:])
-            time.sleep(0.05)
+        try:
+            self.run = kcoord.Kcoord(data, "topics=" + spec,
+                                     "node.id=1",  # as Kafka's (tool output names the node)
+                                     "offsets.topic.num.partitions=%d" % OFFSETS_PARTITIONS,
+                                     "group.initial.rebalance.delay.ms=0", binary=self.binary,
+                                     log_path=self.log, new_session=True)
+        except AssertionError as e:  # it exited, or did not load its partitions within 30 s
+            raise SetupError("kcoord did not start:\n" + str(e)[-3000:]) from None
+        self.proc = self.run.proc
+        CHILDREN.add(self.proc)
+        self.bootstrap = "127.0.0.1:%d" % self.run.port
 
     def check_alive(self):
         """None, or why the server is gone (it is restarted for the next cell)."""
@@ -301,6 +296,8 @@ class Kcoord:
                 self.proc.kill()
                 self.proc.wait()
                 self.exit_status = "still running 20 s after SIGTERM"
+        if self.run is not None:
+            self.run.stop()  # reaped already: its last lines reach the log file
 
     def describe(self):
         out = subprocess.run([self.binary, "--version"], capture_output=True, text=True)

@@ -103,17 +103,20 @@ def self_test():
         # (name, files, expected exit, text the report must contain)
         ("one way", {"a/a.h": "", "b/b.c": '#include "a/a.h"\n'}, 0, "no two"),
         ("both ways, src-relative",
-         {"a/a.c": '#include "b/b.h"\n', "a/a.h": "", "b/b.h": '#include <stdio.h>\n\n#include "a/a.h"\n'},
+         {"a/a.c": '#include "b/b.h"\n', "a/a.h": "",
+          "b/b.h": '#include <stdio.h>\n\n#include "a/a.h"\n'},
          1, "src/b/b.h:3"),
         ("both ways, file-relative",
-         {"a/x.c": '#include "../b/b.h"\n', "a/a.h": "", "b/b.h": "", "b/y.c": '  # include "../a/a.h"\n'},
+         {"a/x.c": '#include "../b/b.h"\n', "a/a.h": "", "b/b.h": "",
+          "b/y.c": '  # include "../a/a.h"\n'},
          1, "rooms a and b include each other"),
         ("top-level file is a room by stem",
          {"conf.h": '#include "util/u.h"\n', "conf.c": '#include "conf.h"\n',
           "util/u.h": "", "util/u.c": '#include "../conf.h"\n'},
          1, "rooms conf and util"),
         ("same room, and a quoted system header",
-         {"a/a.c": '#include "a.h"\n#include "zstd.h"\n', "a/a.h": '#include "a/b.h"\n', "a/b.h": ""},
+         {"a/a.c": '#include "a.h"\n#include "zstd.h"\n', "a/a.h": '#include "a/b.h"\n',
+          "a/b.h": ""},
          0, "no two"),
         ("sibling file shadows src-relative path",
          {"a/b/c.h": "", "a/x.c": '#include "b/c.h"\n', "b/c.h": '#include "../a/x.c"\n'},
@@ -138,7 +141,8 @@ def main(argv):
     if len(argv) > 1 or (argv and argv[0].startswith("-")):
         sys.stderr.write("usage: include_check.py [SRC_DIR] | --self-test\n")
         return 2
-    src = argv[0] if argv else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src")
+    here = os.path.dirname(os.path.abspath(__file__))
+    src = argv[0] if argv else os.path.join(here, "..", "..", "src")
     return report(src, sys.stdout)
 
 

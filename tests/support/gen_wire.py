@@ -8,6 +8,11 @@ built from these and decodes its answer.
 from tests.support.wire import Msg, Reader, Writer, WireError  # noqa: F401
 
 
+def _check_version(name, version, lo, hi):
+    if not lo <= version <= hi:
+        raise ValueError("%s: version %d outside %d-%d" % (name, version, lo, hi))
+
+
 def _differs(enc, v, x):
     """Whether struct x encodes differently from a struct of defaults."""
     a, b = Writer(), Writer()
@@ -41,7 +46,10 @@ APIS = {  # name: (key, min version, max version, first flexible version or None
 
 
 def _init_list_groups_request():
-    return Msg(states_filter=[], types_filter=[])
+    return Msg(
+        states_filter=[],
+        types_filter=[],
+    )
 
 
 def _enc_list_groups_request(w, v, m):
@@ -71,12 +79,14 @@ def _dec_list_groups_request(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array states_filter")
-        m['states_filter'] = None if n < 0 else [r.str_(flex) for _ in range(n)]
+        m['states_filter'] = None if n < 0 else [
+                r.str_(flex) for _ in range(n)]
     if v >= 5:
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array types_filter")
-        m['types_filter'] = None if n < 0 else [r.str_(flex) for _ in range(n)]
+        m['types_filter'] = None if n < 0 else [
+                r.str_(flex) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -85,7 +95,11 @@ def _dec_list_groups_request(r, v):
 
 
 def _init_list_groups_response():
-    return Msg(throttle_time_ms=0, error_code=0, groups=[])
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        groups=[],
+    )
 
 
 def _enc_list_groups_response(w, v, m):
@@ -112,7 +126,8 @@ def _dec_list_groups_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array groups")
-    m['groups'] = None if n < 0 else [_dec_listed_group(r, v) for _ in range(n)]
+    m['groups'] = None if n < 0 else [
+            _dec_listed_group(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -121,7 +136,12 @@ def _dec_list_groups_response(r, v):
 
 
 def _init_listed_group():
-    return Msg(group_id="", protocol_type="", group_state="", group_type="")
+    return Msg(
+        group_id="",
+        protocol_type="",
+        group_state="",
+        group_type="",
+    )
 
 
 def _enc_listed_group(w, v, m):
@@ -165,7 +185,10 @@ def _dec_listed_group(r, v):
 
 
 def _init_describe_groups_request():
-    return Msg(groups=[], include_authorized_operations=False)
+    return Msg(
+        groups=[],
+        include_authorized_operations=False,
+    )
 
 
 def _enc_describe_groups_request(w, v, m):
@@ -188,7 +211,8 @@ def _dec_describe_groups_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array groups")
-    m['groups'] = None if n < 0 else [r.str_(flex) for _ in range(n)]
+    m['groups'] = None if n < 0 else [
+            r.str_(flex) for _ in range(n)]
     if v >= 3:
         m['include_authorized_operations'] = r.boolean()
     if flex:
@@ -199,7 +223,10 @@ def _dec_describe_groups_request(r, v):
 
 
 def _init_describe_groups_response():
-    return Msg(throttle_time_ms=0, groups=[])
+    return Msg(
+        throttle_time_ms=0,
+        groups=[],
+    )
 
 
 def _enc_describe_groups_response(w, v, m):
@@ -224,7 +251,8 @@ def _dec_describe_groups_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array groups")
-    m['groups'] = None if n < 0 else [_dec_describe_groups_described_group(r, v) for _ in range(n)]
+    m['groups'] = None if n < 0 else [
+            _dec_describe_groups_described_group(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -233,7 +261,16 @@ def _dec_describe_groups_response(r, v):
 
 
 def _init_describe_groups_described_group():
-    return Msg(error_code=0, error_message=None, group_id="", group_state="", protocol_type="", protocol_data="", members=[], authorized_operations=-2147483648)
+    return Msg(
+        error_code=0,
+        error_message=None,
+        group_id="",
+        group_state="",
+        protocol_type="",
+        protocol_data="",
+        members=[],
+        authorized_operations=-2147483648,
+    )
 
 
 def _enc_describe_groups_described_group(w, v, m):
@@ -285,7 +322,8 @@ def _dec_describe_groups_described_group(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array members")
-    m['members'] = None if n < 0 else [_dec_described_group_member(r, v) for _ in range(n)]
+    m['members'] = None if n < 0 else [
+            _dec_described_group_member(r, v) for _ in range(n)]
     if v >= 3:
         m['authorized_operations'] = r.i32()
     if flex:
@@ -296,7 +334,14 @@ def _dec_describe_groups_described_group(r, v):
 
 
 def _init_described_group_member():
-    return Msg(member_id="", group_instance_id=None, client_id="", client_host="", member_metadata=b"", member_assignment=b"")
+    return Msg(
+        member_id="",
+        group_instance_id=None,
+        client_id="",
+        client_host="",
+        member_metadata=b"",
+        member_assignment=b"",
+    )
 
 
 def _enc_described_group_member(w, v, m):
@@ -348,7 +393,9 @@ def _dec_described_group_member(r, v):
 
 
 def _init_delete_groups_request():
-    return Msg(groups_names=[])
+    return Msg(
+        groups_names=[],
+    )
 
 
 def _enc_delete_groups_request(w, v, m):
@@ -369,7 +416,8 @@ def _dec_delete_groups_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array groups_names")
-    m['groups_names'] = None if n < 0 else [r.str_(flex) for _ in range(n)]
+    m['groups_names'] = None if n < 0 else [
+            r.str_(flex) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -378,7 +426,10 @@ def _dec_delete_groups_request(r, v):
 
 
 def _init_delete_groups_response():
-    return Msg(throttle_time_ms=0, results=[])
+    return Msg(
+        throttle_time_ms=0,
+        results=[],
+    )
 
 
 def _enc_delete_groups_response(w, v, m):
@@ -401,7 +452,8 @@ def _dec_delete_groups_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array results")
-    m['results'] = None if n < 0 else [_dec_deletable_group_result(r, v) for _ in range(n)]
+    m['results'] = None if n < 0 else [
+            _dec_deletable_group_result(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -410,7 +462,10 @@ def _dec_delete_groups_response(r, v):
 
 
 def _init_deletable_group_result():
-    return Msg(group_id="", error_code=0)
+    return Msg(
+        group_id="",
+        error_code=0,
+    )
 
 
 def _enc_deletable_group_result(w, v, m):
@@ -437,7 +492,18 @@ def _dec_deletable_group_result(r, v):
 
 
 def _init_consumer_group_heartbeat_request():
-    return Msg(group_id="", member_id="", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=-1, subscribed_topic_names=None, subscribed_topic_regex=None, server_assignor=None, topic_partitions=None)
+    return Msg(
+        group_id="",
+        member_id="",
+        member_epoch=0,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout_ms=-1,
+        subscribed_topic_names=None,
+        subscribed_topic_regex=None,
+        server_assignor=None,
+        topic_partitions=None,
+    )
 
 
 def _enc_consumer_group_heartbeat_request(w, v, m):
@@ -488,14 +554,16 @@ def _dec_consumer_group_heartbeat_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (True):
         raise r.error("null array subscribed_topic_names")
-    m['subscribed_topic_names'] = None if n < 0 else [r.str_(flex) for _ in range(n)]
+    m['subscribed_topic_names'] = None if n < 0 else [
+            r.str_(flex) for _ in range(n)]
     if v >= 1:
         m['subscribed_topic_regex'] = r.str_(flex)
     m['server_assignor'] = r.str_(flex)
     n = r.array_len(flex)
     if n < 0 and not (True):
         raise r.error("null array topic_partitions")
-    m['topic_partitions'] = None if n < 0 else [_dec_consumer_group_heartbeat_topic_partitions(r, v) for _ in range(n)]
+    m['topic_partitions'] = None if n < 0 else [
+            _dec_consumer_group_heartbeat_topic_partitions(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -504,7 +572,10 @@ def _dec_consumer_group_heartbeat_request(r, v):
 
 
 def _init_consumer_group_heartbeat_topic_partitions():
-    return Msg(topic_id=bytes(16), partitions=[])
+    return Msg(
+        topic_id=bytes(16),
+        partitions=[],
+    )
 
 
 def _enc_consumer_group_heartbeat_topic_partitions(w, v, m):
@@ -527,7 +598,8 @@ def _dec_consumer_group_heartbeat_topic_partitions(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [r.i32() for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            r.i32() for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -536,7 +608,15 @@ def _dec_consumer_group_heartbeat_topic_partitions(r, v):
 
 
 def _init_consumer_group_heartbeat_response():
-    return Msg(throttle_time_ms=0, error_code=0, error_message=None, member_id=None, member_epoch=0, heartbeat_interval_ms=0, assignment=None)
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        member_id=None,
+        member_epoch=0,
+        heartbeat_interval_ms=0,
+        assignment=None,
+    )
 
 
 def _enc_consumer_group_heartbeat_response(w, v, m):
@@ -579,7 +659,9 @@ def _dec_consumer_group_heartbeat_response(r, v):
 
 
 def _init_consumer_group_heartbeat_assignment():
-    return Msg(topic_partitions=[])
+    return Msg(
+        topic_partitions=[],
+    )
 
 
 def _enc_consumer_group_heartbeat_assignment(w, v, m):
@@ -600,7 +682,8 @@ def _dec_consumer_group_heartbeat_assignment(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topic_partitions")
-    m['topic_partitions'] = None if n < 0 else [_dec_consumer_group_heartbeat_topic_partitions(r, v) for _ in range(n)]
+    m['topic_partitions'] = None if n < 0 else [
+            _dec_consumer_group_heartbeat_topic_partitions(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -609,7 +692,10 @@ def _dec_consumer_group_heartbeat_assignment(r, v):
 
 
 def _init_consumer_group_describe_request():
-    return Msg(group_ids=[], include_authorized_operations=False)
+    return Msg(
+        group_ids=[],
+        include_authorized_operations=False,
+    )
 
 
 def _enc_consumer_group_describe_request(w, v, m):
@@ -631,7 +717,8 @@ def _dec_consumer_group_describe_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array group_ids")
-    m['group_ids'] = None if n < 0 else [r.str_(flex) for _ in range(n)]
+    m['group_ids'] = None if n < 0 else [
+            r.str_(flex) for _ in range(n)]
     m['include_authorized_operations'] = r.boolean()
     if flex:
         for _ in range(r.uvarint()):
@@ -641,7 +728,10 @@ def _dec_consumer_group_describe_request(r, v):
 
 
 def _init_consumer_group_describe_response():
-    return Msg(throttle_time_ms=0, groups=[])
+    return Msg(
+        throttle_time_ms=0,
+        groups=[],
+    )
 
 
 def _enc_consumer_group_describe_response(w, v, m):
@@ -664,7 +754,8 @@ def _dec_consumer_group_describe_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array groups")
-    m['groups'] = None if n < 0 else [_dec_consumer_group_describe_described_group(r, v) for _ in range(n)]
+    m['groups'] = None if n < 0 else [
+            _dec_consumer_group_describe_described_group(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -673,7 +764,17 @@ def _dec_consumer_group_describe_response(r, v):
 
 
 def _init_consumer_group_describe_described_group():
-    return Msg(error_code=0, error_message=None, group_id="", group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=[], authorized_operations=-2147483648)
+    return Msg(
+        error_code=0,
+        error_message=None,
+        group_id="",
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=[],
+        authorized_operations=-2147483648,
+    )
 
 
 def _enc_consumer_group_describe_described_group(w, v, m):
@@ -718,7 +819,8 @@ def _dec_consumer_group_describe_described_group(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array members")
-    m['members'] = None if n < 0 else [_dec_member(r, v) for _ in range(n)]
+    m['members'] = None if n < 0 else [
+            _dec_member(r, v) for _ in range(n)]
     m['authorized_operations'] = r.i32()
     if flex:
         for _ in range(r.uvarint()):
@@ -728,7 +830,19 @@ def _dec_consumer_group_describe_described_group(r, v):
 
 
 def _init_member():
-    return Msg(member_id="", instance_id=None, rack_id=None, member_epoch=0, client_id="", client_host="", subscribed_topic_names=[], subscribed_topic_regex=None, assignment=_init_consumer_group_describe_assignment(), target_assignment=_init_consumer_group_describe_assignment(), member_type=-1)
+    return Msg(
+        member_id="",
+        instance_id=None,
+        rack_id=None,
+        member_epoch=0,
+        client_id="",
+        client_host="",
+        subscribed_topic_names=[],
+        subscribed_topic_regex=None,
+        assignment=_init_consumer_group_describe_assignment(),
+        target_assignment=_init_consumer_group_describe_assignment(),
+        member_type=-1,
+    )
 
 
 def _enc_member(w, v, m):
@@ -755,8 +869,8 @@ def _enc_member(w, v, m):
     for x in xs or ():
         w.str_(x, flex)
     w.str_(m.get('subscribed_topic_regex', None), flex)
-    _enc_consumer_group_describe_assignment(w, v, m.get('assignment', _init_consumer_group_describe_assignment()) or {})
-    _enc_consumer_group_describe_assignment(w, v, m.get('target_assignment', _init_consumer_group_describe_assignment()) or {})
+    _enc_consumer_group_describe_assignment(w, v, m.get('assignment', {}) or {})
+    _enc_consumer_group_describe_assignment(w, v, m.get('target_assignment', {}) or {})
     if v >= 1:
         w.i8(m.get('member_type', -1))
     if flex:
@@ -775,7 +889,8 @@ def _dec_member(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array subscribed_topic_names")
-    m['subscribed_topic_names'] = None if n < 0 else [r.str_(flex) for _ in range(n)]
+    m['subscribed_topic_names'] = None if n < 0 else [
+            r.str_(flex) for _ in range(n)]
     m['subscribed_topic_regex'] = r.str_(flex)
     m['assignment'] = _dec_consumer_group_describe_assignment(r, v)
     m['target_assignment'] = _dec_consumer_group_describe_assignment(r, v)
@@ -789,7 +904,9 @@ def _dec_member(r, v):
 
 
 def _init_consumer_group_describe_assignment():
-    return Msg(topic_partitions=[])
+    return Msg(
+        topic_partitions=[],
+    )
 
 
 def _enc_consumer_group_describe_assignment(w, v, m):
@@ -810,7 +927,8 @@ def _dec_consumer_group_describe_assignment(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topic_partitions")
-    m['topic_partitions'] = None if n < 0 else [_dec_consumer_group_describe_topic_partitions(r, v) for _ in range(n)]
+    m['topic_partitions'] = None if n < 0 else [
+            _dec_consumer_group_describe_topic_partitions(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -819,7 +937,11 @@ def _dec_consumer_group_describe_assignment(r, v):
 
 
 def _init_consumer_group_describe_topic_partitions():
-    return Msg(topic_id=bytes(16), topic_name="", partitions=[])
+    return Msg(
+        topic_id=bytes(16),
+        topic_name="",
+        partitions=[],
+    )
 
 
 def _enc_consumer_group_describe_topic_partitions(w, v, m):
@@ -847,7 +969,8 @@ def _dec_consumer_group_describe_topic_partitions(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [r.i32() for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            r.i32() for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -856,7 +979,13 @@ def _dec_consumer_group_describe_topic_partitions(r, v):
 
 
 def _init_consumer_protocol_subscription():
-    return Msg(topics=[], user_data=None, owned_partitions=[], generation_id=-1, rack_id=None)
+    return Msg(
+        topics=[],
+        user_data=None,
+        owned_partitions=[],
+        generation_id=-1,
+        rack_id=None,
+    )
 
 
 def _enc_consumer_protocol_subscription(w, v, m):
@@ -890,13 +1019,15 @@ def _dec_consumer_protocol_subscription(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [r.str_(flex) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            r.str_(flex) for _ in range(n)]
     m['user_data'] = r.bytes_of(flex)
     if v >= 1:
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array owned_partitions")
-        m['owned_partitions'] = None if n < 0 else [_dec_consumer_protocol_subscription_topic_partition(r, v) for _ in range(n)]
+        m['owned_partitions'] = None if n < 0 else [
+                _dec_consumer_protocol_subscription_topic_partition(r, v) for _ in range(n)]
     if v >= 2:
         m['generation_id'] = r.i32()
     if v >= 3:
@@ -905,7 +1036,10 @@ def _dec_consumer_protocol_subscription(r, v):
 
 
 def _init_consumer_protocol_subscription_topic_partition():
-    return Msg(topic="", partitions=[])
+    return Msg(
+        topic="",
+        partitions=[],
+    )
 
 
 def _enc_consumer_protocol_subscription_topic_partition(w, v, m):
@@ -933,12 +1067,16 @@ def _dec_consumer_protocol_subscription_topic_partition(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array partitions")
-        m['partitions'] = None if n < 0 else [r.i32() for _ in range(n)]
+        m['partitions'] = None if n < 0 else [
+                r.i32() for _ in range(n)]
     return m
 
 
 def _init_consumer_protocol_assignment():
-    return Msg(assigned_partitions=[], user_data=None)
+    return Msg(
+        assigned_partitions=[],
+        user_data=None,
+    )
 
 
 def _enc_consumer_protocol_assignment(w, v, m):
@@ -958,13 +1096,17 @@ def _dec_consumer_protocol_assignment(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array assigned_partitions")
-    m['assigned_partitions'] = None if n < 0 else [_dec_consumer_protocol_assignment_topic_partition(r, v) for _ in range(n)]
+    m['assigned_partitions'] = None if n < 0 else [
+            _dec_consumer_protocol_assignment_topic_partition(r, v) for _ in range(n)]
     m['user_data'] = r.bytes_of(flex)
     return m
 
 
 def _init_consumer_protocol_assignment_topic_partition():
-    return Msg(topic="", partitions=[])
+    return Msg(
+        topic="",
+        partitions=[],
+    )
 
 
 def _enc_consumer_protocol_assignment_topic_partition(w, v, m):
@@ -988,12 +1130,16 @@ def _dec_consumer_protocol_assignment_topic_partition(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [r.i32() for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            r.i32() for _ in range(n)]
     return m
 
 
 def _init_api_versions_request():
-    return Msg(client_software_name="", client_software_version="")
+    return Msg(
+        client_software_name="",
+        client_software_version="",
+    )
 
 
 def _enc_api_versions_request(w, v, m):
@@ -1027,7 +1173,15 @@ def _dec_api_versions_request(r, v):
 
 
 def _init_api_versions_response():
-    return Msg(error_code=0, api_keys=[], throttle_time_ms=0, supported_features=[], finalized_features_epoch=-1, finalized_features=[], zk_migration_ready=False)
+    return Msg(
+        error_code=0,
+        api_keys=[],
+        throttle_time_ms=0,
+        supported_features=[],
+        finalized_features_epoch=-1,
+        finalized_features=[],
+        zk_migration_ready=False,
+    )
 
 
 def _enc_api_versions_response(w, v, m):
@@ -1089,7 +1243,8 @@ def _dec_api_versions_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array api_keys")
-    m['api_keys'] = None if n < 0 else [_dec_api_version(r, v) for _ in range(n)]
+    m['api_keys'] = None if n < 0 else [
+            _dec_api_version(r, v) for _ in range(n)]
     if v >= 1:
         m['throttle_time_ms'] = r.i32()
     if flex:
@@ -1100,21 +1255,27 @@ def _dec_api_versions_response(r, v):
                 n = body.array_len(True)
                 if n < 0 and not (False):
                     raise r.error("null array supported_features")
-                m['supported_features'] = None if n < 0 else [_dec_supported_feature_key(body, v) for _ in range(n)]
+                m['supported_features'] = None if n < 0 else [
+                        _dec_supported_feature_key(body, v) for _ in range(n)]
             elif tag == 1 and v >= 3:
                 m['finalized_features_epoch'] = body.i64()
             elif tag == 2 and v >= 3:
                 n = body.array_len(True)
                 if n < 0 and not (False):
                     raise r.error("null array finalized_features")
-                m['finalized_features'] = None if n < 0 else [_dec_finalized_feature_key(body, v) for _ in range(n)]
+                m['finalized_features'] = None if n < 0 else [
+                        _dec_finalized_feature_key(body, v) for _ in range(n)]
             elif tag == 3 and v >= 3:
                 m['zk_migration_ready'] = body.boolean()
     return m
 
 
 def _init_api_version():
-    return Msg(api_key=0, min_version=0, max_version=0)
+    return Msg(
+        api_key=0,
+        min_version=0,
+        max_version=0,
+    )
 
 
 def _enc_api_version(w, v, m):
@@ -1140,7 +1301,11 @@ def _dec_api_version(r, v):
 
 
 def _init_supported_feature_key():
-    return Msg(name="", min_version=0, max_version=0)
+    return Msg(
+        name="",
+        min_version=0,
+        max_version=0,
+    )
 
 
 def _enc_supported_feature_key(w, v, m):
@@ -1169,7 +1334,11 @@ def _dec_supported_feature_key(r, v):
 
 
 def _init_finalized_feature_key():
-    return Msg(name="", max_version_level=0, min_version_level=0)
+    return Msg(
+        name="",
+        max_version_level=0,
+        min_version_level=0,
+    )
 
 
 def _enc_finalized_feature_key(w, v, m):
@@ -1198,7 +1367,12 @@ def _dec_finalized_feature_key(r, v):
 
 
 def _init_metadata_request():
-    return Msg(topics=[], allow_auto_topic_creation=True, include_cluster_authorized_operations=False, include_topic_authorized_operations=False)
+    return Msg(
+        topics=[],
+        allow_auto_topic_creation=True,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
 
 
 def _enc_metadata_request(w, v, m):
@@ -1225,7 +1399,8 @@ def _dec_metadata_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (v >= 1):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [_dec_metadata_request_topic(r, v) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            _dec_metadata_request_topic(r, v) for _ in range(n)]
     if v >= 4:
         m['allow_auto_topic_creation'] = r.boolean()
     if 8 <= v <= 10:
@@ -1240,7 +1415,10 @@ def _dec_metadata_request(r, v):
 
 
 def _init_metadata_request_topic():
-    return Msg(topic_id=bytes(16), name="")
+    return Msg(
+        topic_id=bytes(16),
+        name="",
+    )
 
 
 def _enc_metadata_request_topic(w, v, m):
@@ -1269,7 +1447,15 @@ def _dec_metadata_request_topic(r, v):
 
 
 def _init_metadata_response():
-    return Msg(throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1, topics=[], cluster_authorized_operations=-2147483648, error_code=0)
+    return Msg(
+        throttle_time_ms=0,
+        brokers=[],
+        cluster_id=None,
+        controller_id=-1,
+        topics=[],
+        cluster_authorized_operations=-2147483648,
+        error_code=0,
+    )
 
 
 def _enc_metadata_response(w, v, m):
@@ -1311,7 +1497,8 @@ def _dec_metadata_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array brokers")
-    m['brokers'] = None if n < 0 else [_dec_metadata_response_broker(r, v) for _ in range(n)]
+    m['brokers'] = None if n < 0 else [
+            _dec_metadata_response_broker(r, v) for _ in range(n)]
     if v >= 2:
         m['cluster_id'] = r.str_(flex)
     if v >= 1:
@@ -1319,7 +1506,8 @@ def _dec_metadata_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [_dec_metadata_response_topic(r, v) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            _dec_metadata_response_topic(r, v) for _ in range(n)]
     if 8 <= v <= 10:
         m['cluster_authorized_operations'] = r.i32()
     if v >= 13:
@@ -1332,7 +1520,12 @@ def _dec_metadata_response(r, v):
 
 
 def _init_metadata_response_broker():
-    return Msg(node_id=0, host="", port=0, rack=None)
+    return Msg(
+        node_id=0,
+        host="",
+        port=0,
+        rack=None,
+    )
 
 
 def _enc_metadata_response_broker(w, v, m):
@@ -1368,7 +1561,14 @@ def _dec_metadata_response_broker(r, v):
 
 
 def _init_metadata_response_topic():
-    return Msg(error_code=0, name="", topic_id=bytes(16), is_internal=False, partitions=[], topic_authorized_operations=-2147483648)
+    return Msg(
+        error_code=0,
+        name="",
+        topic_id=bytes(16),
+        is_internal=False,
+        partitions=[],
+        topic_authorized_operations=-2147483648,
+    )
 
 
 def _enc_metadata_response_topic(w, v, m):
@@ -1406,7 +1606,8 @@ def _dec_metadata_response_topic(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [_dec_metadata_response_partition(r, v) for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            _dec_metadata_response_partition(r, v) for _ in range(n)]
     if v >= 8:
         m['topic_authorized_operations'] = r.i32()
     if flex:
@@ -1417,7 +1618,15 @@ def _dec_metadata_response_topic(r, v):
 
 
 def _init_metadata_response_partition():
-    return Msg(error_code=0, partition_index=0, leader_id=0, leader_epoch=-1, replica_nodes=[], isr_nodes=[], offline_replicas=[])
+    return Msg(
+        error_code=0,
+        partition_index=0,
+        leader_id=0,
+        leader_epoch=-1,
+        replica_nodes=[],
+        isr_nodes=[],
+        offline_replicas=[],
+    )
 
 
 def _enc_metadata_response_partition(w, v, m):
@@ -1461,16 +1670,19 @@ def _dec_metadata_response_partition(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array replica_nodes")
-    m['replica_nodes'] = None if n < 0 else [r.i32() for _ in range(n)]
+    m['replica_nodes'] = None if n < 0 else [
+            r.i32() for _ in range(n)]
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array isr_nodes")
-    m['isr_nodes'] = None if n < 0 else [r.i32() for _ in range(n)]
+    m['isr_nodes'] = None if n < 0 else [
+            r.i32() for _ in range(n)]
     if v >= 5:
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array offline_replicas")
-        m['offline_replicas'] = None if n < 0 else [r.i32() for _ in range(n)]
+        m['offline_replicas'] = None if n < 0 else [
+                r.i32() for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -1479,7 +1691,11 @@ def _dec_metadata_response_partition(r, v):
 
 
 def _init_find_coordinator_request():
-    return Msg(key="", key_type=0, coordinator_keys=[])
+    return Msg(
+        key="",
+        key_type=0,
+        coordinator_keys=[],
+    )
 
 
 def _enc_find_coordinator_request(w, v, m):
@@ -1513,7 +1729,8 @@ def _dec_find_coordinator_request(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array coordinator_keys")
-        m['coordinator_keys'] = None if n < 0 else [r.str_(flex) for _ in range(n)]
+        m['coordinator_keys'] = None if n < 0 else [
+                r.str_(flex) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -1522,7 +1739,15 @@ def _dec_find_coordinator_request(r, v):
 
 
 def _init_find_coordinator_response():
-    return Msg(throttle_time_ms=0, error_code=0, error_message="", node_id=0, host="", port=0, coordinators=[])
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message="",
+        node_id=0,
+        host="",
+        port=0,
+        coordinators=[],
+    )
 
 
 def _enc_find_coordinator_response(w, v, m):
@@ -1575,7 +1800,8 @@ def _dec_find_coordinator_response(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array coordinators")
-        m['coordinators'] = None if n < 0 else [_dec_coordinator(r, v) for _ in range(n)]
+        m['coordinators'] = None if n < 0 else [
+                _dec_coordinator(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -1584,7 +1810,14 @@ def _dec_find_coordinator_response(r, v):
 
 
 def _init_coordinator():
-    return Msg(key="", node_id=0, host="", port=0, error_code=0, error_message="")
+    return Msg(
+        key="",
+        node_id=0,
+        host="",
+        port=0,
+        error_code=0,
+        error_message="",
+    )
 
 
 def _enc_coordinator(w, v, m):
@@ -1622,7 +1855,11 @@ def _dec_coordinator(r, v):
 
 
 def _init_describe_cluster_request():
-    return Msg(include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=False)
+    return Msg(
+        include_cluster_authorized_operations=False,
+        endpoint_type=1,
+        include_fenced_brokers=False,
+    )
 
 
 def _enc_describe_cluster_request(w, v, m):
@@ -1652,7 +1889,16 @@ def _dec_describe_cluster_request(r, v):
 
 
 def _init_describe_cluster_response():
-    return Msg(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id="", controller_id=-1, brokers=[], cluster_authorized_operations=-2147483648)
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        endpoint_type=1,
+        cluster_id="",
+        controller_id=-1,
+        brokers=[],
+        cluster_authorized_operations=-2147483648,
+    )
 
 
 def _enc_describe_cluster_response(w, v, m):
@@ -1691,7 +1937,8 @@ def _dec_describe_cluster_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array brokers")
-    m['brokers'] = None if n < 0 else [_dec_describe_cluster_broker(r, v) for _ in range(n)]
+    m['brokers'] = None if n < 0 else [
+            _dec_describe_cluster_broker(r, v) for _ in range(n)]
     m['cluster_authorized_operations'] = r.i32()
     if flex:
         for _ in range(r.uvarint()):
@@ -1701,7 +1948,13 @@ def _dec_describe_cluster_response(r, v):
 
 
 def _init_describe_cluster_broker():
-    return Msg(broker_id=0, host="", port=0, rack=None, is_fenced=False)
+    return Msg(
+        broker_id=0,
+        host="",
+        port=0,
+        rack=None,
+        is_fenced=False,
+    )
 
 
 def _enc_describe_cluster_broker(w, v, m):
@@ -1736,7 +1989,16 @@ def _dec_describe_cluster_broker(r, v):
 
 
 def _init_join_group_request():
-    return Msg(group_id="", session_timeout_ms=0, rebalance_timeout_ms=-1, member_id="", group_instance_id=None, protocol_type="", protocols=[], reason=None)
+    return Msg(
+        group_id="",
+        session_timeout_ms=0,
+        rebalance_timeout_ms=-1,
+        member_id="",
+        group_instance_id=None,
+        protocol_type="",
+        protocols=[],
+        reason=None,
+    )
 
 
 def _enc_join_group_request(w, v, m):
@@ -1790,7 +2052,8 @@ def _dec_join_group_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array protocols")
-    m['protocols'] = None if n < 0 else [_dec_join_group_request_protocol(r, v) for _ in range(n)]
+    m['protocols'] = None if n < 0 else [
+            _dec_join_group_request_protocol(r, v) for _ in range(n)]
     if v >= 8:
         m['reason'] = r.str_(flex)
     if flex:
@@ -1801,7 +2064,10 @@ def _dec_join_group_request(r, v):
 
 
 def _init_join_group_request_protocol():
-    return Msg(name="", metadata=b"")
+    return Msg(
+        name="",
+        metadata=b"",
+    )
 
 
 def _enc_join_group_request_protocol(w, v, m):
@@ -1831,7 +2097,17 @@ def _dec_join_group_request_protocol(r, v):
 
 
 def _init_join_group_response():
-    return Msg(throttle_time_ms=0, error_code=0, generation_id=-1, protocol_type=None, protocol_name="", leader="", skip_assignment=False, member_id="", members=[])
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        generation_id=-1,
+        protocol_type=None,
+        protocol_name="",
+        leader="",
+        skip_assignment=False,
+        member_id="",
+        members=[],
+    )
 
 
 def _enc_join_group_response(w, v, m):
@@ -1886,7 +2162,8 @@ def _dec_join_group_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array members")
-    m['members'] = None if n < 0 else [_dec_join_group_response_member(r, v) for _ in range(n)]
+    m['members'] = None if n < 0 else [
+            _dec_join_group_response_member(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -1895,7 +2172,11 @@ def _dec_join_group_response(r, v):
 
 
 def _init_join_group_response_member():
-    return Msg(member_id="", group_instance_id=None, metadata=b"")
+    return Msg(
+        member_id="",
+        group_instance_id=None,
+        metadata=b"",
+    )
 
 
 def _enc_join_group_response_member(w, v, m):
@@ -1932,7 +2213,15 @@ def _dec_join_group_response_member(r, v):
 
 
 def _init_sync_group_request():
-    return Msg(group_id="", generation_id=0, member_id="", group_instance_id=None, protocol_type=None, protocol_name=None, assignments=[])
+    return Msg(
+        group_id="",
+        generation_id=0,
+        member_id="",
+        group_instance_id=None,
+        protocol_type=None,
+        protocol_name=None,
+        assignments=[],
+    )
 
 
 def _enc_sync_group_request(w, v, m):
@@ -1986,7 +2275,8 @@ def _dec_sync_group_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array assignments")
-    m['assignments'] = None if n < 0 else [_dec_sync_group_request_assignment(r, v) for _ in range(n)]
+    m['assignments'] = None if n < 0 else [
+            _dec_sync_group_request_assignment(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -1995,7 +2285,10 @@ def _dec_sync_group_request(r, v):
 
 
 def _init_sync_group_request_assignment():
-    return Msg(member_id="", assignment=b"")
+    return Msg(
+        member_id="",
+        assignment=b"",
+    )
 
 
 def _enc_sync_group_request_assignment(w, v, m):
@@ -2025,7 +2318,13 @@ def _dec_sync_group_request_assignment(r, v):
 
 
 def _init_sync_group_response():
-    return Msg(throttle_time_ms=0, error_code=0, protocol_type=None, protocol_name=None, assignment=b"")
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        protocol_type=None,
+        protocol_name=None,
+        assignment=b"",
+    )
 
 
 def _enc_sync_group_response(w, v, m):
@@ -2070,7 +2369,12 @@ def _dec_sync_group_response(r, v):
 
 
 def _init_heartbeat_request():
-    return Msg(group_id="", generation_id=0, member_id="", group_instance_id=None)
+    return Msg(
+        group_id="",
+        generation_id=0,
+        member_id="",
+        group_instance_id=None,
+    )
 
 
 def _enc_heartbeat_request(w, v, m):
@@ -2109,7 +2413,10 @@ def _dec_heartbeat_request(r, v):
 
 
 def _init_heartbeat_response():
-    return Msg(throttle_time_ms=0, error_code=0)
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+    )
 
 
 def _enc_heartbeat_response(w, v, m):
@@ -2135,7 +2442,11 @@ def _dec_heartbeat_response(r, v):
 
 
 def _init_leave_group_request():
-    return Msg(group_id="", member_id="", members=[])
+    return Msg(
+        group_id="",
+        member_id="",
+        members=[],
+    )
 
 
 def _enc_leave_group_request(w, v, m):
@@ -2170,7 +2481,8 @@ def _dec_leave_group_request(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array members")
-        m['members'] = None if n < 0 else [_dec_member_identity(r, v) for _ in range(n)]
+        m['members'] = None if n < 0 else [
+                _dec_member_identity(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -2179,7 +2491,11 @@ def _dec_leave_group_request(r, v):
 
 
 def _init_member_identity():
-    return Msg(member_id="", group_instance_id=None, reason=None)
+    return Msg(
+        member_id="",
+        group_instance_id=None,
+        reason=None,
+    )
 
 
 def _enc_member_identity(w, v, m):
@@ -2220,7 +2536,11 @@ def _dec_member_identity(r, v):
 
 
 def _init_leave_group_response():
-    return Msg(throttle_time_ms=0, error_code=0, members=[])
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        members=[],
+    )
 
 
 def _enc_leave_group_response(w, v, m):
@@ -2249,7 +2569,8 @@ def _dec_leave_group_response(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array members")
-        m['members'] = None if n < 0 else [_dec_member_response(r, v) for _ in range(n)]
+        m['members'] = None if n < 0 else [
+                _dec_member_response(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -2258,7 +2579,11 @@ def _dec_leave_group_response(r, v):
 
 
 def _init_member_response():
-    return Msg(member_id="", group_instance_id="", error_code=0)
+    return Msg(
+        member_id="",
+        group_instance_id="",
+        error_code=0,
+    )
 
 
 def _enc_member_response(w, v, m):
@@ -2296,7 +2621,12 @@ def _dec_member_response(r, v):
 
 
 def _init_request_header():
-    return Msg(request_api_key=0, request_api_version=0, correlation_id=0, client_id="")
+    return Msg(
+        request_api_key=0,
+        request_api_version=0,
+        correlation_id=0,
+        client_id="",
+    )
 
 
 def _enc_request_header(w, v, m):
@@ -2324,7 +2654,9 @@ def _dec_request_header(r, v):
 
 
 def _init_response_header():
-    return Msg(correlation_id=0)
+    return Msg(
+        correlation_id=0,
+    )
 
 
 def _enc_response_header(w, v, m):
@@ -2346,7 +2678,14 @@ def _dec_response_header(r, v):
 
 
 def _init_offset_commit_request():
-    return Msg(group_id="", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None, retention_time_ms=-1, topics=[])
+    return Msg(
+        group_id="",
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        retention_time_ms=-1,
+        topics=[],
+    )
 
 
 def _enc_offset_commit_request(w, v, m):
@@ -2391,7 +2730,8 @@ def _dec_offset_commit_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [_dec_offset_commit_request_topic(r, v) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            _dec_offset_commit_request_topic(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -2400,7 +2740,11 @@ def _dec_offset_commit_request(r, v):
 
 
 def _init_offset_commit_request_topic():
-    return Msg(name="", topic_id=bytes(16), partitions=[])
+    return Msg(
+        name="",
+        topic_id=bytes(16),
+        partitions=[],
+    )
 
 
 def _enc_offset_commit_request_topic(w, v, m):
@@ -2432,7 +2776,8 @@ def _dec_offset_commit_request_topic(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [_dec_offset_commit_request_partition(r, v) for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            _dec_offset_commit_request_partition(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -2441,7 +2786,13 @@ def _dec_offset_commit_request_topic(r, v):
 
 
 def _init_offset_commit_request_partition():
-    return Msg(partition_index=0, committed_offset=0, committed_leader_epoch=-1, commit_timestamp=-1, committed_metadata="")
+    return Msg(
+        partition_index=0,
+        committed_offset=0,
+        committed_leader_epoch=-1,
+        commit_timestamp=-1,
+        committed_metadata="",
+    )
 
 
 def _enc_offset_commit_request_partition(w, v, m):
@@ -2475,7 +2826,10 @@ def _dec_offset_commit_request_partition(r, v):
 
 
 def _init_offset_commit_response():
-    return Msg(throttle_time_ms=0, topics=[])
+    return Msg(
+        throttle_time_ms=0,
+        topics=[],
+    )
 
 
 def _enc_offset_commit_response(w, v, m):
@@ -2500,7 +2854,8 @@ def _dec_offset_commit_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [_dec_offset_commit_response_topic(r, v) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            _dec_offset_commit_response_topic(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -2509,7 +2864,11 @@ def _dec_offset_commit_response(r, v):
 
 
 def _init_offset_commit_response_topic():
-    return Msg(name="", topic_id=bytes(16), partitions=[])
+    return Msg(
+        name="",
+        topic_id=bytes(16),
+        partitions=[],
+    )
 
 
 def _enc_offset_commit_response_topic(w, v, m):
@@ -2541,7 +2900,8 @@ def _dec_offset_commit_response_topic(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [_dec_offset_commit_response_partition(r, v) for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            _dec_offset_commit_response_partition(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -2550,7 +2910,10 @@ def _dec_offset_commit_response_topic(r, v):
 
 
 def _init_offset_commit_response_partition():
-    return Msg(partition_index=0, error_code=0)
+    return Msg(
+        partition_index=0,
+        error_code=0,
+    )
 
 
 def _enc_offset_commit_response_partition(w, v, m):
@@ -2574,7 +2937,12 @@ def _dec_offset_commit_response_partition(r, v):
 
 
 def _init_offset_fetch_request():
-    return Msg(group_id="", topics=[], groups=[], require_stable=False)
+    return Msg(
+        group_id="",
+        topics=[],
+        groups=[],
+        require_stable=False,
+    )
 
 
 def _enc_offset_fetch_request(w, v, m):
@@ -2613,12 +2981,14 @@ def _dec_offset_fetch_request(r, v):
         n = r.array_len(flex)
         if n < 0 and not (2 <= v <= 7):
             raise r.error("null array topics")
-        m['topics'] = None if n < 0 else [_dec_offset_fetch_request_topic(r, v) for _ in range(n)]
+        m['topics'] = None if n < 0 else [
+                _dec_offset_fetch_request_topic(r, v) for _ in range(n)]
     if v >= 8:
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array groups")
-        m['groups'] = None if n < 0 else [_dec_offset_fetch_request_group(r, v) for _ in range(n)]
+        m['groups'] = None if n < 0 else [
+                _dec_offset_fetch_request_group(r, v) for _ in range(n)]
     if v >= 7:
         m['require_stable'] = r.boolean()
     if flex:
@@ -2629,7 +2999,10 @@ def _dec_offset_fetch_request(r, v):
 
 
 def _init_offset_fetch_request_topic():
-    return Msg(name="", partition_indexes=[])
+    return Msg(
+        name="",
+        partition_indexes=[],
+    )
 
 
 def _enc_offset_fetch_request_topic(w, v, m):
@@ -2659,7 +3032,8 @@ def _dec_offset_fetch_request_topic(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array partition_indexes")
-        m['partition_indexes'] = None if n < 0 else [r.i32() for _ in range(n)]
+        m['partition_indexes'] = None if n < 0 else [
+                r.i32() for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -2668,7 +3042,12 @@ def _dec_offset_fetch_request_topic(r, v):
 
 
 def _init_offset_fetch_request_group():
-    return Msg(group_id="", member_id=None, member_epoch=-1, topics=[])
+    return Msg(
+        group_id="",
+        member_id=None,
+        member_epoch=-1,
+        topics=[],
+    )
 
 
 def _enc_offset_fetch_request_group(w, v, m):
@@ -2706,7 +3085,8 @@ def _dec_offset_fetch_request_group(r, v):
         n = r.array_len(flex)
         if n < 0 and not (True):
             raise r.error("null array topics")
-        m['topics'] = None if n < 0 else [_dec_offset_fetch_request_topics(r, v) for _ in range(n)]
+        m['topics'] = None if n < 0 else [
+                _dec_offset_fetch_request_topics(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -2715,7 +3095,11 @@ def _dec_offset_fetch_request_group(r, v):
 
 
 def _init_offset_fetch_request_topics():
-    return Msg(name="", topic_id=bytes(16), partition_indexes=[])
+    return Msg(
+        name="",
+        topic_id=bytes(16),
+        partition_indexes=[],
+    )
 
 
 def _enc_offset_fetch_request_topics(w, v, m):
@@ -2749,7 +3133,8 @@ def _dec_offset_fetch_request_topics(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array partition_indexes")
-        m['partition_indexes'] = None if n < 0 else [r.i32() for _ in range(n)]
+        m['partition_indexes'] = None if n < 0 else [
+                r.i32() for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -2758,7 +3143,12 @@ def _dec_offset_fetch_request_topics(r, v):
 
 
 def _init_offset_fetch_response():
-    return Msg(throttle_time_ms=0, topics=[], error_code=0, groups=[])
+    return Msg(
+        throttle_time_ms=0,
+        topics=[],
+        error_code=0,
+        groups=[],
+    )
 
 
 def _enc_offset_fetch_response(w, v, m):
@@ -2794,14 +3184,16 @@ def _dec_offset_fetch_response(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array topics")
-        m['topics'] = None if n < 0 else [_dec_offset_fetch_response_topic(r, v) for _ in range(n)]
+        m['topics'] = None if n < 0 else [
+                _dec_offset_fetch_response_topic(r, v) for _ in range(n)]
     if 2 <= v <= 7:
         m['error_code'] = r.i16()
     if v >= 8:
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array groups")
-        m['groups'] = None if n < 0 else [_dec_offset_fetch_response_group(r, v) for _ in range(n)]
+        m['groups'] = None if n < 0 else [
+                _dec_offset_fetch_response_group(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -2810,7 +3202,10 @@ def _dec_offset_fetch_response(r, v):
 
 
 def _init_offset_fetch_response_topic():
-    return Msg(name="", partitions=[])
+    return Msg(
+        name="",
+        partitions=[],
+    )
 
 
 def _enc_offset_fetch_response_topic(w, v, m):
@@ -2840,7 +3235,8 @@ def _dec_offset_fetch_response_topic(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array partitions")
-        m['partitions'] = None if n < 0 else [_dec_offset_fetch_response_partition(r, v) for _ in range(n)]
+        m['partitions'] = None if n < 0 else [
+                _dec_offset_fetch_response_partition(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -2849,7 +3245,13 @@ def _dec_offset_fetch_response_topic(r, v):
 
 
 def _init_offset_fetch_response_partition():
-    return Msg(partition_index=0, committed_offset=0, committed_leader_epoch=-1, metadata="", error_code=0)
+    return Msg(
+        partition_index=0,
+        committed_offset=0,
+        committed_leader_epoch=-1,
+        metadata="",
+        error_code=0,
+    )
 
 
 def _enc_offset_fetch_response_partition(w, v, m):
@@ -2889,7 +3291,11 @@ def _dec_offset_fetch_response_partition(r, v):
 
 
 def _init_offset_fetch_response_group():
-    return Msg(group_id="", topics=[], error_code=0)
+    return Msg(
+        group_id="",
+        topics=[],
+        error_code=0,
+    )
 
 
 def _enc_offset_fetch_response_group(w, v, m):
@@ -2921,7 +3327,8 @@ def _dec_offset_fetch_response_group(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array topics")
-        m['topics'] = None if n < 0 else [_dec_offset_fetch_response_topics(r, v) for _ in range(n)]
+        m['topics'] = None if n < 0 else [
+                _dec_offset_fetch_response_topics(r, v) for _ in range(n)]
     if v >= 8:
         m['error_code'] = r.i16()
     if flex:
@@ -2932,7 +3339,11 @@ def _dec_offset_fetch_response_group(r, v):
 
 
 def _init_offset_fetch_response_topics():
-    return Msg(name="", topic_id=bytes(16), partitions=[])
+    return Msg(
+        name="",
+        topic_id=bytes(16),
+        partitions=[],
+    )
 
 
 def _enc_offset_fetch_response_topics(w, v, m):
@@ -2966,7 +3377,8 @@ def _dec_offset_fetch_response_topics(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array partitions")
-        m['partitions'] = None if n < 0 else [_dec_offset_fetch_response_partitions(r, v) for _ in range(n)]
+        m['partitions'] = None if n < 0 else [
+                _dec_offset_fetch_response_partitions(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -2975,7 +3387,13 @@ def _dec_offset_fetch_response_topics(r, v):
 
 
 def _init_offset_fetch_response_partitions():
-    return Msg(partition_index=0, committed_offset=0, committed_leader_epoch=-1, metadata="", error_code=0)
+    return Msg(
+        partition_index=0,
+        committed_offset=0,
+        committed_leader_epoch=-1,
+        metadata="",
+        error_code=0,
+    )
 
 
 def _enc_offset_fetch_response_partitions(w, v, m):
@@ -3015,7 +3433,10 @@ def _dec_offset_fetch_response_partitions(r, v):
 
 
 def _init_offset_delete_request():
-    return Msg(group_id="", topics=[])
+    return Msg(
+        group_id="",
+        topics=[],
+    )
 
 
 def _enc_offset_delete_request(w, v, m):
@@ -3039,12 +3460,16 @@ def _dec_offset_delete_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [_dec_offset_delete_request_topic(r, v) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            _dec_offset_delete_request_topic(r, v) for _ in range(n)]
     return m
 
 
 def _init_offset_delete_request_topic():
-    return Msg(name="", partitions=[])
+    return Msg(
+        name="",
+        partitions=[],
+    )
 
 
 def _enc_offset_delete_request_topic(w, v, m):
@@ -3068,12 +3493,15 @@ def _dec_offset_delete_request_topic(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [_dec_offset_delete_request_partition(r, v) for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            _dec_offset_delete_request_partition(r, v) for _ in range(n)]
     return m
 
 
 def _init_offset_delete_request_partition():
-    return Msg(partition_index=0)
+    return Msg(
+        partition_index=0,
+    )
 
 
 def _enc_offset_delete_request_partition(w, v, m):
@@ -3089,7 +3517,11 @@ def _dec_offset_delete_request_partition(r, v):
 
 
 def _init_offset_delete_response():
-    return Msg(error_code=0, throttle_time_ms=0, topics=[])
+    return Msg(
+        error_code=0,
+        throttle_time_ms=0,
+        topics=[],
+    )
 
 
 def _enc_offset_delete_response(w, v, m):
@@ -3112,12 +3544,16 @@ def _dec_offset_delete_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [_dec_offset_delete_response_topic(r, v) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            _dec_offset_delete_response_topic(r, v) for _ in range(n)]
     return m
 
 
 def _init_offset_delete_response_topic():
-    return Msg(name="", partitions=[])
+    return Msg(
+        name="",
+        partitions=[],
+    )
 
 
 def _enc_offset_delete_response_topic(w, v, m):
@@ -3141,12 +3577,16 @@ def _dec_offset_delete_response_topic(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [_dec_offset_delete_response_partition(r, v) for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            _dec_offset_delete_response_partition(r, v) for _ in range(n)]
     return m
 
 
 def _init_offset_delete_response_partition():
-    return Msg(partition_index=0, error_code=0)
+    return Msg(
+        partition_index=0,
+        error_code=0,
+    )
 
 
 def _enc_offset_delete_response_partition(w, v, m):
@@ -3164,7 +3604,11 @@ def _dec_offset_delete_response_partition(r, v):
 
 
 def _init_offset_commit_key():
-    return Msg(group="", topic="", partition=0)
+    return Msg(
+        group="",
+        topic="",
+        partition=0,
+    )
 
 
 def _enc_offset_commit_key(w, v, m):
@@ -3190,7 +3634,14 @@ def _dec_offset_commit_key(r, v):
 
 
 def _init_offset_commit_value():
-    return Msg(offset=0, leader_epoch=-1, metadata="", commit_timestamp=0, expire_timestamp=-1, topic_id=bytes(16))
+    return Msg(
+        offset=0,
+        leader_epoch=-1,
+        metadata="",
+        commit_timestamp=0,
+        expire_timestamp=-1,
+        topic_id=bytes(16),
+    )
 
 
 def _enc_offset_commit_value(w, v, m):
@@ -3238,7 +3689,9 @@ def _dec_offset_commit_value(r, v):
 
 
 def _init_group_metadata_key():
-    return Msg(group="")
+    return Msg(
+        group="",
+    )
 
 
 def _enc_group_metadata_key(w, v, m):
@@ -3257,7 +3710,14 @@ def _dec_group_metadata_key(r, v):
 
 
 def _init_group_metadata_value():
-    return Msg(protocol_type="", generation=0, protocol="", leader="", current_state_timestamp=-1, members=[])
+    return Msg(
+        protocol_type="",
+        generation=0,
+        protocol="",
+        leader="",
+        current_state_timestamp=-1,
+        members=[],
+    )
 
 
 def _enc_group_metadata_value(w, v, m):
@@ -3293,7 +3753,8 @@ def _dec_group_metadata_value(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array members")
-    m['members'] = None if n < 0 else [_dec_member_metadata(r, v) for _ in range(n)]
+    m['members'] = None if n < 0 else [
+            _dec_member_metadata(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -3302,7 +3763,16 @@ def _dec_group_metadata_value(r, v):
 
 
 def _init_member_metadata():
-    return Msg(member_id="", group_instance_id=None, client_id="", client_host="", rebalance_timeout=-1, session_timeout=0, subscription=b"", assignment=b"")
+    return Msg(
+        member_id="",
+        group_instance_id=None,
+        client_id="",
+        client_host="",
+        rebalance_timeout=-1,
+        session_timeout=0,
+        subscription=b"",
+        assignment=b"",
+    )
 
 
 def _enc_member_metadata(w, v, m):
@@ -3357,7 +3827,9 @@ def _dec_member_metadata(r, v):
 
 
 def _init_consumer_group_metadata_key():
-    return Msg(group_id="")
+    return Msg(
+        group_id="",
+    )
 
 
 def _enc_consumer_group_metadata_key(w, v, m):
@@ -3376,7 +3848,10 @@ def _dec_consumer_group_metadata_key(r, v):
 
 
 def _init_consumer_group_metadata_value():
-    return Msg(epoch=0, metadata_hash=0)
+    return Msg(
+        epoch=0,
+        metadata_hash=0,
+    )
 
 
 def _enc_consumer_group_metadata_value(w, v, m):
@@ -3409,7 +3884,9 @@ def _dec_consumer_group_metadata_value(r, v):
 
 
 def _init_consumer_group_partition_metadata_key():
-    return Msg(group_id="")
+    return Msg(
+        group_id="",
+    )
 
 
 def _enc_consumer_group_partition_metadata_key(w, v, m):
@@ -3428,7 +3905,9 @@ def _dec_consumer_group_partition_metadata_key(r, v):
 
 
 def _init_consumer_group_partition_metadata_value():
-    return Msg(topics=[])
+    return Msg(
+        topics=[],
+    )
 
 
 def _enc_consumer_group_partition_metadata_value(w, v, m):
@@ -3449,7 +3928,8 @@ def _dec_consumer_group_partition_metadata_value(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [_dec_topic_metadata(r, v) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            _dec_topic_metadata(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -3458,7 +3938,12 @@ def _dec_consumer_group_partition_metadata_value(r, v):
 
 
 def _init_topic_metadata():
-    return Msg(topic_id=bytes(16), topic_name="", num_partitions=0, partition_metadata=[])
+    return Msg(
+        topic_id=bytes(16),
+        topic_name="",
+        num_partitions=0,
+        partition_metadata=[],
+    )
 
 
 def _enc_topic_metadata(w, v, m):
@@ -3488,7 +3973,8 @@ def _dec_topic_metadata(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partition_metadata")
-    m['partition_metadata'] = None if n < 0 else [_dec_partition_metadata(r, v) for _ in range(n)]
+    m['partition_metadata'] = None if n < 0 else [
+            _dec_partition_metadata(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -3497,7 +3983,10 @@ def _dec_topic_metadata(r, v):
 
 
 def _init_partition_metadata():
-    return Msg(partition=0, racks=[])
+    return Msg(
+        partition=0,
+        racks=[],
+    )
 
 
 def _enc_partition_metadata(w, v, m):
@@ -3520,7 +4009,8 @@ def _dec_partition_metadata(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array racks")
-    m['racks'] = None if n < 0 else [r.str_(flex) for _ in range(n)]
+    m['racks'] = None if n < 0 else [
+            r.str_(flex) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -3529,7 +4019,10 @@ def _dec_partition_metadata(r, v):
 
 
 def _init_consumer_group_member_metadata_key():
-    return Msg(group_id="", member_id="")
+    return Msg(
+        group_id="",
+        member_id="",
+    )
 
 
 def _enc_consumer_group_member_metadata_key(w, v, m):
@@ -3553,7 +4046,17 @@ def _dec_consumer_group_member_metadata_key(r, v):
 
 
 def _init_consumer_group_member_metadata_value():
-    return Msg(instance_id="", rack_id="", client_id="", client_host="", subscribed_topic_names=[], subscribed_topic_regex="", rebalance_timeout_ms=-1, server_assignor="", classic_member_metadata=None)
+    return Msg(
+        instance_id="",
+        rack_id="",
+        client_id="",
+        client_host="",
+        subscribed_topic_names=[],
+        subscribed_topic_regex="",
+        rebalance_timeout_ms=-1,
+        server_assignor="",
+        classic_member_metadata=None,
+    )
 
 
 def _enc_consumer_group_member_metadata_value(w, v, m):
@@ -3606,7 +4109,8 @@ def _dec_consumer_group_member_metadata_value(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array subscribed_topic_names")
-    m['subscribed_topic_names'] = None if n < 0 else [r.str_(flex) for _ in range(n)]
+    m['subscribed_topic_names'] = None if n < 0 else [
+            r.str_(flex) for _ in range(n)]
     m['subscribed_topic_regex'] = r.str_(flex)
     m['rebalance_timeout_ms'] = r.i32()
     m['server_assignor'] = r.str_(flex)
@@ -3623,7 +4127,10 @@ def _dec_consumer_group_member_metadata_value(r, v):
 
 
 def _init_classic_member_metadata():
-    return Msg(session_timeout_ms=0, supported_protocols=[])
+    return Msg(
+        session_timeout_ms=0,
+        supported_protocols=[],
+    )
 
 
 def _enc_classic_member_metadata(w, v, m):
@@ -3646,7 +4153,8 @@ def _dec_classic_member_metadata(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array supported_protocols")
-    m['supported_protocols'] = None if n < 0 else [_dec_classic_protocol(r, v) for _ in range(n)]
+    m['supported_protocols'] = None if n < 0 else [
+            _dec_classic_protocol(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -3655,7 +4163,10 @@ def _dec_classic_member_metadata(r, v):
 
 
 def _init_classic_protocol():
-    return Msg(name="", metadata=b"")
+    return Msg(
+        name="",
+        metadata=b"",
+    )
 
 
 def _enc_classic_protocol(w, v, m):
@@ -3685,7 +4196,9 @@ def _dec_classic_protocol(r, v):
 
 
 def _init_consumer_group_target_assignment_metadata_key():
-    return Msg(group_id="")
+    return Msg(
+        group_id="",
+    )
 
 
 def _enc_consumer_group_target_assignment_metadata_key(w, v, m):
@@ -3704,7 +4217,10 @@ def _dec_consumer_group_target_assignment_metadata_key(r, v):
 
 
 def _init_consumer_group_target_assignment_metadata_value():
-    return Msg(assignment_epoch=0, assignment_timestamp=0)
+    return Msg(
+        assignment_epoch=0,
+        assignment_timestamp=0,
+    )
 
 
 def _enc_consumer_group_target_assignment_metadata_value(w, v, m):
@@ -3737,7 +4253,10 @@ def _dec_consumer_group_target_assignment_metadata_value(r, v):
 
 
 def _init_consumer_group_target_assignment_member_key():
-    return Msg(group_id="", member_id="")
+    return Msg(
+        group_id="",
+        member_id="",
+    )
 
 
 def _enc_consumer_group_target_assignment_member_key(w, v, m):
@@ -3761,7 +4280,9 @@ def _dec_consumer_group_target_assignment_member_key(r, v):
 
 
 def _init_consumer_group_target_assignment_member_value():
-    return Msg(topic_partitions=[])
+    return Msg(
+        topic_partitions=[],
+    )
 
 
 def _enc_consumer_group_target_assignment_member_value(w, v, m):
@@ -3782,7 +4303,8 @@ def _dec_consumer_group_target_assignment_member_value(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topic_partitions")
-    m['topic_partitions'] = None if n < 0 else [_dec_consumer_group_target_assignment_member_value_topic_partition(r, v) for _ in range(n)]
+    m['topic_partitions'] = None if n < 0 else [
+            _dec_consumer_group_target_assignment_member_value_topic_partition(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -3791,7 +4313,10 @@ def _dec_consumer_group_target_assignment_member_value(r, v):
 
 
 def _init_consumer_group_target_assignment_member_value_topic_partition():
-    return Msg(topic_id=bytes(16), partitions=[])
+    return Msg(
+        topic_id=bytes(16),
+        partitions=[],
+    )
 
 
 def _enc_consumer_group_target_assignment_member_value_topic_partition(w, v, m):
@@ -3814,7 +4339,8 @@ def _dec_consumer_group_target_assignment_member_value_topic_partition(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [r.i32() for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            r.i32() for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -3823,7 +4349,10 @@ def _dec_consumer_group_target_assignment_member_value_topic_partition(r, v):
 
 
 def _init_consumer_group_current_member_assignment_key():
-    return Msg(group_id="", member_id="")
+    return Msg(
+        group_id="",
+        member_id="",
+    )
 
 
 def _enc_consumer_group_current_member_assignment_key(w, v, m):
@@ -3847,7 +4376,13 @@ def _dec_consumer_group_current_member_assignment_key(r, v):
 
 
 def _init_consumer_group_current_member_assignment_value():
-    return Msg(member_epoch=0, previous_member_epoch=0, state=0, assigned_partitions=[], partitions_pending_revocation=[])
+    return Msg(
+        member_epoch=0,
+        previous_member_epoch=0,
+        state=0,
+        assigned_partitions=[],
+        partitions_pending_revocation=[],
+    )
 
 
 def _enc_consumer_group_current_member_assignment_value(w, v, m):
@@ -3880,11 +4415,13 @@ def _dec_consumer_group_current_member_assignment_value(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array assigned_partitions")
-    m['assigned_partitions'] = None if n < 0 else [_dec_consumer_group_current_member_assignment_value_topic_partitions(r, v) for _ in range(n)]
+    m['assigned_partitions'] = None if n < 0 else [
+            _dec_consumer_group_current_member_assignment_value_topic_partitions(r, v) for _ in range(n)]
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions_pending_revocation")
-    m['partitions_pending_revocation'] = None if n < 0 else [_dec_consumer_group_current_member_assignment_value_topic_partitions(r, v) for _ in range(n)]
+    m['partitions_pending_revocation'] = None if n < 0 else [
+            _dec_consumer_group_current_member_assignment_value_topic_partitions(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -3893,7 +4430,11 @@ def _dec_consumer_group_current_member_assignment_value(r, v):
 
 
 def _init_consumer_group_current_member_assignment_value_topic_partitions():
-    return Msg(topic_id=bytes(16), partitions=[], assignment_epochs=None)
+    return Msg(
+        topic_id=bytes(16),
+        partitions=[],
+        assignment_epochs=None,
+    )
 
 
 def _enc_consumer_group_current_member_assignment_value_topic_partitions(w, v, m):
@@ -3930,7 +4471,8 @@ def _dec_consumer_group_current_member_assignment_value_topic_partitions(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [r.i32() for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            r.i32() for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -3939,12 +4481,17 @@ def _dec_consumer_group_current_member_assignment_value_topic_partitions(r, v):
                 n = body.array_len(True)
                 if n < 0 and not (True):
                     raise r.error("null array assignment_epochs")
-                m['assignment_epochs'] = None if n < 0 else [body.i32() for _ in range(n)]
+                m['assignment_epochs'] = None if n < 0 else [
+                        body.i32() for _ in range(n)]
     return m
 
 
 def _init_create_topics_request():
-    return Msg(topics=[], timeout_ms=60000, validate_only=False)
+    return Msg(
+        topics=[],
+        timeout_ms=60000,
+        validate_only=False,
+    )
 
 
 def _enc_create_topics_request(w, v, m):
@@ -3967,7 +4514,8 @@ def _dec_create_topics_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [_dec_creatable_topic(r, v) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            _dec_creatable_topic(r, v) for _ in range(n)]
     m['timeout_ms'] = r.i32()
     m['validate_only'] = r.boolean()
     if flex:
@@ -3978,7 +4526,13 @@ def _dec_create_topics_request(r, v):
 
 
 def _init_creatable_topic():
-    return Msg(name="", num_partitions=0, replication_factor=0, assignments=[], configs=[])
+    return Msg(
+        name="",
+        num_partitions=0,
+        replication_factor=0,
+        assignments=[],
+        configs=[],
+    )
 
 
 def _enc_creatable_topic(w, v, m):
@@ -4014,11 +4568,13 @@ def _dec_creatable_topic(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array assignments")
-    m['assignments'] = None if n < 0 else [_dec_creatable_replica_assignment(r, v) for _ in range(n)]
+    m['assignments'] = None if n < 0 else [
+            _dec_creatable_replica_assignment(r, v) for _ in range(n)]
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array configs")
-    m['configs'] = None if n < 0 else [_dec_creatable_topic_config(r, v) for _ in range(n)]
+    m['configs'] = None if n < 0 else [
+            _dec_creatable_topic_config(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -4027,7 +4583,10 @@ def _dec_creatable_topic(r, v):
 
 
 def _init_creatable_replica_assignment():
-    return Msg(partition_index=0, broker_ids=[])
+    return Msg(
+        partition_index=0,
+        broker_ids=[],
+    )
 
 
 def _enc_creatable_replica_assignment(w, v, m):
@@ -4050,7 +4609,8 @@ def _dec_creatable_replica_assignment(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array broker_ids")
-    m['broker_ids'] = None if n < 0 else [r.i32() for _ in range(n)]
+    m['broker_ids'] = None if n < 0 else [
+            r.i32() for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -4059,7 +4619,10 @@ def _dec_creatable_replica_assignment(r, v):
 
 
 def _init_creatable_topic_config():
-    return Msg(name="", value="")
+    return Msg(
+        name="",
+        value="",
+    )
 
 
 def _enc_creatable_topic_config(w, v, m):
@@ -4086,7 +4649,10 @@ def _dec_creatable_topic_config(r, v):
 
 
 def _init_create_topics_response():
-    return Msg(throttle_time_ms=0, topics=[])
+    return Msg(
+        throttle_time_ms=0,
+        topics=[],
+    )
 
 
 def _enc_create_topics_response(w, v, m):
@@ -4109,7 +4675,8 @@ def _dec_create_topics_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [_dec_creatable_topic_result(r, v) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            _dec_creatable_topic_result(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -4118,7 +4685,16 @@ def _dec_create_topics_response(r, v):
 
 
 def _init_creatable_topic_result():
-    return Msg(name="", topic_id=bytes(16), error_code=0, error_message="", topic_config_error_code=0, num_partitions=-1, replication_factor=-1, configs=[])
+    return Msg(
+        name="",
+        topic_id=bytes(16),
+        error_code=0,
+        error_message="",
+        topic_config_error_code=0,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=[],
+    )
 
 
 def _enc_creatable_topic_result(w, v, m):
@@ -4171,7 +4747,8 @@ def _dec_creatable_topic_result(r, v):
         n = r.array_len(flex)
         if n < 0 and not (True):
             raise r.error("null array configs")
-        m['configs'] = None if n < 0 else [_dec_creatable_topic_configs(r, v) for _ in range(n)]
+        m['configs'] = None if n < 0 else [
+                _dec_creatable_topic_configs(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -4182,7 +4759,13 @@ def _dec_creatable_topic_result(r, v):
 
 
 def _init_creatable_topic_configs():
-    return Msg(name="", value="", read_only=False, config_source=-1, is_sensitive=False)
+    return Msg(
+        name="",
+        value="",
+        read_only=False,
+        config_source=-1,
+        is_sensitive=False,
+    )
 
 
 def _enc_creatable_topic_configs(w, v, m):
@@ -4225,7 +4808,11 @@ def _dec_creatable_topic_configs(r, v):
 
 
 def _init_delete_topics_request():
-    return Msg(topics=[], topic_names=[], timeout_ms=0)
+    return Msg(
+        topics=[],
+        topic_names=[],
+        timeout_ms=0,
+    )
 
 
 def _enc_delete_topics_request(w, v, m):
@@ -4256,12 +4843,14 @@ def _dec_delete_topics_request(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array topics")
-        m['topics'] = None if n < 0 else [_dec_delete_topic_state(r, v) for _ in range(n)]
+        m['topics'] = None if n < 0 else [
+                _dec_delete_topic_state(r, v) for _ in range(n)]
     if v <= 5:
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array topic_names")
-        m['topic_names'] = None if n < 0 else [r.str_(flex) for _ in range(n)]
+        m['topic_names'] = None if n < 0 else [
+                r.str_(flex) for _ in range(n)]
     m['timeout_ms'] = r.i32()
     if flex:
         for _ in range(r.uvarint()):
@@ -4271,7 +4860,10 @@ def _dec_delete_topics_request(r, v):
 
 
 def _init_delete_topic_state():
-    return Msg(name=None, topic_id=bytes(16))
+    return Msg(
+        name=None,
+        topic_id=bytes(16),
+    )
 
 
 def _enc_delete_topic_state(w, v, m):
@@ -4299,7 +4891,10 @@ def _dec_delete_topic_state(r, v):
 
 
 def _init_delete_topics_response():
-    return Msg(throttle_time_ms=0, responses=[])
+    return Msg(
+        throttle_time_ms=0,
+        responses=[],
+    )
 
 
 def _enc_delete_topics_response(w, v, m):
@@ -4324,7 +4919,8 @@ def _dec_delete_topics_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array responses")
-    m['responses'] = None if n < 0 else [_dec_deletable_topic_result(r, v) for _ in range(n)]
+    m['responses'] = None if n < 0 else [
+            _dec_deletable_topic_result(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -4333,7 +4929,12 @@ def _dec_delete_topics_response(r, v):
 
 
 def _init_deletable_topic_result():
-    return Msg(name="", topic_id=bytes(16), error_code=0, error_message=None)
+    return Msg(
+        name="",
+        topic_id=bytes(16),
+        error_code=0,
+        error_message=None,
+    )
 
 
 def _enc_deletable_topic_result(w, v, m):
@@ -4368,7 +4969,12 @@ def _dec_deletable_topic_result(r, v):
 
 
 def _init_list_offsets_request():
-    return Msg(replica_id=0, isolation_level=0, topics=[], timeout_ms=0)
+    return Msg(
+        replica_id=0,
+        isolation_level=0,
+        topics=[],
+        timeout_ms=0,
+    )
 
 
 def _enc_list_offsets_request(w, v, m):
@@ -4397,7 +5003,8 @@ def _dec_list_offsets_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [_dec_list_offsets_topic(r, v) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            _dec_list_offsets_topic(r, v) for _ in range(n)]
     if v >= 10:
         m['timeout_ms'] = r.i32()
     if flex:
@@ -4408,7 +5015,10 @@ def _dec_list_offsets_request(r, v):
 
 
 def _init_list_offsets_topic():
-    return Msg(name="", partitions=[])
+    return Msg(
+        name="",
+        partitions=[],
+    )
 
 
 def _enc_list_offsets_topic(w, v, m):
@@ -4434,7 +5044,8 @@ def _dec_list_offsets_topic(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [_dec_list_offsets_partition(r, v) for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            _dec_list_offsets_partition(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -4443,7 +5054,11 @@ def _dec_list_offsets_topic(r, v):
 
 
 def _init_list_offsets_partition():
-    return Msg(partition_index=0, current_leader_epoch=-1, timestamp=0)
+    return Msg(
+        partition_index=0,
+        current_leader_epoch=-1,
+        timestamp=0,
+    )
 
 
 def _enc_list_offsets_partition(w, v, m):
@@ -4471,7 +5086,10 @@ def _dec_list_offsets_partition(r, v):
 
 
 def _init_list_offsets_response():
-    return Msg(throttle_time_ms=0, topics=[])
+    return Msg(
+        throttle_time_ms=0,
+        topics=[],
+    )
 
 
 def _enc_list_offsets_response(w, v, m):
@@ -4496,7 +5114,8 @@ def _dec_list_offsets_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [_dec_list_offsets_topic_response(r, v) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            _dec_list_offsets_topic_response(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -4505,7 +5124,10 @@ def _dec_list_offsets_response(r, v):
 
 
 def _init_list_offsets_topic_response():
-    return Msg(name="", partitions=[])
+    return Msg(
+        name="",
+        partitions=[],
+    )
 
 
 def _enc_list_offsets_topic_response(w, v, m):
@@ -4531,7 +5153,8 @@ def _dec_list_offsets_topic_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [_dec_list_offsets_partition_response(r, v) for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            _dec_list_offsets_partition_response(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -4540,7 +5163,13 @@ def _dec_list_offsets_topic_response(r, v):
 
 
 def _init_list_offsets_partition_response():
-    return Msg(partition_index=0, error_code=0, timestamp=-1, offset=-1, leader_epoch=-1)
+    return Msg(
+        partition_index=0,
+        error_code=0,
+        timestamp=-1,
+        offset=-1,
+        leader_epoch=-1,
+    )
 
 
 def _enc_list_offsets_partition_response(w, v, m):
@@ -4572,7 +5201,20 @@ def _dec_list_offsets_partition_response(r, v):
 
 
 def _init_fetch_request():
-    return Msg(cluster_id=None, replica_id=-1, replica_state=_init_replica_state(), max_wait_ms=0, min_bytes=0, max_bytes=2147483647, isolation_level=0, session_id=0, session_epoch=-1, topics=[], forgotten_topics_data=[], rack_id="")
+    return Msg(
+        cluster_id=None,
+        replica_id=-1,
+        replica_state=_init_replica_state(),
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=2147483647,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
 
 
 def _enc_fetch_request(w, v, m):
@@ -4614,7 +5256,7 @@ def _enc_fetch_request(w, v, m):
                 t.str_(x, True)
                 tags.append((0, t.bytes()))
         if v >= 15:
-            x = m.get('replica_state', _init_replica_state())
+            x = m.get('replica_state', {})
             if _differs(_enc_replica_state, v, x):
                 t = Writer()
                 _enc_replica_state(t, v, x or {})
@@ -4640,12 +5282,14 @@ def _dec_fetch_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topics")
-    m['topics'] = None if n < 0 else [_dec_fetch_topic(r, v) for _ in range(n)]
+    m['topics'] = None if n < 0 else [
+            _dec_fetch_topic(r, v) for _ in range(n)]
     if v >= 7:
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array forgotten_topics_data")
-        m['forgotten_topics_data'] = None if n < 0 else [_dec_forgotten_topic(r, v) for _ in range(n)]
+        m['forgotten_topics_data'] = None if n < 0 else [
+                _dec_forgotten_topic(r, v) for _ in range(n)]
     if v >= 11:
         m['rack_id'] = r.str_(flex)
     if flex:
@@ -4660,7 +5304,10 @@ def _dec_fetch_request(r, v):
 
 
 def _init_replica_state():
-    return Msg(replica_id=-1, replica_epoch=-1)
+    return Msg(
+        replica_id=-1,
+        replica_epoch=-1,
+    )
 
 
 def _enc_replica_state(w, v, m):
@@ -4688,7 +5335,11 @@ def _dec_replica_state(r, v):
 
 
 def _init_fetch_topic():
-    return Msg(topic="", topic_id=bytes(16), partitions=[])
+    return Msg(
+        topic="",
+        topic_id=bytes(16),
+        partitions=[],
+    )
 
 
 def _enc_fetch_topic(w, v, m):
@@ -4720,7 +5371,8 @@ def _dec_fetch_topic(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [_dec_fetch_partition(r, v) for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            _dec_fetch_partition(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -4729,7 +5381,16 @@ def _dec_fetch_topic(r, v):
 
 
 def _init_fetch_partition():
-    return Msg(partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=0, replica_directory_id=bytes(16), high_watermark=9223372036854775807)
+    return Msg(
+        partition=0,
+        current_leader_epoch=-1,
+        fetch_offset=0,
+        last_fetched_epoch=-1,
+        log_start_offset=-1,
+        partition_max_bytes=0,
+        replica_directory_id=bytes(16),
+        high_watermark=9223372036854775807,
+    )
 
 
 def _enc_fetch_partition(w, v, m):
@@ -4786,7 +5447,11 @@ def _dec_fetch_partition(r, v):
 
 
 def _init_forgotten_topic():
-    return Msg(topic="", topic_id=bytes(16), partitions=[])
+    return Msg(
+        topic="",
+        topic_id=bytes(16),
+        partitions=[],
+    )
 
 
 def _enc_forgotten_topic(w, v, m):
@@ -4820,7 +5485,8 @@ def _dec_forgotten_topic(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array partitions")
-        m['partitions'] = None if n < 0 else [r.i32() for _ in range(n)]
+        m['partitions'] = None if n < 0 else [
+                r.i32() for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -4829,7 +5495,13 @@ def _dec_forgotten_topic(r, v):
 
 
 def _init_fetch_response():
-    return Msg(throttle_time_ms=0, error_code=0, session_id=0, responses=[], node_endpoints=[])
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        session_id=0,
+        responses=[],
+        node_endpoints=[],
+    )
 
 
 def _enc_fetch_response(w, v, m):
@@ -4874,7 +5546,8 @@ def _dec_fetch_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array responses")
-    m['responses'] = None if n < 0 else [_dec_fetchable_topic_response(r, v) for _ in range(n)]
+    m['responses'] = None if n < 0 else [
+            _dec_fetchable_topic_response(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -4883,12 +5556,17 @@ def _dec_fetch_response(r, v):
                 n = body.array_len(True)
                 if n < 0 and not (False):
                     raise r.error("null array node_endpoints")
-                m['node_endpoints'] = None if n < 0 else [_dec_fetch_node_endpoint(body, v) for _ in range(n)]
+                m['node_endpoints'] = None if n < 0 else [
+                        _dec_fetch_node_endpoint(body, v) for _ in range(n)]
     return m
 
 
 def _init_fetchable_topic_response():
-    return Msg(topic="", topic_id=bytes(16), partitions=[])
+    return Msg(
+        topic="",
+        topic_id=bytes(16),
+        partitions=[],
+    )
 
 
 def _enc_fetchable_topic_response(w, v, m):
@@ -4920,7 +5598,8 @@ def _dec_fetchable_topic_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partitions")
-    m['partitions'] = None if n < 0 else [_dec_partition_data(r, v) for _ in range(n)]
+    m['partitions'] = None if n < 0 else [
+            _dec_partition_data(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -4929,7 +5608,19 @@ def _dec_fetchable_topic_response(r, v):
 
 
 def _init_partition_data():
-    return Msg(partition_index=0, error_code=0, high_watermark=0, last_stable_offset=-1, log_start_offset=-1, diverging_epoch=_init_epoch_end_offset(), current_leader=_init_fetch_leader_id_and_epoch(), snapshot_id=_init_snapshot_id(), aborted_transactions=[], preferred_read_replica=-1, records=b"")
+    return Msg(
+        partition_index=0,
+        error_code=0,
+        high_watermark=0,
+        last_stable_offset=-1,
+        log_start_offset=-1,
+        diverging_epoch=_init_epoch_end_offset(),
+        current_leader=_init_fetch_leader_id_and_epoch(),
+        snapshot_id=_init_snapshot_id(),
+        aborted_transactions=[],
+        preferred_read_replica=-1,
+        records=b"",
+    )
 
 
 def _enc_partition_data(w, v, m):
@@ -4952,19 +5643,19 @@ def _enc_partition_data(w, v, m):
     if flex:
         tags = []
         if v >= 12:
-            x = m.get('diverging_epoch', _init_epoch_end_offset())
+            x = m.get('diverging_epoch', {})
             if _differs(_enc_epoch_end_offset, v, x):
                 t = Writer()
                 _enc_epoch_end_offset(t, v, x or {})
                 tags.append((0, t.bytes()))
         if v >= 12:
-            x = m.get('current_leader', _init_fetch_leader_id_and_epoch())
+            x = m.get('current_leader', {})
             if _differs(_enc_fetch_leader_id_and_epoch, v, x):
                 t = Writer()
                 _enc_fetch_leader_id_and_epoch(t, v, x or {})
                 tags.append((1, t.bytes()))
         if v >= 12:
-            x = m.get('snapshot_id', _init_snapshot_id())
+            x = m.get('snapshot_id', {})
             if _differs(_enc_snapshot_id, v, x):
                 t = Writer()
                 _enc_snapshot_id(t, v, x or {})
@@ -4986,7 +5677,8 @@ def _dec_partition_data(r, v):
     n = r.array_len(flex)
     if n < 0 and not (True):
         raise r.error("null array aborted_transactions")
-    m['aborted_transactions'] = None if n < 0 else [_dec_aborted_transaction(r, v) for _ in range(n)]
+    m['aborted_transactions'] = None if n < 0 else [
+            _dec_aborted_transaction(r, v) for _ in range(n)]
     if v >= 11:
         m['preferred_read_replica'] = r.i32()
     m['records'] = r.bytes_of(flex)
@@ -5004,7 +5696,10 @@ def _dec_partition_data(r, v):
 
 
 def _init_epoch_end_offset():
-    return Msg(epoch=-1, end_offset=-1)
+    return Msg(
+        epoch=-1,
+        end_offset=-1,
+    )
 
 
 def _enc_epoch_end_offset(w, v, m):
@@ -5032,7 +5727,10 @@ def _dec_epoch_end_offset(r, v):
 
 
 def _init_fetch_leader_id_and_epoch():
-    return Msg(leader_id=-1, leader_epoch=-1)
+    return Msg(
+        leader_id=-1,
+        leader_epoch=-1,
+    )
 
 
 def _enc_fetch_leader_id_and_epoch(w, v, m):
@@ -5060,7 +5758,10 @@ def _dec_fetch_leader_id_and_epoch(r, v):
 
 
 def _init_snapshot_id():
-    return Msg(end_offset=-1, epoch=-1)
+    return Msg(
+        end_offset=-1,
+        epoch=-1,
+    )
 
 
 def _enc_snapshot_id(w, v, m):
@@ -5084,7 +5785,10 @@ def _dec_snapshot_id(r, v):
 
 
 def _init_aborted_transaction():
-    return Msg(producer_id=0, first_offset=0)
+    return Msg(
+        producer_id=0,
+        first_offset=0,
+    )
 
 
 def _enc_aborted_transaction(w, v, m):
@@ -5108,7 +5812,12 @@ def _dec_aborted_transaction(r, v):
 
 
 def _init_fetch_node_endpoint():
-    return Msg(node_id=0, host="", port=0, rack=None)
+    return Msg(
+        node_id=0,
+        host="",
+        port=0,
+        rack=None,
+    )
 
 
 def _enc_fetch_node_endpoint(w, v, m):
@@ -5147,7 +5856,12 @@ def _dec_fetch_node_endpoint(r, v):
 
 
 def _init_produce_request():
-    return Msg(transactional_id=None, acks=0, timeout_ms=0, topic_data=[])
+    return Msg(
+        transactional_id=None,
+        acks=0,
+        timeout_ms=0,
+        topic_data=[],
+    )
 
 
 def _enc_produce_request(w, v, m):
@@ -5174,7 +5888,8 @@ def _dec_produce_request(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array topic_data")
-    m['topic_data'] = None if n < 0 else [_dec_topic_produce_data(r, v) for _ in range(n)]
+    m['topic_data'] = None if n < 0 else [
+            _dec_topic_produce_data(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -5183,7 +5898,11 @@ def _dec_produce_request(r, v):
 
 
 def _init_topic_produce_data():
-    return Msg(name="", topic_id=bytes(16), partition_data=[])
+    return Msg(
+        name="",
+        topic_id=bytes(16),
+        partition_data=[],
+    )
 
 
 def _enc_topic_produce_data(w, v, m):
@@ -5215,7 +5934,8 @@ def _dec_topic_produce_data(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partition_data")
-    m['partition_data'] = None if n < 0 else [_dec_partition_produce_data(r, v) for _ in range(n)]
+    m['partition_data'] = None if n < 0 else [
+            _dec_partition_produce_data(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -5224,7 +5944,10 @@ def _dec_topic_produce_data(r, v):
 
 
 def _init_partition_produce_data():
-    return Msg(index=0, records=b"")
+    return Msg(
+        index=0,
+        records=b"",
+    )
 
 
 def _enc_partition_produce_data(w, v, m):
@@ -5248,7 +5971,11 @@ def _dec_partition_produce_data(r, v):
 
 
 def _init_produce_response():
-    return Msg(responses=[], throttle_time_ms=0, node_endpoints=[])
+    return Msg(
+        responses=[],
+        throttle_time_ms=0,
+        node_endpoints=[],
+    )
 
 
 def _enc_produce_response(w, v, m):
@@ -5284,7 +6011,8 @@ def _dec_produce_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array responses")
-    m['responses'] = None if n < 0 else [_dec_topic_produce_response(r, v) for _ in range(n)]
+    m['responses'] = None if n < 0 else [
+            _dec_topic_produce_response(r, v) for _ in range(n)]
     m['throttle_time_ms'] = r.i32()
     if flex:
         for _ in range(r.uvarint()):
@@ -5294,12 +6022,17 @@ def _dec_produce_response(r, v):
                 n = body.array_len(True)
                 if n < 0 and not (False):
                     raise r.error("null array node_endpoints")
-                m['node_endpoints'] = None if n < 0 else [_dec_produce_node_endpoint(body, v) for _ in range(n)]
+                m['node_endpoints'] = None if n < 0 else [
+                        _dec_produce_node_endpoint(body, v) for _ in range(n)]
     return m
 
 
 def _init_topic_produce_response():
-    return Msg(name="", topic_id=bytes(16), partition_responses=[])
+    return Msg(
+        name="",
+        topic_id=bytes(16),
+        partition_responses=[],
+    )
 
 
 def _enc_topic_produce_response(w, v, m):
@@ -5331,7 +6064,8 @@ def _dec_topic_produce_response(r, v):
     n = r.array_len(flex)
     if n < 0 and not (False):
         raise r.error("null array partition_responses")
-    m['partition_responses'] = None if n < 0 else [_dec_partition_produce_response(r, v) for _ in range(n)]
+    m['partition_responses'] = None if n < 0 else [
+            _dec_partition_produce_response(r, v) for _ in range(n)]
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -5340,7 +6074,16 @@ def _dec_topic_produce_response(r, v):
 
 
 def _init_partition_produce_response():
-    return Msg(index=0, error_code=0, base_offset=0, log_append_time_ms=-1, log_start_offset=-1, record_errors=[], error_message=None, current_leader=_init_produce_leader_id_and_epoch())
+    return Msg(
+        index=0,
+        error_code=0,
+        base_offset=0,
+        log_append_time_ms=-1,
+        log_start_offset=-1,
+        record_errors=[],
+        error_message=None,
+        current_leader=_init_produce_leader_id_and_epoch(),
+    )
 
 
 def _enc_partition_produce_response(w, v, m):
@@ -5363,7 +6106,7 @@ def _enc_partition_produce_response(w, v, m):
     if flex:
         tags = []
         if v >= 10:
-            x = m.get('current_leader', _init_produce_leader_id_and_epoch())
+            x = m.get('current_leader', {})
             if _differs(_enc_produce_leader_id_and_epoch, v, x):
                 t = Writer()
                 _enc_produce_leader_id_and_epoch(t, v, x or {})
@@ -5386,7 +6129,8 @@ def _dec_partition_produce_response(r, v):
         n = r.array_len(flex)
         if n < 0 and not (False):
             raise r.error("null array record_errors")
-        m['record_errors'] = None if n < 0 else [_dec_batch_index_and_error_message(r, v) for _ in range(n)]
+        m['record_errors'] = None if n < 0 else [
+                _dec_batch_index_and_error_message(r, v) for _ in range(n)]
     if v >= 8:
         m['error_message'] = r.str_(flex)
     if flex:
@@ -5399,7 +6143,10 @@ def _dec_partition_produce_response(r, v):
 
 
 def _init_batch_index_and_error_message():
-    return Msg(batch_index=0, batch_index_error_message=None)
+    return Msg(
+        batch_index=0,
+        batch_index_error_message=None,
+    )
 
 
 def _enc_batch_index_and_error_message(w, v, m):
@@ -5427,7 +6174,10 @@ def _dec_batch_index_and_error_message(r, v):
 
 
 def _init_produce_leader_id_and_epoch():
-    return Msg(leader_id=-1, leader_epoch=-1)
+    return Msg(
+        leader_id=-1,
+        leader_epoch=-1,
+    )
 
 
 def _enc_produce_leader_id_and_epoch(w, v, m):
@@ -5455,7 +6205,12 @@ def _dec_produce_leader_id_and_epoch(r, v):
 
 
 def _init_produce_node_endpoint():
-    return Msg(node_id=0, host="", port=0, rack=None)
+    return Msg(
+        node_id=0,
+        host="",
+        port=0,
+        rack=None,
+    )
 
 
 def _enc_produce_node_endpoint(w, v, m):
@@ -5494,1054 +6249,930 @@ def _dec_produce_node_endpoint(r, v):
 
 
 def encode_list_groups_request(version, m=None, **fields):
-    """ListGroupsRequest v0-5 (flexible 3+): the body, from m and fields."""
-    if not 0 <= version <= 5:
-        raise ValueError("ListGroupsRequest: version %d outside 0-5" % version)
+    """ListGroupsRequest v0-5 (flexible 3+): the body."""
+    _check_version('ListGroupsRequest', version, 0, 5)
     w = Writer()
     _enc_list_groups_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_list_groups_request(version, data):
-    """ListGroupsRequest v0-5 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 5:
-        raise ValueError("ListGroupsRequest: version %d outside 0-5" % version)
+    """ListGroupsRequest v0-5 from bytes or a Reader: a Msg."""
+    _check_version('ListGroupsRequest', version, 0, 5)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_list_groups_request(r, version)
 
 
 def encode_list_groups_response(version, m=None, **fields):
-    """ListGroupsResponse v0-5 (flexible 3+): the body, from m and fields."""
-    if not 0 <= version <= 5:
-        raise ValueError("ListGroupsResponse: version %d outside 0-5" % version)
+    """ListGroupsResponse v0-5 (flexible 3+): the body."""
+    _check_version('ListGroupsResponse', version, 0, 5)
     w = Writer()
     _enc_list_groups_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_list_groups_response(version, data):
-    """ListGroupsResponse v0-5 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 5:
-        raise ValueError("ListGroupsResponse: version %d outside 0-5" % version)
+    """ListGroupsResponse v0-5 from bytes or a Reader: a Msg."""
+    _check_version('ListGroupsResponse', version, 0, 5)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_list_groups_response(r, version)
 
 
 def encode_describe_groups_request(version, m=None, **fields):
-    """DescribeGroupsRequest v0-6 (flexible 5+): the body, from m and fields."""
-    if not 0 <= version <= 6:
-        raise ValueError("DescribeGroupsRequest: version %d outside 0-6" % version)
+    """DescribeGroupsRequest v0-6 (flexible 5+): the body."""
+    _check_version('DescribeGroupsRequest', version, 0, 6)
     w = Writer()
     _enc_describe_groups_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_describe_groups_request(version, data):
-    """DescribeGroupsRequest v0-6 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 6:
-        raise ValueError("DescribeGroupsRequest: version %d outside 0-6" % version)
+    """DescribeGroupsRequest v0-6 from bytes or a Reader: a Msg."""
+    _check_version('DescribeGroupsRequest', version, 0, 6)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_describe_groups_request(r, version)
 
 
 def encode_describe_groups_response(version, m=None, **fields):
-    """DescribeGroupsResponse v0-6 (flexible 5+): the body, from m and fields."""
-    if not 0 <= version <= 6:
-        raise ValueError("DescribeGroupsResponse: version %d outside 0-6" % version)
+    """DescribeGroupsResponse v0-6 (flexible 5+): the body."""
+    _check_version('DescribeGroupsResponse', version, 0, 6)
     w = Writer()
     _enc_describe_groups_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_describe_groups_response(version, data):
-    """DescribeGroupsResponse v0-6 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 6:
-        raise ValueError("DescribeGroupsResponse: version %d outside 0-6" % version)
+    """DescribeGroupsResponse v0-6 from bytes or a Reader: a Msg."""
+    _check_version('DescribeGroupsResponse', version, 0, 6)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_describe_groups_response(r, version)
 
 
 def encode_delete_groups_request(version, m=None, **fields):
-    """DeleteGroupsRequest v0-2 (flexible 2+): the body, from m and fields."""
-    if not 0 <= version <= 2:
-        raise ValueError("DeleteGroupsRequest: version %d outside 0-2" % version)
+    """DeleteGroupsRequest v0-2 (flexible 2+): the body."""
+    _check_version('DeleteGroupsRequest', version, 0, 2)
     w = Writer()
     _enc_delete_groups_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_delete_groups_request(version, data):
-    """DeleteGroupsRequest v0-2 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 2:
-        raise ValueError("DeleteGroupsRequest: version %d outside 0-2" % version)
+    """DeleteGroupsRequest v0-2 from bytes or a Reader: a Msg."""
+    _check_version('DeleteGroupsRequest', version, 0, 2)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_delete_groups_request(r, version)
 
 
 def encode_delete_groups_response(version, m=None, **fields):
-    """DeleteGroupsResponse v0-2 (flexible 2+): the body, from m and fields."""
-    if not 0 <= version <= 2:
-        raise ValueError("DeleteGroupsResponse: version %d outside 0-2" % version)
+    """DeleteGroupsResponse v0-2 (flexible 2+): the body."""
+    _check_version('DeleteGroupsResponse', version, 0, 2)
     w = Writer()
     _enc_delete_groups_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_delete_groups_response(version, data):
-    """DeleteGroupsResponse v0-2 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 2:
-        raise ValueError("DeleteGroupsResponse: version %d outside 0-2" % version)
+    """DeleteGroupsResponse v0-2 from bytes or a Reader: a Msg."""
+    _check_version('DeleteGroupsResponse', version, 0, 2)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_delete_groups_response(r, version)
 
 
 def encode_consumer_group_heartbeat_request(version, m=None, **fields):
-    """ConsumerGroupHeartbeatRequest v0-1 (flexible 0+): the body, from m and fields."""
-    if not 0 <= version <= 1:
-        raise ValueError("ConsumerGroupHeartbeatRequest: version %d outside 0-1" % version)
+    """ConsumerGroupHeartbeatRequest v0-1 (flexible 0+): the body."""
+    _check_version('ConsumerGroupHeartbeatRequest', version, 0, 1)
     w = Writer()
     _enc_consumer_group_heartbeat_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_heartbeat_request(version, data):
-    """ConsumerGroupHeartbeatRequest v0-1 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 1:
-        raise ValueError("ConsumerGroupHeartbeatRequest: version %d outside 0-1" % version)
+    """ConsumerGroupHeartbeatRequest v0-1 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupHeartbeatRequest', version, 0, 1)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_heartbeat_request(r, version)
 
 
 def encode_consumer_group_heartbeat_response(version, m=None, **fields):
-    """ConsumerGroupHeartbeatResponse v0-1 (flexible 0+): the body, from m and fields."""
-    if not 0 <= version <= 1:
-        raise ValueError("ConsumerGroupHeartbeatResponse: version %d outside 0-1" % version)
+    """ConsumerGroupHeartbeatResponse v0-1 (flexible 0+): the body."""
+    _check_version('ConsumerGroupHeartbeatResponse', version, 0, 1)
     w = Writer()
     _enc_consumer_group_heartbeat_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_heartbeat_response(version, data):
-    """ConsumerGroupHeartbeatResponse v0-1 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 1:
-        raise ValueError("ConsumerGroupHeartbeatResponse: version %d outside 0-1" % version)
+    """ConsumerGroupHeartbeatResponse v0-1 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupHeartbeatResponse', version, 0, 1)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_heartbeat_response(r, version)
 
 
 def encode_consumer_group_describe_request(version, m=None, **fields):
-    """ConsumerGroupDescribeRequest v0-1 (flexible 0+): the body, from m and fields."""
-    if not 0 <= version <= 1:
-        raise ValueError("ConsumerGroupDescribeRequest: version %d outside 0-1" % version)
+    """ConsumerGroupDescribeRequest v0-1 (flexible 0+): the body."""
+    _check_version('ConsumerGroupDescribeRequest', version, 0, 1)
     w = Writer()
     _enc_consumer_group_describe_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_describe_request(version, data):
-    """ConsumerGroupDescribeRequest v0-1 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 1:
-        raise ValueError("ConsumerGroupDescribeRequest: version %d outside 0-1" % version)
+    """ConsumerGroupDescribeRequest v0-1 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupDescribeRequest', version, 0, 1)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_describe_request(r, version)
 
 
 def encode_consumer_group_describe_response(version, m=None, **fields):
-    """ConsumerGroupDescribeResponse v0-1 (flexible 0+): the body, from m and fields."""
-    if not 0 <= version <= 1:
-        raise ValueError("ConsumerGroupDescribeResponse: version %d outside 0-1" % version)
+    """ConsumerGroupDescribeResponse v0-1 (flexible 0+): the body."""
+    _check_version('ConsumerGroupDescribeResponse', version, 0, 1)
     w = Writer()
     _enc_consumer_group_describe_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_describe_response(version, data):
-    """ConsumerGroupDescribeResponse v0-1 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 1:
-        raise ValueError("ConsumerGroupDescribeResponse: version %d outside 0-1" % version)
+    """ConsumerGroupDescribeResponse v0-1 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupDescribeResponse', version, 0, 1)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_describe_response(r, version)
 
 
 def encode_consumer_protocol_subscription(version, m=None, **fields):
-    """ConsumerProtocolSubscription v0-3: the body, from m and fields."""
-    if not 0 <= version <= 3:
-        raise ValueError("ConsumerProtocolSubscription: version %d outside 0-3" % version)
+    """ConsumerProtocolSubscription v0-3: the body."""
+    _check_version('ConsumerProtocolSubscription', version, 0, 3)
     w = Writer()
     _enc_consumer_protocol_subscription(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_protocol_subscription(version, data):
-    """ConsumerProtocolSubscription v0-3 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 3:
-        raise ValueError("ConsumerProtocolSubscription: version %d outside 0-3" % version)
+    """ConsumerProtocolSubscription v0-3 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerProtocolSubscription', version, 0, 3)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_protocol_subscription(r, version)
 
 
 def encode_consumer_protocol_assignment(version, m=None, **fields):
-    """ConsumerProtocolAssignment v0-3: the body, from m and fields."""
-    if not 0 <= version <= 3:
-        raise ValueError("ConsumerProtocolAssignment: version %d outside 0-3" % version)
+    """ConsumerProtocolAssignment v0-3: the body."""
+    _check_version('ConsumerProtocolAssignment', version, 0, 3)
     w = Writer()
     _enc_consumer_protocol_assignment(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_protocol_assignment(version, data):
-    """ConsumerProtocolAssignment v0-3 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 3:
-        raise ValueError("ConsumerProtocolAssignment: version %d outside 0-3" % version)
+    """ConsumerProtocolAssignment v0-3 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerProtocolAssignment', version, 0, 3)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_protocol_assignment(r, version)
 
 
 def encode_api_versions_request(version, m=None, **fields):
-    """ApiVersionsRequest v0-4 (flexible 3+): the body, from m and fields."""
-    if not 0 <= version <= 4:
-        raise ValueError("ApiVersionsRequest: version %d outside 0-4" % version)
+    """ApiVersionsRequest v0-4 (flexible 3+): the body."""
+    _check_version('ApiVersionsRequest', version, 0, 4)
     w = Writer()
     _enc_api_versions_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_api_versions_request(version, data):
-    """ApiVersionsRequest v0-4 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 4:
-        raise ValueError("ApiVersionsRequest: version %d outside 0-4" % version)
+    """ApiVersionsRequest v0-4 from bytes or a Reader: a Msg."""
+    _check_version('ApiVersionsRequest', version, 0, 4)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_api_versions_request(r, version)
 
 
 def encode_api_versions_response(version, m=None, **fields):
-    """ApiVersionsResponse v0-4 (flexible 3+): the body, from m and fields."""
-    if not 0 <= version <= 4:
-        raise ValueError("ApiVersionsResponse: version %d outside 0-4" % version)
+    """ApiVersionsResponse v0-4 (flexible 3+): the body."""
+    _check_version('ApiVersionsResponse', version, 0, 4)
     w = Writer()
     _enc_api_versions_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_api_versions_response(version, data):
-    """ApiVersionsResponse v0-4 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 4:
-        raise ValueError("ApiVersionsResponse: version %d outside 0-4" % version)
+    """ApiVersionsResponse v0-4 from bytes or a Reader: a Msg."""
+    _check_version('ApiVersionsResponse', version, 0, 4)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_api_versions_response(r, version)
 
 
 def encode_metadata_request(version, m=None, **fields):
-    """MetadataRequest v0-13 (flexible 9+): the body, from m and fields."""
-    if not 0 <= version <= 13:
-        raise ValueError("MetadataRequest: version %d outside 0-13" % version)
+    """MetadataRequest v0-13 (flexible 9+): the body."""
+    _check_version('MetadataRequest', version, 0, 13)
     w = Writer()
     _enc_metadata_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_metadata_request(version, data):
-    """MetadataRequest v0-13 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 13:
-        raise ValueError("MetadataRequest: version %d outside 0-13" % version)
+    """MetadataRequest v0-13 from bytes or a Reader: a Msg."""
+    _check_version('MetadataRequest', version, 0, 13)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_metadata_request(r, version)
 
 
 def encode_metadata_response(version, m=None, **fields):
-    """MetadataResponse v0-13 (flexible 9+): the body, from m and fields."""
-    if not 0 <= version <= 13:
-        raise ValueError("MetadataResponse: version %d outside 0-13" % version)
+    """MetadataResponse v0-13 (flexible 9+): the body."""
+    _check_version('MetadataResponse', version, 0, 13)
     w = Writer()
     _enc_metadata_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_metadata_response(version, data):
-    """MetadataResponse v0-13 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 13:
-        raise ValueError("MetadataResponse: version %d outside 0-13" % version)
+    """MetadataResponse v0-13 from bytes or a Reader: a Msg."""
+    _check_version('MetadataResponse', version, 0, 13)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_metadata_response(r, version)
 
 
 def encode_find_coordinator_request(version, m=None, **fields):
-    """FindCoordinatorRequest v0-6 (flexible 3+): the body, from m and fields."""
-    if not 0 <= version <= 6:
-        raise ValueError("FindCoordinatorRequest: version %d outside 0-6" % version)
+    """FindCoordinatorRequest v0-6 (flexible 3+): the body."""
+    _check_version('FindCoordinatorRequest', version, 0, 6)
     w = Writer()
     _enc_find_coordinator_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_find_coordinator_request(version, data):
-    """FindCoordinatorRequest v0-6 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 6:
-        raise ValueError("FindCoordinatorRequest: version %d outside 0-6" % version)
+    """FindCoordinatorRequest v0-6 from bytes or a Reader: a Msg."""
+    _check_version('FindCoordinatorRequest', version, 0, 6)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_find_coordinator_request(r, version)
 
 
 def encode_find_coordinator_response(version, m=None, **fields):
-    """FindCoordinatorResponse v0-6 (flexible 3+): the body, from m and fields."""
-    if not 0 <= version <= 6:
-        raise ValueError("FindCoordinatorResponse: version %d outside 0-6" % version)
+    """FindCoordinatorResponse v0-6 (flexible 3+): the body."""
+    _check_version('FindCoordinatorResponse', version, 0, 6)
     w = Writer()
     _enc_find_coordinator_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_find_coordinator_response(version, data):
-    """FindCoordinatorResponse v0-6 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 6:
-        raise ValueError("FindCoordinatorResponse: version %d outside 0-6" % version)
+    """FindCoordinatorResponse v0-6 from bytes or a Reader: a Msg."""
+    _check_version('FindCoordinatorResponse', version, 0, 6)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_find_coordinator_response(r, version)
 
 
 def encode_describe_cluster_request(version, m=None, **fields):
-    """DescribeClusterRequest v0-2 (flexible 0+): the body, from m and fields."""
-    if not 0 <= version <= 2:
-        raise ValueError("DescribeClusterRequest: version %d outside 0-2" % version)
+    """DescribeClusterRequest v0-2 (flexible 0+): the body."""
+    _check_version('DescribeClusterRequest', version, 0, 2)
     w = Writer()
     _enc_describe_cluster_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_describe_cluster_request(version, data):
-    """DescribeClusterRequest v0-2 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 2:
-        raise ValueError("DescribeClusterRequest: version %d outside 0-2" % version)
+    """DescribeClusterRequest v0-2 from bytes or a Reader: a Msg."""
+    _check_version('DescribeClusterRequest', version, 0, 2)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_describe_cluster_request(r, version)
 
 
 def encode_describe_cluster_response(version, m=None, **fields):
-    """DescribeClusterResponse v0-2 (flexible 0+): the body, from m and fields."""
-    if not 0 <= version <= 2:
-        raise ValueError("DescribeClusterResponse: version %d outside 0-2" % version)
+    """DescribeClusterResponse v0-2 (flexible 0+): the body."""
+    _check_version('DescribeClusterResponse', version, 0, 2)
     w = Writer()
     _enc_describe_cluster_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_describe_cluster_response(version, data):
-    """DescribeClusterResponse v0-2 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 2:
-        raise ValueError("DescribeClusterResponse: version %d outside 0-2" % version)
+    """DescribeClusterResponse v0-2 from bytes or a Reader: a Msg."""
+    _check_version('DescribeClusterResponse', version, 0, 2)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_describe_cluster_response(r, version)
 
 
 def encode_join_group_request(version, m=None, **fields):
-    """JoinGroupRequest v0-9 (flexible 6+): the body, from m and fields."""
-    if not 0 <= version <= 9:
-        raise ValueError("JoinGroupRequest: version %d outside 0-9" % version)
+    """JoinGroupRequest v0-9 (flexible 6+): the body."""
+    _check_version('JoinGroupRequest', version, 0, 9)
     w = Writer()
     _enc_join_group_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_join_group_request(version, data):
-    """JoinGroupRequest v0-9 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 9:
-        raise ValueError("JoinGroupRequest: version %d outside 0-9" % version)
+    """JoinGroupRequest v0-9 from bytes or a Reader: a Msg."""
+    _check_version('JoinGroupRequest', version, 0, 9)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_join_group_request(r, version)
 
 
 def encode_join_group_response(version, m=None, **fields):
-    """JoinGroupResponse v0-9 (flexible 6+): the body, from m and fields."""
-    if not 0 <= version <= 9:
-        raise ValueError("JoinGroupResponse: version %d outside 0-9" % version)
+    """JoinGroupResponse v0-9 (flexible 6+): the body."""
+    _check_version('JoinGroupResponse', version, 0, 9)
     w = Writer()
     _enc_join_group_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_join_group_response(version, data):
-    """JoinGroupResponse v0-9 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 9:
-        raise ValueError("JoinGroupResponse: version %d outside 0-9" % version)
+    """JoinGroupResponse v0-9 from bytes or a Reader: a Msg."""
+    _check_version('JoinGroupResponse', version, 0, 9)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_join_group_response(r, version)
 
 
 def encode_sync_group_request(version, m=None, **fields):
-    """SyncGroupRequest v0-5 (flexible 4+): the body, from m and fields."""
-    if not 0 <= version <= 5:
-        raise ValueError("SyncGroupRequest: version %d outside 0-5" % version)
+    """SyncGroupRequest v0-5 (flexible 4+): the body."""
+    _check_version('SyncGroupRequest', version, 0, 5)
     w = Writer()
     _enc_sync_group_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_sync_group_request(version, data):
-    """SyncGroupRequest v0-5 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 5:
-        raise ValueError("SyncGroupRequest: version %d outside 0-5" % version)
+    """SyncGroupRequest v0-5 from bytes or a Reader: a Msg."""
+    _check_version('SyncGroupRequest', version, 0, 5)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_sync_group_request(r, version)
 
 
 def encode_sync_group_response(version, m=None, **fields):
-    """SyncGroupResponse v0-5 (flexible 4+): the body, from m and fields."""
-    if not 0 <= version <= 5:
-        raise ValueError("SyncGroupResponse: version %d outside 0-5" % version)
+    """SyncGroupResponse v0-5 (flexible 4+): the body."""
+    _check_version('SyncGroupResponse', version, 0, 5)
     w = Writer()
     _enc_sync_group_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_sync_group_response(version, data):
-    """SyncGroupResponse v0-5 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 5:
-        raise ValueError("SyncGroupResponse: version %d outside 0-5" % version)
+    """SyncGroupResponse v0-5 from bytes or a Reader: a Msg."""
+    _check_version('SyncGroupResponse', version, 0, 5)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_sync_group_response(r, version)
 
 
 def encode_heartbeat_request(version, m=None, **fields):
-    """HeartbeatRequest v0-4 (flexible 4+): the body, from m and fields."""
-    if not 0 <= version <= 4:
-        raise ValueError("HeartbeatRequest: version %d outside 0-4" % version)
+    """HeartbeatRequest v0-4 (flexible 4+): the body."""
+    _check_version('HeartbeatRequest', version, 0, 4)
     w = Writer()
     _enc_heartbeat_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_heartbeat_request(version, data):
-    """HeartbeatRequest v0-4 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 4:
-        raise ValueError("HeartbeatRequest: version %d outside 0-4" % version)
+    """HeartbeatRequest v0-4 from bytes or a Reader: a Msg."""
+    _check_version('HeartbeatRequest', version, 0, 4)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_heartbeat_request(r, version)
 
 
 def encode_heartbeat_response(version, m=None, **fields):
-    """HeartbeatResponse v0-4 (flexible 4+): the body, from m and fields."""
-    if not 0 <= version <= 4:
-        raise ValueError("HeartbeatResponse: version %d outside 0-4" % version)
+    """HeartbeatResponse v0-4 (flexible 4+): the body."""
+    _check_version('HeartbeatResponse', version, 0, 4)
     w = Writer()
     _enc_heartbeat_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_heartbeat_response(version, data):
-    """HeartbeatResponse v0-4 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 4:
-        raise ValueError("HeartbeatResponse: version %d outside 0-4" % version)
+    """HeartbeatResponse v0-4 from bytes or a Reader: a Msg."""
+    _check_version('HeartbeatResponse', version, 0, 4)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_heartbeat_response(r, version)
 
 
 def encode_leave_group_request(version, m=None, **fields):
-    """LeaveGroupRequest v0-5 (flexible 4+): the body, from m and fields."""
-    if not 0 <= version <= 5:
-        raise ValueError("LeaveGroupRequest: version %d outside 0-5" % version)
+    """LeaveGroupRequest v0-5 (flexible 4+): the body."""
+    _check_version('LeaveGroupRequest', version, 0, 5)
     w = Writer()
     _enc_leave_group_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_leave_group_request(version, data):
-    """LeaveGroupRequest v0-5 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 5:
-        raise ValueError("LeaveGroupRequest: version %d outside 0-5" % version)
+    """LeaveGroupRequest v0-5 from bytes or a Reader: a Msg."""
+    _check_version('LeaveGroupRequest', version, 0, 5)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_leave_group_request(r, version)
 
 
 def encode_leave_group_response(version, m=None, **fields):
-    """LeaveGroupResponse v0-5 (flexible 4+): the body, from m and fields."""
-    if not 0 <= version <= 5:
-        raise ValueError("LeaveGroupResponse: version %d outside 0-5" % version)
+    """LeaveGroupResponse v0-5 (flexible 4+): the body."""
+    _check_version('LeaveGroupResponse', version, 0, 5)
     w = Writer()
     _enc_leave_group_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_leave_group_response(version, data):
-    """LeaveGroupResponse v0-5 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 5:
-        raise ValueError("LeaveGroupResponse: version %d outside 0-5" % version)
+    """LeaveGroupResponse v0-5 from bytes or a Reader: a Msg."""
+    _check_version('LeaveGroupResponse', version, 0, 5)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_leave_group_response(r, version)
 
 
 def encode_request_header(version, m=None, **fields):
-    """RequestHeader v1-2 (flexible 2+): the body, from m and fields."""
-    if not 1 <= version <= 2:
-        raise ValueError("RequestHeader: version %d outside 1-2" % version)
+    """RequestHeader v1-2 (flexible 2+): the body."""
+    _check_version('RequestHeader', version, 1, 2)
     w = Writer()
     _enc_request_header(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_request_header(version, data):
-    """RequestHeader v1-2 from bytes or a Reader: a Msg; WireError when short."""
-    if not 1 <= version <= 2:
-        raise ValueError("RequestHeader: version %d outside 1-2" % version)
+    """RequestHeader v1-2 from bytes or a Reader: a Msg."""
+    _check_version('RequestHeader', version, 1, 2)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_request_header(r, version)
 
 
 def encode_response_header(version, m=None, **fields):
-    """ResponseHeader v0-1 (flexible 1+): the body, from m and fields."""
-    if not 0 <= version <= 1:
-        raise ValueError("ResponseHeader: version %d outside 0-1" % version)
+    """ResponseHeader v0-1 (flexible 1+): the body."""
+    _check_version('ResponseHeader', version, 0, 1)
     w = Writer()
     _enc_response_header(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_response_header(version, data):
-    """ResponseHeader v0-1 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 1:
-        raise ValueError("ResponseHeader: version %d outside 0-1" % version)
+    """ResponseHeader v0-1 from bytes or a Reader: a Msg."""
+    _check_version('ResponseHeader', version, 0, 1)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_response_header(r, version)
 
 
 def encode_offset_commit_request(version, m=None, **fields):
-    """OffsetCommitRequest v0-10 (flexible 8+): the body, from m and fields."""
-    if not 0 <= version <= 10:
-        raise ValueError("OffsetCommitRequest: version %d outside 0-10" % version)
+    """OffsetCommitRequest v0-10 (flexible 8+): the body."""
+    _check_version('OffsetCommitRequest', version, 0, 10)
     w = Writer()
     _enc_offset_commit_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_offset_commit_request(version, data):
-    """OffsetCommitRequest v0-10 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 10:
-        raise ValueError("OffsetCommitRequest: version %d outside 0-10" % version)
+    """OffsetCommitRequest v0-10 from bytes or a Reader: a Msg."""
+    _check_version('OffsetCommitRequest', version, 0, 10)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_offset_commit_request(r, version)
 
 
 def encode_offset_commit_response(version, m=None, **fields):
-    """OffsetCommitResponse v0-10 (flexible 8+): the body, from m and fields."""
-    if not 0 <= version <= 10:
-        raise ValueError("OffsetCommitResponse: version %d outside 0-10" % version)
+    """OffsetCommitResponse v0-10 (flexible 8+): the body."""
+    _check_version('OffsetCommitResponse', version, 0, 10)
     w = Writer()
     _enc_offset_commit_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_offset_commit_response(version, data):
-    """OffsetCommitResponse v0-10 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 10:
-        raise ValueError("OffsetCommitResponse: version %d outside 0-10" % version)
+    """OffsetCommitResponse v0-10 from bytes or a Reader: a Msg."""
+    _check_version('OffsetCommitResponse', version, 0, 10)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_offset_commit_response(r, version)
 
 
 def encode_offset_fetch_request(version, m=None, **fields):
-    """OffsetFetchRequest v0-10 (flexible 6+): the body, from m and fields."""
-    if not 0 <= version <= 10:
-        raise ValueError("OffsetFetchRequest: version %d outside 0-10" % version)
+    """OffsetFetchRequest v0-10 (flexible 6+): the body."""
+    _check_version('OffsetFetchRequest', version, 0, 10)
     w = Writer()
     _enc_offset_fetch_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_offset_fetch_request(version, data):
-    """OffsetFetchRequest v0-10 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 10:
-        raise ValueError("OffsetFetchRequest: version %d outside 0-10" % version)
+    """OffsetFetchRequest v0-10 from bytes or a Reader: a Msg."""
+    _check_version('OffsetFetchRequest', version, 0, 10)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_offset_fetch_request(r, version)
 
 
 def encode_offset_fetch_response(version, m=None, **fields):
-    """OffsetFetchResponse v0-10 (flexible 6+): the body, from m and fields."""
-    if not 0 <= version <= 10:
-        raise ValueError("OffsetFetchResponse: version %d outside 0-10" % version)
+    """OffsetFetchResponse v0-10 (flexible 6+): the body."""
+    _check_version('OffsetFetchResponse', version, 0, 10)
     w = Writer()
     _enc_offset_fetch_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_offset_fetch_response(version, data):
-    """OffsetFetchResponse v0-10 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 10:
-        raise ValueError("OffsetFetchResponse: version %d outside 0-10" % version)
+    """OffsetFetchResponse v0-10 from bytes or a Reader: a Msg."""
+    _check_version('OffsetFetchResponse', version, 0, 10)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_offset_fetch_response(r, version)
 
 
 def encode_offset_delete_request(version, m=None, **fields):
-    """OffsetDeleteRequest v0-0: the body, from m and fields."""
-    if not 0 <= version <= 0:
-        raise ValueError("OffsetDeleteRequest: version %d outside 0-0" % version)
+    """OffsetDeleteRequest v0-0: the body."""
+    _check_version('OffsetDeleteRequest', version, 0, 0)
     w = Writer()
     _enc_offset_delete_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_offset_delete_request(version, data):
-    """OffsetDeleteRequest v0-0 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 0:
-        raise ValueError("OffsetDeleteRequest: version %d outside 0-0" % version)
+    """OffsetDeleteRequest v0-0 from bytes or a Reader: a Msg."""
+    _check_version('OffsetDeleteRequest', version, 0, 0)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_offset_delete_request(r, version)
 
 
 def encode_offset_delete_response(version, m=None, **fields):
-    """OffsetDeleteResponse v0-0: the body, from m and fields."""
-    if not 0 <= version <= 0:
-        raise ValueError("OffsetDeleteResponse: version %d outside 0-0" % version)
+    """OffsetDeleteResponse v0-0: the body."""
+    _check_version('OffsetDeleteResponse', version, 0, 0)
     w = Writer()
     _enc_offset_delete_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_offset_delete_response(version, data):
-    """OffsetDeleteResponse v0-0 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 0:
-        raise ValueError("OffsetDeleteResponse: version %d outside 0-0" % version)
+    """OffsetDeleteResponse v0-0 from bytes or a Reader: a Msg."""
+    _check_version('OffsetDeleteResponse', version, 0, 0)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_offset_delete_response(r, version)
 
 
 def encode_offset_commit_key(version, m=None, **fields):
-    """OffsetCommitKey v0-1: the body, from m and fields."""
-    if not 0 <= version <= 1:
-        raise ValueError("OffsetCommitKey: version %d outside 0-1" % version)
+    """OffsetCommitKey v0-1: the body."""
+    _check_version('OffsetCommitKey', version, 0, 1)
     w = Writer()
     _enc_offset_commit_key(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_offset_commit_key(version, data):
-    """OffsetCommitKey v0-1 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 1:
-        raise ValueError("OffsetCommitKey: version %d outside 0-1" % version)
+    """OffsetCommitKey v0-1 from bytes or a Reader: a Msg."""
+    _check_version('OffsetCommitKey', version, 0, 1)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_offset_commit_key(r, version)
 
 
 def encode_offset_commit_value(version, m=None, **fields):
-    """OffsetCommitValue v0-4 (flexible 4+): the body, from m and fields."""
-    if not 0 <= version <= 4:
-        raise ValueError("OffsetCommitValue: version %d outside 0-4" % version)
+    """OffsetCommitValue v0-4 (flexible 4+): the body."""
+    _check_version('OffsetCommitValue', version, 0, 4)
     w = Writer()
     _enc_offset_commit_value(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_offset_commit_value(version, data):
-    """OffsetCommitValue v0-4 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 4:
-        raise ValueError("OffsetCommitValue: version %d outside 0-4" % version)
+    """OffsetCommitValue v0-4 from bytes or a Reader: a Msg."""
+    _check_version('OffsetCommitValue', version, 0, 4)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_offset_commit_value(r, version)
 
 
 def encode_group_metadata_key(version, m=None, **fields):
-    """GroupMetadataKey v2-2: the body, from m and fields."""
-    if not 2 <= version <= 2:
-        raise ValueError("GroupMetadataKey: version %d outside 2-2" % version)
+    """GroupMetadataKey v2-2: the body."""
+    _check_version('GroupMetadataKey', version, 2, 2)
     w = Writer()
     _enc_group_metadata_key(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_group_metadata_key(version, data):
-    """GroupMetadataKey v2-2 from bytes or a Reader: a Msg; WireError when short."""
-    if not 2 <= version <= 2:
-        raise ValueError("GroupMetadataKey: version %d outside 2-2" % version)
+    """GroupMetadataKey v2-2 from bytes or a Reader: a Msg."""
+    _check_version('GroupMetadataKey', version, 2, 2)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_group_metadata_key(r, version)
 
 
 def encode_group_metadata_value(version, m=None, **fields):
-    """GroupMetadataValue v0-4 (flexible 4+): the body, from m and fields."""
-    if not 0 <= version <= 4:
-        raise ValueError("GroupMetadataValue: version %d outside 0-4" % version)
+    """GroupMetadataValue v0-4 (flexible 4+): the body."""
+    _check_version('GroupMetadataValue', version, 0, 4)
     w = Writer()
     _enc_group_metadata_value(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_group_metadata_value(version, data):
-    """GroupMetadataValue v0-4 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 4:
-        raise ValueError("GroupMetadataValue: version %d outside 0-4" % version)
+    """GroupMetadataValue v0-4 from bytes or a Reader: a Msg."""
+    _check_version('GroupMetadataValue', version, 0, 4)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_group_metadata_value(r, version)
 
 
 def encode_consumer_group_metadata_key(version, m=None, **fields):
-    """ConsumerGroupMetadataKey v3-3: the body, from m and fields."""
-    if not 3 <= version <= 3:
-        raise ValueError("ConsumerGroupMetadataKey: version %d outside 3-3" % version)
+    """ConsumerGroupMetadataKey v3-3: the body."""
+    _check_version('ConsumerGroupMetadataKey', version, 3, 3)
     w = Writer()
     _enc_consumer_group_metadata_key(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_metadata_key(version, data):
-    """ConsumerGroupMetadataKey v3-3 from bytes or a Reader: a Msg; WireError when short."""
-    if not 3 <= version <= 3:
-        raise ValueError("ConsumerGroupMetadataKey: version %d outside 3-3" % version)
+    """ConsumerGroupMetadataKey v3-3 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupMetadataKey', version, 3, 3)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_metadata_key(r, version)
 
 
 def encode_consumer_group_metadata_value(version, m=None, **fields):
-    """ConsumerGroupMetadataValue v0-0 (flexible 0+): the body, from m and fields."""
-    if not 0 <= version <= 0:
-        raise ValueError("ConsumerGroupMetadataValue: version %d outside 0-0" % version)
+    """ConsumerGroupMetadataValue v0-0 (flexible 0+): the body."""
+    _check_version('ConsumerGroupMetadataValue', version, 0, 0)
     w = Writer()
     _enc_consumer_group_metadata_value(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_metadata_value(version, data):
-    """ConsumerGroupMetadataValue v0-0 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 0:
-        raise ValueError("ConsumerGroupMetadataValue: version %d outside 0-0" % version)
+    """ConsumerGroupMetadataValue v0-0 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupMetadataValue', version, 0, 0)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_metadata_value(r, version)
 
 
 def encode_consumer_group_partition_metadata_key(version, m=None, **fields):
-    """ConsumerGroupPartitionMetadataKey v4-4: the body, from m and fields."""
-    if not 4 <= version <= 4:
-        raise ValueError("ConsumerGroupPartitionMetadataKey: version %d outside 4-4" % version)
+    """ConsumerGroupPartitionMetadataKey v4-4: the body."""
+    _check_version('ConsumerGroupPartitionMetadataKey', version, 4, 4)
     w = Writer()
     _enc_consumer_group_partition_metadata_key(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_partition_metadata_key(version, data):
-    """ConsumerGroupPartitionMetadataKey v4-4 from bytes or a Reader: a Msg; WireError when short."""
-    if not 4 <= version <= 4:
-        raise ValueError("ConsumerGroupPartitionMetadataKey: version %d outside 4-4" % version)
+    """ConsumerGroupPartitionMetadataKey v4-4 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupPartitionMetadataKey', version, 4, 4)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_partition_metadata_key(r, version)
 
 
 def encode_consumer_group_partition_metadata_value(version, m=None, **fields):
-    """ConsumerGroupPartitionMetadataValue v0-0 (flexible 0+): the body, from m and fields."""
-    if not 0 <= version <= 0:
-        raise ValueError("ConsumerGroupPartitionMetadataValue: version %d outside 0-0" % version)
+    """ConsumerGroupPartitionMetadataValue v0-0 (flexible 0+): the body."""
+    _check_version('ConsumerGroupPartitionMetadataValue', version, 0, 0)
     w = Writer()
     _enc_consumer_group_partition_metadata_value(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_partition_metadata_value(version, data):
-    """ConsumerGroupPartitionMetadataValue v0-0 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 0:
-        raise ValueError("ConsumerGroupPartitionMetadataValue: version %d outside 0-0" % version)
+    """ConsumerGroupPartitionMetadataValue v0-0 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupPartitionMetadataValue', version, 0, 0)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_partition_metadata_value(r, version)
 
 
 def encode_consumer_group_member_metadata_key(version, m=None, **fields):
-    """ConsumerGroupMemberMetadataKey v5-5: the body, from m and fields."""
-    if not 5 <= version <= 5:
-        raise ValueError("ConsumerGroupMemberMetadataKey: version %d outside 5-5" % version)
+    """ConsumerGroupMemberMetadataKey v5-5: the body."""
+    _check_version('ConsumerGroupMemberMetadataKey', version, 5, 5)
     w = Writer()
     _enc_consumer_group_member_metadata_key(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_member_metadata_key(version, data):
-    """ConsumerGroupMemberMetadataKey v5-5 from bytes or a Reader: a Msg; WireError when short."""
-    if not 5 <= version <= 5:
-        raise ValueError("ConsumerGroupMemberMetadataKey: version %d outside 5-5" % version)
+    """ConsumerGroupMemberMetadataKey v5-5 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupMemberMetadataKey', version, 5, 5)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_member_metadata_key(r, version)
 
 
 def encode_consumer_group_member_metadata_value(version, m=None, **fields):
-    """ConsumerGroupMemberMetadataValue v0-0 (flexible 0+): the body, from m and fields."""
-    if not 0 <= version <= 0:
-        raise ValueError("ConsumerGroupMemberMetadataValue: version %d outside 0-0" % version)
+    """ConsumerGroupMemberMetadataValue v0-0 (flexible 0+): the body."""
+    _check_version('ConsumerGroupMemberMetadataValue', version, 0, 0)
     w = Writer()
     _enc_consumer_group_member_metadata_value(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_member_metadata_value(version, data):
-    """ConsumerGroupMemberMetadataValue v0-0 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 0:
-        raise ValueError("ConsumerGroupMemberMetadataValue: version %d outside 0-0" % version)
+    """ConsumerGroupMemberMetadataValue v0-0 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupMemberMetadataValue', version, 0, 0)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_member_metadata_value(r, version)
 
 
 def encode_consumer_group_target_assignment_metadata_key(version, m=None, **fields):
-    """ConsumerGroupTargetAssignmentMetadataKey v6-6: the body, from m and fields."""
-    if not 6 <= version <= 6:
-        raise ValueError("ConsumerGroupTargetAssignmentMetadataKey: version %d outside 6-6" % version)
+    """ConsumerGroupTargetAssignmentMetadataKey v6-6: the body."""
+    _check_version('ConsumerGroupTargetAssignmentMetadataKey', version, 6, 6)
     w = Writer()
     _enc_consumer_group_target_assignment_metadata_key(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_target_assignment_metadata_key(version, data):
-    """ConsumerGroupTargetAssignmentMetadataKey v6-6 from bytes or a Reader: a Msg; WireError when short."""
-    if not 6 <= version <= 6:
-        raise ValueError("ConsumerGroupTargetAssignmentMetadataKey: version %d outside 6-6" % version)
+    """ConsumerGroupTargetAssignmentMetadataKey v6-6 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupTargetAssignmentMetadataKey', version, 6, 6)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_target_assignment_metadata_key(r, version)
 
 
 def encode_consumer_group_target_assignment_metadata_value(version, m=None, **fields):
-    """ConsumerGroupTargetAssignmentMetadataValue v0-0 (flexible 0+): the body, from m and fields."""
-    if not 0 <= version <= 0:
-        raise ValueError("ConsumerGroupTargetAssignmentMetadataValue: version %d outside 0-0" % version)
+    """ConsumerGroupTargetAssignmentMetadataValue v0-0 (flexible 0+): the body."""
+    _check_version('ConsumerGroupTargetAssignmentMetadataValue', version, 0, 0)
     w = Writer()
     _enc_consumer_group_target_assignment_metadata_value(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_target_assignment_metadata_value(version, data):
-    """ConsumerGroupTargetAssignmentMetadataValue v0-0 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 0:
-        raise ValueError("ConsumerGroupTargetAssignmentMetadataValue: version %d outside 0-0" % version)
+    """ConsumerGroupTargetAssignmentMetadataValue v0-0 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupTargetAssignmentMetadataValue', version, 0, 0)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_target_assignment_metadata_value(r, version)
 
 
 def encode_consumer_group_target_assignment_member_key(version, m=None, **fields):
-    """ConsumerGroupTargetAssignmentMemberKey v7-7: the body, from m and fields."""
-    if not 7 <= version <= 7:
-        raise ValueError("ConsumerGroupTargetAssignmentMemberKey: version %d outside 7-7" % version)
+    """ConsumerGroupTargetAssignmentMemberKey v7-7: the body."""
+    _check_version('ConsumerGroupTargetAssignmentMemberKey', version, 7, 7)
     w = Writer()
     _enc_consumer_group_target_assignment_member_key(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_target_assignment_member_key(version, data):
-    """ConsumerGroupTargetAssignmentMemberKey v7-7 from bytes or a Reader: a Msg; WireError when short."""
-    if not 7 <= version <= 7:
-        raise ValueError("ConsumerGroupTargetAssignmentMemberKey: version %d outside 7-7" % version)
+    """ConsumerGroupTargetAssignmentMemberKey v7-7 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupTargetAssignmentMemberKey', version, 7, 7)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_target_assignment_member_key(r, version)
 
 
 def encode_consumer_group_target_assignment_member_value(version, m=None, **fields):
-    """ConsumerGroupTargetAssignmentMemberValue v0-0 (flexible 0+): the body, from m and fields."""
-    if not 0 <= version <= 0:
-        raise ValueError("ConsumerGroupTargetAssignmentMemberValue: version %d outside 0-0" % version)
+    """ConsumerGroupTargetAssignmentMemberValue v0-0 (flexible 0+): the body."""
+    _check_version('ConsumerGroupTargetAssignmentMemberValue', version, 0, 0)
     w = Writer()
     _enc_consumer_group_target_assignment_member_value(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_target_assignment_member_value(version, data):
-    """ConsumerGroupTargetAssignmentMemberValue v0-0 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 0:
-        raise ValueError("ConsumerGroupTargetAssignmentMemberValue: version %d outside 0-0" % version)
+    """ConsumerGroupTargetAssignmentMemberValue v0-0 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupTargetAssignmentMemberValue', version, 0, 0)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_target_assignment_member_value(r, version)
 
 
 def encode_consumer_group_current_member_assignment_key(version, m=None, **fields):
-    """ConsumerGroupCurrentMemberAssignmentKey v8-8: the body, from m and fields."""
-    if not 8 <= version <= 8:
-        raise ValueError("ConsumerGroupCurrentMemberAssignmentKey: version %d outside 8-8" % version)
+    """ConsumerGroupCurrentMemberAssignmentKey v8-8: the body."""
+    _check_version('ConsumerGroupCurrentMemberAssignmentKey', version, 8, 8)
     w = Writer()
     _enc_consumer_group_current_member_assignment_key(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_current_member_assignment_key(version, data):
-    """ConsumerGroupCurrentMemberAssignmentKey v8-8 from bytes or a Reader: a Msg; WireError when short."""
-    if not 8 <= version <= 8:
-        raise ValueError("ConsumerGroupCurrentMemberAssignmentKey: version %d outside 8-8" % version)
+    """ConsumerGroupCurrentMemberAssignmentKey v8-8 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupCurrentMemberAssignmentKey', version, 8, 8)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_current_member_assignment_key(r, version)
 
 
 def encode_consumer_group_current_member_assignment_value(version, m=None, **fields):
-    """ConsumerGroupCurrentMemberAssignmentValue v0-0 (flexible 0+): the body, from m and fields."""
-    if not 0 <= version <= 0:
-        raise ValueError("ConsumerGroupCurrentMemberAssignmentValue: version %d outside 0-0" % version)
+    """ConsumerGroupCurrentMemberAssignmentValue v0-0 (flexible 0+): the body."""
+    _check_version('ConsumerGroupCurrentMemberAssignmentValue', version, 0, 0)
     w = Writer()
     _enc_consumer_group_current_member_assignment_value(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_consumer_group_current_member_assignment_value(version, data):
-    """ConsumerGroupCurrentMemberAssignmentValue v0-0 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 0:
-        raise ValueError("ConsumerGroupCurrentMemberAssignmentValue: version %d outside 0-0" % version)
+    """ConsumerGroupCurrentMemberAssignmentValue v0-0 from bytes or a Reader: a Msg."""
+    _check_version('ConsumerGroupCurrentMemberAssignmentValue', version, 0, 0)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_current_member_assignment_value(r, version)
 
 
 def encode_create_topics_request(version, m=None, **fields):
-    """CreateTopicsRequest v2-7 (flexible 5+): the body, from m and fields."""
-    if not 2 <= version <= 7:
-        raise ValueError("CreateTopicsRequest: version %d outside 2-7" % version)
+    """CreateTopicsRequest v2-7 (flexible 5+): the body."""
+    _check_version('CreateTopicsRequest', version, 2, 7)
     w = Writer()
     _enc_create_topics_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_create_topics_request(version, data):
-    """CreateTopicsRequest v2-7 from bytes or a Reader: a Msg; WireError when short."""
-    if not 2 <= version <= 7:
-        raise ValueError("CreateTopicsRequest: version %d outside 2-7" % version)
+    """CreateTopicsRequest v2-7 from bytes or a Reader: a Msg."""
+    _check_version('CreateTopicsRequest', version, 2, 7)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_create_topics_request(r, version)
 
 
 def encode_create_topics_response(version, m=None, **fields):
-    """CreateTopicsResponse v2-7 (flexible 5+): the body, from m and fields."""
-    if not 2 <= version <= 7:
-        raise ValueError("CreateTopicsResponse: version %d outside 2-7" % version)
+    """CreateTopicsResponse v2-7 (flexible 5+): the body."""
+    _check_version('CreateTopicsResponse', version, 2, 7)
     w = Writer()
     _enc_create_topics_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_create_topics_response(version, data):
-    """CreateTopicsResponse v2-7 from bytes or a Reader: a Msg; WireError when short."""
-    if not 2 <= version <= 7:
-        raise ValueError("CreateTopicsResponse: version %d outside 2-7" % version)
+    """CreateTopicsResponse v2-7 from bytes or a Reader: a Msg."""
+    _check_version('CreateTopicsResponse', version, 2, 7)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_create_topics_response(r, version)
 
 
 def encode_delete_topics_request(version, m=None, **fields):
-    """DeleteTopicsRequest v0-6 (flexible 4+): the body, from m and fields."""
-    if not 0 <= version <= 6:
-        raise ValueError("DeleteTopicsRequest: version %d outside 0-6" % version)
+    """DeleteTopicsRequest v0-6 (flexible 4+): the body."""
+    _check_version('DeleteTopicsRequest', version, 0, 6)
     w = Writer()
     _enc_delete_topics_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_delete_topics_request(version, data):
-    """DeleteTopicsRequest v0-6 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 6:
-        raise ValueError("DeleteTopicsRequest: version %d outside 0-6" % version)
+    """DeleteTopicsRequest v0-6 from bytes or a Reader: a Msg."""
+    _check_version('DeleteTopicsRequest', version, 0, 6)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_delete_topics_request(r, version)
 
 
 def encode_delete_topics_response(version, m=None, **fields):
-    """DeleteTopicsResponse v0-6 (flexible 4+): the body, from m and fields."""
-    if not 0 <= version <= 6:
-        raise ValueError("DeleteTopicsResponse: version %d outside 0-6" % version)
+    """DeleteTopicsResponse v0-6 (flexible 4+): the body."""
+    _check_version('DeleteTopicsResponse', version, 0, 6)
     w = Writer()
     _enc_delete_topics_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_delete_topics_response(version, data):
-    """DeleteTopicsResponse v0-6 from bytes or a Reader: a Msg; WireError when short."""
-    if not 0 <= version <= 6:
-        raise ValueError("DeleteTopicsResponse: version %d outside 0-6" % version)
+    """DeleteTopicsResponse v0-6 from bytes or a Reader: a Msg."""
+    _check_version('DeleteTopicsResponse', version, 0, 6)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_delete_topics_response(r, version)
 
 
 def encode_list_offsets_request(version, m=None, **fields):
-    """ListOffsetsRequest v1-11 (flexible 6+): the body, from m and fields."""
-    if not 1 <= version <= 11:
-        raise ValueError("ListOffsetsRequest: version %d outside 1-11" % version)
+    """ListOffsetsRequest v1-11 (flexible 6+): the body."""
+    _check_version('ListOffsetsRequest', version, 1, 11)
     w = Writer()
     _enc_list_offsets_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_list_offsets_request(version, data):
-    """ListOffsetsRequest v1-11 from bytes or a Reader: a Msg; WireError when short."""
-    if not 1 <= version <= 11:
-        raise ValueError("ListOffsetsRequest: version %d outside 1-11" % version)
+    """ListOffsetsRequest v1-11 from bytes or a Reader: a Msg."""
+    _check_version('ListOffsetsRequest', version, 1, 11)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_list_offsets_request(r, version)
 
 
 def encode_list_offsets_response(version, m=None, **fields):
-    """ListOffsetsResponse v1-11 (flexible 6+): the body, from m and fields."""
-    if not 1 <= version <= 11:
-        raise ValueError("ListOffsetsResponse: version %d outside 1-11" % version)
+    """ListOffsetsResponse v1-11 (flexible 6+): the body."""
+    _check_version('ListOffsetsResponse', version, 1, 11)
     w = Writer()
     _enc_list_offsets_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_list_offsets_response(version, data):
-    """ListOffsetsResponse v1-11 from bytes or a Reader: a Msg; WireError when short."""
-    if not 1 <= version <= 11:
-        raise ValueError("ListOffsetsResponse: version %d outside 1-11" % version)
+    """ListOffsetsResponse v1-11 from bytes or a Reader: a Msg."""
+    _check_version('ListOffsetsResponse', version, 1, 11)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_list_offsets_response(r, version)
 
 
 def encode_fetch_request(version, m=None, **fields):
-    """FetchRequest v4-18 (flexible 12+): the body, from m and fields."""
-    if not 4 <= version <= 18:
-        raise ValueError("FetchRequest: version %d outside 4-18" % version)
+    """FetchRequest v4-18 (flexible 12+): the body."""
+    _check_version('FetchRequest', version, 4, 18)
     w = Writer()
     _enc_fetch_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_fetch_request(version, data):
-    """FetchRequest v4-18 from bytes or a Reader: a Msg; WireError when short."""
-    if not 4 <= version <= 18:
-        raise ValueError("FetchRequest: version %d outside 4-18" % version)
+    """FetchRequest v4-18 from bytes or a Reader: a Msg."""
+    _check_version('FetchRequest', version, 4, 18)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_fetch_request(r, version)
 
 
 def encode_fetch_response(version, m=None, **fields):
-    """FetchResponse v4-18 (flexible 12+): the body, from m and fields."""
-    if not 4 <= version <= 18:
-        raise ValueError("FetchResponse: version %d outside 4-18" % version)
+    """FetchResponse v4-18 (flexible 12+): the body."""
+    _check_version('FetchResponse', version, 4, 18)
     w = Writer()
     _enc_fetch_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_fetch_response(version, data):
-    """FetchResponse v4-18 from bytes or a Reader: a Msg; WireError when short."""
-    if not 4 <= version <= 18:
-        raise ValueError("FetchResponse: version %d outside 4-18" % version)
+    """FetchResponse v4-18 from bytes or a Reader: a Msg."""
+    _check_version('FetchResponse', version, 4, 18)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_fetch_response(r, version)
 
 
 def encode_produce_request(version, m=None, **fields):
-    """ProduceRequest v3-13 (flexible 9+): the body, from m and fields."""
-    if not 3 <= version <= 13:
-        raise ValueError("ProduceRequest: version %d outside 3-13" % version)
+    """ProduceRequest v3-13 (flexible 9+): the body."""
+    _check_version('ProduceRequest', version, 3, 13)
     w = Writer()
     _enc_produce_request(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_produce_request(version, data):
-    """ProduceRequest v3-13 from bytes or a Reader: a Msg; WireError when short."""
-    if not 3 <= version <= 13:
-        raise ValueError("ProduceRequest: version %d outside 3-13" % version)
+    """ProduceRequest v3-13 from bytes or a Reader: a Msg."""
+    _check_version('ProduceRequest', version, 3, 13)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_produce_request(r, version)
 
 
 def encode_produce_response(version, m=None, **fields):
-    """ProduceResponse v3-13 (flexible 9+): the body, from m and fields."""
-    if not 3 <= version <= 13:
-        raise ValueError("ProduceResponse: version %d outside 3-13" % version)
+    """ProduceResponse v3-13 (flexible 9+): the body."""
+    _check_version('ProduceResponse', version, 3, 13)
     w = Writer()
     _enc_produce_response(w, version, dict(m or {}, **fields))
     return w.bytes()
 
 
 def decode_produce_response(version, data):
-    """ProduceResponse v3-13 from bytes or a Reader: a Msg; WireError when short."""
-    if not 3 <= version <= 13:
-        raise ValueError("ProduceResponse: version %d outside 3-13" % version)
+    """ProduceResponse v3-13 from bytes or a Reader: a Msg."""
+    _check_version('ProduceResponse', version, 3, 13)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_produce_response(r, version)

@@ -85,17 +85,19 @@ class Kcoord:
     """A running kcoord; port (Kafka) and http_port (None without a metrics listener).
     binary: another kcoord than BIN; env: variables added to the quiet environment;
     preexec_fn: run in the child before exec; log_path: a file that gets every line of its
-    output too, as it comes (for a test that keeps it after the process)."""
+    output too, as it comes (for a test that keeps it after the process); new_session: start
+    it in a session of its own (a Ctrl-C at the terminal then reaches only the test)."""
 
     def __init__(self, data_dir, *sets, env=None, wait_loaded=True, wait_port=True,
-                 timeout=START_TIMEOUT_S, binary=None, preexec_fn=None, log_path=None):
+                 timeout=START_TIMEOUT_S, binary=None, preexec_fn=None, log_path=None,
+                 new_session=False):
         e = quiet_env()
         e.update(env or {})
         self.data_dir = data_dir
         self.log_file = open(log_path, "ab") if log_path else None
         self.proc = subprocess.Popen(args(data_dir, *sets, binary=binary), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=e,
-                                     preexec_fn=preexec_fn)
+                                     preexec_fn=preexec_fn, start_new_session=new_session)
         self.lines = []
         self.ended = False  # its stderr reached end of file
         self.cond = threading.Condition()

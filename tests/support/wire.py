@@ -1,4 +1,4 @@
-"""wire: the Kafka wire protocol's primitives, for tests that must speak it without a client library.
+"""wire: the Kafka wire protocol's primitives, for tests that speak it without a client library.
 
 The messages themselves are generated from proto/*.kdef into gen_wire.py (encode_<message>,
 decode_<message>), which writes and reads through the Writer and Reader here; Conn.ask sends
