@@ -141,13 +141,24 @@ class Emit:
         self.lines.append("    " * ind + text if text else "")
 
 
+def not_null(var, nl):
+    """The condition under which a None in var is written as empty: when the version does not
+    allow null (nl, a Python condition, says when it does); None when it never is."""
+    if nl == "True":
+        return None
+    if nl == "False":
+        return "%s is None" % var
+    return "%s is None and not (%s)" % (var, nl)
+
+
 def enc_field(e, f, m, ind, val, flex, tagged, w="w"):
     """Write field f (its value in the Python expression val) to the Writer named w."""
     nl = "False" if f.nullable is None else vtest(f.nullable, m.valid)
     if f.is_array:
         e(ind, "xs = %s" % val)
-        e(ind, "if xs is None and not (%s):" % nl)
-        e(ind + 1, "xs = []")
+        if not_null("xs", nl):
+            e(ind, "if %s:" % not_null("xs", nl))
+            e(ind + 1, "xs = []")
         e(ind, "%s.array_len(-1 if xs is None else len(xs), %s)" % (w, flex))
         e(ind, "for x in xs or ():")
         if f.elem in PRIMS:
@@ -161,7 +172,7 @@ def enc_field(e, f, m, ind, val, flex, tagged, w="w"):
                 e(ind, wr_prim(f, val, flex, w))
             else:
                 e(ind, "x = %s" % val)
-                e(ind, "if x is None and not (%s):" % nl)
+                e(ind, "if %s:" % not_null("x", nl))
                 e(ind + 1, "x = %s" % empty)
                 e(ind, wr_prim(f, "x", flex, w))
         else:
@@ -183,8 +194,9 @@ def dec_field(e, f, m, ind, target, flex, tagged, r="r"):
     nl = "False" if f.nullable is None else vtest(f.nullable, m.valid)
     if f.is_array:
         e(ind, "n = %s.array_len(%s)" % (r, flex))
-        e(ind, "if n < 0 and not (%s):" % nl)
-        e(ind + 1, 'raise r.error("null array %s")' % f.name)
+        if nl != "True":
+            e(ind, "if n < 0%s:" % ("" if nl == "False" else " and not (%s)" % nl))
+            e(ind + 1, 'raise %s.error("null array %s")' % (r, f.name))
         if f.elem in PRIMS:
             item = rd_prim(f, flex, r)
         else:
@@ -315,6 +327,7 @@ def generate(root):
             model.files.append((name, parse_file(os.path.join(proto_dir, name))))
     model.build()
     e = Emit()
+    e(0, "")
     e(0, "APIS = {  # name: (key, min version, max version, first flexible version or None)")
     for _, msgs in model.files:
         for m in msgs:

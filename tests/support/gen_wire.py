@@ -20,6 +20,7 @@ def _differs(enc, v, x):
     enc(b, v, {})
     return a.bytes() != b.bytes()
 
+
 APIS = {  # name: (key, min version, max version, first flexible version or None)
     'ListGroups': (16, 0, 5, 3),
     'DescribeGroups': (15, 0, 6, 5),
@@ -56,14 +57,14 @@ def _enc_list_groups_request(w, v, m):
     flex = v >= 3
     if v >= 4:
         xs = m.get('states_filter', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
             w.str_(x, flex)
     if v >= 5:
         xs = m.get('types_filter', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -77,13 +78,13 @@ def _dec_list_groups_request(r, v):
     m = _init_list_groups_request()
     if v >= 4:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array states_filter")
         m['states_filter'] = None if n < 0 else [
                 r.str_(flex) for _ in range(n)]
     if v >= 5:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array types_filter")
         m['types_filter'] = None if n < 0 else [
                 r.str_(flex) for _ in range(n)]
@@ -108,7 +109,7 @@ def _enc_list_groups_response(w, v, m):
         w.i32(m.get('throttle_time_ms', 0))
     w.i16(m.get('error_code', 0))
     xs = m.get('groups', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -124,7 +125,7 @@ def _dec_list_groups_response(r, v):
         m['throttle_time_ms'] = r.i32()
     m['error_code'] = r.i16()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array groups")
     m['groups'] = None if n < 0 else [
             _dec_listed_group(r, v) for _ in range(n)]
@@ -147,21 +148,21 @@ def _init_listed_group():
 def _enc_listed_group(w, v, m):
     flex = v >= 3
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('protocol_type', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     if v >= 4:
         x = m.get('group_state', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 5:
         x = m.get('group_type', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if flex:
@@ -194,7 +195,7 @@ def _init_describe_groups_request():
 def _enc_describe_groups_request(w, v, m):
     flex = v >= 5
     xs = m.get('groups', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -209,7 +210,7 @@ def _dec_describe_groups_request(r, v):
     flex = v >= 5
     m = _init_describe_groups_request()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array groups")
     m['groups'] = None if n < 0 else [
             r.str_(flex) for _ in range(n)]
@@ -234,7 +235,7 @@ def _enc_describe_groups_response(w, v, m):
     if v >= 1:
         w.i32(m.get('throttle_time_ms', 0))
     xs = m.get('groups', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -249,7 +250,7 @@ def _dec_describe_groups_response(r, v):
     if v >= 1:
         m['throttle_time_ms'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array groups")
     m['groups'] = None if n < 0 else [
             _dec_describe_groups_described_group(r, v) for _ in range(n)]
@@ -282,23 +283,23 @@ def _enc_describe_groups_described_group(w, v, m):
             x = ""
         w.str_(x, flex)
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('group_state', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('protocol_type', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('protocol_data', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('members', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -320,7 +321,7 @@ def _dec_describe_groups_described_group(r, v):
     m['protocol_type'] = r.str_(flex)
     m['protocol_data'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array members")
     m['members'] = None if n < 0 else [
             _dec_described_group_member(r, v) for _ in range(n)]
@@ -347,7 +348,7 @@ def _init_described_group_member():
 def _enc_described_group_member(w, v, m):
     flex = v >= 5
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     if v >= 4:
@@ -356,19 +357,19 @@ def _enc_described_group_member(w, v, m):
             x = ""
         w.str_(x, flex)
     x = m.get('client_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('client_host', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('member_metadata', b"")
-    if x is None and not (False):
+    if x is None:
         x = b""
     w.bytes_of(x, flex)
     x = m.get('member_assignment', b"")
-    if x is None and not (False):
+    if x is None:
         x = b""
     w.bytes_of(x, flex)
     if flex:
@@ -401,7 +402,7 @@ def _init_delete_groups_request():
 def _enc_delete_groups_request(w, v, m):
     flex = v >= 2
     xs = m.get('groups_names', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -414,7 +415,7 @@ def _dec_delete_groups_request(r, v):
     flex = v >= 2
     m = _init_delete_groups_request()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array groups_names")
     m['groups_names'] = None if n < 0 else [
             r.str_(flex) for _ in range(n)]
@@ -436,7 +437,7 @@ def _enc_delete_groups_response(w, v, m):
     flex = v >= 2
     w.i32(m.get('throttle_time_ms', 0))
     xs = m.get('results', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -450,7 +451,7 @@ def _dec_delete_groups_response(r, v):
     m = _init_delete_groups_response()
     m['throttle_time_ms'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array results")
     m['results'] = None if n < 0 else [
             _dec_deletable_group_result(r, v) for _ in range(n)]
@@ -471,7 +472,7 @@ def _init_deletable_group_result():
 def _enc_deletable_group_result(w, v, m):
     flex = v >= 2
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i16(m.get('error_code', 0))
@@ -509,11 +510,11 @@ def _init_consumer_group_heartbeat_request():
 def _enc_consumer_group_heartbeat_request(w, v, m):
     flex = True
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('member_epoch', 0))
@@ -521,8 +522,6 @@ def _enc_consumer_group_heartbeat_request(w, v, m):
     w.str_(m.get('rack_id', None), flex)
     w.i32(m.get('rebalance_timeout_ms', -1))
     xs = m.get('subscribed_topic_names', None)
-    if xs is None and not (True):
-        xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
         w.str_(x, flex)
@@ -533,8 +532,6 @@ def _enc_consumer_group_heartbeat_request(w, v, m):
         w.str_(x, flex)
     w.str_(m.get('server_assignor', None), flex)
     xs = m.get('topic_partitions', None)
-    if xs is None and not (True):
-        xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
         _enc_consumer_group_heartbeat_topic_partitions(w, v, x)
@@ -552,16 +549,12 @@ def _dec_consumer_group_heartbeat_request(r, v):
     m['rack_id'] = r.str_(flex)
     m['rebalance_timeout_ms'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (True):
-        raise r.error("null array subscribed_topic_names")
     m['subscribed_topic_names'] = None if n < 0 else [
             r.str_(flex) for _ in range(n)]
     if v >= 1:
         m['subscribed_topic_regex'] = r.str_(flex)
     m['server_assignor'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (True):
-        raise r.error("null array topic_partitions")
     m['topic_partitions'] = None if n < 0 else [
             _dec_consumer_group_heartbeat_topic_partitions(r, v) for _ in range(n)]
     if flex:
@@ -582,7 +575,7 @@ def _enc_consumer_group_heartbeat_topic_partitions(w, v, m):
     flex = True
     w.uuid(m.get('topic_id', bytes(16)))
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -596,7 +589,7 @@ def _dec_consumer_group_heartbeat_topic_partitions(r, v):
     m = _init_consumer_group_heartbeat_topic_partitions()
     m['topic_id'] = r.uuid()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             r.i32() for _ in range(n)]
@@ -667,7 +660,7 @@ def _init_consumer_group_heartbeat_assignment():
 def _enc_consumer_group_heartbeat_assignment(w, v, m):
     flex = True
     xs = m.get('topic_partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -680,7 +673,7 @@ def _dec_consumer_group_heartbeat_assignment(r, v):
     flex = True
     m = _init_consumer_group_heartbeat_assignment()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topic_partitions")
     m['topic_partitions'] = None if n < 0 else [
             _dec_consumer_group_heartbeat_topic_partitions(r, v) for _ in range(n)]
@@ -701,7 +694,7 @@ def _init_consumer_group_describe_request():
 def _enc_consumer_group_describe_request(w, v, m):
     flex = True
     xs = m.get('group_ids', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -715,7 +708,7 @@ def _dec_consumer_group_describe_request(r, v):
     flex = True
     m = _init_consumer_group_describe_request()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array group_ids")
     m['group_ids'] = None if n < 0 else [
             r.str_(flex) for _ in range(n)]
@@ -738,7 +731,7 @@ def _enc_consumer_group_describe_response(w, v, m):
     flex = True
     w.i32(m.get('throttle_time_ms', 0))
     xs = m.get('groups', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -752,7 +745,7 @@ def _dec_consumer_group_describe_response(r, v):
     m = _init_consumer_group_describe_response()
     m['throttle_time_ms'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array groups")
     m['groups'] = None if n < 0 else [
             _dec_consumer_group_describe_described_group(r, v) for _ in range(n)]
@@ -782,21 +775,21 @@ def _enc_consumer_group_describe_described_group(w, v, m):
     w.i16(m.get('error_code', 0))
     w.str_(m.get('error_message', None), flex)
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('group_state', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('group_epoch', 0))
     w.i32(m.get('assignment_epoch', 0))
     x = m.get('assignor_name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('members', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -817,7 +810,7 @@ def _dec_consumer_group_describe_described_group(r, v):
     m['assignment_epoch'] = r.i32()
     m['assignor_name'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array members")
     m['members'] = None if n < 0 else [
             _dec_member(r, v) for _ in range(n)]
@@ -848,22 +841,22 @@ def _init_member():
 def _enc_member(w, v, m):
     flex = True
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.str_(m.get('instance_id', None), flex)
     w.str_(m.get('rack_id', None), flex)
     w.i32(m.get('member_epoch', 0))
     x = m.get('client_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('client_host', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('subscribed_topic_names', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -887,7 +880,7 @@ def _dec_member(r, v):
     m['client_id'] = r.str_(flex)
     m['client_host'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array subscribed_topic_names")
     m['subscribed_topic_names'] = None if n < 0 else [
             r.str_(flex) for _ in range(n)]
@@ -912,7 +905,7 @@ def _init_consumer_group_describe_assignment():
 def _enc_consumer_group_describe_assignment(w, v, m):
     flex = True
     xs = m.get('topic_partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -925,7 +918,7 @@ def _dec_consumer_group_describe_assignment(r, v):
     flex = True
     m = _init_consumer_group_describe_assignment()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topic_partitions")
     m['topic_partitions'] = None if n < 0 else [
             _dec_consumer_group_describe_topic_partitions(r, v) for _ in range(n)]
@@ -948,11 +941,11 @@ def _enc_consumer_group_describe_topic_partitions(w, v, m):
     flex = True
     w.uuid(m.get('topic_id', bytes(16)))
     x = m.get('topic_name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -967,7 +960,7 @@ def _dec_consumer_group_describe_topic_partitions(r, v):
     m['topic_id'] = r.uuid()
     m['topic_name'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             r.i32() for _ in range(n)]
@@ -991,7 +984,7 @@ def _init_consumer_protocol_subscription():
 def _enc_consumer_protocol_subscription(w, v, m):
     flex = False
     xs = m.get('topics', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -999,7 +992,7 @@ def _enc_consumer_protocol_subscription(w, v, m):
     w.bytes_of(m.get('user_data', None), flex)
     if v >= 1:
         xs = m.get('owned_partitions', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -1017,14 +1010,14 @@ def _dec_consumer_protocol_subscription(r, v):
     flex = False
     m = _init_consumer_protocol_subscription()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topics")
     m['topics'] = None if n < 0 else [
             r.str_(flex) for _ in range(n)]
     m['user_data'] = r.bytes_of(flex)
     if v >= 1:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array owned_partitions")
         m['owned_partitions'] = None if n < 0 else [
                 _dec_consumer_protocol_subscription_topic_partition(r, v) for _ in range(n)]
@@ -1046,12 +1039,12 @@ def _enc_consumer_protocol_subscription_topic_partition(w, v, m):
     flex = False
     if v >= 1:
         x = m.get('topic', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 1:
         xs = m.get('partitions', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -1065,7 +1058,7 @@ def _dec_consumer_protocol_subscription_topic_partition(r, v):
         m['topic'] = r.str_(flex)
     if v >= 1:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array partitions")
         m['partitions'] = None if n < 0 else [
                 r.i32() for _ in range(n)]
@@ -1082,7 +1075,7 @@ def _init_consumer_protocol_assignment():
 def _enc_consumer_protocol_assignment(w, v, m):
     flex = False
     xs = m.get('assigned_partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -1094,7 +1087,7 @@ def _dec_consumer_protocol_assignment(r, v):
     flex = False
     m = _init_consumer_protocol_assignment()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array assigned_partitions")
     m['assigned_partitions'] = None if n < 0 else [
             _dec_consumer_protocol_assignment_topic_partition(r, v) for _ in range(n)]
@@ -1112,11 +1105,11 @@ def _init_consumer_protocol_assignment_topic_partition():
 def _enc_consumer_protocol_assignment_topic_partition(w, v, m):
     flex = False
     x = m.get('topic', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -1128,7 +1121,7 @@ def _dec_consumer_protocol_assignment_topic_partition(r, v):
     m = _init_consumer_protocol_assignment_topic_partition()
     m['topic'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             r.i32() for _ in range(n)]
@@ -1146,12 +1139,12 @@ def _enc_api_versions_request(w, v, m):
     flex = v >= 3
     if v >= 3:
         x = m.get('client_software_name', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 3:
         x = m.get('client_software_version', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if flex:
@@ -1188,7 +1181,7 @@ def _enc_api_versions_response(w, v, m):
     flex = v >= 3
     w.i16(m.get('error_code', 0))
     xs = m.get('api_keys', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -1202,7 +1195,7 @@ def _enc_api_versions_response(w, v, m):
             if x != []:
                 t = Writer()
                 xs = x
-                if xs is None and not (False):
+                if xs is None:
                     xs = []
                 t.array_len(-1 if xs is None else len(xs), True)
                 for x in xs or ():
@@ -1219,7 +1212,7 @@ def _enc_api_versions_response(w, v, m):
             if x != []:
                 t = Writer()
                 xs = x
-                if xs is None and not (False):
+                if xs is None:
                     xs = []
                 t.array_len(-1 if xs is None else len(xs), True)
                 for x in xs or ():
@@ -1241,7 +1234,7 @@ def _dec_api_versions_response(r, v):
     m = _init_api_versions_response()
     m['error_code'] = r.i16()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array api_keys")
     m['api_keys'] = None if n < 0 else [
             _dec_api_version(r, v) for _ in range(n)]
@@ -1253,16 +1246,16 @@ def _dec_api_versions_response(r, v):
             body = Reader(r.take(size))
             if tag == 0 and v >= 3:
                 n = body.array_len(True)
-                if n < 0 and not (False):
-                    raise r.error("null array supported_features")
+                if n < 0:
+                    raise body.error("null array supported_features")
                 m['supported_features'] = None if n < 0 else [
                         _dec_supported_feature_key(body, v) for _ in range(n)]
             elif tag == 1 and v >= 3:
                 m['finalized_features_epoch'] = body.i64()
             elif tag == 2 and v >= 3:
                 n = body.array_len(True)
-                if n < 0 and not (False):
-                    raise r.error("null array finalized_features")
+                if n < 0:
+                    raise body.error("null array finalized_features")
                 m['finalized_features'] = None if n < 0 else [
                         _dec_finalized_feature_key(body, v) for _ in range(n)]
             elif tag == 3 and v >= 3:
@@ -1311,7 +1304,7 @@ def _init_supported_feature_key():
 def _enc_supported_feature_key(w, v, m):
     flex = v >= 3
     x = m.get('name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i16(m.get('min_version', 0))
@@ -1344,7 +1337,7 @@ def _init_finalized_feature_key():
 def _enc_finalized_feature_key(w, v, m):
     flex = v >= 3
     x = m.get('name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i16(m.get('max_version_level', 0))
@@ -1463,7 +1456,7 @@ def _enc_metadata_response(w, v, m):
     if v >= 3:
         w.i32(m.get('throttle_time_ms', 0))
     xs = m.get('brokers', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -1476,7 +1469,7 @@ def _enc_metadata_response(w, v, m):
     if v >= 1:
         w.i32(m.get('controller_id', -1))
     xs = m.get('topics', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -1495,7 +1488,7 @@ def _dec_metadata_response(r, v):
     if v >= 3:
         m['throttle_time_ms'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array brokers")
     m['brokers'] = None if n < 0 else [
             _dec_metadata_response_broker(r, v) for _ in range(n)]
@@ -1504,7 +1497,7 @@ def _dec_metadata_response(r, v):
     if v >= 1:
         m['controller_id'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topics")
     m['topics'] = None if n < 0 else [
             _dec_metadata_response_topic(r, v) for _ in range(n)]
@@ -1532,7 +1525,7 @@ def _enc_metadata_response_broker(w, v, m):
     flex = v >= 9
     w.i32(m.get('node_id', 0))
     x = m.get('host', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('port', 0))
@@ -1583,7 +1576,7 @@ def _enc_metadata_response_topic(w, v, m):
     if v >= 1:
         w.boolean(m.get('is_internal', False))
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -1604,7 +1597,7 @@ def _dec_metadata_response_topic(r, v):
     if v >= 1:
         m['is_internal'] = r.boolean()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             _dec_metadata_response_partition(r, v) for _ in range(n)]
@@ -1637,20 +1630,20 @@ def _enc_metadata_response_partition(w, v, m):
     if v >= 7:
         w.i32(m.get('leader_epoch', -1))
     xs = m.get('replica_nodes', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
         w.i32(x)
     xs = m.get('isr_nodes', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
         w.i32(x)
     if v >= 5:
         xs = m.get('offline_replicas', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -1668,18 +1661,18 @@ def _dec_metadata_response_partition(r, v):
     if v >= 7:
         m['leader_epoch'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array replica_nodes")
     m['replica_nodes'] = None if n < 0 else [
             r.i32() for _ in range(n)]
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array isr_nodes")
     m['isr_nodes'] = None if n < 0 else [
             r.i32() for _ in range(n)]
     if v >= 5:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array offline_replicas")
         m['offline_replicas'] = None if n < 0 else [
                 r.i32() for _ in range(n)]
@@ -1702,14 +1695,14 @@ def _enc_find_coordinator_request(w, v, m):
     flex = v >= 3
     if v <= 3:
         x = m.get('key', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 1:
         w.i8(m.get('key_type', 0))
     if v >= 4:
         xs = m.get('coordinator_keys', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -1727,7 +1720,7 @@ def _dec_find_coordinator_request(r, v):
         m['key_type'] = r.i8()
     if v >= 4:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array coordinator_keys")
         m['coordinator_keys'] = None if n < 0 else [
                 r.str_(flex) for _ in range(n)]
@@ -1765,14 +1758,14 @@ def _enc_find_coordinator_response(w, v, m):
         w.i32(m.get('node_id', 0))
     if v <= 3:
         x = m.get('host', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v <= 3:
         w.i32(m.get('port', 0))
     if v >= 4:
         xs = m.get('coordinators', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -1798,7 +1791,7 @@ def _dec_find_coordinator_response(r, v):
         m['port'] = r.i32()
     if v >= 4:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array coordinators")
         m['coordinators'] = None if n < 0 else [
                 _dec_coordinator(r, v) for _ in range(n)]
@@ -1823,12 +1816,12 @@ def _init_coordinator():
 def _enc_coordinator(w, v, m):
     flex = v >= 3
     x = m.get('key', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('node_id', 0))
     x = m.get('host', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('port', 0))
@@ -1909,12 +1902,12 @@ def _enc_describe_cluster_response(w, v, m):
     if v >= 1:
         w.i8(m.get('endpoint_type', 1))
     x = m.get('cluster_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('controller_id', -1))
     xs = m.get('brokers', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -1935,7 +1928,7 @@ def _dec_describe_cluster_response(r, v):
     m['cluster_id'] = r.str_(flex)
     m['controller_id'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array brokers")
     m['brokers'] = None if n < 0 else [
             _dec_describe_cluster_broker(r, v) for _ in range(n)]
@@ -1961,7 +1954,7 @@ def _enc_describe_cluster_broker(w, v, m):
     flex = True
     w.i32(m.get('broker_id', 0))
     x = m.get('host', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('port', 0))
@@ -2004,14 +1997,14 @@ def _init_join_group_request():
 def _enc_join_group_request(w, v, m):
     flex = v >= 6
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('session_timeout_ms', 0))
     if v >= 1:
         w.i32(m.get('rebalance_timeout_ms', -1))
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     if v >= 5:
@@ -2020,11 +2013,11 @@ def _enc_join_group_request(w, v, m):
             x = ""
         w.str_(x, flex)
     x = m.get('protocol_type', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('protocols', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -2050,7 +2043,7 @@ def _dec_join_group_request(r, v):
         m['group_instance_id'] = r.str_(flex)
     m['protocol_type'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array protocols")
     m['protocols'] = None if n < 0 else [
             _dec_join_group_request_protocol(r, v) for _ in range(n)]
@@ -2073,11 +2066,11 @@ def _init_join_group_request_protocol():
 def _enc_join_group_request_protocol(w, v, m):
     flex = v >= 6
     x = m.get('name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('metadata', b"")
-    if x is None and not (False):
+    if x is None:
         x = b""
     w.bytes_of(x, flex)
     if flex:
@@ -2126,17 +2119,17 @@ def _enc_join_group_response(w, v, m):
         x = ""
     w.str_(x, flex)
     x = m.get('leader', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     if v >= 9:
         w.boolean(m.get('skip_assignment', False))
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('members', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -2160,7 +2153,7 @@ def _dec_join_group_response(r, v):
         m['skip_assignment'] = r.boolean()
     m['member_id'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array members")
     m['members'] = None if n < 0 else [
             _dec_join_group_response_member(r, v) for _ in range(n)]
@@ -2182,7 +2175,7 @@ def _init_join_group_response_member():
 def _enc_join_group_response_member(w, v, m):
     flex = v >= 6
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     if v >= 5:
@@ -2191,7 +2184,7 @@ def _enc_join_group_response_member(w, v, m):
             x = ""
         w.str_(x, flex)
     x = m.get('metadata', b"")
-    if x is None and not (False):
+    if x is None:
         x = b""
     w.bytes_of(x, flex)
     if flex:
@@ -2227,12 +2220,12 @@ def _init_sync_group_request():
 def _enc_sync_group_request(w, v, m):
     flex = v >= 4
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('generation_id', 0))
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     if v >= 3:
@@ -2251,7 +2244,7 @@ def _enc_sync_group_request(w, v, m):
             x = ""
         w.str_(x, flex)
     xs = m.get('assignments', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -2273,7 +2266,7 @@ def _dec_sync_group_request(r, v):
     if v >= 5:
         m['protocol_name'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array assignments")
     m['assignments'] = None if n < 0 else [
             _dec_sync_group_request_assignment(r, v) for _ in range(n)]
@@ -2294,11 +2287,11 @@ def _init_sync_group_request_assignment():
 def _enc_sync_group_request_assignment(w, v, m):
     flex = v >= 4
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('assignment', b"")
-    if x is None and not (False):
+    if x is None:
         x = b""
     w.bytes_of(x, flex)
     if flex:
@@ -2343,7 +2336,7 @@ def _enc_sync_group_response(w, v, m):
             x = ""
         w.str_(x, flex)
     x = m.get('assignment', b"")
-    if x is None and not (False):
+    if x is None:
         x = b""
     w.bytes_of(x, flex)
     if flex:
@@ -2380,12 +2373,12 @@ def _init_heartbeat_request():
 def _enc_heartbeat_request(w, v, m):
     flex = v >= 4
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('generation_id', 0))
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     if v >= 3:
@@ -2452,17 +2445,17 @@ def _init_leave_group_request():
 def _enc_leave_group_request(w, v, m):
     flex = v >= 4
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     if v <= 2:
         x = m.get('member_id', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 3:
         xs = m.get('members', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -2479,7 +2472,7 @@ def _dec_leave_group_request(r, v):
         m['member_id'] = r.str_(flex)
     if v >= 3:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array members")
         m['members'] = None if n < 0 else [
                 _dec_member_identity(r, v) for _ in range(n)]
@@ -2502,7 +2495,7 @@ def _enc_member_identity(w, v, m):
     flex = v >= 4
     if v >= 3:
         x = m.get('member_id', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 3:
@@ -2550,7 +2543,7 @@ def _enc_leave_group_response(w, v, m):
     w.i16(m.get('error_code', 0))
     if v >= 3:
         xs = m.get('members', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -2567,7 +2560,7 @@ def _dec_leave_group_response(r, v):
     m['error_code'] = r.i16()
     if v >= 3:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array members")
         m['members'] = None if n < 0 else [
                 _dec_member_response(r, v) for _ in range(n)]
@@ -2590,7 +2583,7 @@ def _enc_member_response(w, v, m):
     flex = v >= 4
     if v >= 3:
         x = m.get('member_id', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 3:
@@ -2691,14 +2684,14 @@ def _init_offset_commit_request():
 def _enc_offset_commit_request(w, v, m):
     flex = v >= 8
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     if v >= 1:
         w.i32(m.get('generation_id_or_member_epoch', -1))
     if v >= 1:
         x = m.get('member_id', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 7:
@@ -2706,7 +2699,7 @@ def _enc_offset_commit_request(w, v, m):
     if 2 <= v <= 4:
         w.i64(m.get('retention_time_ms', -1))
     xs = m.get('topics', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -2728,7 +2721,7 @@ def _dec_offset_commit_request(r, v):
     if 2 <= v <= 4:
         m['retention_time_ms'] = r.i64()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topics")
     m['topics'] = None if n < 0 else [
             _dec_offset_commit_request_topic(r, v) for _ in range(n)]
@@ -2751,13 +2744,13 @@ def _enc_offset_commit_request_topic(w, v, m):
     flex = v >= 8
     if v <= 9:
         x = m.get('name', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 10:
         w.uuid(m.get('topic_id', bytes(16)))
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -2774,7 +2767,7 @@ def _dec_offset_commit_request_topic(r, v):
     if v >= 10:
         m['topic_id'] = r.uuid()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             _dec_offset_commit_request_partition(r, v) for _ in range(n)]
@@ -2837,7 +2830,7 @@ def _enc_offset_commit_response(w, v, m):
     if v >= 3:
         w.i32(m.get('throttle_time_ms', 0))
     xs = m.get('topics', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -2852,7 +2845,7 @@ def _dec_offset_commit_response(r, v):
     if v >= 3:
         m['throttle_time_ms'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topics")
     m['topics'] = None if n < 0 else [
             _dec_offset_commit_response_topic(r, v) for _ in range(n)]
@@ -2875,13 +2868,13 @@ def _enc_offset_commit_response_topic(w, v, m):
     flex = v >= 8
     if v <= 9:
         x = m.get('name', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 10:
         w.uuid(m.get('topic_id', bytes(16)))
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -2898,7 +2891,7 @@ def _dec_offset_commit_response_topic(r, v):
     if v >= 10:
         m['topic_id'] = r.uuid()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             _dec_offset_commit_response_partition(r, v) for _ in range(n)]
@@ -2949,7 +2942,7 @@ def _enc_offset_fetch_request(w, v, m):
     flex = v >= 6
     if v <= 7:
         x = m.get('group_id', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v <= 7:
@@ -2961,7 +2954,7 @@ def _enc_offset_fetch_request(w, v, m):
             _enc_offset_fetch_request_topic(w, v, x)
     if v >= 8:
         xs = m.get('groups', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -2985,7 +2978,7 @@ def _dec_offset_fetch_request(r, v):
                 _dec_offset_fetch_request_topic(r, v) for _ in range(n)]
     if v >= 8:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array groups")
         m['groups'] = None if n < 0 else [
                 _dec_offset_fetch_request_group(r, v) for _ in range(n)]
@@ -3009,12 +3002,12 @@ def _enc_offset_fetch_request_topic(w, v, m):
     flex = v >= 6
     if v <= 7:
         x = m.get('name', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v <= 7:
         xs = m.get('partition_indexes', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -3030,7 +3023,7 @@ def _dec_offset_fetch_request_topic(r, v):
         m['name'] = r.str_(flex)
     if v <= 7:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array partition_indexes")
         m['partition_indexes'] = None if n < 0 else [
                 r.i32() for _ in range(n)]
@@ -3054,7 +3047,7 @@ def _enc_offset_fetch_request_group(w, v, m):
     flex = v >= 6
     if v >= 8:
         x = m.get('group_id', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 9:
@@ -3063,8 +3056,6 @@ def _enc_offset_fetch_request_group(w, v, m):
         w.i32(m.get('member_epoch', -1))
     if v >= 8:
         xs = m.get('topics', [])
-        if xs is None and not (True):
-            xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
             _enc_offset_fetch_request_topics(w, v, x)
@@ -3083,8 +3074,6 @@ def _dec_offset_fetch_request_group(r, v):
         m['member_epoch'] = r.i32()
     if v >= 8:
         n = r.array_len(flex)
-        if n < 0 and not (True):
-            raise r.error("null array topics")
         m['topics'] = None if n < 0 else [
                 _dec_offset_fetch_request_topics(r, v) for _ in range(n)]
     if flex:
@@ -3106,14 +3095,14 @@ def _enc_offset_fetch_request_topics(w, v, m):
     flex = v >= 6
     if 8 <= v <= 9:
         x = m.get('name', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 10:
         w.uuid(m.get('topic_id', bytes(16)))
     if v >= 8:
         xs = m.get('partition_indexes', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -3131,7 +3120,7 @@ def _dec_offset_fetch_request_topics(r, v):
         m['topic_id'] = r.uuid()
     if v >= 8:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array partition_indexes")
         m['partition_indexes'] = None if n < 0 else [
                 r.i32() for _ in range(n)]
@@ -3157,7 +3146,7 @@ def _enc_offset_fetch_response(w, v, m):
         w.i32(m.get('throttle_time_ms', 0))
     if v <= 7:
         xs = m.get('topics', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -3166,7 +3155,7 @@ def _enc_offset_fetch_response(w, v, m):
         w.i16(m.get('error_code', 0))
     if v >= 8:
         xs = m.get('groups', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -3182,7 +3171,7 @@ def _dec_offset_fetch_response(r, v):
         m['throttle_time_ms'] = r.i32()
     if v <= 7:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array topics")
         m['topics'] = None if n < 0 else [
                 _dec_offset_fetch_response_topic(r, v) for _ in range(n)]
@@ -3190,7 +3179,7 @@ def _dec_offset_fetch_response(r, v):
         m['error_code'] = r.i16()
     if v >= 8:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array groups")
         m['groups'] = None if n < 0 else [
                 _dec_offset_fetch_response_group(r, v) for _ in range(n)]
@@ -3212,12 +3201,12 @@ def _enc_offset_fetch_response_topic(w, v, m):
     flex = v >= 6
     if v <= 7:
         x = m.get('name', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v <= 7:
         xs = m.get('partitions', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -3233,7 +3222,7 @@ def _dec_offset_fetch_response_topic(r, v):
         m['name'] = r.str_(flex)
     if v <= 7:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array partitions")
         m['partitions'] = None if n < 0 else [
                 _dec_offset_fetch_response_partition(r, v) for _ in range(n)]
@@ -3302,12 +3291,12 @@ def _enc_offset_fetch_response_group(w, v, m):
     flex = v >= 6
     if v >= 8:
         x = m.get('group_id', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 8:
         xs = m.get('topics', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -3325,7 +3314,7 @@ def _dec_offset_fetch_response_group(r, v):
         m['group_id'] = r.str_(flex)
     if v >= 8:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array topics")
         m['topics'] = None if n < 0 else [
                 _dec_offset_fetch_response_topics(r, v) for _ in range(n)]
@@ -3350,14 +3339,14 @@ def _enc_offset_fetch_response_topics(w, v, m):
     flex = v >= 6
     if 8 <= v <= 9:
         x = m.get('name', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 10:
         w.uuid(m.get('topic_id', bytes(16)))
     if v >= 8:
         xs = m.get('partitions', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -3375,7 +3364,7 @@ def _dec_offset_fetch_response_topics(r, v):
         m['topic_id'] = r.uuid()
     if v >= 8:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array partitions")
         m['partitions'] = None if n < 0 else [
                 _dec_offset_fetch_response_partitions(r, v) for _ in range(n)]
@@ -3442,11 +3431,11 @@ def _init_offset_delete_request():
 def _enc_offset_delete_request(w, v, m):
     flex = False
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('topics', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -3458,7 +3447,7 @@ def _dec_offset_delete_request(r, v):
     m = _init_offset_delete_request()
     m['group_id'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topics")
     m['topics'] = None if n < 0 else [
             _dec_offset_delete_request_topic(r, v) for _ in range(n)]
@@ -3475,11 +3464,11 @@ def _init_offset_delete_request_topic():
 def _enc_offset_delete_request_topic(w, v, m):
     flex = False
     x = m.get('name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -3491,7 +3480,7 @@ def _dec_offset_delete_request_topic(r, v):
     m = _init_offset_delete_request_topic()
     m['name'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             _dec_offset_delete_request_partition(r, v) for _ in range(n)]
@@ -3529,7 +3518,7 @@ def _enc_offset_delete_response(w, v, m):
     w.i16(m.get('error_code', 0))
     w.i32(m.get('throttle_time_ms', 0))
     xs = m.get('topics', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -3542,7 +3531,7 @@ def _dec_offset_delete_response(r, v):
     m['error_code'] = r.i16()
     m['throttle_time_ms'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topics")
     m['topics'] = None if n < 0 else [
             _dec_offset_delete_response_topic(r, v) for _ in range(n)]
@@ -3559,11 +3548,11 @@ def _init_offset_delete_response_topic():
 def _enc_offset_delete_response_topic(w, v, m):
     flex = False
     x = m.get('name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -3575,7 +3564,7 @@ def _dec_offset_delete_response_topic(r, v):
     m = _init_offset_delete_response_topic()
     m['name'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             _dec_offset_delete_response_partition(r, v) for _ in range(n)]
@@ -3614,11 +3603,11 @@ def _init_offset_commit_key():
 def _enc_offset_commit_key(w, v, m):
     flex = False
     x = m.get('group', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('topic', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('partition', 0))
@@ -3650,7 +3639,7 @@ def _enc_offset_commit_value(w, v, m):
     if v >= 3:
         w.i32(m.get('leader_epoch', -1))
     x = m.get('metadata', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i64(m.get('commit_timestamp', 0))
@@ -3697,7 +3686,7 @@ def _init_group_metadata_key():
 def _enc_group_metadata_key(w, v, m):
     flex = False
     x = m.get('group', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
 
@@ -3723,7 +3712,7 @@ def _init_group_metadata_value():
 def _enc_group_metadata_value(w, v, m):
     flex = v >= 4
     x = m.get('protocol_type', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('generation', 0))
@@ -3732,7 +3721,7 @@ def _enc_group_metadata_value(w, v, m):
     if v >= 2:
         w.i64(m.get('current_state_timestamp', -1))
     xs = m.get('members', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -3751,7 +3740,7 @@ def _dec_group_metadata_value(r, v):
     if v >= 2:
         m['current_state_timestamp'] = r.i64()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array members")
     m['members'] = None if n < 0 else [
             _dec_member_metadata(r, v) for _ in range(n)]
@@ -3778,28 +3767,28 @@ def _init_member_metadata():
 def _enc_member_metadata(w, v, m):
     flex = v >= 4
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     if v >= 3:
         w.str_(m.get('group_instance_id', None), flex)
     x = m.get('client_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('client_host', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     if v >= 1:
         w.i32(m.get('rebalance_timeout', -1))
     w.i32(m.get('session_timeout', 0))
     x = m.get('subscription', b"")
-    if x is None and not (False):
+    if x is None:
         x = b""
     w.bytes_of(x, flex)
     x = m.get('assignment', b"")
-    if x is None and not (False):
+    if x is None:
         x = b""
     w.bytes_of(x, flex)
     if flex:
@@ -3835,7 +3824,7 @@ def _init_consumer_group_metadata_key():
 def _enc_consumer_group_metadata_key(w, v, m):
     flex = False
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
 
@@ -3892,7 +3881,7 @@ def _init_consumer_group_partition_metadata_key():
 def _enc_consumer_group_partition_metadata_key(w, v, m):
     flex = False
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
 
@@ -3913,7 +3902,7 @@ def _init_consumer_group_partition_metadata_value():
 def _enc_consumer_group_partition_metadata_value(w, v, m):
     flex = True
     xs = m.get('topics', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -3926,7 +3915,7 @@ def _dec_consumer_group_partition_metadata_value(r, v):
     flex = True
     m = _init_consumer_group_partition_metadata_value()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topics")
     m['topics'] = None if n < 0 else [
             _dec_topic_metadata(r, v) for _ in range(n)]
@@ -3950,12 +3939,12 @@ def _enc_topic_metadata(w, v, m):
     flex = True
     w.uuid(m.get('topic_id', bytes(16)))
     x = m.get('topic_name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('num_partitions', 0))
     xs = m.get('partition_metadata', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -3971,7 +3960,7 @@ def _dec_topic_metadata(r, v):
     m['topic_name'] = r.str_(flex)
     m['num_partitions'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partition_metadata")
     m['partition_metadata'] = None if n < 0 else [
             _dec_partition_metadata(r, v) for _ in range(n)]
@@ -3993,7 +3982,7 @@ def _enc_partition_metadata(w, v, m):
     flex = True
     w.i32(m.get('partition', 0))
     xs = m.get('racks', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -4007,7 +3996,7 @@ def _dec_partition_metadata(r, v):
     m = _init_partition_metadata()
     m['partition'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array racks")
     m['racks'] = None if n < 0 else [
             r.str_(flex) for _ in range(n)]
@@ -4028,11 +4017,11 @@ def _init_consumer_group_member_metadata_key():
 def _enc_consumer_group_member_metadata_key(w, v, m):
     flex = False
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
 
@@ -4064,15 +4053,15 @@ def _enc_consumer_group_member_metadata_value(w, v, m):
     w.str_(m.get('instance_id', ""), flex)
     w.str_(m.get('rack_id', ""), flex)
     x = m.get('client_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('client_host', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('subscribed_topic_names', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -4107,7 +4096,7 @@ def _dec_consumer_group_member_metadata_value(r, v):
     m['client_id'] = r.str_(flex)
     m['client_host'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array subscribed_topic_names")
     m['subscribed_topic_names'] = None if n < 0 else [
             r.str_(flex) for _ in range(n)]
@@ -4137,7 +4126,7 @@ def _enc_classic_member_metadata(w, v, m):
     flex = True
     w.i32(m.get('session_timeout_ms', 0))
     xs = m.get('supported_protocols', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -4151,7 +4140,7 @@ def _dec_classic_member_metadata(r, v):
     m = _init_classic_member_metadata()
     m['session_timeout_ms'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array supported_protocols")
     m['supported_protocols'] = None if n < 0 else [
             _dec_classic_protocol(r, v) for _ in range(n)]
@@ -4172,11 +4161,11 @@ def _init_classic_protocol():
 def _enc_classic_protocol(w, v, m):
     flex = True
     x = m.get('name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('metadata', b"")
-    if x is None and not (False):
+    if x is None:
         x = b""
     w.bytes_of(x, flex)
     if flex:
@@ -4204,7 +4193,7 @@ def _init_consumer_group_target_assignment_metadata_key():
 def _enc_consumer_group_target_assignment_metadata_key(w, v, m):
     flex = False
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
 
@@ -4262,11 +4251,11 @@ def _init_consumer_group_target_assignment_member_key():
 def _enc_consumer_group_target_assignment_member_key(w, v, m):
     flex = False
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
 
@@ -4288,7 +4277,7 @@ def _init_consumer_group_target_assignment_member_value():
 def _enc_consumer_group_target_assignment_member_value(w, v, m):
     flex = True
     xs = m.get('topic_partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -4301,7 +4290,7 @@ def _dec_consumer_group_target_assignment_member_value(r, v):
     flex = True
     m = _init_consumer_group_target_assignment_member_value()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topic_partitions")
     m['topic_partitions'] = None if n < 0 else [
             _dec_consumer_group_target_assignment_member_value_topic_partition(r, v) for _ in range(n)]
@@ -4323,7 +4312,7 @@ def _enc_consumer_group_target_assignment_member_value_topic_partition(w, v, m):
     flex = True
     w.uuid(m.get('topic_id', bytes(16)))
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -4337,7 +4326,7 @@ def _dec_consumer_group_target_assignment_member_value_topic_partition(r, v):
     m = _init_consumer_group_target_assignment_member_value_topic_partition()
     m['topic_id'] = r.uuid()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             r.i32() for _ in range(n)]
@@ -4358,11 +4347,11 @@ def _init_consumer_group_current_member_assignment_key():
 def _enc_consumer_group_current_member_assignment_key(w, v, m):
     flex = False
     x = m.get('group_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     x = m.get('member_id', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
 
@@ -4391,13 +4380,13 @@ def _enc_consumer_group_current_member_assignment_value(w, v, m):
     w.i32(m.get('previous_member_epoch', 0))
     w.i8(m.get('state', 0))
     xs = m.get('assigned_partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
         _enc_consumer_group_current_member_assignment_value_topic_partitions(w, v, x)
     xs = m.get('partitions_pending_revocation', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -4413,12 +4402,12 @@ def _dec_consumer_group_current_member_assignment_value(r, v):
     m['previous_member_epoch'] = r.i32()
     m['state'] = r.i8()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array assigned_partitions")
     m['assigned_partitions'] = None if n < 0 else [
             _dec_consumer_group_current_member_assignment_value_topic_partitions(r, v) for _ in range(n)]
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions_pending_revocation")
     m['partitions_pending_revocation'] = None if n < 0 else [
             _dec_consumer_group_current_member_assignment_value_topic_partitions(r, v) for _ in range(n)]
@@ -4441,7 +4430,7 @@ def _enc_consumer_group_current_member_assignment_value_topic_partitions(w, v, m
     flex = True
     w.uuid(m.get('topic_id', bytes(16)))
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -4453,8 +4442,6 @@ def _enc_consumer_group_current_member_assignment_value_topic_partitions(w, v, m
             if x != None:
                 t = Writer()
                 xs = x
-                if xs is None and not (True):
-                    xs = []
                 t.array_len(-1 if xs is None else len(xs), True)
                 for x in xs or ():
                     t.i32(x)
@@ -4469,7 +4456,7 @@ def _dec_consumer_group_current_member_assignment_value_topic_partitions(r, v):
     m = _init_consumer_group_current_member_assignment_value_topic_partitions()
     m['topic_id'] = r.uuid()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             r.i32() for _ in range(n)]
@@ -4479,8 +4466,6 @@ def _dec_consumer_group_current_member_assignment_value_topic_partitions(r, v):
             body = Reader(r.take(size))
             if tag == 0 and True:
                 n = body.array_len(True)
-                if n < 0 and not (True):
-                    raise r.error("null array assignment_epochs")
                 m['assignment_epochs'] = None if n < 0 else [
                         body.i32() for _ in range(n)]
     return m
@@ -4497,7 +4482,7 @@ def _init_create_topics_request():
 def _enc_create_topics_request(w, v, m):
     flex = v >= 5
     xs = m.get('topics', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -4512,7 +4497,7 @@ def _dec_create_topics_request(r, v):
     flex = v >= 5
     m = _init_create_topics_request()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topics")
     m['topics'] = None if n < 0 else [
             _dec_creatable_topic(r, v) for _ in range(n)]
@@ -4538,19 +4523,19 @@ def _init_creatable_topic():
 def _enc_creatable_topic(w, v, m):
     flex = v >= 5
     x = m.get('name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.i32(m.get('num_partitions', 0))
     w.i16(m.get('replication_factor', 0))
     xs = m.get('assignments', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
         _enc_creatable_replica_assignment(w, v, x)
     xs = m.get('configs', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -4566,12 +4551,12 @@ def _dec_creatable_topic(r, v):
     m['num_partitions'] = r.i32()
     m['replication_factor'] = r.i16()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array assignments")
     m['assignments'] = None if n < 0 else [
             _dec_creatable_replica_assignment(r, v) for _ in range(n)]
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array configs")
     m['configs'] = None if n < 0 else [
             _dec_creatable_topic_config(r, v) for _ in range(n)]
@@ -4593,7 +4578,7 @@ def _enc_creatable_replica_assignment(w, v, m):
     flex = v >= 5
     w.i32(m.get('partition_index', 0))
     xs = m.get('broker_ids', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -4607,7 +4592,7 @@ def _dec_creatable_replica_assignment(r, v):
     m = _init_creatable_replica_assignment()
     m['partition_index'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array broker_ids")
     m['broker_ids'] = None if n < 0 else [
             r.i32() for _ in range(n)]
@@ -4628,7 +4613,7 @@ def _init_creatable_topic_config():
 def _enc_creatable_topic_config(w, v, m):
     flex = v >= 5
     x = m.get('name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     w.str_(m.get('value', ""), flex)
@@ -4659,7 +4644,7 @@ def _enc_create_topics_response(w, v, m):
     flex = v >= 5
     w.i32(m.get('throttle_time_ms', 0))
     xs = m.get('topics', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -4673,7 +4658,7 @@ def _dec_create_topics_response(r, v):
     m = _init_create_topics_response()
     m['throttle_time_ms'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topics")
     m['topics'] = None if n < 0 else [
             _dec_creatable_topic_result(r, v) for _ in range(n)]
@@ -4700,7 +4685,7 @@ def _init_creatable_topic_result():
 def _enc_creatable_topic_result(w, v, m):
     flex = v >= 5
     x = m.get('name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     if v >= 7:
@@ -4713,8 +4698,6 @@ def _enc_creatable_topic_result(w, v, m):
         w.i16(m.get('replication_factor', -1))
     if v >= 5:
         xs = m.get('configs', [])
-        if xs is None and not (True):
-            xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
             _enc_creatable_topic_configs(w, v, x)
@@ -4745,8 +4728,6 @@ def _dec_creatable_topic_result(r, v):
         m['replication_factor'] = r.i16()
     if v >= 5:
         n = r.array_len(flex)
-        if n < 0 and not (True):
-            raise r.error("null array configs")
         m['configs'] = None if n < 0 else [
                 _dec_creatable_topic_configs(r, v) for _ in range(n)]
     if flex:
@@ -4772,7 +4753,7 @@ def _enc_creatable_topic_configs(w, v, m):
     flex = v >= 5
     if v >= 5:
         x = m.get('name', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 5:
@@ -4819,14 +4800,14 @@ def _enc_delete_topics_request(w, v, m):
     flex = v >= 4
     if v >= 6:
         xs = m.get('topics', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
             _enc_delete_topic_state(w, v, x)
     if v <= 5:
         xs = m.get('topic_names', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -4841,13 +4822,13 @@ def _dec_delete_topics_request(r, v):
     m = _init_delete_topics_request()
     if v >= 6:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array topics")
         m['topics'] = None if n < 0 else [
                 _dec_delete_topic_state(r, v) for _ in range(n)]
     if v <= 5:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array topic_names")
         m['topic_names'] = None if n < 0 else [
                 r.str_(flex) for _ in range(n)]
@@ -4902,7 +4883,7 @@ def _enc_delete_topics_response(w, v, m):
     if v >= 1:
         w.i32(m.get('throttle_time_ms', 0))
     xs = m.get('responses', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -4917,7 +4898,7 @@ def _dec_delete_topics_response(r, v):
     if v >= 1:
         m['throttle_time_ms'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array responses")
     m['responses'] = None if n < 0 else [
             _dec_deletable_topic_result(r, v) for _ in range(n)]
@@ -4983,7 +4964,7 @@ def _enc_list_offsets_request(w, v, m):
     if v >= 2:
         w.i8(m.get('isolation_level', 0))
     xs = m.get('topics', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -5001,7 +4982,7 @@ def _dec_list_offsets_request(r, v):
     if v >= 2:
         m['isolation_level'] = r.i8()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topics")
     m['topics'] = None if n < 0 else [
             _dec_list_offsets_topic(r, v) for _ in range(n)]
@@ -5024,11 +5005,11 @@ def _init_list_offsets_topic():
 def _enc_list_offsets_topic(w, v, m):
     flex = v >= 6
     x = m.get('name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -5042,7 +5023,7 @@ def _dec_list_offsets_topic(r, v):
     m = _init_list_offsets_topic()
     m['name'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             _dec_list_offsets_partition(r, v) for _ in range(n)]
@@ -5097,7 +5078,7 @@ def _enc_list_offsets_response(w, v, m):
     if v >= 2:
         w.i32(m.get('throttle_time_ms', 0))
     xs = m.get('topics', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -5112,7 +5093,7 @@ def _dec_list_offsets_response(r, v):
     if v >= 2:
         m['throttle_time_ms'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topics")
     m['topics'] = None if n < 0 else [
             _dec_list_offsets_topic_response(r, v) for _ in range(n)]
@@ -5133,11 +5114,11 @@ def _init_list_offsets_topic_response():
 def _enc_list_offsets_topic_response(w, v, m):
     flex = v >= 6
     x = m.get('name', "")
-    if x is None and not (False):
+    if x is None:
         x = ""
     w.str_(x, flex)
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -5151,7 +5132,7 @@ def _dec_list_offsets_topic_response(r, v):
     m = _init_list_offsets_topic_response()
     m['name'] = r.str_(flex)
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             _dec_list_offsets_partition_response(r, v) for _ in range(n)]
@@ -5230,21 +5211,21 @@ def _enc_fetch_request(w, v, m):
     if v >= 7:
         w.i32(m.get('session_epoch', -1))
     xs = m.get('topics', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
         _enc_fetch_topic(w, v, x)
     if v >= 7:
         xs = m.get('forgotten_topics_data', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
             _enc_forgotten_topic(w, v, x)
     if v >= 11:
         x = m.get('rack_id', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if flex:
@@ -5280,13 +5261,13 @@ def _dec_fetch_request(r, v):
     if v >= 7:
         m['session_epoch'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topics")
     m['topics'] = None if n < 0 else [
             _dec_fetch_topic(r, v) for _ in range(n)]
     if v >= 7:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array forgotten_topics_data")
         m['forgotten_topics_data'] = None if n < 0 else [
                 _dec_forgotten_topic(r, v) for _ in range(n)]
@@ -5346,13 +5327,13 @@ def _enc_fetch_topic(w, v, m):
     flex = v >= 12
     if v <= 12:
         x = m.get('topic', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 13:
         w.uuid(m.get('topic_id', bytes(16)))
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -5369,7 +5350,7 @@ def _dec_fetch_topic(r, v):
     if v >= 13:
         m['topic_id'] = r.uuid()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             _dec_fetch_partition(r, v) for _ in range(n)]
@@ -5458,14 +5439,14 @@ def _enc_forgotten_topic(w, v, m):
     flex = v >= 12
     if 7 <= v <= 12:
         x = m.get('topic', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 13:
         w.uuid(m.get('topic_id', bytes(16)))
     if v >= 7:
         xs = m.get('partitions', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -5483,7 +5464,7 @@ def _dec_forgotten_topic(r, v):
         m['topic_id'] = r.uuid()
     if v >= 7:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array partitions")
         m['partitions'] = None if n < 0 else [
                 r.i32() for _ in range(n)]
@@ -5512,7 +5493,7 @@ def _enc_fetch_response(w, v, m):
     if v >= 7:
         w.i32(m.get('session_id', 0))
     xs = m.get('responses', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -5524,7 +5505,7 @@ def _enc_fetch_response(w, v, m):
             if x != []:
                 t = Writer()
                 xs = x
-                if xs is None and not (False):
+                if xs is None:
                     xs = []
                 t.array_len(-1 if xs is None else len(xs), True)
                 for x in xs or ():
@@ -5544,7 +5525,7 @@ def _dec_fetch_response(r, v):
     if v >= 7:
         m['session_id'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array responses")
     m['responses'] = None if n < 0 else [
             _dec_fetchable_topic_response(r, v) for _ in range(n)]
@@ -5554,8 +5535,8 @@ def _dec_fetch_response(r, v):
             body = Reader(r.take(size))
             if tag == 0 and v >= 16:
                 n = body.array_len(True)
-                if n < 0 and not (False):
-                    raise r.error("null array node_endpoints")
+                if n < 0:
+                    raise body.error("null array node_endpoints")
                 m['node_endpoints'] = None if n < 0 else [
                         _dec_fetch_node_endpoint(body, v) for _ in range(n)]
     return m
@@ -5573,13 +5554,13 @@ def _enc_fetchable_topic_response(w, v, m):
     flex = v >= 12
     if v <= 12:
         x = m.get('topic', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 13:
         w.uuid(m.get('topic_id', bytes(16)))
     xs = m.get('partitions', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -5596,7 +5577,7 @@ def _dec_fetchable_topic_response(r, v):
     if v >= 13:
         m['topic_id'] = r.uuid()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partitions")
     m['partitions'] = None if n < 0 else [
             _dec_partition_data(r, v) for _ in range(n)]
@@ -5632,8 +5613,6 @@ def _enc_partition_data(w, v, m):
     if v >= 5:
         w.i64(m.get('log_start_offset', -1))
     xs = m.get('aborted_transactions', [])
-    if xs is None and not (True):
-        xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
         _enc_aborted_transaction(w, v, x)
@@ -5675,8 +5654,6 @@ def _dec_partition_data(r, v):
     if v >= 5:
         m['log_start_offset'] = r.i64()
     n = r.array_len(flex)
-    if n < 0 and not (True):
-        raise r.error("null array aborted_transactions")
     m['aborted_transactions'] = None if n < 0 else [
             _dec_aborted_transaction(r, v) for _ in range(n)]
     if v >= 11:
@@ -5826,7 +5803,7 @@ def _enc_fetch_node_endpoint(w, v, m):
         w.i32(m.get('node_id', 0))
     if v >= 16:
         x = m.get('host', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 16:
@@ -5870,7 +5847,7 @@ def _enc_produce_request(w, v, m):
     w.i16(m.get('acks', 0))
     w.i32(m.get('timeout_ms', 0))
     xs = m.get('topic_data', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -5886,7 +5863,7 @@ def _dec_produce_request(r, v):
     m['acks'] = r.i16()
     m['timeout_ms'] = r.i32()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array topic_data")
     m['topic_data'] = None if n < 0 else [
             _dec_topic_produce_data(r, v) for _ in range(n)]
@@ -5909,13 +5886,13 @@ def _enc_topic_produce_data(w, v, m):
     flex = v >= 9
     if v <= 12:
         x = m.get('name', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 13:
         w.uuid(m.get('topic_id', bytes(16)))
     xs = m.get('partition_data', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -5932,7 +5909,7 @@ def _dec_topic_produce_data(r, v):
     if v >= 13:
         m['topic_id'] = r.uuid()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partition_data")
     m['partition_data'] = None if n < 0 else [
             _dec_partition_produce_data(r, v) for _ in range(n)]
@@ -5981,7 +5958,7 @@ def _init_produce_response():
 def _enc_produce_response(w, v, m):
     flex = v >= 9
     xs = m.get('responses', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -5994,7 +5971,7 @@ def _enc_produce_response(w, v, m):
             if x != []:
                 t = Writer()
                 xs = x
-                if xs is None and not (False):
+                if xs is None:
                     xs = []
                 t.array_len(-1 if xs is None else len(xs), True)
                 for x in xs or ():
@@ -6009,7 +5986,7 @@ def _dec_produce_response(r, v):
     flex = v >= 9
     m = _init_produce_response()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array responses")
     m['responses'] = None if n < 0 else [
             _dec_topic_produce_response(r, v) for _ in range(n)]
@@ -6020,8 +5997,8 @@ def _dec_produce_response(r, v):
             body = Reader(r.take(size))
             if tag == 0 and v >= 10:
                 n = body.array_len(True)
-                if n < 0 and not (False):
-                    raise r.error("null array node_endpoints")
+                if n < 0:
+                    raise body.error("null array node_endpoints")
                 m['node_endpoints'] = None if n < 0 else [
                         _dec_produce_node_endpoint(body, v) for _ in range(n)]
     return m
@@ -6039,13 +6016,13 @@ def _enc_topic_produce_response(w, v, m):
     flex = v >= 9
     if v <= 12:
         x = m.get('name', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 13:
         w.uuid(m.get('topic_id', bytes(16)))
     xs = m.get('partition_responses', [])
-    if xs is None and not (False):
+    if xs is None:
         xs = []
     w.array_len(-1 if xs is None else len(xs), flex)
     for x in xs or ():
@@ -6062,7 +6039,7 @@ def _dec_topic_produce_response(r, v):
     if v >= 13:
         m['topic_id'] = r.uuid()
     n = r.array_len(flex)
-    if n < 0 and not (False):
+    if n < 0:
         raise r.error("null array partition_responses")
     m['partition_responses'] = None if n < 0 else [
             _dec_partition_produce_response(r, v) for _ in range(n)]
@@ -6096,7 +6073,7 @@ def _enc_partition_produce_response(w, v, m):
         w.i64(m.get('log_start_offset', -1))
     if v >= 8:
         xs = m.get('record_errors', [])
-        if xs is None and not (False):
+        if xs is None:
             xs = []
         w.array_len(-1 if xs is None else len(xs), flex)
         for x in xs or ():
@@ -6127,7 +6104,7 @@ def _dec_partition_produce_response(r, v):
         m['log_start_offset'] = r.i64()
     if v >= 8:
         n = r.array_len(flex)
-        if n < 0 and not (False):
+        if n < 0:
             raise r.error("null array record_errors")
         m['record_errors'] = None if n < 0 else [
                 _dec_batch_index_and_error_message(r, v) for _ in range(n)]
@@ -6219,7 +6196,7 @@ def _enc_produce_node_endpoint(w, v, m):
         w.i32(m.get('node_id', 0))
     if v >= 10:
         x = m.get('host', "")
-        if x is None and not (False):
+        if x is None:
             x = ""
         w.str_(x, flex)
     if v >= 10:
