@@ -7,7 +7,8 @@
 #                        integration tests
 #   make test SANITIZE=1 the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz            build the libFuzzer targets (clang)
-#   make gen             regenerate src/proto/gen_* and tests/support/gen_wire.py from proto/*.kdef
+#   make gen             regenerate src/proto/gen_* and tests/support/gen_wire.py from
+#                        proto/*.kdef
 #   make format-check    clang-format check of hand-written sources
 #   make bench           benchmarks (load time, commit/join/heartbeat/memory against kcoord
 #                        and a reference Kafka); writes docs/BENCHMARKS.md
@@ -207,9 +208,9 @@ $(BUILD)/bench/kcoord-bench: $(BENCH_TOOL_OBJS) $(BUILD)/libkcoord.a
 # builds the daemon, fetches the reference Kafka's jars (scripts/kafka-ref fetch), makes the
 # Python venv with the pinned PyPI clients (scripts/compat-venv), then runs every scenario with
 # every client against kcoord and against Kafka (tests/compat/compat.py) and regenerates
-# docs/COMPATIBILITY.md. Fails when a scenario fails on kcoord. Last, tests/docker/docker_smoke.py
-# builds the Dockerfile's image with podman and checks it end to end (group join, commit,
-# health check, SIGTERM); `make docker-smoke` runs that alone.
+# docs/COMPATIBILITY.md. Fails when a scenario fails on kcoord. Last,
+# tests/docker/docker_smoke.py builds the Dockerfile's image with podman and checks it end to
+# end (group join, commit, health check, SIGTERM); `make docker-smoke` runs that alone.
 .PHONY: compat docker-smoke
 
 compat:
@@ -225,8 +226,8 @@ docker-smoke:
 	$(Q)tests/docker/docker_smoke.py
 
 # make log-interop: kcoord's __consumer_offsets logs against a real Kafka broker and Kafka's
-# DumpLogSegments, in both directions (tests/interop/log_interop.py). Needs Java and Maven, which
-# scripts/deps --compat installs, for the reference Kafka's jars (scripts/kafka-ref).
+# DumpLogSegments, in both directions (tests/interop/log_interop.py). Needs Java and Maven,
+# which scripts/deps --compat installs, for the reference Kafka's jars (scripts/kafka-ref).
 .PHONY: log-interop
 
 log-interop:
