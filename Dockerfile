@@ -16,7 +16,8 @@
 # /dev/tcp, so the runtime image needs no HTTP client. kcoord exits 0 on SIGTERM; the exec form
 # of ENTRYPOINT makes it PID 1, so `docker stop` reaches it directly (it handles SIGTERM and
 # SIGINT itself and starts no child processes, so it needs no init).
-# scripts/docker-smoke builds this image with podman and checks it end to end (`make compat`).
+# tests/docker/docker_smoke.py builds this image with podman and checks it end to end
+# (`make compat`).
 
 FROM debian:bookworm-slim AS build
 RUN apt-get update \

@@ -2,11 +2,13 @@
 #
 #   make                 build build/kcoord
 #   make run             install missing dependencies, build, start on 127.0.0.1:9092
-#   make test            install missing dependencies, build, run unit, fuzz-corpus and
+#   make test            install missing dependencies, build, run the include check (no two
+#                        rooms of src/ include each other), unit, fuzz-corpus and
 #                        integration tests
 #   make test SANITIZE=1 the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz            build the libFuzzer targets (clang)
-#   make gen             regenerate src/proto/gen_* from proto/*.kdef
+#   make gen             regenerate src/proto/gen_* and tests/support/gen_wire.py from
+#                        proto/*.kdef
 #   make format-check    clang-format check of hand-written sources
 #   make bench           benchmarks (load time, commit/join/heartbeat/memory against kcoord
 #                        and a reference Kafka); writes docs/BENCHMARKS.md
@@ -15,7 +17,7 @@
 #   make log-interop     kcoord's log read by Kafka's DumpLogSegments, a Kafka broker's
 #                        __consumer_offsets loaded by kcoord
 #   make compat          scenarios with real clients against kcoord and a reference Kafka, and the
-#                        container smoke test (scripts/docker-smoke);
+#                        container smoke test (tests/docker/docker_smoke.py);
 #                        writes docs/COMPATIBILITY.md
 #
 # Quiet unless V=1. Objects go to build/ (build/san/ with SANITIZE=1).
@@ -139,11 +141,15 @@ unit: $(UNIT_BINS)
 
 fuzz: $(FUZZ_BINS)
 
+# The C codecs (src/proto/gen_*) and the test harness's Python wire client
+# (tests/support/gen_wire.py) both come from proto/*.kdef; gen-check fails when either is stale.
 gen:
 	$(Q)python3 scripts/gen_proto.py
+	$(Q)python3 scripts/gen_wire_py.py
 
 gen-check:
 	$(Q)python3 scripts/gen_proto.py --check
+	$(Q)python3 scripts/gen_wire_py.py --check
 
 deps:
 	$(Q)scripts/deps
@@ -201,10 +207,10 @@ $(BUILD)/bench/kcoord-bench: $(BENCH_TOOL_OBJS) $(BUILD)/libkcoord.a
 # make compat: the compatibility suite. Installs its Debian packages (scripts/deps --compat),
 # builds the daemon, fetches the reference Kafka's jars (scripts/kafka-ref fetch), makes the
 # Python venv with the pinned PyPI clients (scripts/compat-venv), then runs every scenario with
-# every client against kcoord and against Kafka (scripts/compat) and regenerates
-# docs/COMPATIBILITY.md. Fails when a scenario fails on kcoord. Last, scripts/docker-smoke
-# builds the Dockerfile's image with podman and checks it end to end (group join, commit,
-# health check, SIGTERM); `make docker-smoke` runs that alone.
+# every client against kcoord and against Kafka (tests/compat/compat.py) and regenerates
+# docs/COMPATIBILITY.md. Fails when a scenario fails on kcoord. Last,
+# tests/docker/docker_smoke.py builds the Dockerfile's image with podman and checks it end to
+# end (group join, commit, health check, SIGTERM); `make docker-smoke` runs that alone.
 .PHONY: compat docker-smoke
 
 compat:
@@ -212,21 +218,21 @@ compat:
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/kcoord
 	$(Q)scripts/kafka-ref fetch >/dev/null
 	$(Q)scripts/compat-venv >/dev/null
-	$(Q)scripts/compat --build $(BUILD)
-	$(Q)scripts/docker-smoke
+	$(Q)tests/compat/compat.py --build $(BUILD)
+	$(Q)tests/docker/docker_smoke.py
 
 docker-smoke:
 	$(Q)scripts/deps --docker
-	$(Q)scripts/docker-smoke
+	$(Q)tests/docker/docker_smoke.py
 
 # make log-interop: kcoord's __consumer_offsets logs against a real Kafka broker and Kafka's
-# DumpLogSegments, in both directions (scripts/log-interop). Needs Java and Maven, which
-# scripts/deps --compat installs, for the reference Kafka's jars (scripts/kafka-ref).
+# DumpLogSegments, in both directions (tests/interop/log_interop.py). Needs Java and Maven,
+# which scripts/deps --compat installs, for the reference Kafka's jars (scripts/kafka-ref).
 .PHONY: log-interop
 
 log-interop:
 	$(Q)scripts/deps --compat
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/kcoord
-	$(Q)scripts/log-interop $(BUILD)
+	$(Q)tests/interop/log_interop.py $(BUILD)
 
 -include $(shell find build -name '*.d' 2>/dev/null)

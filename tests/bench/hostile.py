@@ -73,8 +73,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.dont_write_bytecode = True
+sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests", "compat"))
-from kwire import Reader, Writer  # noqa: E402  (tests/compat/kwire.py: the wire encoders)
+from kwire import Reader, Writer  # noqa: E402  (tests/compat/kwire.py: the wire primitives)
+from tests.support import gen_wire  # noqa: E402  (the messages, generated from proto/)
 
 CAP_S = 25.0
 RSS_LIMIT = 8 << 30
@@ -180,9 +182,12 @@ class Conn:
 def join_body(group, member, session_ms=PROBE_SESSION_MS, metadata=None):
     """JoinGroup v5 of the consumer protocol "range"."""
     if metadata is None:
-        metadata = Writer().i16(0).i32(1).string(TOPIC).i32(-1).bytes()
-    return (Writer().string(group).i32(session_ms).i32(session_ms).string(member).string(None)
-            .string("consumer").i32(1).string("range").i32(len(metadata)).bytes() + metadata)
+        metadata = Writer().i16(0).raw(
+            gen_wire.encode_consumer_protocol_subscription(0, topics=[TOPIC])).bytes()
+    return gen_wire.encode_join_group_request(
+        5, group_id=group, session_timeout_ms=session_ms, rebalance_timeout_ms=session_ms,
+        member_id=member, protocol_type="consumer",
+        protocols=[dict(name="range", metadata=metadata)])
 
 
 def join_group(conn, group, session_ms=PROBE_SESSION_MS, metadata=None, assignment=None,
@@ -191,74 +196,68 @@ def join_group(conn, group, session_ms=PROBE_SESSION_MS, metadata=None, assignme
     error of the sync, generation, member id)."""
     member = ""
     for _ in range(3):
-        r = conn.call(JOIN_GROUP, 5, join_body(group, member, session_ms, metadata), timeout)
-        r.i32()
-        err, gen, _proto, _leader, member = r.i16(), r.i32(), r.string(), r.string(), r.string()
+        r = gen_wire.decode_join_group_response(5, conn.call(
+            JOIN_GROUP, 5, join_body(group, member, session_ms, metadata), timeout))
+        err, gen, member = r.error_code, r.generation_id, r.member_id
         if err != MEMBER_ID_REQUIRED:
             break
     if err != 0:
         return err, None, gen, member
     if assignment is None:
-        assignment = Writer().i16(0).i32(1).string(TOPIC).i32(1).i32(0).i32(-1).bytes()
-    body = (Writer().string(group).i32(gen).string(member).string(None).i32(1).string(member)
-            .i32(len(assignment)).bytes() + assignment)
-    r = conn.call(SYNC_GROUP, 3, body, timeout)
-    r.i32()
-    return 0, r.i16(), gen, member
+        assignment = Writer().i16(0).raw(gen_wire.encode_consumer_protocol_assignment(
+            0, assigned_partitions=[dict(topic=TOPIC, partitions=[0])])).bytes()
+    body = gen_wire.encode_sync_group_request(
+        3, group_id=group, generation_id=gen, member_id=member,
+        assignments=[dict(member_id=member, assignment=assignment)])
+    r = gen_wire.decode_sync_group_response(3, conn.call(SYNC_GROUP, 3, body, timeout))
+    return 0, r.error_code, gen, member
 
 
 def heartbeat_body(group, gen, member):
-    return Writer().string(group).i32(gen).string(member).string(None).bytes()
+    return gen_wire.encode_heartbeat_request(3, group_id=group, generation_id=gen,
+                                             member_id=member)
 
 
 def commit_body(group, offsets, metadata=""):
     """OffsetCommit v7 with generation -1 (a commit from outside any generation):
     {partition: offset} of TOPIC."""
-    w = Writer().string(group).i32(-1).string("").string(None).i32(1).string(TOPIC)
-    w.i32(len(offsets))
-    for p, o in sorted(offsets.items()):
-        w.i32(p)
-        w.parts.append(struct.pack(">q", o))
-        w.i32(-1).string(metadata)
-    return w.bytes()
+    return gen_wire.encode_offset_commit_request(
+        7, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+        topics=[dict(name=TOPIC, partitions=[
+            dict(partition_index=p, committed_offset=o, committed_metadata=metadata)
+            for p, o in sorted(offsets.items())])])
 
 
 def commit_errors(r):
-    r.i32()
     out = {}
-    for _ in range(r.i32()):
-        r.string()
-        for _ in range(r.i32()):
-            p = r.i32()
-            out[p] = r.i16()
+    for t in gen_wire.decode_offset_commit_response(7, r).topics:
+        for p in t.partitions:
+            out[p.partition_index] = p.error_code
     return out
 
 
 def fetch_offsets(conn, group, timeout=10.0):
     """OffsetFetch v3, all topics: ({partition of TOPIC: offset}, group error)."""
-    r = conn.call(OFFSET_FETCH, 3, Writer().string(group).i32(-1).bytes(), timeout)
-    r.i32()
+    body = gen_wire.encode_offset_fetch_request(3, group_id=group, topics=None)
+    r = gen_wire.decode_offset_fetch_response(3, conn.call(OFFSET_FETCH, 3, body, timeout))
     out = {}
-    for _ in range(r.i32()):
-        topic = r.string()
-        for _ in range(r.i32()):
-            p, off, _meta, err = r.i32(), r.i64(), r.string(), r.i16()
-            if topic == TOPIC and err == 0 and off >= 0:
-                out[p] = off
-    return out, r.i16()
+    for t in r.topics:
+        for p in t.partitions:
+            if t.name == TOPIC and p.error_code == 0 and p.committed_offset >= 0:
+                out[p.partition_index] = p.committed_offset
+    return out, r.error_code
 
 
 def cg_heartbeat_body(group, regex):
     """ConsumerGroupHeartbeat v1 joining `group` (epoch 0) with SubscribedTopicRegex `regex`."""
-    member = os.urandom(11).hex()
-    return (Writer().compact_string(group).compact_string(member).i32(0).uvarint(0).uvarint(0)
-            .i32(60000).uvarint(0).compact_string(regex).uvarint(0).uvarint(1).uvarint(0)
-            .bytes())
+    return gen_wire.encode_consumer_group_heartbeat_request(
+        1, group_id=group, member_id=os.urandom(11).hex(), member_epoch=0,
+        rebalance_timeout_ms=60000, subscribed_topic_regex=regex, topic_partitions=[])
 
 
 def cg_heartbeat_error(r):
-    r.i32()
-    return r.i16(), r.compact_string()
+    m = gen_wire.decode_consumer_group_heartbeat_response(1, r)
+    return m.error_code, m.error_message
 
 
 # ---- the daemon ------------------------------------------------------------------------------
@@ -740,7 +739,7 @@ def case_pending_joins(n):
 def case_metadata_unread(ctx):
     k = ctx.start(["topics=big:100000", "group.initial.rebalance.delay.ms=0"])
     c = ctx.conn(k, 10.0)
-    body = Writer().i32(1).string("big").bytes()
+    body = gen_wire.encode_metadata_request(1, topics=[dict(name="big")])
     c.s.sendall(b"".join(c.frame(METADATA, 1, body) for _ in range(200)))
     settle(ctx, k, 8.0)
     ctx.wait_probe_quiet(0)
@@ -1132,14 +1131,9 @@ def clock_case(step):
 
 def describe_group(c, group):
     """DescribeGroups v0: (state, number of members)."""
-    r = c.call(DESCRIBE_GROUPS, 0, Writer().i32(1).string(group).bytes())
-    r.i32()
-    r.i16()
-    r.string()
-    state = r.string()
-    r.string()
-    r.string()
-    return state, r.i32()
+    body = gen_wire.encode_describe_groups_request(0, groups=[group])
+    g = gen_wire.decode_describe_groups_response(0, c.call(DESCRIBE_GROUPS, 0, body)).groups[0]
+    return g.group_state, len(g.members)
 
 
 def alternation(size):

@@ -14,9 +14,9 @@ response, or a Kafka error code the caller did not ask to tolerate. Coordinator 
 waiting caller should retry (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
 NOT_COORDINATOR) raise KwireRetry, a subclass.
 
-To extend: write the request body with the Writer, parse the response with the Reader (it
-raises on a short read), and keep to versions below the first flexible one where there is
-one (the Writer and Reader have the compact forms for an API that is flexible only).
+To extend: send the request with ask(), which builds it with the client generated from
+proto/ (tests/support/gen_wire.py) and decodes the answer, and keep to versions below the
+first flexible one where there is one.
 """
 import os
 import socket
@@ -24,7 +24,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from tests.support import wire  # noqa: E402
+from tests.support import gen_wire, wire  # noqa: E402
 
 # Kafka error codes used below.
 NONE = 0
@@ -46,8 +46,8 @@ class KwireRetry(KwireError):
     pass
 
 
-# The encoders and the Reader are the test support's (tests/support/wire.py); a short or
-# garbled response raises KwireError here.
+# The primitives are the test support's (tests/support/wire.py; tests/bench/hostile.py uses
+# them through here); a short or garbled response raises KwireError here.
 Writer = wire.Writer
 
 
@@ -95,20 +95,29 @@ def recv_exact(s, n):
     return out
 
 
+def ask(addr, api, version, timeout=10.0, **fields):
+    """Send request `api` (a name of gen_wire.APIS) built by gen_wire.py from fields to addr
+    and decode its answer: a wire.Msg. A short or garbled answer raises KwireError."""
+    key, _, _, first_flexible = gen_wire.APIS[api]
+    flexible = first_flexible is not None and version >= first_flexible
+    name = wire._snake(api)
+    body = getattr(gen_wire, "encode_%s_request" % name)(version, **fields)
+    r = call(addr, key, version, body, timeout=timeout, flexible=flexible)
+    try:
+        return getattr(gen_wire, "decode_%s_response" % name)(version, r)
+    except wire.WireError as e:
+        raise KwireError(str(e)) from None
+
+
 def find_coordinator(addr, group):
     """The group coordinator's "host:port" (FindCoordinator v1)."""
-    r = call(addr, 10, 1, Writer().string(group).i8(0).bytes())
-    r.i32()  # throttle
-    err = r.i16()
-    msg = r.string()
-    r.i32()  # node id
-    host = r.string()
-    port = r.i32()
+    r = ask(addr, "FindCoordinator", 1, key=group, key_type=0)
+    err, msg = r.error_code, r.error_message
     if err in RETRIABLE:
         raise KwireRetry("FindCoordinator(%s): error %d %s" % (group, err, msg or ""))
     if err != NONE:
         raise KwireError("FindCoordinator(%s): error %d %s" % (group, err, msg or ""))
-    return "%s:%d" % (host, port)
+    return "%s:%d" % (r.host, r.port)
 
 
 def decode_assignment(b):
@@ -116,10 +125,14 @@ def decode_assignment(b):
     if not b:
         return {}
     r = Reader(b)
-    r.i16()  # version
+    version = r.i16()
+    try:
+        a = gen_wire.decode_consumer_protocol_assignment(min(version, 3), r)
+    except wire.WireError as e:
+        raise KwireError(str(e)) from None
     out = {}
-    for topic, parts in r.array(lambda r: (r.string(), r.array(Reader.i32))):
-        out.setdefault(topic, []).extend(parts)
+    for tp in a.assigned_partitions:
+        out.setdefault(tp.topic, []).extend(tp.partitions)
     return {t: sorted(p) for t, p in out.items()}
 
 
@@ -127,24 +140,14 @@ def describe_group(addr, group):
     """DescribeGroups v4 of one group: a dict with error, state, protocol_type, protocol and
     members (each member_id, instance_id, client_id, client_host, assignment)."""
     coord = find_coordinator(addr, group)
-    body = Writer().i32(1).string(group).i8(0).bytes()
-    r = call(coord, 15, 4, body)
-    r.i32()  # throttle
-
-    def member(r):
-        m = {"member_id": r.string(), "instance_id": r.string(), "client_id": r.string(),
-             "client_host": r.string()}
-        r.bytes_()  # subscription metadata
-        m["assignment"] = decode_assignment(r.bytes_())
-        return m
-
-    def grp(r):
-        g = {"error": r.i16(), "group": r.string(), "state": r.string(),
-             "protocol_type": r.string(), "protocol": r.string(), "members": r.array(member)}
-        r.i32()  # authorized operations
-        return g
-
-    groups = r.array(grp)
+    r = ask(coord, "DescribeGroups", 4, groups=[group], include_authorized_operations=False)
+    groups = [{"error": g.error_code, "group": g.group_id, "state": g.group_state,
+               "protocol_type": g.protocol_type, "protocol": g.protocol_data,
+               "members": [{"member_id": m.member_id, "instance_id": m.group_instance_id,
+                            "client_id": m.client_id, "client_host": m.client_host,
+                            "assignment": decode_assignment(m.member_assignment)}
+                           for m in g.members]}
+              for g in r.groups]
     if not groups or len(groups) != 1:
         raise KwireError("DescribeGroups returned %r" % groups)
     g = groups[0]
@@ -158,43 +161,27 @@ def consumer_group_describe(addr, group):
     group_epoch, assignment_epoch, assignor and members (each member_id, instance_id,
     member_epoch, client_id, topics, assignment and target, both {topic: [partitions]})."""
     coord = find_coordinator(addr, group)
-    body = Writer().uvarint(2).compact_string(group).i8(0).uvarint(0).bytes()
-    r = call(coord, 69, 0, body, flexible=True)
-    r.i32()  # throttle
+    r = ask(coord, "ConsumerGroupDescribe", 0, group_ids=[group],
+            include_authorized_operations=False)
 
-    def assignment(r):
-        def tp(r):
-            r.take(16)  # topic id
-            t = (r.compact_string(), r.compact_array(Reader.i32))
-            r.tagged_fields()
-            return t
-
+    def assignment(a):
         out = {}
-        for topic, parts in r.compact_array(tp) or []:
-            out.setdefault(topic, []).extend(parts or [])
-        r.tagged_fields()
+        for tp in a.topic_partitions or []:
+            out.setdefault(tp.topic_name, []).extend(tp.partitions or [])
         return {t: sorted(p) for t, p in out.items()}
 
-    def member(r):
-        m = {"member_id": r.compact_string(), "instance_id": r.compact_string(),
-             "rack_id": r.compact_string(), "member_epoch": r.i32(),
-             "client_id": r.compact_string(), "client_host": r.compact_string(),
-             "topics": r.compact_array(Reader.compact_string),
-             "regex": r.compact_string(), "assignment": assignment(r),
-             "target": assignment(r)}
-        r.tagged_fields()
-        return m
+    def member(m):
+        return {"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch, "client_id": m.client_id,
+                "client_host": m.client_host, "topics": m.subscribed_topic_names,
+                "regex": m.subscribed_topic_regex, "assignment": assignment(m.assignment),
+                "target": assignment(m.target_assignment)}
 
-    def grp(r):
-        g = {"error": r.i16(), "message": r.compact_string(), "group": r.compact_string(),
-             "state": r.compact_string(), "group_epoch": r.i32(),
-             "assignment_epoch": r.i32(), "assignor": r.compact_string(),
-             "members": r.compact_array(member) or []}
-        r.i32()  # authorized operations
-        r.tagged_fields()
-        return g
-
-    groups = r.compact_array(grp)
+    groups = [{"error": g.error_code, "message": g.error_message, "group": g.group_id,
+               "state": g.group_state, "group_epoch": g.group_epoch,
+               "assignment_epoch": g.assignment_epoch, "assignor": g.assignor_name,
+               "members": [member(m) for m in g.members or []]}
+              for g in r.groups or []]
     if not groups or len(groups) != 1:
         raise KwireError("ConsumerGroupDescribe returned %r" % groups)
     g = groups[0]
@@ -207,62 +194,37 @@ def fetch_offsets(addr, group):
     """Every committed offset of the group (OffsetFetch v3, all topics):
     {(topic, partition): (offset, metadata)}."""
     coord = find_coordinator(addr, group)
-    r = call(coord, 9, 3, Writer().string(group).i32(-1).bytes())
-    r.i32()  # throttle
-
-    def part(r):
-        return (r.i32(), r.i64(), r.string(), r.i16())
-
-    topics = r.array(lambda r: (r.string(), r.array(part)))
-    err = r.i16()
+    r = ask(coord, "OffsetFetch", 3, group_id=group, topics=None)
+    err = r.error_code
     if err in RETRIABLE:
         raise KwireRetry("OffsetFetch(%s): error %d" % (group, err))
     if err != NONE:
         raise KwireError("OffsetFetch(%s): error %d" % (group, err))
     out = {}
-    for topic, parts in topics or []:
-        for p, off, meta, perr in parts:
-            if perr != NONE:
-                raise KwireError("OffsetFetch(%s) %s-%d: error %d" % (group, topic, p, perr))
-            if off >= 0:
-                out[(topic, p)] = (off, meta)
+    for t in r.topics or []:
+        for p in t.partitions:
+            if p.error_code != NONE:
+                raise KwireError("OffsetFetch(%s) %s-%d: error %d"
+                                 % (group, t.name, p.partition_index, p.error_code))
+            if p.committed_offset >= 0:
+                out[(t.name, p.partition_index)] = (p.committed_offset, p.metadata)
     return out
 
 
 def metadata(addr, topics):
     """Metadata v1 for the named topics: {topic: (error, {partition: leader})}."""
-    w = Writer().i32(len(topics))
-    for t in topics:
-        w.string(t)
-    r = call(addr, 3, 1, w.bytes())
-    r.array(lambda r: (r.i32(), r.string(), r.i32(), r.string()))  # brokers
-    r.i32()  # controller
-
-    def part(r):
-        err, p, leader = r.i16(), r.i32(), r.i32()
-        r.array(Reader.i32)
-        r.array(Reader.i32)
-        return p, leader, err
-
-    def topic(r):
-        err, name = r.i16(), r.string()
-        r.boolean()
-        parts = r.array(part)
-        return name, (err, {p: leader for p, leader, perr in parts if perr == NONE})
-
-    return dict(r.array(topic))
+    r = ask(addr, "Metadata", 1, topics=[dict(name=t) for t in topics])
+    return {t.name: (t.error_code, {p.partition_index: p.leader_id for p in t.partitions
+                                    if p.error_code == NONE})
+            for t in r.topics}
 
 
 def create_topics(addr, topics, timeout_ms=30000):
     """CreateTopics v2 with replication factor 1: topics is {name: partitions}. Returns
     {name: (error, message)}; TOPIC_ALREADY_EXISTS counts as success."""
-    w = Writer().i32(len(topics))
-    for name, parts in sorted(topics.items()):
-        w.string(name).i32(parts).i16(1).i32(0).i32(0)
-    w.i32(timeout_ms).i8(0)
-    r = call(addr, 19, 2, w.bytes(), timeout=timeout_ms / 1000 + 10)
-    r.i32()  # throttle
-    out = {}
-    for name, err, msg in r.array(lambda r: (r.string(), r.i16(), r.string())):
-        out[name] = (NONE if err == TOPIC_ALREADY_EXISTS else err, msg)
-    return out
+    r = ask(addr, "CreateTopics", 2, timeout=timeout_ms / 1000 + 10,
+            topics=[dict(name=name, num_partitions=parts, replication_factor=1)
+                    for name, parts in sorted(topics.items())],
+            timeout_ms=timeout_ms, validate_only=False)
+    return {t.name: (NONE if t.error_code == TOPIC_ALREADY_EXISTS else t.error_code,
+                     t.error_message) for t in r.topics}

@@ -1,4 +1,4 @@
-"""rk_member: one consumer-group member on librdkafka (confluent-kafka), for scripts/compat.
+"""rk_member: one consumer-group member on librdkafka (confluent-kafka), for tests/compat/compat.py.
 
     PYTHON tests/compat/rk_member.py --bootstrap H:P --group G --topic T --client-id C
                                      [--instance-id I] [--session-timeout MS] [--no-subscribe]
@@ -6,8 +6,8 @@
 
 It runs with any confluent-kafka from 1.7 on (Debian's python3-confluent-kafka on the system
 librdkafka, or the PyPI wheel in the suite's venv) and speaks the same language as Kafka's
-VerifiableConsumer, so that scripts/compat drives every client alike: one JSON object per line
-on stdout, with a "name" of
+VerifiableConsumer, so that tests/compat/compat.py drives every client alike: one JSON object per
+line on stdout, with a "name" of
 
     startup_complete     {"librdkafka": "2.0.2", "client": "1.7.0", "commit_metadata": false}
     partitions_assigned  {"partitions": [{"topic", "partition"}...]}  (rebalance callback)

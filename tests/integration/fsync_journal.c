@@ -10,11 +10,11 @@
  * /proc/self/fd names it. The line is written (one write(2) to an O_APPEND descriptor, so lines
  * never interleave) after the real call returns and before the caller sees its result: whatever
  * the caller does because the data is durable (kcoord acknowledging a commit) happens after the
- * line exists. After killing the process, scripts/crash-test cuts each segment back to the last
- * size journaled for it, dropping what only the page cache held, as a power loss could.
+ * line exists. After killing the process, tests/crash/crash_test.py cuts each segment back to the
+ * last size journaled for it, dropping what only the page cache held, as a power loss could.
  *
  * Without $KC_FSYNC_JOURNAL the shim only passes the calls through. It is not part of the
- * Makefile's build: scripts/crash-test compiles it with `cc -shared` into its temporary
+ * Makefile's build: tests/crash/crash_test.py compiles it with `cc -shared` into its temporary
  * directory.
  */
 #ifndef _GNU_SOURCE

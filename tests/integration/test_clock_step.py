@@ -34,7 +34,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from tests.support import calls, kcoord  # noqa: E402
-from tests.support.wire import Conn, i32, string  # noqa: E402
+from tests.support.wire import Conn  # noqa: E402
 
 FAKETIME_LIBS = ["/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
                  "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
@@ -44,7 +44,6 @@ HEARTBEAT_S = 0.5
 DEAD_TIMEOUT_S = 30
 IO_TIMEOUT_S = 10
 
-HEARTBEAT, DESCRIBE_GROUPS = 12, 15
 
 
 # ---- a minimal Kafka client: non-flexible versions, request header v1, response header v0 ---
@@ -60,22 +59,17 @@ def join(conn, group):
 
 
 def heartbeat(conn, group, gen, member):
-    r = conn.call(HEARTBEAT, 1, string(group) + i32(gen) + string(member))
-    r.i32()  # throttle
-    return r.i16()
+    return conn.ask("Heartbeat", 1, group_id=group, generation_id=gen,
+                    member_id=member).error_code
 
 
 def members_of(conn, group):
     """The member ids DescribeGroups v0 lists for group."""
-    r = conn.call(DESCRIBE_GROUPS, 0, i32(1) + string(group))
     out = []
-    for _ in range(r.i32()):
-        err, _gid, _state, _ptype, _proto = r.i16(), r.string(), r.string(), r.string(), r.string()
-        if err != 0:
-            raise AssertionError("DescribeGroups %s: error %d" % (group, err))
-        for _ in range(r.i32()):
-            out.append(r.string())
-            r.string(), r.string(), r.bytes_(), r.bytes_()
+    for g in conn.ask("DescribeGroups", 0, groups=[group]).groups:
+        if g.error_code != 0:
+            raise AssertionError("DescribeGroups %s: error %d" % (group, g.error_code))
+        out += [m.member_id for m in g.members]
     return out
 
 

@@ -25,10 +25,7 @@ Every wait is bounded; on a failure the daemon's log is printed.
 """
 import os
 import queue
-import select
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -68,7 +65,9 @@ if not have_client():
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
-BIN = os.environ.get("KC_TEST_BIN", os.path.join(ROOT, "build", "kcoord"))
+os.environ.setdefault("KC_TEST_BIN", os.path.join(ROOT, "build", "kcoord"))
+sys.path.insert(0, ROOT)
+from tests.support import kcoord  # noqa: E402
 TOPIC = "t"
 PARTITIONS = 6
 WAIT_S = 40
@@ -82,72 +81,32 @@ SETTINGS = [
 ]
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 class Kcoord:
-    """The daemon on a fixed port and data directory (so that it can be restarted in place),
-    its stderr drained into self.log by a thread so that it never blocks."""
+    """The daemon on a fixed port and data directory (so that it can be restarted in place):
+    a tests.support Kcoord per run; log is the output of every run so far, as bytes."""
 
     def __init__(self, data_dir, port, extra=()):
         self.dir = data_dir
         self.port = port
         self.extra = list(extra)
-        self.log = b""
+        self.runs = []
         self.proc = None
-        self.drainer = None
         self.start()
 
     def start(self):
-        args = [BIN, "--set", "listeners=127.0.0.1:%d" % self.port, "--set",
-                "data.dir=" + self.dir, "--set", "log.level=debug"]
-        for s in SETTINGS + self.extra:
-            args += ["--set", s]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
-        self.proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                     env=env)
-        start = len(self.log)
-        deadline = time.monotonic() + 20
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None:
-                self.stop()
-                raise RuntimeError("kcoord did not start:\n" + self.log.decode(errors="replace"))
-            ready, _, _ = select.select([self.proc.stderr], [], [], left)
-            if ready:
-                self.log += os.read(self.proc.stderr.fileno(), 65536)
-                if b"partitions loaded" in self.log[start:]:
-                    break
-        self.drainer = threading.Thread(target=self._drain, args=(self.proc,), daemon=True)
-        self.drainer.start()
+        self.proc = kcoord.Kcoord(self.dir, "listeners=127.0.0.1:%d" % self.port,
+                                  "log.level=debug", *(SETTINGS + self.extra))
+        self.runs.append(self.proc)
 
-    def _drain(self, proc):
-        while True:
-            chunk = os.read(proc.stderr.fileno(), 65536)
-            if not chunk:
-                return
-            self.log += chunk
+    @property
+    def log(self):
+        return "".join(run.output() for run in self.runs).encode()
 
     def stop(self):
         """SIGTERM; returns the exit status."""
         if self.proc is None:
             return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        if self.drainer is not None:
-            self.drainer.join(10)
-            self.drainer = None
-        self.proc.stderr.close()
+        rc = self.proc.stop()
         self.proc = None
         return rc
 
@@ -253,7 +212,7 @@ class ConsumerProtocolTest(unittest.TestCase):
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="kc-848-")
-        self.kc = Kcoord(self.dir, free_port(), self.EXTRA)
+        self.kc = Kcoord(self.dir, kcoord.free_port(), self.EXTRA)
         self.members = []
 
     def tearDown(self):

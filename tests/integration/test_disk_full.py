@@ -26,8 +26,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from tests.support.kcoord import Kcoord  # noqa: E402
 from tests.support import calls  # noqa: E402
-from tests.support.calls import OFFSET_FETCH  # noqa: E402
-from tests.support.wire import Conn, i32, string  # noqa: E402
+from tests.support.wire import Conn  # noqa: E402
 
 IO_TIMEOUT_S = 10
 ATTEMPTS = 3000
@@ -45,14 +44,9 @@ class Client(Conn):
 
     def fetch(self):
         """OffsetFetch v1 of t/0: (offset, error)."""
-        r = self.call(OFFSET_FETCH, 1, string("g") + i32(1) + string("t") + i32(1) + i32(0))
-        r.i32()
-        r.string()
-        r.i32()
-        r.i32()
-        offset = r.i64()
-        r.string()
-        return offset, r.i16()
+        r = self.ask("OffsetFetch", 1, group_id="g", topics=[dict(name="t", partition_indexes=[0])])
+        p = r.topics[0].partitions[0]
+        return p.committed_offset, p.error_code
 
 
 @unittest.skipUnless(os.geteuid() == 0, "mounts a small tmpfs: run as root (CI does)")

@@ -15,8 +15,9 @@
  *   - a Stable group of live librdkafka members survives a restart without a rebalance: the
  *     members lose their connection, reconnect to the same address (these tests listen on a
  *     fixed port), heartbeat in their old generation, keep their assignment, and commit with it.
- * A kill -9 cannot tell an acknowledgement after fsync from one after write(2); scripts/crash-test
- * can (it turns the kill into a power loss), and does the same under a storm of commits.
+ * A kill -9 cannot tell an acknowledgement after fsync from one after write(2);
+ * tests/crash/crash_test.py can (it turns the kill into a power loss), and does the same under a
+ * storm of commits.
  *
  * To run one test: KC_TEST_FILTER='test_stable*' build/tests/integration/test_durability.
  * On failure the teardown prints the client log and the daemon's log (both runs).

@@ -19,80 +19,29 @@ Every wait is bounded; on a failure the daemon's log and the clients' output are
 import os
 import queue
 import re
-import select
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from tests.support import kcoord  # noqa: E402
+
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-BIN = os.environ.get("KC_TEST_BIN", "build/kcoord")
 TOPIC = "t4"
 PARTITIONS = 4
 WAIT_S = 30
 
 
-class Kcoord:
-    """The daemon, its stderr drained into self.log by a thread so that it never blocks."""
+class Kcoord(kcoord.ScratchKcoord):
+    """kcoord on a free port in a data directory of its own (tests/support), at log level debug."""
 
     def __init__(self, *sets):
-        self.dir = tempfile.mkdtemp(prefix="kc-py-")
-        args = [BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + self.dir,
-                "--set", "log.level=debug"]
-        for s in sets:
-            args += ["--set", s]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
-        self.proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                     env=env)
-        self.log = b""
-        self.port = None
-        deadline = time.monotonic() + 20
-        while self.port is None:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None:
-                self.stop()
-                raise RuntimeError("kcoord did not start:\n" + self.log.decode(errors="replace"))
-            ready, _, _ = select.select([self.proc.stderr], [], [], left)
-            if ready:
-                chunk = os.read(self.proc.stderr.fileno(), 65536)
-                self.log += chunk
-                m = re.search(rb"listening on 127\.0\.0\.1:(\d+)", self.log)
-                if m and b"partitions loaded" not in self.log:
-                    m = None  # wait until every partition serves
-                if m:
-                    self.port = int(m.group(1))
-        self.drainer = threading.Thread(target=self._drain, daemon=True)
-        self.drainer.start()
-
-    def _drain(self):
-        while True:
-            chunk = os.read(self.proc.stderr.fileno(), 65536)
-            if not chunk:
-                return
-            self.log += chunk
-
-    def stop(self):
-        rc = None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                rc = self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        else:
-            rc = self.proc.returncode
-        if getattr(self, "drainer", None) is not None:
-            self.drainer.join(timeout=10)
-        self.proc.stderr.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-        return rc
+        super().__init__("log.level=debug", *sets)
 
 
 class Kcat:
@@ -298,7 +247,7 @@ class GroupClientsTest(unittest.TestCase):
             for c in self.kcats:
                 print("---- %s output ----\n%s" % (c.name, c.output()), file=sys.stderr)
             print("---- kcoord log ----\n%s\n---- end of kcoord log ----"
-                  % self.k.log.decode(errors="replace")[-65536:], file=sys.stderr)
+                  % self.k.output()[-65536:], file=sys.stderr)
         self.assertEqual(rc, 0)
 
     def kcat(self, group, name):

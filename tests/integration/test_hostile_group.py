@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import signal
-import struct
 import sys
 import tempfile
 import threading
@@ -34,7 +33,6 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from tests.support import wire  # noqa: E402
 from tests.support.kcoord import Kcoord  # noqa: E402
-from tests.support.wire import compact_string as cstr, string, uvarint  # noqa: E402
 
 START_TIMEOUT_S = 30
 IO_TIMEOUT_S = 10
@@ -44,51 +42,31 @@ MEMBER_ID_REQUIRED = 79
 RSS_BUDGET_MB = 128  # glibc's regcomp took +140 MB for a{0,3000} and +3.9 GB for 100 KB
 
 
-def call(port, key, version, body, flexible):
-    """One request on a new connection; the response body after its header."""
-    return wire.call(port, "test-hostile", key, version, body, flexible, timeout=IO_TIMEOUT_S)
+def ask(port, api, version, **fields):
+    """One request on a new connection: its decoded answer."""
+    return wire.ask(port, "test-hostile", api, version, timeout=IO_TIMEOUT_S, **fields)
 
 
 def heartbeat(port, group, member, regex=None, topics=None):
     """A joining ConsumerGroupHeartbeat v1: (error code, message, epoch, assigned partitions)."""
     member = member or "m-" + os.urandom(8).hex()  # v1: the client picks its member id
-    names = uvarint(0) if topics is None else (
-        uvarint(len(topics) + 1) + b"".join(cstr(t) for t in topics))
-    body = (cstr(group) + cstr(member) + struct.pack(">i", 0) + cstr(None) + cstr(None) +
-            struct.pack(">i", 30000) + names + cstr(regex) + cstr(None) + uvarint(1) +
-            uvarint(0))
-    r = call(port, 68, 1, body, True)
-    r.i32()  # throttle
-    err, msg = r.i16(), r.compact_string()
-    r.compact_string()  # member id
-    epoch = r.i32()
-    r.i32()  # heartbeat interval
+    r = ask(port, "ConsumerGroupHeartbeat", 1, group_id=group, member_id=member, member_epoch=0,
+            rebalance_timeout_ms=30000, subscribed_topic_names=topics,
+            subscribed_topic_regex=regex, topic_partitions=[])
     parts = 0
-    if err == 0 and r.take(1)[0] != 0xFF:  # a nullable struct: -1 is null
-        for _ in range(r.uvarint() - 1):
-            r.take(16)
-            n = r.uvarint() - 1
-            r.take(4 * n)
-            r.uvarint()
-            parts += n
-    return err, msg, epoch, parts
+    if r.error_code == 0 and r.assignment is not None:
+        parts = sum(len(tp.partitions) for tp in r.assignment.topic_partitions)
+    return r.error_code, r.error_message, r.member_epoch, parts
 
 
 def join_big(port, group, size):
     """A JoinGroup v5 with `size` bytes of protocol metadata: its error code."""
     member = ""
     for _ in range(2):
-        meta = b"x" * size
-        body = (string(group) + struct.pack(">ii", 30000, 30000) + string(member) +
-                string(None) + string("consumer") + struct.pack(">i", 1) + string("range") +
-                struct.pack(">i", len(meta)) + meta)
-        r = call(port, 11, 5, body, False)
-        r.i32()
-        err = r.i16()
-        r.i32()
-        r.string()
-        r.string()
-        member = r.string()
+        r = ask(port, "JoinGroup", 5, group_id=group, session_timeout_ms=30000,
+                rebalance_timeout_ms=30000, member_id=member, protocol_type="consumer",
+                protocols=[dict(name="range", metadata=b"x" * size)])
+        err, member = r.error_code, r.member_id
         if err != MEMBER_ID_REQUIRED:
             return err
     return err
@@ -97,21 +75,15 @@ def join_big(port, group, size):
 def commit(port, group, metadata):
     """A simple OffsetCommit v8 (flexible: metadata may be long) of xPy-0 with `metadata`: its
     partition's error code."""
-    body = (cstr(group) + struct.pack(">i", -1) + cstr("") + cstr(None) + uvarint(2) +
-            cstr("xPy") + uvarint(2) + struct.pack(">iqi", 0, 5, -1) + cstr(metadata) +
-            uvarint(0) + uvarint(0) + uvarint(0))
-    r = call(port, 8, 8, body, True)
-    r.i32()  # throttle
-    r.uvarint()  # topics
-    r.compact_string()
-    r.uvarint()  # partitions
-    r.i32()  # partition index
-    return r.i16()
+    r = ask(port, "OffsetCommit", 8, group_id=group, generation_id_or_member_epoch=-1,
+            member_id="", topics=[dict(name="xPy", partitions=[dict(
+                partition_index=0, committed_offset=5, committed_leader_epoch=-1,
+                committed_metadata=metadata)])])
+    return r.topics[0].partitions[0].error_code
 
 
 def api_versions_answered(port):
-    r = call(port, 18, 0, b"", False)
-    return r.i16() == 0
+    return ask(port, "ApiVersions", 0).error_code == 0
 
 
 def start_kcoord(data_dir):

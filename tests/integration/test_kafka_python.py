@@ -6,60 +6,20 @@ that the consumer's metadata and the admin client's DescribeCluster show the con
 topics and this broker, then stops it with SIGTERM and requires exit status 0.
 """
 import os
-import re
-import select
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-import time
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from tests.support import kcoord  # noqa: E402
 
 from kafka import KafkaAdminClient, KafkaConsumer
 
-BIN = os.environ.get("KC_TEST_BIN", "build/kcoord")
 
+class Kcoord(kcoord.ScratchKcoord):
+    """kcoord on a free port in a data directory of its own (tests/support)."""
 
-class Kcoord:
     def __init__(self, *sets):
-        self.dir = tempfile.mkdtemp(prefix="kc-py-")
-        args = [BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + self.dir]
-        for s in sets:
-            args += ["--set", s]
-        self.proc = subprocess.Popen(args, stderr=subprocess.PIPE)
-        self.log = b""
-        self.port = None
-        deadline = time.monotonic() + 20
-        while self.port is None:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None:
-                self.stop()
-                raise RuntimeError("kcoord did not start:\n" + self.log.decode(errors="replace"))
-            ready, _, _ = select.select([self.proc.stderr], [], [], left)
-            if ready:
-                chunk = os.read(self.proc.stderr.fileno(), 65536)
-                self.log += chunk
-                m = re.search(rb"listening on 127\.0\.0\.1:(\d+)", self.log)
-                if m and b"partitions loaded" not in self.log:
-                    m = None  # wait until every partition serves
-                if m:
-                    self.port = int(m.group(1))
-
-    def stop(self):
-        rc = None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                rc = self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        else:
-            rc = self.proc.returncode
-        self.proc.stderr.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-        return rc
+        super().__init__(*sets)
 
 
 class KafkaPythonTest(unittest.TestCase):

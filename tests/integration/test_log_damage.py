@@ -44,8 +44,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from tests.support.kcoord import Kcoord, partition_for  # noqa: E402
 from tests.support import calls  # noqa: E402
-from tests.support.calls import OFFSET_FETCH  # noqa: E402
-from tests.support.wire import Conn, i32, i64, string  # noqa: E402
+from tests.support.wire import Conn, i64  # noqa: E402
 
 PARTITIONS = 4
 VICTIM = 2
@@ -86,30 +85,20 @@ class Client(Conn):
     def fetch(self, group):
         """OffsetFetch v2 of t/0: (offset, error), the group's error when it has one (offset
         None when no partition came back)."""
-        r = self.call(OFFSET_FETCH, 2, string(group) + i32(1) + string(TOPIC) + i32(1) + i32(0))
+        r = self.ask("OffsetFetch", 2, group_id=group,
+                     topics=[dict(name=TOPIC, partition_indexes=[0])])
         offset, err = None, 0
-        for _ in range(r.i32()):
-            r.string()
-            for _ in range(r.i32()):
-                r.i32()
-                offset = r.i64()
-                r.string()
-                err = r.i16()
-        group_err = r.i16()
-        return offset, group_err or err
+        for t in r.topics:
+            for p in t.partitions:
+                offset, err = p.committed_offset, p.error_code
+        return offset, r.error_code or err
 
     def fetch_v1(self, group):
         """OffsetFetch v1 of t/0, which has no top-level error: [(partition, offset, error)]."""
-        r = self.call(OFFSET_FETCH, 1, string(group) + i32(1) + string(TOPIC) + i32(1) + i32(0))
-        out = []
-        for _ in range(r.i32()):
-            r.string()
-            for _ in range(r.i32()):
-                part = r.i32()
-                offset = r.i64()
-                r.string()
-                out.append((part, offset, r.i16()))
-        return out
+        r = self.ask("OffsetFetch", 1, group_id=group,
+                     topics=[dict(name=TOPIC, partition_indexes=[0])])
+        return [(p.partition_index, p.committed_offset, p.error_code)
+                for t in r.topics for p in t.partitions]
 
 
 

@@ -40,7 +40,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from tests.support import kcoord, wire  # noqa: E402
+from tests.support import gen_wire, kcoord, wire  # noqa: E402
 from tests.support.kcoord import partition_for  # noqa: E402
 
 TOPIC = "t"
@@ -195,6 +195,18 @@ def zstd_compress(data):
     return dst.raw[:n]
 
 
+def commit_key(group, topic, partition):
+    """An OffsetCommit record's key: record type 1, then OffsetCommitKey (proto/records.kdef)."""
+    return wire.i16(1) + gen_wire.encode_offset_commit_key(1, group=group, topic=topic,
+                                                            partition=partition)
+
+
+def commit_value(offset, ts):
+    """An OffsetCommit record's value: version 3 (no leader epoch, empty metadata)."""
+    return wire.i16(3) + gen_wire.encode_offset_commit_value(3, offset=offset, metadata="",
+                                                              commit_timestamp=ts)
+
+
 def write_big_log(data_dir, batches, per_batch):
     """__consumer_offsets-0 with batches x per_batch OffsetCommit records (group "load", topic
     t, 100 partitions); one zstd batch repeated at increasing base offsets (the CRC does not
@@ -202,8 +214,8 @@ def write_big_log(data_dir, batches, per_batch):
     ts = int(time.time() * 1000)
     recs = bytearray()
     for i in range(per_batch):
-        key = struct.pack(">hh4sh1si", 1, 4, b"load", 1, b"t", i % 100)
-        val = struct.pack(">hqihq", 3, i, -1, 0, ts)
+        key = commit_key("load", "t", i % 100)
+        val = commit_value(i, ts)
         body = b"\x00" + varint(0) + varint(i) + varint(len(key)) + key + varint(len(val)) + \
             val + varint(0)
         recs += varint(len(body)) + body
@@ -225,7 +237,7 @@ def write_many_groups(data_dir, ids, partitions=50):
     ts = int(time.time() * 1000)
     by_part = {}
     for gid in ids:
-        by_part.setdefault(partition_for(gid, partitions), []).append(gid.encode())
+        by_part.setdefault(partition_for(gid, partitions), []).append(gid)
     for part in range(partitions):
         d = os.path.join(data_dir, "__consumer_offsets-%d" % part)
         os.makedirs(d)
@@ -235,8 +247,8 @@ def write_many_groups(data_dir, ids, partitions=50):
                 continue
             recs = bytearray()
             for i, g in enumerate(gids):
-                key = struct.pack(">hh", 1, len(g)) + g + struct.pack(">h1si", 1, b"t", 0)
-                val = struct.pack(">hqihq", 3, i, -1, 0, ts)
+                key = commit_key(g, "t", 0)
+                val = commit_value(i, ts)
                 body = b"\x00" + varint(0) + varint(i) + varint(len(key)) + key + \
                     varint(len(val)) + val + varint(0)
                 recs += varint(len(body)) + body
@@ -249,7 +261,7 @@ def write_many_groups(data_dir, ids, partitions=50):
 
 def api_versions(port, timeout=WAIT_S):
     """An ApiVersions v0 request on a new connection: the error code of its answer."""
-    return wire.call(port, "test", 18, 0, b"", timeout=timeout).i16()
+    return wire.ask(port, "test", "ApiVersions", 0, timeout=timeout).error_code
 
 
 def dechunk(data):

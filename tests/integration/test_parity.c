@@ -1,7 +1,7 @@
 /* test_parity.c - answers in which kcoord once differed from Kafka 4.4, pinned with raw frames.
  *
- * The differential check (scripts/compat-diff) sends one request sequence to kcoord and to a
- * reference Kafka broker and compares the answers field by field. Each test here keeps one
+ * The differential check (tests/compat/compat_diff.py) sends one request sequence to kcoord and to
+ * a reference Kafka broker and compares the answers field by field. Each test here keeps one
  * difference it found fixed, without needing Kafka: the empty group id of the offset and
  * group admin APIs, the KIP-511 fallback body, FindCoordinator's messages, JoinGroup's null
  * protocol name from v7, OffsetDelete of a partition the topic does not have, DescribeCluster's

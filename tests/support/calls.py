@@ -1,11 +1,11 @@
-"""calls: the Kafka requests several tests send, encoded by hand over a wire.Conn.
+"""calls: the Kafka requests several tests send, over a wire.Conn, built by gen_wire.py.
 
 Classic-group membership (JoinGroup v5 with the KIP-394 member id round trip, then SyncGroup
 v3) and OffsetCommit v7, the non-flexible versions every supported client can send. A test
-that needs another request writes it with the encoders of wire.py; one that two tests need
-comes here.
+that needs another request sends it with Conn.ask; one that two tests need comes here.
 """
-from tests.support.wire import bytes_, i16, i32, i64, string
+from tests.support import gen_wire
+from tests.support.wire import i16
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, SYNC_GROUP = 8, 9, 11, 14
 MEMBER_ID_REQUIRED = 79
@@ -13,13 +13,13 @@ MEMBER_ID_REQUIRED = 79
 
 def subscription(topic):
     """ConsumerProtocol subscription v0 of one topic."""
-    return i16(0) + i32(1) + string(topic) + bytes_(None)
+    return i16(0) + gen_wire.encode_consumer_protocol_subscription(0, topics=[topic])
 
 
 def assignment(topic, partitions):
     """ConsumerProtocol assignment v0 of partitions of one topic."""
-    return (i16(0) + i32(1) + string(topic) + i32(len(partitions)) +
-            b"".join(i32(p) for p in partitions) + bytes_(None))
+    return i16(0) + gen_wire.encode_consumer_protocol_assignment(
+        0, assigned_partitions=[dict(topic=topic, partitions=list(partitions))])
 
 
 def join_classic(conn, group, session_ms, topic, partitions=None):
@@ -29,11 +29,10 @@ def join_classic(conn, group, session_ms, topic, partitions=None):
     meta = subscription(topic)
     member = ""
     for _ in range(3):
-        body = (string(group) + i32(session_ms) + i32(session_ms) + string(member) +
-                string(None) + string("consumer") + i32(1) + string("range") + bytes_(meta))
-        r = conn.call(JOIN_GROUP, 5, body)
-        r.i32()  # throttle
-        err, gen, _proto, leader, member = r.i16(), r.i32(), r.string(), r.string(), r.string()
+        r = conn.ask("JoinGroup", 5, group_id=group, session_timeout_ms=session_ms,
+                     rebalance_timeout_ms=session_ms, member_id=member,
+                     protocol_type="consumer", protocols=[dict(name="range", metadata=meta)])
+        err, gen, leader, member = r.error_code, r.generation_id, r.leader, r.member_id
         if err == MEMBER_ID_REQUIRED:
             continue
         if err != 0:
@@ -42,33 +41,29 @@ def join_classic(conn, group, session_ms, topic, partitions=None):
     else:
         raise AssertionError("JoinGroup %s: no member id after 3 tries" % group)
     given = b"" if partitions is None else assignment(topic, partitions)
-    body = (string(group) + i32(gen) + string(member) + string(None) +
-            i32(1) + string(member) + bytes_(given))
-    r = conn.call(SYNC_GROUP, 3, body)
-    r.i32()  # throttle
-    err = r.i16()
-    if err != 0:
-        raise AssertionError("SyncGroup %s: error %d" % (group, err))
+    r = conn.ask("SyncGroup", 3, group_id=group, generation_id=gen, member_id=member,
+                 assignments=[dict(member_id=member, assignment=given)])
+    if r.error_code != 0:
+        raise AssertionError("SyncGroup %s: error %d" % (group, r.error_code))
     return gen, leader, member
 
 
 def commit_request(group, gen, member, topic, offsets):
     """OffsetCommit v7 of {partition: offset} on topic, metadata "o<offset>" (generation -1 and
     member "" make a simple commit)."""
-    parts = b"".join(i32(p) + i64(o) + i32(-1) + string("o%d" % o) for p, o in offsets.items())
-    return (string(group) + i32(gen) + string(member) + string(None) +
-            i32(1) + string(topic) + i32(len(offsets)) + parts)
+    return gen_wire.encode_offset_commit_request(
+        7, group_id=group, generation_id_or_member_epoch=gen, member_id=member,
+        topics=[dict(name=topic, partitions=[
+            dict(partition_index=p, committed_offset=o, committed_metadata="o%d" % o)
+            for p, o in offsets.items()])])
 
 
 def commit_errors(r):
-    """{partition: error code} of an OffsetCommit v7 response."""
-    r.i32()  # throttle
+    """{partition: error code} of an OffsetCommit v7 response (a wire.Reader of its body)."""
     out = {}
-    for _ in range(r.i32()):
-        r.string()
-        for _ in range(r.i32()):
-            p = r.i32()
-            out[p] = r.i16()
+    for t in gen_wire.decode_offset_commit_response(7, r).topics:
+        for p in t.partitions:
+            out[p.partition_index] = p.error_code
     return out
 
 

@@ -9,14 +9,17 @@ constructor waits for the Kafka port ("listening on"), for the HTTP port when
 metrics.listener is set to an address, and for "all N partitions loaded" unless told not to.
 
 stop() sends SIGTERM (or another signal), waits, kills what is still running and reaps it;
-every test stops every Kcoord it started, also on a failure.
+every test stops every Kcoord it started, also on a failure. ScratchKcoord("name=value", ...)
+is one in a temporary data directory of its own, removed when it stops.
 """
 import http.client
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -31,9 +34,10 @@ def quiet_env():
     return {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
 
 
-def args(data_dir, *sets):
-    """The command line of a kcoord on a free Kafka port with data_dir and sets."""
-    out = [BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data_dir]
+def args(data_dir, *sets, binary=None):
+    """The command line of a kcoord (binary, default BIN) on a free Kafka port with data_dir
+    and sets."""
+    out = [binary or BIN, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data_dir]
     for s in sets:
         out += ["--set", s]
     return out
@@ -47,12 +51,25 @@ def no_metrics_listener():
     return ["metrics.listener="] if re.search(r"^metrics\.listener=", out, re.M) else []
 
 
-def free_port():
-    """A TCP port on 127.0.0.1 that nothing listened on a moment ago. Prefer port 0 and reading
-    the bound port from kcoord's log: this one can be taken before it is used."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n, host="127.0.0.1"):
+    """n distinct TCP ports on host that nothing listened on a moment ago (all bound at once,
+    so they differ). Prefer port 0 and reading the bound port from kcoord's log: these can be
+    taken before they are used."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def free_port(host="127.0.0.1"):
+    """One port of free_ports."""
+    return free_ports(1, host)[0]
 
 
 def status_kb(pid, field):
@@ -65,15 +82,22 @@ def status_kb(pid, field):
 
 
 class Kcoord:
-    """A running kcoord; port (Kafka) and http_port (None without a metrics listener)."""
+    """A running kcoord; port (Kafka) and http_port (None without a metrics listener).
+    binary: another kcoord than BIN; env: variables added to the quiet environment;
+    preexec_fn: run in the child before exec; log_path: a file that gets every line of its
+    output too, as it comes (for a test that keeps it after the process); new_session: start
+    it in a session of its own (a Ctrl-C at the terminal then reaches only the test)."""
 
     def __init__(self, data_dir, *sets, env=None, wait_loaded=True, wait_port=True,
-                 timeout=START_TIMEOUT_S):
+                 timeout=START_TIMEOUT_S, binary=None, preexec_fn=None, log_path=None,
+                 new_session=False):
         e = quiet_env()
         e.update(env or {})
         self.data_dir = data_dir
-        self.proc = subprocess.Popen(args(data_dir, *sets), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=e)
+        self.log_file = open(log_path, "ab") if log_path else None
+        self.proc = subprocess.Popen(args(data_dir, *sets, binary=binary), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=e,
+                                     preexec_fn=preexec_fn, start_new_session=new_session)
         self.lines = []
         self.ended = False  # its stderr reached end of file
         self.cond = threading.Condition()
@@ -97,9 +121,14 @@ class Kcoord:
 
     def _read(self):
         for raw in self.proc.stderr:
+            if self.log_file is not None:
+                self.log_file.write(raw)
+                self.log_file.flush()
             with self.cond:
                 self.lines.append(raw.decode(errors="replace"))
                 self.cond.notify_all()
+        if self.log_file is not None:
+            self.log_file.close()
         with self.cond:
             self.ended = True
             self.cond.notify_all()
@@ -226,6 +255,20 @@ class Kcoord:
 
     def kill(self):
         return self.stop(signal.SIGKILL)
+
+
+class ScratchKcoord(Kcoord):
+    """A Kcoord in a new temporary data directory (self.dir) that stop() removes."""
+
+    def __init__(self, *sets, prefix="kc-py-", **kw):
+        self.dir = tempfile.mkdtemp(prefix=prefix)
+        super().__init__(self.dir, *sets, **kw)
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT_S):
+        try:
+            return super().stop(sig, timeout)
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def partition_for(group_id, n):

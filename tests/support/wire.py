@@ -1,4 +1,9 @@
-"""wire: the Kafka wire protocol by hand, for tests that must speak it without a client library.
+"""wire: the Kafka wire protocol's primitives, for tests that speak it without a client library.
+
+The messages themselves are generated from proto/*.kdef into gen_wire.py (encode_<message>,
+decode_<message>), which writes and reads through the Writer and Reader here; Conn.ask sends
+one request built by it and decodes the answer. The primitives stay for tests that send what
+no kdef describes: garbage, truncated frames, versions kcoord does not serve.
 
 Encoders are functions that return bytes (i16(5) + string("g") is a request body), the Writer
 chains the same encoders (Writer().i16(5).string("g").bytes()), and the Reader takes the same
@@ -15,6 +20,7 @@ answers with header v0: call it with flexible=False.
 To extend: add the encoder as a function, its chained form to the Writer and its decoder to
 the Reader, next to the types of the same family.
 """
+import re
 import socket
 import struct
 
@@ -23,6 +29,19 @@ IO_TIMEOUT_S = 10
 
 class WireError(ValueError):
     pass
+
+
+class Msg(dict):
+    """A decoded message: a dict whose keys are also attributes (m.error_code)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        self[name] = value
 
 
 # ---- encoders -------------------------------------------------------------------------------
@@ -114,6 +133,32 @@ class Writer:
     def compact_bytes(self, b):
         return self.raw(compact_bytes(b))
 
+    # The forms gen_wire.py writes: compact (flexible) or classic by a flag.
+
+    def boolean(self, v):
+        return self.i8(1 if v else 0)
+
+    def u16(self, v):
+        return self.raw(struct.pack(">H", v))
+
+    def f64(self, v):
+        return self.raw(struct.pack(">d", v))
+
+    def uuid(self, b):
+        if len(b) != 16:
+            raise ValueError("a uuid is 16 bytes")
+        return self.raw(bytes(b))
+
+    def str_(self, s, compact):
+        return self.compact_string(s) if compact else self.string(s)
+
+    def bytes_of(self, b, compact):
+        return self.compact_bytes(b) if compact else self.bytes_(b)
+
+    def array_len(self, n, compact):
+        """An array's count (-1: null): uvarint n + 1 when compact, else i32."""
+        return self.uvarint(n + 1) if compact else self.i32(n)
+
     def bytes(self):
         return b"".join(self.parts)
 
@@ -178,6 +223,31 @@ class Reader:
         n = self.uvarint() - 1
         return None if n < 0 else self.take(n)
 
+    def u16(self):
+        return struct.unpack(">H", self.take(2))[0]
+
+    def f64(self):
+        return struct.unpack(">d", self.take(8))[0]
+
+    def uuid(self):
+        return self.take(16)
+
+    def str_(self, compact):
+        return self.compact_string() if compact else self.string()
+
+    def bytes_of(self, compact):
+        return self.compact_bytes() if compact else self.bytes_()
+
+    def array_len(self, compact):
+        """An array's count, -1 for null; WireError when it exceeds the bytes left."""
+        n = self.uvarint() - 1 if compact else self.i32()
+        if n > len(self.buf) - self.pos:
+            raise self.error("array count %d exceeds the response" % n)
+        return n
+
+    def at_end(self):
+        return self.pos == len(self.buf)
+
     def tagged_fields(self):
         for _ in range(self.uvarint()):
             self.uvarint()  # tag
@@ -198,6 +268,24 @@ class Reader:
         return self._items(self.uvarint() - 1, item)
 
 
+def frame(key, version, corr, client_id, body, flexible=False):
+    """One request frame: size, request header v1 (v2, with no tagged fields, when flexible),
+    body. For tests that pipeline requests in one write."""
+    head = i16(key) + i16(version) + i32(corr) + string(client_id)
+    if flexible:
+        head += uvarint(0)
+    return i32(len(head) + len(body)) + head + body
+
+
+def response(data, flexible=False):
+    """A response frame's bytes after its size: (correlation id, Reader of the body)."""
+    r = Reader(data)
+    corr = r.i32()
+    if flexible:
+        r.tagged_fields()
+    return corr, r
+
+
 class Conn:
     """One connection to a Kafka listener; correlation ids count up from 1."""
 
@@ -211,21 +299,14 @@ class Conn:
     def send(self, key, version, body, flexible=False):
         """Send one request: its correlation id."""
         self.corr += 1
-        head = i16(key) + i16(version) + i32(self.corr) + string(self.client_id)
-        if flexible:
-            head += uvarint(0)  # no tagged fields
-        self.s.sendall(i32(len(head) + len(body)) + head + body)
+        self.s.sendall(frame(key, version, self.corr, self.client_id, body, flexible))
         return self.corr
 
     def recv(self, flexible=False):
         """The next answer: (correlation id, Reader of its body); EOFError when the server
         closed the connection."""
         size = struct.unpack(">i", self.exact(4))[0]
-        r = Reader(self.exact(size))
-        corr = r.i32()
-        if flexible:
-            r.tagged_fields()
-        return corr, r
+        return response(self.exact(size), flexible)
 
     def call(self, key, version, body, flexible=False):
         """Send one request and read its answer: a Reader of the body after the header."""
@@ -234,6 +315,21 @@ class Conn:
         if got != corr:
             raise WireError("correlation id %d, expected %d" % (got, corr))
         return r
+
+    def ask(self, api, version, m=None, **fields):
+        """Send request `api` (a name of gen_wire.APIS: "JoinGroup") at version, its fields
+        from m and fields, and decode the answer: a Msg. The headers follow the version's
+        flexibility (ApiVersions answers with header v0 always)."""
+        from tests.support import gen_wire
+        key, _, _, first_flexible = gen_wire.APIS[api]
+        flexible = first_flexible is not None and version >= first_flexible
+        name = _snake(api)
+        body = getattr(gen_wire, "encode_%s_request" % name)(version, m, **fields)
+        corr = self.send(key, version, body, flexible)
+        got, r = self.recv(flexible and key != 18)
+        if got != corr:
+            raise WireError("correlation id %d, expected %d" % (got, corr))
+        return getattr(gen_wire, "decode_%s_response" % name)(version, r)
 
     def exact(self, n):
         buf = b""
@@ -252,6 +348,18 @@ class Conn:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _snake(name):
+    """JoinGroup -> join_group, as gen_wire.py names its functions."""
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", s).lower()
+
+
+def ask(port, client_id, api, version, m=None, timeout=IO_TIMEOUT_S, **fields):
+    """One request on a connection of its own (see Conn.ask): the decoded answer."""
+    with Conn(port, client_id, timeout=timeout) as c:
+        return c.ask(api, version, m, **fields)
 
 
 def call(port, client_id, key, version, body, flexible=False, timeout=IO_TIMEOUT_S):

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """log-interop: kcoord's __consumer_offsets logs against Apache Kafka's, in both directions.
 
-    scripts/log-interop [--only kcoord-to-kafka|kafka-to-kcoord] [--keep] [BUILD_DIR]
+    tests/interop/log_interop.py [--only kcoord-to-kafka|kafka-to-kcoord] [--keep] [BUILD_DIR]
 
 kcoord keeps its state in the files and the record format of Kafka's __consumer_offsets topic
 (docs/log-format.md). This script proves it with a real Kafka broker and Kafka's own tools,
@@ -70,8 +70,10 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KAFKA_REF = os.path.join(ROOT, "scripts", "kafka-ref")
+sys.path.insert(0, ROOT)
+from tests.support import kcoord  # noqa: E402
 PARTITIONS = 5
 TOPICS = {"orders": 3, "events": 2}
 TOPICS_SETTING = ",".join("%s:%d" % kv for kv in TOPICS.items())
@@ -192,44 +194,30 @@ class Stream:
                 self.cond.wait(min(left, 0.5))
 
 
-class Kcoord:
-    """A kcoord process on a free port; waits until every partition has loaded."""
+class Kcoord(kcoord.Kcoord):
+    """A kcoord process on a free port (tests/support); waits until every partition has loaded."""
 
     def __init__(self, binary, data_dir, *sets):
-        args = [binary, "--set", "data.dir=" + data_dir, "--set", "listeners=127.0.0.1:0",
-                "--set", "offsets.topic.num.partitions=%d" % PARTITIONS,
-                "--set", "group.initial.rebalance.delay.ms=0", "--set", "topics=" + TOPICS_SETTING]
-        for s in sets:
-            args += ["--set", s]
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env=clean_env())
+        try:
+            # No metrics listener: another kcoord on this host may hold its default port, and
+            # its warning would fail the "no warning" checks.
+            super().__init__(data_dir, "offsets.topic.num.partitions=%d" % PARTITIONS,
+                             "group.initial.rebalance.delay.ms=0", "topics=" + TOPICS_SETTING,
+                             "metrics.listener=", *sets, binary=binary, timeout=KCOORD_START_S)
+        except AssertionError:
+            raise StepError("kcoord did not start:\n" + self.output()[-4000:]) from None
         PROCS.append(self)
-        self.err = Stream(self.proc.stderr)
-        m = self.err.wait_for(r"listening on 127\.0\.0\.1:(\d+)", KCOORD_START_S)
-        loaded = self.err.wait_for(r"all %d partitions loaded" % PARTITIONS, KCOORD_START_S)
-        if m is None or loaded is None:
-            self.kill()
-            raise StepError("kcoord did not start:\n" + self.err.text[-4000:])
-        self.port = int(m.group(1))
         self.bootstrap = "127.0.0.1:%d" % self.port
 
     def stop(self):
         """SIGTERM; returns the exit status (or -9 after a SIGKILL on timeout)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(KCOORD_STOP_S)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.err.thread.join(5)
+        rc = super().stop(timeout=KCOORD_STOP_S)
         if self in PROCS:
             PROCS.remove(self)
-        return self.proc.returncode
+        return rc
 
     def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        super().kill()
         if self in PROCS:
             PROCS.remove(self)
 
@@ -633,7 +621,7 @@ def kcoord_to_kafka(binary, work):
           "kafka-python joined a-live and got every partition", brief(sorted(assigned)))
     for g in ("a-simple", "a-deleted", "a-deloff"):
         simple_commit(kc.bootstrap, g, A_COMMITS[g])
-    check(kc.stop() == 0, "kcoord exits 0 on SIGTERM (zstd phase)", kc.err.text[-2000:])
+    check(kc.stop() == 0, "kcoord exits 0 on SIGTERM (zstd phase)", kc.output()[-2000:])
     kcat.kill()
 
     kc = Kcoord(binary, data, "offsets.topic.compression.codec=none",
@@ -651,8 +639,8 @@ def kcoord_to_kafka(binary, work):
     groups = list_groups(kc.bootstrap)
     check(groups == {"a-kcat", "a-live", "a-simple", "a-deloff", "a-bulk"},
           "ConsumerGroupCommand --list on kcoord", brief(sorted(groups)))
-    check(kc.stop() == 0, "kcoord exits 0 on SIGTERM (uncompressed phase)", kc.err.text[-2000:])
-    errors = [ln for ln in kc.err.text.splitlines() if " ERROR " in ln or " WARN " in ln]
+    check(kc.stop() == 0, "kcoord exits 0 on SIGTERM (uncompressed phase)", kc.output()[-2000:])
+    errors = [ln for ln in kc.output().splitlines() if " ERROR " in ln or " WARN " in ln]
     check(not errors, "kcoord logged no warning or error", "\n".join(errors[:10]))
 
     logs = [f for f in segment_files(data, ".log") if os.path.getsize(f) > 0]
@@ -875,8 +863,8 @@ def kafka_to_kcoord(binary, work):
     # kcoord appends to the segments Kafka wrote; Kafka's tool must still read them.
     simple_commit(kc.bootstrap, "b-reset", {("orders", 2): (15, "kcoord-after-kafka")})
     cgc(kc.bootstrap, "--delete", "--group", "b-live")
-    check(kc.stop() == 0, "kcoord exits 0 on SIGTERM", kc.err.text[-2000:])
-    errors = [ln for ln in kc.err.text.splitlines() if " ERROR " in ln or " WARN " in ln]
+    check(kc.stop() == 0, "kcoord exits 0 on SIGTERM", kc.output()[-2000:])
+    errors = [ln for ln in kc.output().splitlines() if " ERROR " in ln or " WARN " in ln]
     check(not errors, "kcoord logged no warning or error on Kafka's directories",
           "\n".join(errors[:10]))
     logs = [f for f in segment_files(data, ".log") if os.path.getsize(f) > 0]

@@ -2,7 +2,7 @@
 """docker-smoke: build the container image from the Dockerfile and check it end to end, without
 a Docker engine: podman builds it, and its root file system runs under chroot on this host.
 
-    scripts/docker-smoke [--tag TAG] [--keep-logs]
+    tests/docker/docker_smoke.py [--tag TAG] [--keep-logs]
 
 Needs root, podman, debootstrap, chroot and Debian's python3-confluent-kafka (`scripts/deps
 --docker` installs them; `make compat` runs this script after it).
@@ -47,14 +47,15 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+from tests.support import kcoord  # noqa: E402
 BASE = "debian:bookworm-slim"
 SUITE = "bookworm"
 TOPIC = "smoke"
@@ -93,12 +94,6 @@ def run(args, timeout=300, check=True, **kw):
 
 def tail(text, n=40):
     return "\n".join(text.rstrip("\n").split("\n")[-n:])
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---- 1. the base image ----------------------------------------------------------------------
@@ -394,7 +389,7 @@ def smoke(args, state):
     run(["mount", "--bind", data, vol])
     state["binds"].append(vol)
 
-    port, mport = free_port(), free_port()
+    port, mport = kcoord.free_ports(2)
     env = dict(chroot.env)
     env.update({"KCOORD_LISTENERS": "127.0.0.1:%d" % port,
                 "KCOORD_ADVERTISED_LISTENERS": "127.0.0.1:%d" % port,

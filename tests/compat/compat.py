@@ -2,7 +2,7 @@
 """compat: run the same consumer-group scenarios with real clients against kcoord and against a
 reference Apache Kafka broker, and write docs/COMPATIBILITY.md from the results.
 
-    scripts/compat [--server kcoord|kafka|both] [--only CLIENT/SCENARIO]... [--quick]
+    tests/compat/compat.py [--server kcoord|kafka|both] [--only CLIENT/SCENARIO]... [--quick]
                    [--build DIR] [--doc PATH] [--list] [--keep-logs] [--jobs N]
 
 Clients (the first part of a cell's name):
@@ -18,7 +18,8 @@ Clients (the first part of a cell's name):
     mixed-consumer     one consumer-protocol group of java-consumer and librdkafka-consumer
                        members
     kafka-tools        Kafka's ConsumerGroupCommand and BrokerApiVersionsCommand
-    raw-diff           the differential raw-request checker (scripts/compat-diff), when present
+    raw-diff           the differential raw-request checker (tests/compat/compat_diff.py),
+                       when present
 
 Consumer scenarios (every consumer client runs each one):
     split    3 members subscribe to a 6-partition topic: each partition has exactly one owner
@@ -45,7 +46,7 @@ run side by side, up to --jobs (default 8) at once, after the classic cells of e
 Tool scenarios: kafka-tools/describe (--list, --describe --members/--offsets/--state, refusals
 on an active group), kafka-tools/reset-delete (--reset-offsets --execute, --delete-offsets,
 --delete), kafka-tools/api-versions (BrokerApiVersionsCommand; kcoord's answer goes into the
-document). raw-diff/requests runs scripts/compat-diff once with both servers' addresses
+document). raw-diff/requests runs tests/compat/compat_diff.py once with both servers' addresses
 (--kcoord, --kafka); its exit status is the cell's result. Every ConsumerGroupCommand output
 of a cell is also compared, normalised, with the same command's output on Kafka, and the
 document lists any difference.
@@ -87,9 +88,11 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(ROOT, "tests", "compat"))
+sys.path.insert(0, ROOT)
+from tests.support import kcoord  # noqa: E402
 import kwire  # noqa: E402
 
 KAFKA_REF = os.path.join(ROOT, "scripts", "kafka-ref")
@@ -256,31 +259,24 @@ class Kcoord:
         self.log = os.path.join(workdir, "kcoord.log")
         self.starts = 0
         self.exit_status = 0
+        self.run = None  # the tests.support Kcoord of the current start
 
     def start(self):
         data = os.path.join(self.dir, "data-%d" % self.starts)
         self.starts += 1
         os.makedirs(data)
         spec = ",".join("%s:%d" % (t, PARTITIONS) for t in sorted(self.topics))
-        args = [self.binary, "--set", "listeners=127.0.0.1:0", "--set", "data.dir=" + data,
-                "--set", "topics=" + spec,
-                "--set", "node.id=1",  # as Kafka's (tool output names the node)
-                "--set", "offsets.topic.num.partitions=%d" % OFFSETS_PARTITIONS,
-                "--set", "group.initial.rebalance.delay.ms=0"]
-        start = os.path.getsize(self.log) if os.path.exists(self.log) else 0
-        self.proc = spawn(args, self.log, stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while True:
-            with open(self.log, errors="replace") as f:
-                f.seek(start)
-                text = f.read()
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", text)
-            if m and "partitions loaded" in text:
-                self.bootstrap = "127.0.0.1:" + m.group(1)
-                return
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SetupError("kcoord did not start:\n" + text[-3000:])
-            time.sleep(0.05)
+        try:
+            self.run = kcoord.Kcoord(data, "topics=" + spec,
+                                     "node.id=1",  # as Kafka's (tool output names the node)
+                                     "offsets.topic.num.partitions=%d" % OFFSETS_PARTITIONS,
+                                     "group.initial.rebalance.delay.ms=0", binary=self.binary,
+                                     log_path=self.log, new_session=True)
+        except AssertionError as e:  # it exited, or did not load its partitions within 30 s
+            raise SetupError("kcoord did not start:\n" + str(e)[-3000:]) from None
+        self.proc = self.run.proc
+        CHILDREN.add(self.proc)
+        self.bootstrap = "127.0.0.1:%d" % self.run.port
 
     def check_alive(self):
         """None, or why the server is gone (it is restarted for the next cell)."""
@@ -300,6 +296,8 @@ class Kcoord:
                 self.proc.kill()
                 self.proc.wait()
                 self.exit_status = "still running 20 s after SIGTERM"
+        if self.run is not None:
+            self.run.stop()  # reaped already: its last lines reach the log file
 
     def describe(self):
         out = subprocess.run([self.binary, "--version"], capture_output=True, text=True)
@@ -1218,7 +1216,7 @@ SCENARIO_TEXT = {
 
 def diff_command():
     """The differential checker, when another part of the suite provides one."""
-    for rel in ("scripts/compat-diff", "tests/compat/diff", "tests/compat/diff.py"):
+    for rel in ("tests/compat/compat_diff.py", "tests/compat/diff", "tests/compat/diff.py"):
         path = os.path.join(ROOT, rel)
         if os.path.isfile(path):
             if os.access(path, os.X_OK):
@@ -1772,7 +1770,7 @@ def main(argv):
             apiv = c.extra.get("apiversions")
         meta = {
             "command": "make compat" if full and args.doc is None else
-            "scripts/compat " + " ".join(shlex.quote(a) for a in argv),
+            "tests/compat/compat.py " + " ".join(shlex.quote(a) for a in argv),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "kcoord": kc.describe() if os.access(binary, os.X_OK) else "?",
             "kafka": kafka_ref_env().get("KAFKA_REF_VERSION", "?"),

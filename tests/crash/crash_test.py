@@ -2,7 +2,7 @@
 """crash-test: kill -9 kcoord under a commit storm, again and again; no acknowledged commit may
 be lost and no offset may be invented, not even when the kill is a power loss.
 
-    scripts/crash-test [--quick] [--seed N] [--kill-only] [--policy P] [ROUNDS]
+    tests/crash/crash_test.py [--quick] [--seed N] [--kill-only] [--policy P] [ROUNDS]
 
 ROUNDS (default 20; --quick: 3, for `make test`) rounds against one data directory, which lives
 for the whole run. kcoord is build/kcoord, or $KC_TEST_BIN, started with
@@ -62,6 +62,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from tests.support import gen_wire, kcoord, wire  # noqa: E402
+
 CLIENTS = 4
 WINDOW = 8
 TOPIC = "crash"
@@ -84,134 +87,52 @@ class SetupError(Exception):
     """Something around the test failed (could not start kcoord, ...): exits 2."""
 
 
-# ---- Kafka wire format ---------------------------------------------------------------------
-
-def uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def cstr(s):
-    """A compact (nullable) string: uvarint length + 1, then the bytes; None is 0."""
-    if s is None:
-        return uvarint(0)
-    b = s.encode()
-    return uvarint(len(b) + 1) + b
-
-
-def frame(key, version, corr, body):
-    """A request with header v2 (flexible): client id as an int16 string, empty tags."""
-    client = b"crash-test"
-    head = struct.pack(">hhih", key, version, corr, len(client)) + client + uvarint(0)
-    return struct.pack(">i", len(head) + len(body)) + head + body
-
-
-class Reader:
-    def __init__(self, data):
-        self.d = data
-        self.p = 0
-
-    def take(self, n):
-        if self.p + n > len(self.d):
-            raise ValueError("short response")
-        b = self.d[self.p:self.p + n]
-        self.p += n
-        return b
-
-    def i8(self):
-        return struct.unpack(">b", self.take(1))[0]
-
-    def i16(self):
-        return struct.unpack(">h", self.take(2))[0]
-
-    def i32(self):
-        return struct.unpack(">i", self.take(4))[0]
-
-    def i64(self):
-        return struct.unpack(">q", self.take(8))[0]
-
-    def uvarint(self):
-        n = shift = 0
-        while True:
-            b = self.take(1)[0]
-            n |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return n
-            shift += 7
-            if shift > 28:
-                raise ValueError("bad varint")
-
-    def cstr(self):
-        n = self.uvarint()
-        return None if n == 0 else self.take(n - 1).decode()
-
-    def count(self):
-        return self.uvarint() - 1
-
-    def tags(self):
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())
-
-    def done(self):
-        if self.p != len(self.d):
-            raise ValueError("%d bytes after the response" % (len(self.d) - self.p))
-
+# ---- Kafka wire format (tests/support: gen_wire.py, generated from proto/) ------------------
 
 def offset_commit_v8(corr, group, partition, offset):
-    body = (cstr(group) + struct.pack(">i", -1) + cstr("") + cstr(None)
-            + uvarint(2) + cstr(TOPIC)
-            + uvarint(2) + struct.pack(">iqi", partition, offset, -1) + cstr("o%d" % offset)
-            + uvarint(0)      # partition tags
-            + uvarint(0)      # topic tags
-            + uvarint(0))     # request tags
-    return frame(OFFSET_COMMIT, 8, corr, body)
+    body = gen_wire.encode_offset_commit_request(
+        8, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+        topics=[dict(name=TOPIC, partitions=[dict(partition_index=partition,
+                                                  committed_offset=offset,
+                                                  committed_metadata="o%d" % offset)])])
+    return wire.frame(OFFSET_COMMIT, 8, corr, "crash-test", body, flexible=True)
+
+
+def answer(data, decode, version):
+    """(correlation id, decoded body) of a flexible response frame that must end there."""
+    corr, r = wire.response(data, flexible=True)
+    m = decode(version, r)
+    if not r.at_end():
+        raise ValueError("%d bytes after the response" % (len(r.buf) - r.pos))
+    return corr, m
+
+
+def only_partition(m, partition, api):
+    """The one partition of TOPIC an answer carries, or ValueError."""
+    if (len(m.topics) != 1 or m.topics[0].name != TOPIC or len(m.topics[0].partitions) != 1
+            or m.topics[0].partitions[0].partition_index != partition):
+        raise ValueError("%s answer for something else" % api)
+    return m.topics[0].partitions[0]
 
 
 def parse_offset_commit_v8(data, partition):
     """(correlation id, error code of the one partition)."""
-    r = Reader(data)
-    corr = r.i32()
-    r.tags()
-    r.i32()  # throttle_time_ms
-    if r.count() != 1 or r.cstr() != TOPIC or r.count() != 1 or r.i32() != partition:
-        raise ValueError("OffsetCommit answer for something else")
-    err = r.i16()
-    r.tags()
-    r.tags()
-    r.tags()
-    r.done()
-    return corr, err
+    corr, m = answer(data, gen_wire.decode_offset_commit_response, 8)
+    return corr, only_partition(m, partition, "OffsetCommit").error_code
 
 
 def offset_fetch_v7(corr, group, partition):
-    body = (cstr(group) + uvarint(2) + cstr(TOPIC) + uvarint(2) + struct.pack(">i", partition)
-            + uvarint(0) + struct.pack(">b", 0) + uvarint(0))
-    return frame(OFFSET_FETCH, 7, corr, body)
+    body = gen_wire.encode_offset_fetch_request(
+        7, group_id=group, topics=[dict(name=TOPIC, partition_indexes=[partition])],
+        require_stable=False)
+    return wire.frame(OFFSET_FETCH, 7, corr, "crash-test", body, flexible=True)
 
 
 def parse_offset_fetch_v7(data, partition):
     """(correlation id, offset, metadata, partition error, group error)."""
-    r = Reader(data)
-    corr = r.i32()
-    r.tags()
-    r.i32()  # throttle_time_ms
-    if r.count() != 1 or r.cstr() != TOPIC or r.count() != 1 or r.i32() != partition:
-        raise ValueError("OffsetFetch answer for something else")
-    offset = r.i64()
-    r.i32()  # committed_leader_epoch
-    metadata = r.cstr()
-    perr = r.i16()
-    r.tags()
-    r.tags()
-    gerr = r.i16()
-    r.tags()
-    r.done()
-    return corr, offset, metadata, perr, gerr
+    corr, m = answer(data, gen_wire.decode_offset_fetch_response, 7)
+    p = only_partition(m, partition, "OffsetFetch")
+    return corr, p.committed_offset, p.metadata, p.error_code, m.error_code
 
 
 def recv_exact(sock, n):
@@ -233,14 +154,6 @@ def recv_frame(sock):
 
 # ---- The daemon ----------------------------------------------------------------------------
 
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def die_with_parent():
     """In the child before exec: SIGKILL when this script dies, whatever kills it."""
     try:
@@ -251,7 +164,7 @@ def die_with_parent():
 
 def build_shim(tmp):
     """Compile the fsync journal shim; returns the path of the shared object."""
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration",
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration",
                        "fsync_journal.c")
     so = os.path.join(tmp, "fsync_journal.so")
     cc = os.environ.get("CC") or "cc"
@@ -315,45 +228,35 @@ class Kcoord:
         self.log_path = None
         self.journal = None
         self.sizes_at_start = {}
+        self.run = None  # the tests.support Kcoord of the current run
 
     def start(self, codec):
         self.runs += 1
         self.log_path = os.path.join(self.tmp, "kcoord-%d.log" % self.runs)
-        sets = ["listeners=127.0.0.1:%d" % self.port, "data.dir=" + self.data,
+        sets = ["listeners=127.0.0.1:%d" % self.port,
                 "log.flush.policy=" + self.policy, "topics=%s:%d" % (TOPIC, PARTITIONS),
                 "offsets.topic.num.partitions=3", "offsets.topic.segment.bytes=65536",
                 "offsets.topic.compression.codec=" + codec, "log.level=info"]
-        args = [self.binary]
-        for s in sets:
-            args += ["--set", s]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
+        env = {}
         self.sizes_at_start = segment_sizes(self.data)
         self.journal = None
         if self.shim:
             self.journal = os.path.join(self.tmp, "fsync-journal-%d" % self.runs)
             env["KC_FSYNC_JOURNAL"] = self.journal
-            env["LD_PRELOAD"] = " ".join(filter(None, [self.shim, env.get("LD_PRELOAD")]))
+            env["LD_PRELOAD"] = " ".join(filter(None, [self.shim, os.environ.get("LD_PRELOAD")]))
             # An ASan build (gcc links libasan dynamically) wants its runtime first.
-            env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
+            env["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"),
                                                          "verify_asan_link_order=0"]))
-        with open(self.log_path, "wb") as out:
-            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                         env=env, preexec_fn=die_with_parent)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            text = self.log()
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", text)
-            if m and int(m.group(1)) != self.port:
-                raise SetupError("kcoord listens on %s, not %d" % (m.group(1), self.port))
-            if m and re.search(r"all \d+ partitions loaded", text):
-                return
-            if self.proc.poll() is not None:
-                raise SetupError("kcoord exited with status %d while starting:\n%s"
-                                 % (self.proc.returncode, self.tail()))
-            if time.monotonic() > deadline:
-                raise SetupError("kcoord did not load its partitions within %d s:\n%s"
-                                 % (START_TIMEOUT_S, self.tail()))
-            time.sleep(0.01)
+        try:
+            self.run = kcoord.Kcoord(self.data, *sets, binary=self.binary, env=env,
+                                     preexec_fn=die_with_parent, log_path=self.log_path,
+                                     timeout=START_TIMEOUT_S)
+        except AssertionError as e:  # it exited, or logged no "partitions loaded" in time
+            raise SetupError("kcoord did not start: %s" % str(e).split("; its output:")[0]
+                             + "\n" + self.tail()) from None
+        self.proc = self.run.proc
+        if self.run.port != self.port:
+            raise SetupError("kcoord listens on %d, not %d" % (self.run.port, self.port))
 
     def log(self):
         try:
@@ -369,6 +272,7 @@ class Kcoord:
     def kill(self):
         self.proc.kill()
         self.proc.wait()
+        self.run.stop()  # reaped already: its last lines reach the log file
         return self.proc.returncode
 
     def lose_power(self):
@@ -382,16 +286,17 @@ class Kcoord:
         """SIGTERM; returns the exit status (-1 when it had to be killed)."""
         self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout=STOP_TIMEOUT_S)
+            rc = self.proc.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            return -1
+            rc = -1
+        self.run.stop()  # reaped already: its last lines reach the log file
+        return rc
 
     def cleanup(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        if self.run is not None:
+            self.run.kill()
 
     def verify_log(self):
         """(exit status, output) of `kcoord verify-log DATA`."""
@@ -612,7 +517,7 @@ def main():
         return 2
 
     tmp = tempfile.mkdtemp(prefix="kcoord-crash-")
-    k = Kcoord(binary, tmp, free_port(), args.policy, None)
+    k = Kcoord(binary, tmp, kcoord.free_port(), args.policy, None)
     clients = [Client(i) for i in range(CLIENTS)]
     run = Run(k, clients, random.Random(seed), not args.kill_only)
     done_rounds = 0

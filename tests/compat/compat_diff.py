@@ -2,7 +2,7 @@
 """compat-diff: the differential check: one fixed sequence of raw requests to kcoord and to a
 reference Apache Kafka broker, responses decoded and compared field by field.
 
-    scripts/compat-diff --kcoord HOST:PORT --kafka HOST:PORT [--json OUT] [--justified FILE]
+    tests/compat/compat_diff.py --kcoord HOST:PORT --kafka HOST:PORT [--json OUT] [--justified FILE]
                         [--run-id ID] [--timeout S] [--verbose]
 
 --kafka defaults to $KAFKA_REF_BOOTSTRAP, else to the broker `scripts/kafka-ref env` reports.
@@ -11,7 +11,7 @@ For example:
     scripts/kafka-ref start --initial-delay 0
     build/kcoord --set listeners=127.0.0.1:0 --set data.dir=$(mktemp -d) \\
                  --set group.initial.rebalance.delay.ms=0          # logs "listening on ..."
-    scripts/compat-diff --kcoord 127.0.0.1:PORT --json diff.json
+    tests/compat/compat_diff.py --kcoord 127.0.0.1:PORT --json diff.json
 
 The codec is independent of kcoord's: kafka-python's schema-driven message classes (it vendors
 Kafka 4.x message schemas), which encode any request at any version and decode responses into
@@ -99,7 +99,7 @@ except ImportError:
     sys.exit(2)
 
 KAFKA_PYTHON_VERSION = "3.0.12"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 JUSTIFIED = os.path.join(ROOT, "tests", "compat", "diff-justified")
 
 UUID_RE = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
