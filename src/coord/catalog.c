@@ -11,39 +11,6 @@
 #include "coord/coord.h"
 #include "util/hash.h"
 
-int kc_topic_name_check(const char *name, size_t len)
-{
-    if (len == 0)
-        return KC_TOPIC_NAME_EMPTY;
-    if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
-        return KC_TOPIC_NAME_DOTS;
-    size_t java_len = 0; /* UTF-16 code units: two for a character outside the BMP */
-    for (size_t i = 0; i < len; i++) {
-        uint8_t b = (uint8_t)name[i];
-        if ((b & 0xc0) != 0x80)
-            java_len += b >= 0xf0 ? 2 : 1;
-    }
-    if (java_len > KC_TOPIC_NAME_MAX)
-        return KC_TOPIC_NAME_TOO_LONG;
-    for (size_t i = 0; i < len; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return KC_TOPIC_NAME_CHARS;
-    }
-    return KC_TOPIC_NAME_OK;
-}
-
-bool kc_topic_names_collide(const char *a, size_t alen, const char *b, size_t blen)
-{
-    if (alen != blen)
-        return false;
-    for (size_t i = 0; i < alen; i++)
-        if (a[i] != b[i] && !((a[i] == '.' || a[i] == '_') && (b[i] == '.' || b[i] == '_')))
-            return false;
-    return true;
-}
-
 kc_uuid_t kc_topic_id_for(const char *cluster_id, const char *name, size_t name_len)
 {
     static const uint8_t sep = 0;

@@ -72,22 +72,6 @@ const kc_topic_t *kc_catalog_find_id(const kc_catalog_t *cat, kc_uuid_t id);
  * with the RFC 4122 version (4) and variant bits set, never zero. */
 kc_uuid_t kc_topic_id_for(const char *cluster_id, const char *name, size_t name_len);
 
-/* Kafka's topic-name rules (Topic.validate), the one check behind the configuration's topic
- * list and CreateTopics: the first rule `name` (len bytes) breaks, in Kafka's order. Lengths are
- * Java's (UTF-16 code units). */
-enum {
-    KC_TOPIC_NAME_OK = 0,
-    KC_TOPIC_NAME_EMPTY,    /* no characters */
-    KC_TOPIC_NAME_DOTS,     /* "." or ".." */
-    KC_TOPIC_NAME_TOO_LONG, /* more than KC_TOPIC_NAME_MAX characters */
-    KC_TOPIC_NAME_CHARS,    /* a character other than a-z A-Z 0-9 . _ - */
-};
-#define KC_TOPIC_NAME_MAX 249
-int kc_topic_name_check(const char *name, size_t len);
-/* Whether two topic names collide for Kafka: equal once '.' and '_' are taken as the same
- * character (they look the same in metric names). Equal names collide too. */
-bool kc_topic_names_collide(const char *a, size_t alen, const char *b, size_t blen);
-
 /* ---- Partitions -------------------------------------------------------------------------- */
 
 /* Kafka's group placement: abs(Java String.hashCode(group_id)) % n, the hash taken over the
