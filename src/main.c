@@ -357,6 +357,7 @@ int main(int argc, char **argv)
         return 1;
     }
     kc_coord_set_events(d.coord, &kc_obs_coord_events); /* log events count in the metrics */
+    kc_net_set_events(&kc_obs_net_events);              /* and so do connection events */
     ctx.coord = d.coord;
     d.api = &ctx;
     kc_server_opts_t opts = {

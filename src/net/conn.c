@@ -24,7 +24,6 @@
 #include <string.h>
 
 #include "net/net_int.h"
-#include "obs/metrics.h"
 #include "util/diag.h"
 
 enum { READ_CHUNK = KC_NET_READ_CHUNK, MAX_IOV = 128 };
@@ -86,7 +85,7 @@ static void rbuf_account(kc_conn_t *c)
     bool less = now < c->rcharged;
     srv->req_bytes = srv->req_bytes - c->rcharged + now;
     c->rcharged = now;
-    kc_obs_net_bytes(srv->req_bytes, srv->unsent_bytes);
+    NET_EVENT(bytes, srv->req_bytes, srv->unsent_bytes);
     if (less)
         kc_server_req_released(srv);
 }
@@ -98,7 +97,7 @@ static void uncharge(kc_server_t *srv, kc_slot_t *s)
         return;
     srv->req_bytes -= s->charged;
     s->charged = 0;
-    kc_obs_net_bytes(srv->req_bytes, srv->unsent_bytes);
+    NET_EVENT(bytes, srv->req_bytes, srv->unsent_bytes);
     kc_server_req_released(srv);
 }
 
@@ -113,7 +112,7 @@ static void pop_head(kc_conn_t *c)
     if (s->answered && s->reply_len > 0) {
         c->unsent -= s->reply_len;
         c->server->unsent_bytes -= s->reply_len;
-        kc_obs_net_bytes(c->server->req_bytes, c->server->unsent_bytes);
+        NET_EVENT(bytes, c->server->req_bytes, c->server->unsent_bytes);
     }
     uncharge(c->server, s);
     slot_free(s);
@@ -132,15 +131,15 @@ static int may_read_(const kc_conn_t *c, bool cutting)
     const kc_server_t *srv = c->server;
     const kc_server_opts_t *o = &srv->opts;
     if ((int64_t)c->queued >= o->max_queued)
-        return KC_OBS_PAUSE_QUEUED;
+        return KC_NET_PAUSE_QUEUED;
     if (!cutting && o->max_request_bytes_queued >= 0 &&
         srv->req_bytes > (uint64_t)o->max_request_bytes_queued &&
         !(!c->borrowed && c->rlen >= 4 && c->rcap >= 4 + (size_t)be32(c->rbuf)))
-        return KC_OBS_PAUSE_REQUESTS;
+        return KC_NET_PAUSE_REQUESTS;
     if (c->unsent > 0 && c->unsent > (uint64_t)o->conn_unsent_bytes)
-        return KC_OBS_PAUSE_CONN_UNSENT;
+        return KC_NET_PAUSE_CONN_UNSENT;
     if (c->unsent > 0 && srv->unsent_bytes > (uint64_t)o->max_unsent_bytes)
-        return KC_OBS_PAUSE_UNSENT;
+        return KC_NET_PAUSE_UNSENT;
     return READ_OK;
 }
 
@@ -149,19 +148,19 @@ static int may_read(const kc_conn_t *c)
     return may_read_(c, false);
 }
 
-/* Reading stops for budget `why` (a KC_OBS_PAUSE_*): count it, and say so now and then. */
+/* Reading stops for budget `why` (a KC_NET_PAUSE_*): count it, and say so now and then. */
 static void paused(kc_conn_t *c, int why)
 {
     kc_server_t *srv = c->server;
-    kc_obs_net_paused(why);
-    if (why == KC_OBS_PAUSE_REQUESTS) {
+    NET_EVENT(paused, why);
+    if (why == KC_NET_PAUSE_REQUESTS) {
         srv->req_muted = true;
         KC_WARN_LIMITED("net",
                         "%" PRIu64 " bytes of requests wait for answers, over "
                         "queued.max.request.bytes (%" PRId64 "): reading no connection until "
                         "they drain",
                         srv->req_bytes, srv->opts.max_request_bytes_queued);
-    } else if (why == KC_OBS_PAUSE_CONN_UNSENT || why == KC_OBS_PAUSE_UNSENT) {
+    } else if (why == KC_NET_PAUSE_CONN_UNSENT || why == KC_NET_PAUSE_UNSENT) {
         KC_WARN_LIMITED("net",
                         "not reading %s until it reads its answers: %" PRIu64
                         " bytes unsent (connection.max.unsent.bytes %" PRId64 "), %" PRIu64
@@ -374,7 +373,7 @@ static void process_frames(kc_conn_t *c)
             c->server->req_bytes += size;
             off += 4 + (size_t)size;
         }
-        kc_obs_net_bytes(c->server->req_bytes, c->server->unsent_bytes);
+        NET_EVENT(bytes, c->server->req_bytes, c->server->unsent_bytes);
         if (c->tail)
             c->tail->next = s;
         else
@@ -415,7 +414,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         /* on_alloc would not grow the buffer past queued.max.request.bytes: wait. */
         c->denied = false;
         stop_reading(c);
-        paused(c, KC_OBS_PAUSE_REQUESTS);
+        paused(c, KC_NET_PAUSE_REQUESTS);
         return;
     }
     if (nread < 0) {
@@ -689,7 +688,7 @@ static void on_handle_closed(uv_handle_t *h)
     rbuf_account(c);
     kc_server_conn_gone(c->server, c);
     if (c->counted)
-        kc_obs_conn_closed();
+        NET_EVENT(conn_closed);
     if (c->peer != unknown_peer)
         free(c->peer);
     free(c);
@@ -727,7 +726,7 @@ static void idle_over(kc_conn_t *c)
 {
     if (c->unanswered == 0 && !c->closing && !c->lingering) {
         bool unread = c->unsent > 0;
-        kc_obs_conn_idle_closed(unread);
+        NET_EVENT(idle_closed, unread);
         if (unread)
             KC_WARN_LIMITED("net",
                             "closing %s: %" PRIu64 " bytes of answers unread for longer than "
@@ -800,7 +799,7 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
     s->n_conns++;
     if (!uv_is_active((uv_handle_t *)&s->sweep) && !s->stopping)
         uv_timer_start(&s->sweep, on_sweep, (uint64_t)s->opts.idle_ms, 0);
-    kc_obs_conn_accepted();
+    NET_EVENT(conn_accepted);
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
         kc_conn_close(c, NULL);
         return;
@@ -809,7 +808,7 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
     peer_name(c);
     if (!kc_server_admit(s, c)) {
         c->counted = false; /* refused: not an open connection */
-        kc_obs_conn_closed();
+        NET_EVENT(conn_closed);
         kc_conn_close(c, NULL);
         return;
     }

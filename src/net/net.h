@@ -34,6 +34,7 @@
 #ifndef KC_NET_NET_H
 #define KC_NET_NET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -126,5 +127,34 @@ int kc_net_accept(kc_net_listener_t *l, uv_tcp_t *client);
 
 /* Stop listening; done(arg) runs from the loop once the socket is closed, and `l` is gone. */
 void kc_net_listener_close(kc_net_listener_t *l, void (*done)(void *arg), void *arg);
+
+/* ---- Events --------------------------------------------------------------------------------
+ * What the network room tells its observers (the metrics), process-wide: main installs the
+ * observability room's table, so that net, below it, never includes it. Hooks may be NULL. */
+
+/* Why an accepted connection was closed at once: max.connections.per.ip, the fds kept for
+ * the log (log.reserved.fds). */
+enum { KC_NET_REFUSED_PER_IP = 0, KC_NET_REFUSED_FDS = 1 };
+/* Why a connection stopped being read: queued.max.requests, queued.max.request.bytes,
+ * connection.max.unsent.bytes, queued.max.unsent.bytes. */
+enum {
+    KC_NET_PAUSE_QUEUED = 0,
+    KC_NET_PAUSE_REQUESTS = 1,
+    KC_NET_PAUSE_CONN_UNSENT = 2,
+    KC_NET_PAUSE_UNSENT = 3,
+};
+
+typedef struct kc_net_events_s {
+    void (*conn_accepted)(void);
+    void (*conn_closed)(void);
+    void (*conn_refused)(int reason); /* a KC_NET_REFUSED_* */
+    void (*accept_deferred)(void);    /* max.connections reached: a connection waits */
+    void (*paused)(int reason);       /* a KC_NET_PAUSE_* */
+    void (*bytes)(uint64_t requests, uint64_t unsent); /* unanswered / unwritten, in all */
+    void (*idle_closed)(bool unread); /* connections.max.idle.ms; answers were waiting */
+} kc_net_events_t;
+
+/* Report to `ev` (copied; NULL: to nobody, the default) from now on. */
+void kc_net_set_events(const kc_net_events_t *ev);
 
 #endif

@@ -7,6 +7,14 @@
 
 #include "net/net.h"
 
+/* The observers' hooks (server.c), and a call to one when it is set. */
+extern kc_net_events_t kc_net_events_;
+#define NET_EVENT(hook, ...)                                                                       \
+    do {                                                                                           \
+        if (kc_net_events_.hook)                                                                   \
+            kc_net_events_.hook(__VA_ARGS__);                                                      \
+    } while (0)
+
 typedef struct kc_listener_h_s {
     uv_tcp_t tcp;
     kc_server_t *server;

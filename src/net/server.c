@@ -21,7 +21,6 @@
 #include <sys/resource.h>
 
 #include "net/net_int.h"
-#include "obs/metrics.h"
 #include "util/diag.h"
 #include "util/hash.h"
 
@@ -32,6 +31,16 @@
 enum { SHUTDOWN_GRACE_MS = 2000 };
 
 static void on_resume(uv_idle_t *h);
+
+kc_net_events_t kc_net_events_;
+
+void kc_net_set_events(const kc_net_events_t *ev)
+{
+    if (ev)
+        kc_net_events_ = *ev;
+    else
+        memset(&kc_net_events_, 0, sizeof(kc_net_events_));
+}
 
 kc_server_t *kc_server_new(uv_loop_t *loop, const kc_server_opts_t *opts)
 {
@@ -97,7 +106,7 @@ static void on_connection(uv_stream_t *listener, int status)
     if (s->n_conns >= (size_t)s->opts.max_connections) {
         /* Not taken: libuv stops watching this listener until kc_server_conn_gone takes it. */
         l->pending = true;
-        kc_obs_accept_deferred();
+        NET_EVENT(accept_deferred);
         KC_WARN_LIMITED("net",
                         "max.connections (%d) reached: new connections wait until one "
                         "closes",
@@ -168,7 +177,7 @@ bool kc_server_admit(kc_server_t *s, kc_conn_t *c)
             uint64_t room = limit > reserve + s->base_fds ? limit - reserve - s->base_fds : 0;
             /* n_conns counts this connection already. */
             if ((uint64_t)fd + reserve >= limit || s->n_conns > room) {
-                kc_obs_conn_refused(KC_OBS_REFUSED_FDS);
+                NET_EVENT(conn_refused, KC_NET_REFUSED_FDS);
                 KC_WARN_LIMITED("net",
                                 "closing %s: %zu connections open, and the open-file limit "
                                 "%" PRIu64 " keeps log.reserved.fds=%d descriptors for the log",
@@ -184,7 +193,7 @@ bool kc_server_admit(kc_server_t *s, kc_conn_t *c)
             return false;
         kc_ip_count_t **pp = ip_find(s, c->ip);
         if (*pp != NULL && (*pp)->n >= (uint32_t)s->opts.max_connections_per_ip) {
-            kc_obs_conn_refused(KC_OBS_REFUSED_PER_IP);
+            NET_EVENT(conn_refused, KC_NET_REFUSED_PER_IP);
             KC_WARN_LIMITED("net",
                             "closing %s: its address has max.connections.per.ip (%d) "
                             "connections open",

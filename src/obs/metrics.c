@@ -436,9 +436,9 @@ void kc_obs_write_counters(kc_obs_buf_t *b)
                    "Kafka client connections closed as soon as they were accepted: over "
                    "max.connections.per.ip, or into the file descriptors kept for the log.");
     kc_prom_sample(b, "kcoord_connections_refused_total", "reason=\"max_connections_per_ip\"",
-                   (double)c->conn_refused[KC_OBS_REFUSED_PER_IP]);
+                   (double)c->conn_refused[KC_NET_REFUSED_PER_IP]);
     kc_prom_sample(b, "kcoord_connections_refused_total", "reason=\"reserved_fds\"",
-                   (double)c->conn_refused[KC_OBS_REFUSED_FDS]);
+                   (double)c->conn_refused[KC_NET_REFUSED_FDS]);
     kc_prom_family(b, "kcoord_connection_accepts_deferred_total", "counter",
                    "Times a new connection had to wait in the backlog: max.connections open.");
     kc_prom_sample(b, "kcoord_connection_accepts_deferred_total", NULL,

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/net.h"
+
 /* ---- An output buffer ------------------------------------------------------------------- */
 
 /* A growable byte buffer. Zero-initialise it; kc_obs_buf_free releases it. When memory runs
@@ -93,9 +95,9 @@ typedef struct kc_obs_counters_s {
     uint64_t requests_refused[2];  /* [0] unsupported API or version, [1] malformed */
     uint64_t requests_over_memory; /* refused: over request.max.memory.bytes */
     uint64_t conn_open, conn_accepted;
-    uint64_t conn_refused[2];  /* KC_OBS_REFUSED_*: closed as soon as accepted */
+    uint64_t conn_refused[2];  /* KC_NET_REFUSED_*: closed as soon as accepted */
     uint64_t accepts_deferred; /* max.connections reached: accepting paused */
-    uint64_t reads_paused[4];  /* KC_OBS_PAUSE_*: a connection stopped being read */
+    uint64_t reads_paused[4];  /* KC_NET_PAUSE_*: a connection stopped being read */
     uint64_t idle_closed[2];   /* [0] idle, [1] idle with answers unread */
     uint64_t queued_request_bytes, unsent_response_bytes; /* gauges */
     uint64_t offset_commits;    /* OffsetCommit requests answered with at least one offset */
@@ -138,25 +140,16 @@ void kc_obs_done(int16_t key, uint64_t start_ns);
 /* An OffsetCommit was acknowledged with `n_ok` offsets stored. */
 void kc_obs_commit(uint32_t n_ok);
 
-/* A Kafka client connection was accepted / closed. */
+/* The network room's events (kc_obs_net_events carries these to it). A Kafka client
+ * connection was accepted / closed. */
 void kc_obs_conn_accepted(void);
 void kc_obs_conn_closed(void);
 
-/* Reasons of kc_obs_conn_refused: max.connections.per.ip, and the fds kept for the log. */
-enum { KC_OBS_REFUSED_PER_IP = 0, KC_OBS_REFUSED_FDS = 1 };
-/* A connection was closed as soon as it was accepted, for `reason`. */
+/* A connection was closed as soon as it was accepted, for `reason` (a KC_NET_REFUSED_*). */
 void kc_obs_conn_refused(int reason);
 /* max.connections was reached: a new connection waits in the backlog. */
 void kc_obs_accept_deferred(void);
-/* Reasons of kc_obs_net_paused: queued.max.requests, queued.max.request.bytes,
- * connection.max.unsent.bytes, queued.max.unsent.bytes. */
-enum {
-    KC_OBS_PAUSE_QUEUED = 0,
-    KC_OBS_PAUSE_REQUESTS = 1,
-    KC_OBS_PAUSE_CONN_UNSENT = 2,
-    KC_OBS_PAUSE_UNSENT = 3,
-};
-/* A connection stopped being read because of budget `reason`. */
+/* A connection stopped being read because of budget `reason` (a KC_NET_PAUSE_*). */
 void kc_obs_net_paused(int reason);
 /* The bytes of requests not yet answered, and of answers not yet written, all connections. */
 void kc_obs_net_bytes(uint64_t requests, uint64_t unsent);

@@ -32,6 +32,16 @@ const kc_coord_events_t kc_obs_coord_events = {
     .cleaner_run = kc_obs_cleaner_run,
 };
 
+const kc_net_events_t kc_obs_net_events = {
+    .conn_accepted = kc_obs_conn_accepted,
+    .conn_closed = kc_obs_conn_closed,
+    .conn_refused = kc_obs_conn_refused,
+    .accept_deferred = kc_obs_accept_deferred,
+    .paused = kc_obs_net_paused,
+    .bytes = kc_obs_net_bytes,
+    .idle_closed = kc_obs_conn_idle_closed,
+};
+
 /* ---- /metrics: what the coordinator knows ---------------------------------------------------- */
 
 enum { MAX_KINDS = 32 };

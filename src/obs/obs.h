@@ -51,6 +51,8 @@ void kc_obs_server_close(kc_obs_server_t *s);
  * kc_obs_log_fsync...): main hands it to kc_coord_set_events, so that the coordinator, below
  * this room, never includes it. */
 extern const kc_coord_events_t kc_obs_coord_events;
+/* The same for the network room's events: main hands it to kc_net_set_events. */
+extern const kc_net_events_t kc_obs_net_events;
 
 /* Write the whole /metrics page for `coord` (NULL: the counters only) to `b`. */
 void kc_obs_render_metrics(kc_obs_buf_t *b, kc_coord_t *coord);

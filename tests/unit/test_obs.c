@@ -328,13 +328,13 @@ static void test_net_counters(void **state)
 {
     (void)state;
     memset(&kc_obs, 0, sizeof(kc_obs));
-    kc_obs_conn_refused(KC_OBS_REFUSED_PER_IP);
-    kc_obs_conn_refused(KC_OBS_REFUSED_FDS);
-    kc_obs_conn_refused(KC_OBS_REFUSED_FDS);
+    kc_obs_conn_refused(KC_NET_REFUSED_PER_IP);
+    kc_obs_conn_refused(KC_NET_REFUSED_FDS);
+    kc_obs_conn_refused(KC_NET_REFUSED_FDS);
     kc_obs_conn_refused(7); /* unknown: not counted */
     kc_obs_accept_deferred();
-    kc_obs_net_paused(KC_OBS_PAUSE_CONN_UNSENT);
-    kc_obs_net_paused(KC_OBS_PAUSE_REQUESTS);
+    kc_obs_net_paused(KC_NET_PAUSE_CONN_UNSENT);
+    kc_obs_net_paused(KC_NET_PAUSE_REQUESTS);
     kc_obs_net_paused(-1);
     kc_obs_net_bytes(1000, 2000);
     kc_obs_conn_idle_closed(true);
