@@ -27,6 +27,7 @@
 #include "proto/gen_records.h"
 #include "proto/wire.h"
 #include "util/diag.h"
+#include "util/hash.h"
 
 #define NEVER INT64_MAX
 
@@ -43,10 +44,7 @@ static kc_time_t gm_time(const kc_gm_t *gm)
 
 uint64_t kc_manager_random(kc_gm_t *gm)
 {
-    uint64_t z = (gm->rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return kc_hash_mix64(gm->rng += UINT64_C(0x9e3779b97f4a7c15)); /* splitmix64 */
 }
 
 /* ---- The one map and the one heap ------------------------------------------------------------ */

@@ -1,5 +1,6 @@
 /* notes.c - which refusal reasons were already logged for a group (see notes.h). */
 #include "group/notes.h"
+#include "util/hash.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,11 +29,7 @@ void kc_notes_free(kc_notes_t *n)
 
 static uint64_t hash(kc_str_t s)
 {
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (int32_t i = 0; i < s.len; i++) {
-        h ^= (uint8_t)s.p[i];
-        h *= UINT64_C(0x100000001b3);
-    }
+    uint64_t h = kc_hash_fnv1a(KC_HASH_FNV1A_SEED, s.p, s.len > 0 ? (size_t)s.len : 0);
     return h | 1; /* 0 marks an empty slot */
 }
 

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "group/assignment.h"
+#include "util/hash.h"
 
 /* ---- Topics and regular expressions ------------------------------------------------------- */
 
@@ -226,27 +227,6 @@ void kc_target_group_subs(const cgroup_t *g, const kc_gm_topics_t *tv, const cme
     kc_target_strv_sort_unique(out);
 }
 
-/* 64-bit FNV-1a, continuing from `h`. */
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= UINT64_C(0x100000001b3);
-    }
-    return h;
-}
-
-static uint64_t fmix64(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= UINT64_C(0xff51afd7ed558ccd);
-    k ^= k >> 33;
-    k *= UINT64_C(0xc4ceb9fe1a85ec53);
-    k ^= k >> 33;
-    return k;
-}
-
 /* The metadata hash of a group subscribed to `names` (sorted, distinct): the role of Kafka's
  * KIP-1101 hash (which topics exist, their ids and partition counts), computed kcoord's way
  * (Kafka's exact value depends on its release's hash library). 0 when none of the topics
@@ -261,11 +241,11 @@ int64_t kc_target_metadata_hash(const kc_gm_topics_t *tv, const strv_t *names)
             continue;
         uint8_t be[4] = {(uint8_t)(t->partitions >> 24), (uint8_t)(t->partitions >> 16),
                          (uint8_t)(t->partitions >> 8), (uint8_t)t->partitions};
-        uint64_t th = fnv1a(UINT64_C(0xcbf29ce484222325), "\0", 1);
-        th = fnv1a(th, t->id.b, 16);
-        th = fnv1a(th, t->name.p, (size_t)t->name.len);
-        th = fnv1a(th, be, 4);
-        h = fmix64(h * 31 + fmix64(th));
+        uint64_t th = kc_hash_fnv1a(KC_HASH_FNV1A_SEED, "\0", 1);
+        th = kc_hash_fnv1a(th, t->id.b, 16);
+        th = kc_hash_fnv1a(th, t->name.p, (size_t)t->name.len);
+        th = kc_hash_fnv1a(th, be, 4);
+        h = kc_hash_fmix64(h * 31 + kc_hash_fmix64(th));
         any = true;
     }
     if (!any)

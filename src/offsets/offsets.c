@@ -45,6 +45,7 @@
 #include "offsets/offsets_int.h"
 #include "proto/gen_records.h"
 #include "util/diag.h"
+#include "util/hash.h"
 
 #define VALUE_VERSION        3               /* OffsetCommitValue without an expire timestamp */
 #define VALUE_VERSION_EXPIRE 1               /* the only version with expireTimestamp */
@@ -147,16 +148,6 @@ static kc_str_t str_dup(kc_str_t s)
     return (kc_str_t){p, (int32_t)n};
 }
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= UINT64_C(0xbf58476d1ce4e5b9);
-    x ^= x >> 27;
-    x *= UINT64_C(0x94d049bb133111eb);
-    x ^= x >> 31;
-    return x;
-}
-
 static uint64_t hash_str(uint64_t seed, kc_str_t s)
 {
     const uint8_t *p = (const uint8_t *)s.p;
@@ -165,12 +156,12 @@ static uint64_t hash_str(uint64_t seed, kc_str_t s)
     for (; n >= 8; p += 8, n -= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
-        h = mix64(h ^ w);
+        h = kc_hash_mix64(h ^ w);
     }
     uint64_t w = 0;
     if (n != 0)
         memcpy(&w, p, n);
-    return mix64(h ^ w ^ ((uint64_t)n << 59));
+    return kc_hash_mix64(h ^ w ^ ((uint64_t)n << 59));
 }
 
 /* ---- The group map -------------------------------------------------------------------------- */
@@ -540,7 +531,7 @@ kc_offsets_t *kc_offsets_new(const kc_offsets_ops_t *ops)
     memset(o, 0, sizeof(*o));
     if (ops != NULL)
         o->ops = *ops;
-    o->seed = mix64((uint64_t)(uintptr_t)o ^ UINT64_C(0x2545f4914f6cdd1d));
+    o->seed = kc_hash_mix64((uint64_t)(uintptr_t)o ^ UINT64_C(0x2545f4914f6cdd1d));
     kc_wr_init(&o->key);
     kc_wr_init(&o->val);
     return o;
