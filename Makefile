@@ -161,7 +161,7 @@ clean:
 	rm -rf build
 
 # make bench: the benchmarks. Builds the daemon, tests/bench/gen_log and the load generator
-# tests/bench/kcoord-bench, then scripts/bench times kcoord loading generated data directories,
+# tests/bench/kcoord-bench, then tests/bench/bench.py times kcoord loading generated data directories,
 # runs the load scenarios against kcoord (and against Kafka when scripts/kafka-ref works) and
 # writes docs/BENCHMARKS.md. `make bench BENCH_ARGS=--quick` is a short smoke run;
 # `make bench-tools` only builds.
@@ -171,7 +171,7 @@ BENCH_TOOL_SRCS := $(sort $(wildcard tests/bench/bench_*.c)) tests/bench/kcoord_
 BENCH_TOOL_OBJS := $(BENCH_TOOL_SRCS:%.c=$(BUILD)/%.o)
 
 bench: bench-tools
-	$(Q)scripts/bench $(BENCH_ARGS) $(BUILD)
+	$(Q)tests/bench/bench.py $(BENCH_ARGS) $(BUILD)
 
 bench-tools: $(BUILD)/kcoord $(BUILD)/bench/gen_log $(BUILD)/bench/kcoord-bench \
 	$(BUILD)/bench/assign_bench

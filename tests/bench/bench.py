@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """bench: kcoord's benchmarks: load scenarios against kcoord and Kafka, and load time.
 
-    scripts/bench [--quick] [--large] [--no-kafka] [--no-recovery-kafka] [--no-load-time]
+    tests/bench/bench.py [--quick] [--large] [--no-kafka] [--no-recovery-kafka] [--no-load-time]
                   [--no-scenarios] [--no-offload] [--no-compaction] [--no-member-memory]
                   [--output FILE] [BUILD_DIR]                          (default build; `make bench` passes it)
-    scripts/bench --only-offload [--quick] [--output FILE] [BUILD_DIR]
-    scripts/bench --only-compaction [--quick] [--compaction-before OLD_BUILD
+    tests/bench/bench.py --only-offload [--quick] [--output FILE] [BUILD_DIR]
+    tests/bench/bench.py --only-compaction [--quick] [--compaction-before OLD_BUILD
                   --compaction-note TEXT] [--output FILE] [BUILD_DIR]
-    scripts/bench --only-member-memory [--quick] [--no-kafka] [--output FILE] [BUILD_DIR]
+    tests/bench/bench.py --only-member-memory [--quick] [--no-kafka] [--output FILE] [BUILD_DIR]
 
 Writes docs/BENCHMARKS.md (with --quick: BUILD_DIR/bench/BENCHMARKS-quick.md, so that a smoke
 run never replaces the real report; --output FILE chooses). It has two parts.
@@ -60,7 +60,7 @@ as the column "after" in docs/bench/compaction-after.json, and the section shows
 saved "before" column (docs/bench/compaction-before.json), which is made with a build of the
 commit before the change, run alternating with BUILD_DIR so that both see the same machine:
 
-    scripts/bench --only-compaction --compaction-before OLD_BUILD --compaction-note TEXT
+    tests/bench/bench.py --only-compaction --compaction-before OLD_BUILD --compaction-note TEXT
 
 With --only-compaction nothing else runs and only that section of the page is replaced; with
 --quick the runs go to BUILD_DIR/bench/ and the page is left alone. A full run without it keeps
@@ -131,9 +131,9 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.dont_write_bytecode = True  # no __pycache__ in tests/bench
-sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kafka_recovery  # noqa: E402  (tests/bench/kafka_recovery.py: Kafka's load-time runs)
 REPEAT = 3
 PARTITIONS = 50  # kcoord's default offsets.topic.num.partitions
@@ -1173,7 +1173,7 @@ def run_scenarios(tool, kcoord, plan, use_kafka, large):
 
 # The section's heading: --only-member-memory replaces the page's section that starts with it.
 MEMBER_HEADING = "## Memory per member: its own connection or a shared one"
-MEMBER_TOP_LINE = ("- Memory per member (its own section, *%s*): `scripts/bench "
+MEMBER_TOP_LINE = ("- Memory per member (its own section, *%s*): `tests/bench/bench.py "
                    "--only-member-memory` runs just it and replaces just that section, which says "
                    "when and at which commit it ran." % MEMBER_HEADING[3:])
 
@@ -1341,7 +1341,7 @@ def member_memory_section(runs, info, plan, build, started, tool_rel, elapsed, c
 OFFLOAD_HEADING = "## Assignment offload: the event loop during a consumer-protocol join"
 OFFLOAD_SETTING = "group.consumer.assignor.offload.enable"
 # Its line in the list at the top of the page.
-OFFLOAD_TOP_LINE = ("- Assignment offload (its own section, *%s*): `scripts/bench --only-offload` "
+OFFLOAD_TOP_LINE = ("- Assignment offload (its own section, *%s*): `tests/bench/bench.py --only-offload` "
                     "runs just it and replaces just that section, which says when and at which "
                     "commit it ran." % OFFLOAD_HEADING[3:])
 
@@ -1792,7 +1792,7 @@ def kept_hostile_section(path):
 
 # The section's heading: --only-compaction replaces the page's section that starts with it.
 COMPACTION_HEADING = "## Compaction beside commits: commit latency on partitions being compacted"
-COMPACTION_TOP_LINE = ("- Compaction beside commits (its own section, *%s*): `scripts/bench "
+COMPACTION_TOP_LINE = ("- Compaction beside commits (its own section, *%s*): `tests/bench/bench.py "
                        "--only-compaction` runs just it and replaces just that section; its "
                        "*before* column is kept in docs/bench/compaction-before.json."
                        % COMPACTION_HEADING[3:])
@@ -1987,7 +1987,7 @@ def compaction_run(args, argv, build, mode):
     builds = [("after", build)]
     if args.compaction_before:
         builds.insert(0, ("before", args.compaction_before))
-    command = " ".join(["scripts/bench"] + [shlex.quote(a) for a in argv[1:]])
+    command = " ".join(["tests/bench/bench.py"] + [shlex.quote(a) for a in argv[1:]])
     started = datetime.datetime.now(datetime.timezone.utc)
     for _, b in builds:
         for f in (os.path.join(b, "kcoord"), os.path.join(b, "bench", "kcoord-bench")):
@@ -2370,7 +2370,7 @@ def interrupted(_signum, _frame):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(prog="scripts/bench", description="kcoord's benchmarks")
+    ap = argparse.ArgumentParser(prog="tests/bench/bench.py", description="kcoord's benchmarks")
     ap.add_argument("--quick", action="store_true", help="a short smoke run")
     ap.add_argument("--large", action="store_true",
                     help="also one heartbeat run with 100,000 members per server")
@@ -2450,7 +2450,7 @@ def main(argv):
         splice_section(output, OFFLOAD_HEADING,
                        offload_section(oruns, oinfo, OFFLOAD_PLANS[mode], build, started,
                                        "%s/bench/kcoord-bench" % build, elapsed,
-                                       " ".join(["scripts/bench"] + argv[1:])),
+                                       " ".join(["tests/bench/bench.py"] + argv[1:])),
                        OFFLOAD_TOP_LINE)
         bad = oruns.failures() or oinfo["exit"]
         print("bench: replaced the assignment-offload section of %s in %.0f s%s"
@@ -2471,7 +2471,7 @@ def main(argv):
         splice_section(output, MEMBER_HEADING,
                        member_memory_section(mruns, minfo, MEMBER_PLANS[mode], build, started,
                                              "%s/bench/kcoord-bench" % build, elapsed,
-                                             " ".join(["scripts/bench"] + argv[1:])),
+                                             " ".join(["tests/bench/bench.py"] + argv[1:])),
                        MEMBER_TOP_LINE)
         bad = mruns.failures() or minfo["exit"]
         print("bench: replaced the memory-per-member section of %s in %.0f s%s"
@@ -2545,7 +2545,7 @@ def main(argv):
     w = out.append
     w("# kcoord benchmarks")
     w("")
-    w("Generated by `%s` (scripts/bench) on %s UTC, commit %s; do not edit by hand, run it "
+    w("Generated by `%s` (tests/bench/bench.py) on %s UTC, commit %s; do not edit by hand, run it "
       "again.%s" % ("make bench" + (" BENCH_ARGS=--quick" if args.quick else ""),
                     started.strftime("%Y-%m-%d %H:%M"), info["rev"],
                     " **A --quick smoke run: one repetition, small sizes.**" if args.quick
@@ -2562,7 +2562,7 @@ def main(argv):
     opts = argv[1:]
     if opts and opts[-1] == args.build:
         opts = opts[:-1]
-    w("- Command: `make bench%s` (= `scripts/bench %s%s`); the whole run took %.0f s."
+    w("- Command: `make bench%s` (= `tests/bench/bench.py %s%s`); the whole run took %.0f s."
       % (" BENCH_ARGS=%s" % shlex.quote(" ".join(opts)) if opts else "",
          " ".join(opts) + " " if opts else "", build, elapsed))
     side = "".join(" --set " + x for x in side_settings(kcoord))
@@ -2589,11 +2589,11 @@ def main(argv):
     if member is not None:
         out += member_memory_section(member[0], member[1], MEMBER_PLANS[mode], build, started,
                                      "%s/bench/kcoord-bench" % build, member[2],
-                                     " ".join(["scripts/bench"] + argv[1:]))
+                                     " ".join(["tests/bench/bench.py"] + argv[1:]))
     if offload is not None:
         out += offload_section(offload[0], offload[1], OFFLOAD_PLANS[mode], build, started,
                                "%s/bench/kcoord-bench" % build, offload[2],
-                               " ".join(["scripts/bench"] + argv[1:]))
+                               " ".join(["tests/bench/bench.py"] + argv[1:]))
     if results:
         out += load_section(results, repeat, build, side_settings(kcoord))
         out += recovery_section(results, repeat, recovery)

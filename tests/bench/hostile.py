@@ -92,7 +92,7 @@ FAKETIME_LIBS = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
                  "/usr/lib/faketime/libfaketime.so.1")
 BEGIN_HEADING = "## Hostile load"
 END_MARKER = "<!-- end of the hostile-load section (tests/bench/hostile.py) -->"
-# The line for the list at the top of the page (scripts/bench writes the same one).
+# The line for the list at the top of the page (tests/bench/bench.py writes the same one).
 TOP_LINE = ("- Hostile load (its own section, *Hostile load*): `make bench-hostile` "
             "(tests/bench/hostile.py) runs just it and replaces just that section, which says "
             "when and at which commit each column ran.")

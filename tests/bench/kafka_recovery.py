@@ -1,6 +1,6 @@
-"""kafka_recovery: Apache Kafka's side of scripts/bench's load-time cases (python3, stdlib).
+"""kafka_recovery: Apache Kafka's side of tests/bench/bench.py's load-time cases (python3, stdlib).
 
-scripts/bench imports this module. It also runs on its own, as a small client:
+tests/bench/bench.py imports this module. It also runs on its own, as a small client:
 
     python3 tests/bench/kafka_recovery.py fetch HOST:PORT GROUP [RECORDS KEYS]
 
@@ -16,7 +16,7 @@ What it does, for one bench run:
    single-node KRaft broker whose 50 offsets partitions exist and are empty. One copy of it
    stays empty: restarted on it (as in 3., with every sample group answering without offsets),
    start to serving is the JVM's and the broker's own start-up, which the load adds to.
-   scripts/bench restarts it after each timed run of a case, so that both see the same load
+   tests/bench/bench.py restarts it after each timed run of a case, so that both see the same load
    on the machine.
 
 2. Per case: a copy of the template, whose partition directories get gen_log's segments:
@@ -163,7 +163,7 @@ def sample_groups(keys, n=PARTITIONS):
 
 # ---- A minimal Kafka protocol client (non-flexible versions only) ----------------------------
 # Messages of proto/ go through the generated client (Client.ask); request() and _str stay for
-# the one request scripts/bench sends that proto/ does not describe (IncrementalAlterConfigs).
+# the one request tests/bench/bench.py sends that proto/ does not describe (IncrementalAlterConfigs).
 
 def _str(s):
     b = s.encode()

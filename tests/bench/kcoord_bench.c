@@ -17,7 +17,7 @@
  * Every scenario starts the same way: connect to the bootstrap address, ApiVersions (the
  * versions used are the highest both sides know), CreateTopics when asked, FindCoordinator for
  * every group (batched), then connections to the coordinator it names. It prints its results
- * for humans, then one line of JSON (a line starting with '{') for scripts/bench. The exit
+ * for humans, then one line of JSON (a line starting with '{') for tests/bench/bench.py. The exit
  * status is 0 when the scenario finished with no error answer at all, 1 otherwise, 2 for a
  * usage error.
  *
