@@ -4,8 +4,8 @@
  * A heartbeat is checked first (Kafka's GroupCoordinatorService validates the request before it
  * looks for the group's partition), then handed to the shard (coord.h) of the partition that
  * owns the group, which answers at once; the answer waits until the records it caused are
- * durable (see waits_for_log in dispatch.c). ConsumerGroupDescribe reads every partition the
- * request names.
+ * durable (the waits-for-log flag of its row in proto/apis.kdef). ConsumerGroupDescribe reads
+ * every partition the request names.
  */
 #include "api/api.h"
 
