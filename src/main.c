@@ -285,6 +285,64 @@ static int32_t reserve_fds(const kc_conf_t *conf)
     return (int32_t)reserve;
 }
 
+/* The HTTP listener for /metrics, /healthz, /readyz and /v1/groups, after the Kafka ones: 0,
+ * or a libuv error. Failing to take the default address only warns: another daemon on this
+ * host may hold it. */
+static int start_metrics(daemon_t *d, const kc_conf_t *conf)
+{
+    char err[512];
+    kc_listener_t mlisten;
+    size_t n_mlisten = 0;
+    if (kc_conf_parse_listeners(conf->metrics_listener, &mlisten, 1, &n_mlisten, err, sizeof err) !=
+            0 ||
+        n_mlisten != 1)
+        return 0;
+    int mport = 0;
+    d->obs = kc_obs_server_new(&d->loop, d->coord);
+    if (d->obs != NULL)
+        kc_obs_server_configure(d->obs, conf);
+    int rc = d->obs == NULL ? UV_ENOMEM
+                            : kc_obs_server_listen(d->obs, mlisten.host, mlisten.port, &mport);
+    const char *l = strchr(mlisten.host, ':') != NULL ? "[" : "";
+    const char *r = *l != '\0' ? "]" : "";
+    if (rc != 0 && kc_conf_get_source(conf, "metrics.listener") == KC_CONF_SRC_DEFAULT) {
+        KC_WARN("main",
+                "metrics.listener: cannot listen on the default %s%s%s:%d: %s; serving no "
+                "metrics (set metrics.listener to choose an address)",
+                l, mlisten.host, r, mlisten.port, uv_strerror(rc));
+        kc_obs_server_close(d->obs);
+        d->obs = NULL;
+        rc = 0;
+    } else if (rc != 0) {
+        KC_ERROR("main", "metrics.listener: cannot listen on %s%s%s:%d: %s", l, mlisten.host, r,
+                 mlisten.port, uv_strerror(rc));
+    } else {
+        KC_INFO("main", "metrics.listener: serving http://%s%s%s:%d/metrics", l, mlisten.host, r,
+                mport);
+    }
+    return rc;
+}
+
+/* What clients are told to connect to: advertised.listeners, else the first listener (the
+ * machine's host name, into `hostname`, when that listener is a wildcard address). */
+static void advertise(kc_api_ctx_t *ctx, const kc_listener_t *advertised, size_t n_advertised,
+                      const kc_listener_t *first, int first_port, char *hostname, size_t cap)
+{
+    if (n_advertised > 0) {
+        ctx->host = advertised[0].host;
+        ctx->port = advertised[0].port;
+        return;
+    }
+    ctx->host = first->host;
+    ctx->port = first_port;
+    if (strcmp(ctx->host, "0.0.0.0") == 0 || strcmp(ctx->host, "::") == 0) {
+        if (gethostname(hostname, cap) != 0)
+            snprintf(hostname, cap, "localhost");
+        hostname[cap - 1] = '\0';
+        ctx->host = hostname;
+    }
+}
+
 int main(int argc, char **argv)
 {
     /* Offline tools over a data directory: kcoord dump-log PATH..., kcoord verify-log DIR. */
@@ -391,54 +449,12 @@ int main(int argc, char **argv)
             first_port = port;
     }
 
-    /* The HTTP listener for /metrics, /healthz, /readyz and /v1/groups, after the Kafka ones. */
-    kc_listener_t mlisten;
-    size_t n_mlisten = 0;
-    int mparse =
-        kc_conf_parse_listeners(conf.metrics_listener, &mlisten, 1, &n_mlisten, err, sizeof err);
-    if (rc == 0 && mparse == 0 && n_mlisten == 1) {
-        int mport = 0;
-        d.obs = kc_obs_server_new(&d.loop, d.coord);
-        if (d.obs != NULL)
-            kc_obs_server_configure(d.obs, &conf);
-        rc = d.obs == NULL ? UV_ENOMEM
-                           : kc_obs_server_listen(d.obs, mlisten.host, mlisten.port, &mport);
-        const char *l = strchr(mlisten.host, ':') != NULL ? "[" : "";
-        const char *r = *l != '\0' ? "]" : "";
-        if (rc != 0 && kc_conf_get_source(&conf, "metrics.listener") == KC_CONF_SRC_DEFAULT) {
-            /* Only the default address: another daemon on this host may hold it. */
-            KC_WARN("main",
-                    "metrics.listener: cannot listen on the default %s%s%s:%d: %s; serving no "
-                    "metrics (set metrics.listener to choose an address)",
-                    l, mlisten.host, r, mlisten.port, uv_strerror(rc));
-            kc_obs_server_close(d.obs);
-            d.obs = NULL;
-            rc = 0;
-        } else if (rc != 0) {
-            KC_ERROR("main", "metrics.listener: cannot listen on %s%s%s:%d: %s", l, mlisten.host, r,
-                     mlisten.port, uv_strerror(rc));
-        } else {
-            KC_INFO("main", "metrics.listener: serving http://%s%s%s:%d/metrics", l, mlisten.host,
-                    r, mport);
-        }
-    }
+    if (rc == 0)
+        rc = start_metrics(&d, &conf);
 
-    /* What clients are told to connect to: advertised.listeners, else the first listener
-     * (the machine's host name when that listener is a wildcard address). */
     char hostname[256];
-    if (n_advertised > 0) {
-        ctx.host = advertised[0].host;
-        ctx.port = advertised[0].port;
-    } else {
-        ctx.host = listeners[0].host;
-        ctx.port = first_port;
-        if (strcmp(ctx.host, "0.0.0.0") == 0 || strcmp(ctx.host, "::") == 0) {
-            if (gethostname(hostname, sizeof(hostname)) != 0)
-                snprintf(hostname, sizeof(hostname), "localhost");
-            hostname[sizeof(hostname) - 1] = '\0';
-            ctx.host = hostname;
-        }
-    }
+    advertise(&ctx, advertised, n_advertised, &listeners[0], first_port, hostname,
+              sizeof(hostname));
 
     uv_signal_init(&d.loop, &d.sigterm);
     uv_signal_init(&d.loop, &d.sigint);
