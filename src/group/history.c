@@ -1,8 +1,9 @@
 /* history.c - the rebalance history of a group, the same for both kinds of group (history.h).
  *
- * A ring of KC_RB_HISTORY entries per group, allocated at the group's first rebalance. An
- * entry is begun by the event that starts a rebalance, collects the members that joined and
- * dropped out while it runs, and is ended (with one info line) when the group settles.
+ * A ring of up to KC_RB_HISTORY entries per group, begun at the group's first rebalance and
+ * doubled as entries come until it holds KC_RB_HISTORY. An entry is begun by the event that
+ * starts a rebalance, collects the members that joined and dropped out while it runs, and is
+ * ended (with one info line) when the group settles.
  */
 #include "group/history.h"
 
@@ -37,6 +38,22 @@ static void rb_entry_clear(kc_history_entry_t *e)
     memset(e, 0, sizeof(*e));
 }
 
+/* Double the ring (1, 2, 4 .. KC_RB_HISTORY entries). Only called while it is full and has
+ * not wrapped, so entry k stays at index k % cap. */
+static int ring_grow(kc_history_t *r)
+{
+    uint32_t cap = r->cap ? r->cap * 2 : 1;
+    if (cap > KC_RB_HISTORY)
+        cap = KC_RB_HISTORY;
+    kc_history_entry_t *v = realloc(r->v, cap * sizeof(*v));
+    if (!v)
+        return -1;
+    memset(v + r->cap, 0, (cap - r->cap) * sizeof(*v));
+    r->v = v;
+    r->cap = cap;
+    return 0;
+}
+
 void kc_history_begin(kc_history_t *r, kc_gm_stats_t *stats, kc_time_t now, int cause,
                       kc_str_t member_id, kc_str_t reason)
 {
@@ -45,12 +62,9 @@ void kc_history_begin(kc_history_t *r, kc_gm_stats_t *stats, kc_time_t now, int 
     if (stats)
         stats->rebalances[cause]++;
     r->open = false;
-    if (!r->v) {
-        r->v = calloc(KC_RB_HISTORY, sizeof(*r->v));
-        if (!r->v)
-            return;
-    }
-    kc_history_entry_t *e = &r->v[r->total % KC_RB_HISTORY];
+    if (r->total == r->cap && r->cap < KC_RB_HISTORY && ring_grow(r) != 0)
+        return;
+    kc_history_entry_t *e = &r->v[r->total % r->cap];
     rb_entry_clear(e);
     e->generation = -1;
     e->start_ms = now.wall_ms;
@@ -64,7 +78,7 @@ void kc_history_begin(kc_history_t *r, kc_gm_stats_t *stats, kc_time_t now, int 
 
 kc_history_entry_t *kc_history_current(kc_history_t *r)
 {
-    return r->open && r->v && r->total > 0 ? &r->v[(r->total - 1) % KC_RB_HISTORY] : NULL;
+    return r->open && r->v && r->total > 0 ? &r->v[(r->total - 1) % r->cap] : NULL;
 }
 
 void kc_history_note(kc_history_t *r, bool joined, kc_str_t member_id)
@@ -82,8 +96,15 @@ void kc_history_note(kc_history_t *r, bool joined, kc_str_t member_id)
         (*more)++;
         return;
     }
-    if (!*list) {
-        *list = malloc(KC_HISTORY_NAMES_MAX * sizeof(**list));
+    if (*n >= 4 && (*n & (*n - 1)) == 0) { /* full at 4, 8, 16, 32: double */
+        kc_str_t *grown = realloc(*list, 2 * (size_t)*n * sizeof(**list));
+        if (!grown) {
+            (*more)++;
+            return;
+        }
+        *list = grown;
+    } else if (!*list) {
+        *list = malloc(4 * sizeof(**list));
         if (!*list) {
             (*more)++;
             return;
@@ -115,14 +136,13 @@ int64_t kc_history_last_end(const kc_history_t *r)
 {
     if (!r->v || r->total == 0 || r->open)
         return 0;
-    return r->v[(r->total - 1) % KC_RB_HISTORY].end_ms;
+    return r->v[(r->total - 1) % r->cap].end_ms;
 }
 
 void kc_history_free(kc_history_t *r)
 {
-    if (r->v)
-        for (uint32_t i = 0; i < KC_RB_HISTORY; i++)
-            rb_entry_clear(&r->v[i]);
+    for (uint32_t i = 0; i < r->cap; i++)
+        rb_entry_clear(&r->v[i]);
     free(r->v);
     memset(r, 0, sizeof(*r));
 }
@@ -214,9 +234,9 @@ static void json_names(kc_emit_fn emit, void *arg, const kc_str_t *v, uint32_t n
 void kc_history_json(const kc_history_t *r, int64_t mono_ms, kc_emit_fn emit, void *arg)
 {
     emit(arg, "[", 1);
-    uint32_t count = r->v ? (r->total < KC_RB_HISTORY ? r->total : KC_RB_HISTORY) : 0;
+    uint32_t count = r->total < r->cap ? r->total : r->cap;
     for (uint32_t k = 0; k < count; k++) {
-        const kc_history_entry_t *e = &r->v[(r->total - count + k) % KC_RB_HISTORY];
+        const kc_history_entry_t *e = &r->v[(r->total - count + k) % r->cap];
         bool running = r->open && k == count - 1;
         if (k)
             emit(arg, ",", 1);

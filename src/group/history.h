@@ -12,8 +12,9 @@
 #include "group/group.h"
 
 /* Rebalance history, the same for both kinds of group (group.h describes what it records).
- * A ring of KC_RB_HISTORY entries; the entries are allocated at the first rebalance, so a
- * group that never rebalances (a simple group holding offsets) costs nothing but the struct.
+ * A ring of up to KC_RB_HISTORY entries, allocated at the first rebalance and doubled (1, 2,
+ * 4 ..) as entries come, so a group that never rebalances (a simple group holding offsets)
+ * costs nothing but the struct and one that rebalanced once holds one entry.
  * Recording is best effort: when memory runs out an entry or a name is left out, and nothing
  * fails. Everything the ring keeps is its own copy. */
 /* Member ids kept per joined/dropped list; the rest are counted. */
@@ -27,14 +28,15 @@ typedef struct kc_history_entry_s {
     kc_str_t member_id;           /* owned copy, null: none */
     kc_str_t reason;              /* owned copy, null: none */
     const char *outcome;          /* a static string once ended: "stable", "empty", "restarted" */
-    kc_str_t *joined, *dropped;   /* owned copies, KC_HISTORY_NAMES_MAX each when allocated */
+    kc_str_t *joined, *dropped;   /* owned copies; room for 4, doubled up to KC_HISTORY_NAMES_MAX */
     uint32_t n_joined, n_dropped; /* kept */
     uint32_t more_joined, more_dropped; /* left out (beyond KC_HISTORY_NAMES_MAX or no memory) */
 } kc_history_entry_t;
 
 typedef struct kc_history_s {
-    kc_history_entry_t *v; /* KC_RB_HISTORY entries, NULL before the first rebalance */
-    uint32_t total;        /* entries ever begun: the newest is v[(total - 1) % KC_RB_HISTORY] */
+    kc_history_entry_t *v; /* cap entries, NULL before the first rebalance */
+    uint32_t cap;          /* 0, then 1, 2, 4 .. KC_RB_HISTORY (a power of two dividing it) */
+    uint32_t total;        /* entries ever begun: the newest is v[(total - 1) % cap] */
     bool open;             /* the newest entry is still running */
 } kc_history_t;
 
