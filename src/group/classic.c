@@ -140,6 +140,7 @@ static protoset_t *protoset_new(const kc_join_group_request_t *req)
     protoset_t *ps = malloc(total);
     if (!ps)
         return NULL;
+    ps->refs = 1;
     ps->n = n;
     char *cur = (char *)&ps->v[n];
     for (int32_t i = 0; i < n; i++) {
@@ -175,6 +176,12 @@ static int32_t protoset_find(const protoset_t *ps, kc_str_t name)
     return -1;
 }
 
+void kc_classic_protoset_unref(protoset_t *ps)
+{
+    if (ps && --ps->refs == 0)
+        free(ps);
+}
+
 static bool bytes_eq(kc_bytes_t a, kc_bytes_t b)
 {
     int32_t la = a.len > 0 ? a.len : 0, lb = b.len > 0 ? b.len : 0;
@@ -194,6 +201,20 @@ static bool protoset_matches(const protoset_t *ps, const kc_join_group_request_t
             return false;
     }
     return true;
+}
+
+/* The protocols of `req` for a member of `g`: the set of the group's newest or oldest member
+ * when it sent the same ones (the members of a group nearly always do), else a new one. NULL
+ * when out of memory. */
+static protoset_t *protoset_get(const group_t *g, const kc_join_group_request_t *req)
+{
+    const member_t *near[2] = {g->tail, g->head};
+    for (int i = 0; i < 2; i++)
+        if (near[i] && near[i]->protos && protoset_matches(near[i]->protos, req)) {
+            near[i]->protos->refs++;
+            return near[i]->protos;
+        }
+    return protoset_new(req);
 }
 
 /* The metadata a member gave for `name` (empty when it gave none). */
@@ -349,7 +370,7 @@ void kc_classic_member_free(member_t *m)
 {
     if (!m)
         return;
-    free(m->protos);
+    kc_classic_protoset_unref(m->protos);
     free(m->assignment);
     free(m);
 }
@@ -1572,7 +1593,7 @@ static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t
 {
     kc_gm_t *gm = g->gm;
     const kc_join_group_request_t *req = jr->req;
-    protoset_t *ps = protoset_new(req);
+    protoset_t *ps = protoset_get(g, req);
     member_t *m = kc_classic_member_new(member_id, jr->instance_id, jr->client_id, jr->client_host);
     char *ptype = NULL;
     kc_str_t rt = req->protocol_type.len > 0 ? req->protocol_type : KC_STR_EMPTY;
@@ -1582,7 +1603,7 @@ static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t
         pname_reserve(g, ps) != 0 || kc_strmap_reserve(&g->by_id, 1) != 0 ||
         kc_heap_reserve(&g->mheap, (size_t)g->n_members + 1) != 0 ||
         (kc_text_present(jr->instance_id) && kc_strmap_reserve(&g->by_instance, 1) != 0)) {
-        free(ps);
+        kc_classic_protoset_unref(ps);
         kc_classic_member_free(m);
         free(ptype);
         reply_join_oom(rq, jr->member_id);
@@ -1620,7 +1641,7 @@ static void update_member(group_t *g, member_t *m, protoset_t *ps, const join_re
 {
     pc_add(g, ps, +1);
     pc_add(g, m->protos, -1);
-    free(m->protos);
+    kc_classic_protoset_unref(m->protos);
     m->protos = ps;
     m->rebalance_timeout_ms = jr->rebalance_timeout_ms;
     m->session_timeout_ms = jr->session_timeout_ms;
@@ -1631,9 +1652,9 @@ static void update_member(group_t *g, member_t *m, protoset_t *ps, const join_re
 static void update_member_then_rebalance(group_t *g, member_t *m, const join_req_t *jr,
                                          const char *why, int cause, req_t *rq)
 {
-    protoset_t *ps = protoset_new(jr->req);
+    protoset_t *ps = protoset_get(g, jr->req);
     if (!ps || kc_classic_pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0) {
-        free(ps);
+        kc_classic_protoset_unref(ps);
         reply_join_oom(rq, jr->member_id);
         return;
     }
@@ -1669,11 +1690,11 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
     kc_str_t old_id = kc_text_arena(rq->a, old->id, &oom); /* for the history */
     member_t *nm =
         kc_classic_member_new(new_id, old->instance_id, old->client_id, old->client_host);
-    protoset_t *ps = protoset_new(jr->req);
+    protoset_t *ps = protoset_get(g, jr->req);
     if (oom || !nm || !ps || kc_classic_pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0 ||
         kc_strmap_reserve(&g->by_id, 1) != 0) {
         kc_classic_member_free(nm);
-        free(ps);
+        kc_classic_protoset_unref(ps);
         reply_join_oom(rq, jr->member_id);
         return;
     }

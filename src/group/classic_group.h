@@ -30,8 +30,10 @@
 #define GROUP_METADATA_VALUE_VERSION 3
 
 /* A member's protocols, in its order of preference; names and metadata live in the same
- * allocation right after the array. */
+ * allocation right after the array. Never changed once made, so members of a group that sent
+ * the same protocols share one (refs counts them; kc_classic_protoset_unref frees). */
 typedef struct protoset_s {
+    int32_t refs;
     int32_t n;
     kc_join_group_request_protocol_t v[];
 } protoset_t;
@@ -166,6 +168,9 @@ kc_bytes_t kc_classic_arena_bytes(kc_arena_t *a, kc_bytes_t b, bool *oom);
 /* The protocol set of a member read back from a GroupMetadata record: the record keeps only
  * the metadata of the group's selected protocol, so that is all the member supports. */
 protoset_t *kc_classic_protoset_one(kc_str_t name, kc_bytes_t metadata);
+
+/* Drop one reference to `ps` (NULL: nothing), freeing it with the last. */
+void kc_classic_protoset_unref(protoset_t *ps);
 
 /* The metadata a member gave for `name` (empty when it gave none). */
 kc_bytes_t kc_classic_member_metadata(const member_t *m, kc_str_t name);
