@@ -404,6 +404,10 @@ static void pending_remove(group_t *g, kc_str_t id)
     if (p)
         kc_heap_remove(&g->pheap, &p->node);
     free(p);
+    if (g->pending.n == 0) { /* the join burst is over: give its tables back */
+        kc_strmap_free(&g->pending);
+        kc_heap_free(&g->pheap);
+    }
 }
 
 bool kc_classic_is_leader(const group_t *g, const member_t *m)
