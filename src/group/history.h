@@ -20,6 +20,16 @@
 /* Member ids kept per joined/dropped list; the rest are counted. */
 #define KC_HISTORY_NAMES_MAX 64
 
+/* The member ids of one list, packed in one buffer: each a 4-byte length (native order, not
+ * aligned) then its bytes. The buffer doubles as names come and is cut to fit when the
+ * entry ends. */
+typedef struct kc_history_names_s {
+    char *buf;         /* NULL until the first name */
+    uint32_t len, cap; /* bytes used, bytes allocated */
+    uint32_t n;        /* names kept */
+    uint32_t more;     /* left out (beyond KC_HISTORY_NAMES_MAX or no memory) */
+} kc_history_names_t;
+
 typedef struct kc_history_entry_s {
     int32_t generation;           /* the generation (group epoch) it produced, -1 until known */
     int64_t start_ms, end_ms;     /* wall clock, for people; end_ms 0 while it runs */
@@ -28,9 +38,7 @@ typedef struct kc_history_entry_s {
     kc_str_t member_id;           /* owned copy, null: none */
     kc_str_t reason;              /* owned copy, null: none */
     const char *outcome;          /* a static string once ended: "stable", "empty", "restarted" */
-    kc_str_t *joined, *dropped;   /* owned copies; room for 4, doubled up to KC_HISTORY_NAMES_MAX */
-    uint32_t n_joined, n_dropped; /* kept */
-    uint32_t more_joined, more_dropped; /* left out (beyond KC_HISTORY_NAMES_MAX or no memory) */
+    kc_history_names_t joined, dropped;
 } kc_history_entry_t;
 
 typedef struct kc_history_s {
