@@ -60,7 +60,7 @@
 #define PATH_MAX_  4096
 /* The encode buffer a partition keeps between appends; a larger one (a burst of group
  * metadata) is given back after its write, so an idle partition does not hold it. */
-#define KEEP_WBUF_BYTES ((size_t)16 * 1024)
+#define KEEP_WBUF_BYTES ((size_t)4 * 1024)
 
 /* The plog's state (struct kc_plog_s, its segments and index entries) is declared in
  * log_int.h, because the log cleaner (cleaner.c) works on it too. */
