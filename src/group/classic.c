@@ -140,6 +140,7 @@ static protoset_t *protoset_new(const kc_join_group_request_t *req)
     protoset_t *ps = malloc(total);
     if (!ps)
         return NULL;
+    ps->refs = 1;
     ps->n = n;
     char *cur = (char *)&ps->v[n];
     for (int32_t i = 0; i < n; i++) {
@@ -175,6 +176,12 @@ static int32_t protoset_find(const protoset_t *ps, kc_str_t name)
     return -1;
 }
 
+void kc_classic_protoset_unref(protoset_t *ps)
+{
+    if (ps && --ps->refs == 0)
+        free(ps);
+}
+
 static bool bytes_eq(kc_bytes_t a, kc_bytes_t b)
 {
     int32_t la = a.len > 0 ? a.len : 0, lb = b.len > 0 ? b.len : 0;
@@ -194,6 +201,20 @@ static bool protoset_matches(const protoset_t *ps, const kc_join_group_request_t
             return false;
     }
     return true;
+}
+
+/* The protocols of `req` for a member of `g`: the set of the group's newest or oldest member
+ * when it sent the same ones (the members of a group nearly always do), else a new one. NULL
+ * when out of memory. */
+static protoset_t *protoset_get(const group_t *g, const kc_join_group_request_t *req)
+{
+    const member_t *near[2] = {g->tail, g->head};
+    for (int i = 0; i < 2; i++)
+        if (near[i] && near[i]->protos && protoset_matches(near[i]->protos, req)) {
+            near[i]->protos->refs++;
+            return near[i]->protos;
+        }
+    return protoset_new(req);
 }
 
 /* The metadata a member gave for `name` (empty when it gave none). */
@@ -337,9 +358,9 @@ member_t *kc_classic_member_new(kc_str_t id, kc_str_t instance, kc_str_t client_
         return NULL;
     char *cur = (char *)(m + 1);
     m->id = kc_text_put(&cur, id);
-    m->instance_id = kc_text_put(&cur, instance);
-    m->client_id = kc_text_put(&cur, client_id);
-    m->client_host = kc_text_put(&cur, host);
+    m->instance_len = kc_text_put(&cur, instance).len;
+    m->client_id_len = kc_text_put(&cur, client_id).len;
+    m->client_host_len = kc_text_put(&cur, host).len;
     m->hb_deadline = NEVER;
     kc_heap_node_init(&m->hb_node);
     return m;
@@ -349,7 +370,7 @@ void kc_classic_member_free(member_t *m)
 {
     if (!m)
         return;
-    free(m->protos);
+    kc_classic_protoset_unref(m->protos);
     free(m->assignment);
     free(m);
 }
@@ -383,6 +404,10 @@ static void pending_remove(group_t *g, kc_str_t id)
     if (p)
         kc_heap_remove(&g->pheap, &p->node);
     free(p);
+    if (g->pending.n == 0) { /* the join burst is over: give its tables back */
+        kc_strmap_free(&g->pending);
+        kc_heap_free(&g->pheap);
+    }
 }
 
 bool kc_classic_is_leader(const group_t *g, const member_t *m)
@@ -568,9 +593,11 @@ int kc_classic_emit_group_metadata(group_t *g, bool tombstone, bool empty, const
                 int32_t i = 0;
                 for (member_t *m = g->head; m; m = m->next, i++) {
                     mm[i].member_id = m->id;
-                    mm[i].group_instance_id = m->instance_id;
-                    mm[i].client_id = m->client_id.len >= 0 ? m->client_id : KC_STR_EMPTY;
-                    mm[i].client_host = m->client_host.len >= 0 ? m->client_host : KC_STR_EMPTY;
+                    mm[i].group_instance_id = kc_classic_member_instance(m);
+                    kc_str_t cid = kc_classic_member_client_id(m);
+                    kc_str_t host = kc_classic_member_client_host(m);
+                    mm[i].client_id = cid.len >= 0 ? cid : KC_STR_EMPTY;
+                    mm[i].client_host = host.len >= 0 ? host : KC_STR_EMPTY;
                     mm[i].rebalance_timeout = m->rebalance_timeout_ms;
                     mm[i].session_timeout = m->session_timeout_ms;
                     mm[i].subscription = kc_classic_member_metadata(m, kc_classic_pname_view(g));
@@ -699,10 +726,11 @@ static void reply_sync_error(req_t *rq, int16_t err)
 static bool finish_join(group_t *g, member_t *m, const kc_join_group_response_t *r, req_t *rq)
 {
     kc_gm_t *gm = g->gm;
-    if (!m->join.active)
+    if (!m->join_parked)
         return false;
     waiter_t w = m->join;
     m->join = (waiter_t){0};
+    m->join_parked = false;
     g->n_awaiting_join--;
     if (rq && w.seq == rq->seq && rq->join)
         reply_join(rq, r);
@@ -724,10 +752,11 @@ static bool finish_join_error(group_t *g, member_t *m, int16_t err, kc_str_t mem
 static bool finish_sync(group_t *g, member_t *m, const kc_sync_group_response_t *r, req_t *rq)
 {
     kc_gm_t *gm = g->gm;
-    if (!m->sync.active)
+    if (!m->sync_parked)
         return false;
     waiter_t w = m->sync;
     m->sync = (waiter_t){0};
+    m->sync_parked = false;
     if (rq && w.seq == rq->seq && rq->sync)
         reply_sync(rq, r);
     else if (gm->ops.sync_done)
@@ -748,7 +777,8 @@ static bool finish_sync_error(group_t *g, member_t *m, int16_t err, req_t *rq)
 static void park_join(group_t *g, member_t *m, req_t *rq)
 {
     finish_join_error(g, m, KC_ERR_NOT_COORDINATOR, m->id, rq);
-    m->join = (waiter_t){rq->waiter, rq->seq, true};
+    m->join = (waiter_t){rq->waiter, rq->seq};
+    m->join_parked = true;
     g->n_awaiting_join++;
     rq->parked = true;
 }
@@ -756,7 +786,8 @@ static void park_join(group_t *g, member_t *m, req_t *rq)
 static void park_sync(group_t *g, member_t *m, req_t *rq)
 {
     finish_sync_error(g, m, KC_ERR_NOT_COORDINATOR, rq);
-    m->sync = (waiter_t){rq->waiter, rq->seq, true};
+    m->sync = (waiter_t){rq->waiter, rq->seq};
+    m->sync_parked = true;
     rq->parked = true;
 }
 
@@ -774,7 +805,7 @@ static int join_members(group_t *g, kc_join_group_response_member_t **out, int32
     int32_t i = 0;
     for (member_t *m = g->head; m; m = m->next, i++) {
         v[i].member_id = m->id;
-        v[i].group_instance_id = m->instance_id;
+        v[i].group_instance_id = kc_classic_member_instance(m);
         v[i].metadata = kc_classic_member_metadata(m, kc_classic_pname_view(g));
     }
     *out = v;
@@ -883,8 +914,9 @@ void kc_classic_group_destroy(kc_gm_t *gm, group_t *g, int16_t err, req_t *rq)
  * malloc'd copy of the protocol type, taken when the group has no members). */
 void kc_classic_group_add(group_t *g, member_t *m, char *ptype, int32_t ptype_len)
 {
-    if (kc_text_present(m->instance_id))
-        kc_strmap_put(&g->by_instance, m->instance_id.p, (size_t)m->instance_id.len, m);
+    kc_str_t inst = kc_classic_member_instance(m);
+    if (kc_text_present(inst))
+        kc_strmap_put(&g->by_instance, inst.p, (size_t)inst.len, m);
     if (g->n_members == 0 && ptype) {
         free(g->ptype);
         g->ptype = ptype;
@@ -917,8 +949,9 @@ static void group_remove(group_t *g, member_t *m, req_t *rq)
     finish_sync_error(g, m, KC_ERR_UNKNOWN_MEMBER_ID, rq);
     pc_add(g, m->protos, -1);
     kc_strmap_del(&g->by_id, m->id.p, (size_t)m->id.len);
-    if (kc_text_present(m->instance_id) && kc_classic_find_static(g, m->instance_id) == m)
-        kc_strmap_del(&g->by_instance, m->instance_id.p, (size_t)m->instance_id.len);
+    kc_str_t inst = kc_classic_member_instance(m);
+    if (kc_text_present(inst) && kc_classic_find_static(g, inst) == m)
+        kc_strmap_del(&g->by_instance, inst.p, (size_t)inst.len);
     if (m->prev)
         m->prev->next = m->next;
     else
@@ -1125,10 +1158,10 @@ static bool maybe_elect_new_joined_leader(group_t *g)
 {
     if (!g->leader)
         return false;
-    if (g->leader->join.active)
+    if (g->leader->join_parked)
         return true;
     for (member_t *m = g->head; m; m = m->next) {
-        if (m->join.active) {
+        if (m->join_parked) {
             KC_DEBUG("group",
                      "group %.*s: leader %.*s failed to join before the rebalance timeout; "
                      "member %.*s is the new leader",
@@ -1254,7 +1287,7 @@ static void complete_join_phase(group_t *g, req_t *rq)
     int removed = 0;
     for (member_t *m = g->head, *next; m; m = next) {
         next = m->next;
-        if (!m->join.active && !kc_text_present(m->instance_id)) {
+        if (!m->join_parked && !kc_text_present(kc_classic_member_instance(m))) {
             KC_DEBUG("group", "group %.*s: removing dynamic member %.*s that did not rejoin",
                      SV(g->id), SV(m->id));
             group_remove(g, m, rq);
@@ -1376,7 +1409,7 @@ static void expire_member(group_t *g, member_t *m, req_t *rq)
     if (g->state == KC_GROUP_DEAD)
         return;
     /* hasSatisfiedHeartbeat: a member that is not new and waits in a rebalance is alive. */
-    bool satisfied = !m->is_new && (m->join.active || m->sync.active);
+    bool satisfied = !m->is_new && (m->join_parked || m->sync_parked);
     if (satisfied)
         return;
     char reason[160];
@@ -1558,7 +1591,7 @@ static bool accept_joining_member(group_t *g, kc_str_t member_id)
     case KC_GROUP_DEAD:
         return true;
     case KC_GROUP_PREPARING_REBALANCE:
-        return (m && m->join.active) || g->n_awaiting_join < max;
+        return (m && m->join_parked) || g->n_awaiting_join < max;
     case KC_GROUP_COMPLETING_REBALANCE:
     case KC_GROUP_STABLE:
         return m || g->n_members < max;
@@ -1572,7 +1605,7 @@ static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t
 {
     kc_gm_t *gm = g->gm;
     const kc_join_group_request_t *req = jr->req;
-    protoset_t *ps = protoset_new(req);
+    protoset_t *ps = protoset_get(g, req);
     member_t *m = kc_classic_member_new(member_id, jr->instance_id, jr->client_id, jr->client_host);
     char *ptype = NULL;
     kc_str_t rt = req->protocol_type.len > 0 ? req->protocol_type : KC_STR_EMPTY;
@@ -1582,7 +1615,7 @@ static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t
         pname_reserve(g, ps) != 0 || kc_strmap_reserve(&g->by_id, 1) != 0 ||
         kc_heap_reserve(&g->mheap, (size_t)g->n_members + 1) != 0 ||
         (kc_text_present(jr->instance_id) && kc_strmap_reserve(&g->by_instance, 1) != 0)) {
-        free(ps);
+        kc_classic_protoset_unref(ps);
         kc_classic_member_free(m);
         free(ptype);
         reply_join_oom(rq, jr->member_id);
@@ -1609,7 +1642,8 @@ static void add_member_then_rebalance(group_t *g, const join_req_t *jr, kc_str_t
     char reason[300];
     snprintf(reason, sizeof(reason),
              "adding new member %.*s with group instance id %.*s; client reason: %.*s", SV(m->id),
-             SV(kc_text_present(m->instance_id) ? m->instance_id : KC_STR_LIT("None")),
+             SV(kc_text_present(kc_classic_member_instance(m)) ? kc_classic_member_instance(m)
+                                                               : KC_STR_LIT("None")),
              SV(jr->reason));
     maybe_prepare_rebalance_or_complete_join(g, reason, rq);
 }
@@ -1620,7 +1654,7 @@ static void update_member(group_t *g, member_t *m, protoset_t *ps, const join_re
 {
     pc_add(g, ps, +1);
     pc_add(g, m->protos, -1);
-    free(m->protos);
+    kc_classic_protoset_unref(m->protos);
     m->protos = ps;
     m->rebalance_timeout_ms = jr->rebalance_timeout_ms;
     m->session_timeout_ms = jr->session_timeout_ms;
@@ -1631,9 +1665,9 @@ static void update_member(group_t *g, member_t *m, protoset_t *ps, const join_re
 static void update_member_then_rebalance(group_t *g, member_t *m, const join_req_t *jr,
                                          const char *why, int cause, req_t *rq)
 {
-    protoset_t *ps = protoset_new(jr->req);
+    protoset_t *ps = protoset_get(g, jr->req);
     if (!ps || kc_classic_pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0) {
-        free(ps);
+        kc_classic_protoset_unref(ps);
         reply_join_oom(rq, jr->member_id);
         return;
     }
@@ -1652,7 +1686,7 @@ static void rb_static_replaced(group_t *g, kc_str_t old_id, const member_t *m)
 {
     char why[200];
     int n = snprintf(why, sizeof(why), "group instance id %.*s replaced member %.*s",
-                     SV(m->instance_id), SV(old_id));
+                     SV(kc_classic_member_instance(m)), SV(old_id));
     rb_start(g, KC_RB_STATIC_REPLACED, m->id,
              (kc_str_t){why, n < (int)sizeof(why) ? n : (int)sizeof(why) - 1});
     kc_history_note(&g->rb, false, old_id);
@@ -1668,20 +1702,21 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
     kc_str_t current_leader = g->leader ? kc_text_arena(rq->a, g->leader->id, &oom) : KC_STR_NULL;
     kc_str_t old_id = kc_text_arena(rq->a, old->id, &oom); /* for the history */
     member_t *nm =
-        kc_classic_member_new(new_id, old->instance_id, old->client_id, old->client_host);
-    protoset_t *ps = protoset_new(jr->req);
+        kc_classic_member_new(new_id, kc_classic_member_instance(old),
+                              kc_classic_member_client_id(old), kc_classic_member_client_host(old));
+    protoset_t *ps = protoset_get(g, jr->req);
     if (oom || !nm || !ps || kc_classic_pc_reserve(g, ps) != 0 || pname_reserve(g, ps) != 0 ||
         kc_strmap_reserve(&g->by_id, 1) != 0) {
         kc_classic_member_free(nm);
-        free(ps);
+        kc_classic_protoset_unref(ps);
         reply_join_oom(rq, jr->member_id);
         return;
     }
     KC_DEBUG("group",
              "group %.*s: static member with instance id %.*s joins with an unknown member id "
              "in %s; replacing member %.*s with %.*s",
-             SV(g->id), SV(old->instance_id), kc_group_state_name(g->state), SV(old->id),
-             SV(new_id));
+             SV(g->id), SV(kc_classic_member_instance(old)), kc_group_state_name(g->state),
+             SV(old->id), SV(new_id));
 
     /* ClassicGroup.replaceStaticMember: fence the old member's parked requests. */
     {
@@ -1721,7 +1756,8 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
         g->tail = nm;
     kc_strmap_del(&g->by_id, old->id.p, (size_t)old->id.len);
     kc_strmap_put(&g->by_id, nm->id.p, (size_t)nm->id.len, nm);
-    kc_strmap_put(&g->by_instance, nm->instance_id.p, (size_t)nm->instance_id.len, nm);
+    kc_str_t inst = kc_classic_member_instance(nm);
+    kc_strmap_put(&g->by_instance, inst.p, (size_t)inst.len, nm);
     if (g->leader == old)
         g->leader = nm;
     kc_heap_remove(&g->mheap, &old->hb_node); /* nm takes its place there in kc_classic_set_hb */
@@ -1772,7 +1808,7 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
         snprintf(reason, sizeof(reason),
                  "group's selected protocol will change because static member %.*s with "
                  "instance id %.*s joined with a change of protocol; client reason: %.*s",
-                 SV(m->id), SV(m->instance_id), SV(jr->reason));
+                 SV(m->id), SV(kc_classic_member_instance(m)), SV(jr->reason));
         rb_static_replaced(g, old_id, m);
         maybe_prepare_rebalance_or_complete_join(g, reason, rq);
         return;
@@ -1782,7 +1818,7 @@ static void update_static_member_then_rebalance(group_t *g, member_t *old, const
         snprintf(reason, sizeof(reason),
                  "updating metadata for static member %.*s with instance id %.*s; client "
                  "reason: %.*s",
-                 SV(m->id), SV(m->instance_id), SV(jr->reason));
+                 SV(m->id), SV(kc_classic_member_instance(m)), SV(jr->reason));
         rb_static_replaced(g, old_id, m);
         kc_classic_prepare_rebalance(g, reason, rq);
         return;

@@ -192,10 +192,10 @@ void kc_classic_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,
                 int32_t i = 0;
                 for (const member_t *m = g->head; m; m = m->next, i++) {
                     v[i].member_id = kc_text_arena(a, m->id, &oom);
-                    v[i].group_instance_id = kc_text_arena(a, m->instance_id, &oom);
-                    v[i].client_id =
-                        kc_text_arena(a, m->client_id.len >= 0 ? m->client_id : KC_STR_EMPTY, &oom);
-                    v[i].client_host = kc_text_arena(a, m->client_host, &oom);
+                    v[i].group_instance_id = kc_text_arena(a, kc_classic_member_instance(m), &oom);
+                    kc_str_t cid = kc_classic_member_client_id(m);
+                    v[i].client_id = kc_text_arena(a, cid.len >= 0 ? cid : KC_STR_EMPTY, &oom);
+                    v[i].client_host = kc_text_arena(a, kc_classic_member_client_host(m), &oom);
                     v[i].member_metadata =
                         stable
                             ? kc_classic_arena_bytes(
@@ -388,11 +388,11 @@ int kc_classic_json_group(const kc_gm_t *gm, int64_t mono_ms, kc_str_t group_id,
         kc_text_json_lit(emit, arg, "{\"member_id\":");
         kc_text_json_str(emit, arg, m->id);
         kc_text_json_lit(emit, arg, ",\"instance_id\":");
-        kc_text_json_str(emit, arg, m->instance_id);
+        kc_text_json_str(emit, arg, kc_classic_member_instance(m));
         kc_text_json_lit(emit, arg, ",\"client_id\":");
-        kc_text_json_str(emit, arg, m->client_id);
+        kc_text_json_str(emit, arg, kc_classic_member_client_id(m));
         kc_text_json_lit(emit, arg, ",\"client_host\":");
-        kc_text_json_str(emit, arg, m->client_host);
+        kc_text_json_str(emit, arg, kc_classic_member_client_host(m));
         kc_text_json_lit(emit, arg, ",\"leader\":");
         kc_text_json_lit(emit, arg, kc_classic_is_leader(g, m) ? "true" : "false");
         kc_text_json_lit(emit, arg, ",\"session_timeout_ms\":");

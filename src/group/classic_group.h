@@ -30,35 +30,66 @@
 #define GROUP_METADATA_VALUE_VERSION 3
 
 /* A member's protocols, in its order of preference; names and metadata live in the same
- * allocation right after the array. */
+ * allocation right after the array. Never changed once made, so members of a group that sent
+ * the same protocols share one (refs counts them; kc_classic_protoset_unref frees). */
 typedef struct protoset_s {
+    int32_t refs;
     int32_t n;
     kc_join_group_request_protocol_t v[];
 } protoset_t;
 
-/* A parked request. */
+/* A parked request (its member's join_parked / sync_parked says whether it is one). */
 typedef struct waiter_s {
     void *ptr;    /* what the host gave kc_gm_join / kc_gm_sync */
     uint64_t seq; /* the request that parked it */
-    bool active;
 } waiter_t;
 
+/* One allocation: the struct, then its id, instance id, client id and client host, each with
+ * a NUL (a null one takes no room). Read the last three with kc_classic_member_instance,
+ * _client_id and _client_host. */
 typedef struct member_s {
     struct member_s *prev, *next; /* the group's members in the order they were added */
-    /* Views into this member's own allocation. instance_id is null for a dynamic member. */
-    kc_str_t id, instance_id, client_id, client_host;
-    int32_t rebalance_timeout_ms;
-    int32_t session_timeout_ms;
-    protoset_t *protos;  /* owned */
-    uint8_t *assignment; /* owned; NULL when empty */
-    int32_t assignment_len;
+    kc_str_t id;                  /* view into this member's own allocation */
+    protoset_t *protos;           /* shared (protoset_t.refs) */
+    uint8_t *assignment;          /* owned; NULL when empty */
     waiter_t join, sync;
-    bool is_new;       /* joined and has not yet completed a join phase */
-    bool pending_sync; /* expected to send SyncGroup in this generation */
     int64_t hb_deadline;
     int64_t last_hb_ms;     /* when its session was last renewed (for introspection) */
     kc_heap_node_t hb_node; /* in the group's mheap, keyed no later than hb_deadline */
+    int32_t rebalance_timeout_ms;
+    int32_t session_timeout_ms;
+    int32_t assignment_len;
+    int32_t instance_len, client_id_len, client_host_len; /* -1: null (instance: dynamic) */
+    bool join_parked, sync_parked;
+    bool is_new;       /* joined and has not yet completed a join phase */
+    bool pending_sync; /* expected to send SyncGroup in this generation */
 } member_t;
+
+/* The view of a string kept after the member's id (`skip` bytes in), `len` -1 for null. */
+static inline kc_str_t kc_classic_member_text(const member_t *m, size_t skip, int32_t len)
+{
+    const char *p = (const char *)(m + 1) + (m->id.len >= 0 ? (size_t)m->id.len + 1 : 0) + skip;
+    return len >= 0 ? (kc_str_t){p, len} : KC_STR_NULL;
+}
+
+/* The member's group instance id (null for a dynamic member). */
+static inline kc_str_t kc_classic_member_instance(const member_t *m)
+{
+    return kc_classic_member_text(m, 0, m->instance_len);
+}
+
+static inline kc_str_t kc_classic_member_client_id(const member_t *m)
+{
+    size_t skip = m->instance_len >= 0 ? (size_t)m->instance_len + 1 : 0;
+    return kc_classic_member_text(m, skip, m->client_id_len);
+}
+
+static inline kc_str_t kc_classic_member_client_host(const member_t *m)
+{
+    size_t skip = (m->instance_len >= 0 ? (size_t)m->instance_len + 1 : 0) +
+                  (m->client_id_len >= 0 ? (size_t)m->client_id_len + 1 : 0);
+    return kc_classic_member_text(m, skip, m->client_host_len);
+}
 
 /* A KIP-394 member id handed out with MEMBER_ID_REQUIRED, waiting for its second JoinGroup. */
 typedef struct pending_s {
@@ -166,6 +197,9 @@ kc_bytes_t kc_classic_arena_bytes(kc_arena_t *a, kc_bytes_t b, bool *oom);
 /* The protocol set of a member read back from a GroupMetadata record: the record keeps only
  * the metadata of the group's selected protocol, so that is all the member supports. */
 protoset_t *kc_classic_protoset_one(kc_str_t name, kc_bytes_t metadata);
+
+/* Drop one reference to `ps` (NULL: nothing), freeing it with the last. */
+void kc_classic_protoset_unref(protoset_t *ps);
 
 /* The metadata a member gave for `name` (empty when it gave none). */
 kc_bytes_t kc_classic_member_metadata(const member_t *m, kc_str_t name);

@@ -88,11 +88,12 @@ static group_t *group_from_record(kc_gm_t *gm, kc_str_t id, const kc_group_metad
         m->rebalance_timeout_ms =
             mm->rebalance_timeout == -1 ? mm->session_timeout : mm->rebalance_timeout;
         m->session_timeout_ms = mm->session_timeout;
-        if (kc_text_present(m->instance_id) && kc_classic_find_static(g, m->instance_id))
+        if (kc_text_present(kc_classic_member_instance(m)) &&
+            kc_classic_find_static(g, kc_classic_member_instance(m)))
             KC_WARN("group",
                     "group %.*s: GroupMetadata record maps instance id %.*s to two members; "
                     "the last one, %.*s, keeps it",
-                    SV(id), SV(m->instance_id), SV(m->id));
+                    SV(id), SV(kc_classic_member_instance(m)), SV(m->id));
         kc_classic_group_add(g, m, NULL,
                              0); /* the first member leads until the record's leader is set */
     }

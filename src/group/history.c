@@ -1,8 +1,9 @@
 /* history.c - the rebalance history of a group, the same for both kinds of group (history.h).
  *
- * A ring of KC_RB_HISTORY entries per group, allocated at the group's first rebalance. An
- * entry is begun by the event that starts a rebalance, collects the members that joined and
- * dropped out while it runs, and is ended (with one info line) when the group settles.
+ * A ring of up to KC_RB_HISTORY entries per group, begun at the group's first rebalance and
+ * doubled as entries come until it holds KC_RB_HISTORY. An entry is begun by the event that
+ * starts a rebalance, collects the members that joined and dropped out while it runs, and is
+ * ended (with one info line) when the group settles.
  */
 #include "group/history.h"
 
@@ -28,13 +29,85 @@ static void rb_entry_clear(kc_history_entry_t *e)
 {
     kc_text_own_free(e->member_id);
     kc_text_own_free(e->reason);
-    for (uint32_t i = 0; i < e->n_joined; i++)
-        kc_text_own_free(e->joined[i]);
-    for (uint32_t i = 0; i < e->n_dropped; i++)
-        kc_text_own_free(e->dropped[i]);
-    free(e->joined);
-    free(e->dropped);
+    free(e->joined.buf);
+    free(e->dropped.buf);
     memset(e, 0, sizeof(*e));
+}
+
+/* The name at byte `*pos` of `l`, moving *pos past it. */
+static kc_str_t names_next(const kc_history_names_t *l, uint32_t *pos)
+{
+    uint32_t len;
+    memcpy(&len, l->buf + *pos, sizeof(len));
+    kc_str_t s = {l->buf + *pos + sizeof(len), (int32_t)len};
+    *pos += (uint32_t)sizeof(len) + len;
+    return s;
+}
+
+/* Add `id` to `l` unless it is there; counts it as left out when it cannot be kept. */
+static void names_add(kc_history_names_t *l, kc_str_t id)
+{
+    uint32_t pos = 0;
+    for (uint32_t i = 0; i < l->n; i++)
+        if (kc_str_eq(names_next(l, &pos), id))
+            return;
+    size_t need = sizeof(uint32_t) + (size_t)id.len;
+    if (l->n >= KC_HISTORY_NAMES_MAX || need > UINT32_MAX - l->len) {
+        l->more++;
+        return;
+    }
+    if (need > l->cap - l->len) {
+        size_t cap = l->cap ? l->cap : 128;
+        while (cap - l->len < need)
+            cap *= 2;
+        char *buf = cap <= UINT32_MAX ? realloc(l->buf, cap) : NULL;
+        if (!buf) {
+            l->more++;
+            return;
+        }
+        l->buf = buf;
+        l->cap = (uint32_t)cap;
+    }
+    uint32_t len = (uint32_t)id.len;
+    memcpy(l->buf + l->len, &len, sizeof(len));
+    if (len)
+        memcpy(l->buf + l->len + sizeof(len), id.p, len);
+    l->len += (uint32_t)need;
+    l->n++;
+}
+
+/* Give back the room a list will not use: its entry has ended. */
+static void names_fit(kc_history_names_t *l)
+{
+    if (!l->buf || l->len == l->cap)
+        return;
+    if (l->len == 0) {
+        free(l->buf);
+        l->buf = NULL;
+        l->cap = 0;
+        return;
+    }
+    char *buf = realloc(l->buf, l->len);
+    if (buf) {
+        l->buf = buf;
+        l->cap = l->len;
+    }
+}
+
+/* Double the ring (1, 2, 4 .. KC_RB_HISTORY entries). Only called while it is full and has
+ * not wrapped, so entry k stays at index k % cap. */
+static int ring_grow(kc_history_t *r)
+{
+    uint32_t cap = r->cap ? r->cap * 2 : 1;
+    if (cap > KC_RB_HISTORY)
+        cap = KC_RB_HISTORY;
+    kc_history_entry_t *v = realloc(r->v, cap * sizeof(*v));
+    if (!v)
+        return -1;
+    memset(v + r->cap, 0, (cap - r->cap) * sizeof(*v));
+    r->v = v;
+    r->cap = cap;
+    return 0;
 }
 
 void kc_history_begin(kc_history_t *r, kc_gm_stats_t *stats, kc_time_t now, int cause,
@@ -45,12 +118,9 @@ void kc_history_begin(kc_history_t *r, kc_gm_stats_t *stats, kc_time_t now, int 
     if (stats)
         stats->rebalances[cause]++;
     r->open = false;
-    if (!r->v) {
-        r->v = calloc(KC_RB_HISTORY, sizeof(*r->v));
-        if (!r->v)
-            return;
-    }
-    kc_history_entry_t *e = &r->v[r->total % KC_RB_HISTORY];
+    if (r->total == r->cap && r->cap < KC_RB_HISTORY && ring_grow(r) != 0)
+        return;
+    kc_history_entry_t *e = &r->v[r->total % r->cap];
     rb_entry_clear(e);
     e->generation = -1;
     e->start_ms = now.wall_ms;
@@ -64,7 +134,7 @@ void kc_history_begin(kc_history_t *r, kc_gm_stats_t *stats, kc_time_t now, int 
 
 kc_history_entry_t *kc_history_current(kc_history_t *r)
 {
-    return r->open && r->v && r->total > 0 ? &r->v[(r->total - 1) % KC_RB_HISTORY] : NULL;
+    return r->open && r->v && r->total > 0 ? &r->v[(r->total - 1) % r->cap] : NULL;
 }
 
 void kc_history_note(kc_history_t *r, bool joined, kc_str_t member_id)
@@ -72,29 +142,7 @@ void kc_history_note(kc_history_t *r, bool joined, kc_str_t member_id)
     kc_history_entry_t *e = kc_history_current(r);
     if (!e || member_id.len < 0)
         return;
-    kc_str_t **list = joined ? &e->joined : &e->dropped;
-    uint32_t *n = joined ? &e->n_joined : &e->n_dropped;
-    uint32_t *more = joined ? &e->more_joined : &e->more_dropped;
-    for (uint32_t i = 0; i < *n; i++)
-        if (kc_str_eq((*list)[i], member_id))
-            return;
-    if (*n >= KC_HISTORY_NAMES_MAX) {
-        (*more)++;
-        return;
-    }
-    if (!*list) {
-        *list = malloc(KC_HISTORY_NAMES_MAX * sizeof(**list));
-        if (!*list) {
-            (*more)++;
-            return;
-        }
-    }
-    kc_str_t copy = kc_text_own(member_id);
-    if (copy.len < 0) {
-        (*more)++;
-        return;
-    }
-    (*list)[(*n)++] = copy;
+    names_add(joined ? &e->joined : &e->dropped, member_id);
 }
 
 kc_history_entry_t *kc_history_end(kc_history_t *r, kc_time_t now, int32_t generation,
@@ -106,6 +154,8 @@ kc_history_entry_t *kc_history_end(kc_history_t *r, kc_time_t now, int32_t gener
         return NULL;
     e->end_ms = now.wall_ms;
     e->end_mono = now.mono_ms;
+    names_fit(&e->joined);
+    names_fit(&e->dropped);
     e->generation = generation;
     e->outcome = outcome;
     return e;
@@ -115,14 +165,13 @@ int64_t kc_history_last_end(const kc_history_t *r)
 {
     if (!r->v || r->total == 0 || r->open)
         return 0;
-    return r->v[(r->total - 1) % KC_RB_HISTORY].end_ms;
+    return r->v[(r->total - 1) % r->cap].end_ms;
 }
 
 void kc_history_free(kc_history_t *r)
 {
-    if (r->v)
-        for (uint32_t i = 0; i < KC_RB_HISTORY; i++)
-            rb_entry_clear(&r->v[i]);
+    for (uint32_t i = 0; i < r->cap; i++)
+        rb_entry_clear(&r->v[i]);
     free(r->v);
     memset(r, 0, sizeof(*r));
 }
@@ -145,15 +194,18 @@ __attribute__((format(printf, 2, 3))) static void tput(tbuf_t *t, const char *fm
         t->n += (size_t)k < sizeof(t->b) - t->n ? (size_t)k : sizeof(t->b) - 1 - t->n;
 }
 
-static void tput_names(tbuf_t *t, const char *label, const kc_str_t *v, uint32_t n, uint32_t more)
+static void tput_names(tbuf_t *t, const char *label, const kc_history_names_t *l)
 {
     enum { SHOWN = 10 };
     tput(t, " %s [", label);
-    for (uint32_t i = 0; i < n && i < SHOWN; i++)
-        tput(t, "%s%.*s", i ? ", " : "", SV(v[i]));
-    uint32_t rest = more + (n > SHOWN ? n - SHOWN : 0);
+    uint32_t pos = 0;
+    for (uint32_t i = 0; i < l->n && i < SHOWN; i++) {
+        kc_str_t s = names_next(l, &pos);
+        tput(t, "%s%.*s", i ? ", " : "", SV(s));
+    }
+    uint32_t rest = l->more + (l->n > SHOWN ? l->n - SHOWN : 0);
     if (rest)
-        tput(t, "%s+%u more", n ? ", " : "", (unsigned)rest);
+        tput(t, "%s+%u more", l->n ? ", " : "", (unsigned)rest);
     tput(t, "]");
 }
 
@@ -195,18 +247,19 @@ void kc_history_log(const kc_history_entry_t *e, const char *kind, kc_str_t grou
          (int)e->generation, (long long)(e->end_mono - e->start_mono), how);
     tput_cause(&t, e);
     tput(&t, ";");
-    tput_names(&t, "joined", e->joined, e->n_joined, e->more_joined);
-    tput_names(&t, "dropped", e->dropped, e->n_dropped, e->more_dropped);
+    tput_names(&t, "joined", &e->joined);
+    tput_names(&t, "dropped", &e->dropped);
     KC_INFO("group", "%s", t.b);
 }
 
-static void json_names(kc_emit_fn emit, void *arg, const kc_str_t *v, uint32_t n)
+static void json_names(kc_emit_fn emit, void *arg, const kc_history_names_t *l)
 {
     emit(arg, "[", 1);
-    for (uint32_t i = 0; i < n; i++) {
+    uint32_t pos = 0;
+    for (uint32_t i = 0; i < l->n; i++) {
         if (i)
             emit(arg, ",", 1);
-        kc_text_json_str(emit, arg, v[i]);
+        kc_text_json_str(emit, arg, names_next(l, &pos));
     }
     emit(arg, "]", 1);
 }
@@ -214,9 +267,9 @@ static void json_names(kc_emit_fn emit, void *arg, const kc_str_t *v, uint32_t n
 void kc_history_json(const kc_history_t *r, int64_t mono_ms, kc_emit_fn emit, void *arg)
 {
     emit(arg, "[", 1);
-    uint32_t count = r->v ? (r->total < KC_RB_HISTORY ? r->total : KC_RB_HISTORY) : 0;
+    uint32_t count = r->total < r->cap ? r->total : r->cap;
     for (uint32_t k = 0; k < count; k++) {
-        const kc_history_entry_t *e = &r->v[(r->total - count + k) % KC_RB_HISTORY];
+        const kc_history_entry_t *e = &r->v[(r->total - count + k) % r->cap];
         bool running = r->open && k == count - 1;
         if (k)
             emit(arg, ",", 1);
@@ -241,16 +294,16 @@ void kc_history_json(const kc_history_t *r, int64_t mono_ms, kc_emit_fn emit, vo
         kc_text_json_lit(emit, arg, ",\"outcome\":");
         kc_text_json_str(emit, arg, running || !e->outcome ? KC_STR_NULL : kc_str_c(e->outcome));
         kc_text_json_lit(emit, arg, ",\"joined\":");
-        json_names(emit, arg, e->joined, e->n_joined);
+        json_names(emit, arg, &e->joined);
         kc_text_json_lit(emit, arg, ",\"dropped\":");
-        json_names(emit, arg, e->dropped, e->n_dropped);
-        if (e->more_joined) {
+        json_names(emit, arg, &e->dropped);
+        if (e->joined.more) {
             kc_text_json_lit(emit, arg, ",\"joined_omitted\":");
-            kc_text_json_i64(emit, arg, e->more_joined);
+            kc_text_json_i64(emit, arg, e->joined.more);
         }
-        if (e->more_dropped) {
+        if (e->dropped.more) {
             kc_text_json_lit(emit, arg, ",\"dropped_omitted\":");
-            kc_text_json_i64(emit, arg, e->more_dropped);
+            kc_text_json_i64(emit, arg, e->dropped.more);
         }
         emit(arg, "}", 1);
     }

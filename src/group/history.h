@@ -12,12 +12,23 @@
 #include "group/group.h"
 
 /* Rebalance history, the same for both kinds of group (group.h describes what it records).
- * A ring of KC_RB_HISTORY entries; the entries are allocated at the first rebalance, so a
- * group that never rebalances (a simple group holding offsets) costs nothing but the struct.
+ * A ring of up to KC_RB_HISTORY entries, allocated at the first rebalance and doubled (1, 2,
+ * 4 ..) as entries come, so a group that never rebalances (a simple group holding offsets)
+ * costs nothing but the struct and one that rebalanced once holds one entry.
  * Recording is best effort: when memory runs out an entry or a name is left out, and nothing
  * fails. Everything the ring keeps is its own copy. */
 /* Member ids kept per joined/dropped list; the rest are counted. */
 #define KC_HISTORY_NAMES_MAX 64
+
+/* The member ids of one list, packed in one buffer: each a 4-byte length (native order, not
+ * aligned) then its bytes. The buffer doubles as names come and is cut to fit when the
+ * entry ends. */
+typedef struct kc_history_names_s {
+    char *buf;         /* NULL until the first name */
+    uint32_t len, cap; /* bytes used, bytes allocated */
+    uint32_t n;        /* names kept */
+    uint32_t more;     /* left out (beyond KC_HISTORY_NAMES_MAX or no memory) */
+} kc_history_names_t;
 
 typedef struct kc_history_entry_s {
     int32_t generation;           /* the generation (group epoch) it produced, -1 until known */
@@ -27,14 +38,13 @@ typedef struct kc_history_entry_s {
     kc_str_t member_id;           /* owned copy, null: none */
     kc_str_t reason;              /* owned copy, null: none */
     const char *outcome;          /* a static string once ended: "stable", "empty", "restarted" */
-    kc_str_t *joined, *dropped;   /* owned copies, KC_HISTORY_NAMES_MAX each when allocated */
-    uint32_t n_joined, n_dropped; /* kept */
-    uint32_t more_joined, more_dropped; /* left out (beyond KC_HISTORY_NAMES_MAX or no memory) */
+    kc_history_names_t joined, dropped;
 } kc_history_entry_t;
 
 typedef struct kc_history_s {
-    kc_history_entry_t *v; /* KC_RB_HISTORY entries, NULL before the first rebalance */
-    uint32_t total;        /* entries ever begun: the newest is v[(total - 1) % KC_RB_HISTORY] */
+    kc_history_entry_t *v; /* cap entries, NULL before the first rebalance */
+    uint32_t cap;          /* 0, then 1, 2, 4 .. KC_RB_HISTORY (a power of two dividing it) */
+    uint32_t total;        /* entries ever begun: the newest is v[(total - 1) % cap] */
     bool open;             /* the newest entry is still running */
 } kc_history_t;
 

@@ -1,8 +1,8 @@
 /* strmap.c - a string-keyed hash map with linear probing and backward-shift deletion.
  *
- * The table is a power of two and kept at most 3/4 full. The hash is 64-bit FNV-1a; each
- * slot caches it, so growing never rehashes the keys and probing compares lengths and
- * hashes before bytes. See strmap.h for the contract.
+ * The table is a power of two and kept at most 3/4 full. The hash is 64-bit FNV-1a, folded;
+ * each slot caches its low 32 bits (a slot is 24 bytes), so growing never rehashes the keys
+ * and probing compares lengths and hashes before bytes. See strmap.h for the contract.
  */
 #include "group/strmap.h"
 #include "util/hash.h"
@@ -11,10 +11,11 @@
 #include <string.h>
 
 /* FNV-1a from this seed (FNV's offset basis short of its last digit; kept, as it orders the
- * slots), with the high bits folded down: the index uses the low bits. */
-static uint64_t hash_bytes(const char *p, size_t n)
+ * slots), with the high bits folded down: the index uses the low bits, and only the low 32
+ * are kept (a table never has 2^32 slots). */
+static uint32_t hash_bytes(const char *p, size_t n)
 {
-    return kc_hash_fold(kc_hash_fnv1a(UINT64_C(1469598103934665603), p, n));
+    return (uint32_t)kc_hash_fold(kc_hash_fnv1a(UINT64_C(1469598103934665603), p, n));
 }
 
 void kc_strmap_init(kc_strmap_t *m)
@@ -30,7 +31,7 @@ void kc_strmap_free(kc_strmap_t *m)
     kc_strmap_init(m);
 }
 
-static size_t find_slot(const kc_strmap_t *m, const char *key, size_t len, uint64_t h)
+static size_t find_slot(const kc_strmap_t *m, const char *key, size_t len, uint32_t h)
 {
     size_t mask = m->cap - 1;
     size_t i = (size_t)h & mask;
@@ -46,7 +47,7 @@ static size_t find_slot(const kc_strmap_t *m, const char *key, size_t len, uint6
 
 void *kc_strmap_get(const kc_strmap_t *m, const char *key, size_t len)
 {
-    if (m->n == 0)
+    if (m->n == 0 || len > UINT32_MAX)
         return NULL;
     size_t i = find_slot(m, key, len, hash_bytes(key, len));
     return m->slots[i].key ? m->slots[i].val : NULL;
@@ -84,7 +85,9 @@ int kc_strmap_reserve(kc_strmap_t *m, size_t extra)
 
 int kc_strmap_put(kc_strmap_t *m, const char *key, size_t len, void *val)
 {
-    uint64_t h = hash_bytes(key, len);
+    if (len > UINT32_MAX)
+        return -1;
+    uint32_t h = hash_bytes(key, len);
     if (m->cap) {
         size_t i = find_slot(m, key, len, h);
         if (m->slots[i].key) {
@@ -96,14 +99,14 @@ int kc_strmap_put(kc_strmap_t *m, const char *key, size_t len, void *val)
     if (grow(m, m->n + 1) != 0)
         return -1;
     size_t i = find_slot(m, key, len, h);
-    m->slots[i] = (kc_strmap_slot_t){key, len, h, val};
+    m->slots[i] = (kc_strmap_slot_t){key, val, (uint32_t)len, h};
     m->n++;
     return 0;
 }
 
 void *kc_strmap_del(kc_strmap_t *m, const char *key, size_t len)
 {
-    if (m->n == 0)
+    if (m->n == 0 || len > UINT32_MAX)
         return NULL;
     size_t mask = m->cap - 1;
     size_t i = find_slot(m, key, len, hash_bytes(key, len));

@@ -22,9 +22,9 @@
 
 typedef struct kc_strmap_slot_s {
     const char *key; /* NULL = free slot */
-    size_t len;
-    uint64_t hash;
     void *val;
+    uint32_t len;  /* keys are shorter than 4 GiB */
+    uint32_t hash; /* the low bits of the key's hash: enough for any table that fits */
 } kc_strmap_slot_t;
 
 typedef struct kc_strmap_s {
@@ -45,7 +45,8 @@ void *kc_strmap_get(const kc_strmap_t *m, const char *key, size_t len);
  * of memory (the map is unchanged). */
 int kc_strmap_reserve(kc_strmap_t *m, size_t extra);
 
-/* Insert or replace. Returns 0, or -1 when out of memory (the map is unchanged). */
+/* Insert or replace. Returns 0, or -1 when out of memory or the key is 4 GiB or longer (the
+ * map is unchanged). */
 int kc_strmap_put(kc_strmap_t *m, const char *key, size_t len, void *val);
 
 /* Remove `key`; returns its value, or NULL when it was absent. Never allocates. */

@@ -62,7 +62,7 @@ _Static_assert(KC_BATCH_MIN_LENGTH == 49, "an empty batch has batchLength 49");
  * share that thread's, freed with the thread, and a workspace or scratch buffer grown past
  * these by one large batch is released after it. */
 #define KEEP_CCTX_BYTES    ((size_t)1024 * 1024)
-#define KEEP_SCRATCH_BYTES ((size_t)256 * 1024)
+#define KEEP_SCRATCH_BYTES ((size_t)4 * 1024) /* each partition's context has one */
 
 static pthread_once_t cctx_once = PTHREAD_ONCE_INIT;
 static pthread_key_t cctx_key;

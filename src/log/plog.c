@@ -58,6 +58,9 @@
 #define MOD        "log"
 #define SCAN_CHUNK ((size_t)1 << 20)
 #define PATH_MAX_  4096
+/* The encode buffer a partition keeps between appends; a larger one (a burst of group
+ * metadata) is given back after its write, so an idle partition does not hold it. */
+#define KEEP_WBUF_BYTES ((size_t)4 * 1024)
 
 /* The plog's state (struct kc_plog_s, its segments and index entries) is declared in
  * log_int.h, because the log cleaner (cleaner.c) works on it too. */
@@ -1283,6 +1286,10 @@ int kc_plog_append(kc_plog_t *l, const kc_log_record_t *recs, size_t n, int64_t 
     }
     seg->size += (int64_t)blen;
     seg->next_offset = last + 1;
+    if (l->wbuf.cap > KEEP_WBUF_BYTES) {
+        kc_wr_free(&l->wbuf);
+        kc_wr_init(&l->wbuf);
+    }
     if (pos == 0 || l->roll_base_ms < 0)
         l->roll_base_ms = now_ms; /* the batch's max timestamp, as Kafka's rollingBasedTimestamp */
     int64_t last_entry_pos = l->nidx > 0 ? l->idx[l->nidx - 1].pos : 0;

@@ -19,6 +19,7 @@
 
 #include "group/errors.h"
 #include "group/group.h"
+#include "group/history.h"
 #include "group/strmap.h"
 #include "proto/gen_consumer.h"
 #include "proto/gen_records.h"
@@ -3545,6 +3546,42 @@ static void test_rb_sync_timeout(void **state)
     fx_free(f);
 }
 
+/* An entry's member lists: each id once, in the order noted, KC_HISTORY_NAMES_MAX kept and the
+ * rest counted; they read back the same after the entry ended (and its lists were cut to fit). */
+static void test_rb_history_names(void **state)
+{
+    (void)state;
+    kc_history_t h;
+    memset(&h, 0, sizeof(h));
+    kc_time_t t = {.wall_ms = 1000, .mono_ms = 50};
+    kc_history_begin(&h, NULL, t, KC_RB_MEMBER_JOINED, KC_STR_LIT("m-0"), KC_STR_NULL);
+    char id[32];
+    for (int i = 0; i < KC_HISTORY_NAMES_MAX + 6; i++) {
+        snprintf(id, sizeof(id), "m-%d", i);
+        kc_history_note(&h, true, kc_str_c(id));
+        kc_history_note(&h, true, KC_STR_LIT("m-0")); /* already listed */
+    }
+    kc_history_note(&h, false, KC_STR_LIT("gone-b"));
+    kc_history_note(&h, false, KC_STR_LIT(""));
+    kc_history_note(&h, false, KC_STR_LIT("gone-b"));
+    kc_history_note(&h, false, KC_STR_NULL); /* not a name */
+    t.wall_ms += 10;
+    t.mono_ms += 10;
+    assert_non_null(kc_history_end(&h, t, 7, "stable"));
+    kc_history_note(&h, true, KC_STR_LIT("late")); /* ended: nothing */
+    jbuf_t b = {0};
+    kc_history_json(&h, t.mono_ms, jb_emit, &b);
+    assert_non_null(b.p);
+    assert_true(json_valid(b.p, b.n));
+    assert_non_null(strstr(b.p, "\"joined\":[\"m-0\",\"m-1\",\"m-2\","));
+    snprintf(id, sizeof(id), ",\"m-%d\"],", KC_HISTORY_NAMES_MAX - 1);
+    assert_non_null(strstr(b.p, id));
+    assert_null(strstr(b.p, "late"));
+    assert_non_null(strstr(b.p, "\"dropped\":[\"gone-b\",\"\"],\"joined_omitted\":6}"));
+    free(b.p);
+    kc_history_free(&h);
+}
+
 /* The ring keeps the last KC_RB_HISTORY rebalances, oldest first. */
 static void test_rb_ring_keeps_32(void **state)
 {
@@ -3831,6 +3868,7 @@ int main(void)
         cmocka_unit_test(test_rb_metadata_and_leader),
         cmocka_unit_test(test_rb_static_replaced),
         cmocka_unit_test(test_rb_sync_timeout),
+        cmocka_unit_test(test_rb_history_names),
         cmocka_unit_test(test_rb_ring_keeps_32),
         cmocka_unit_test(test_rb_other),
         cmocka_unit_test(test_json_classic_group),
