@@ -304,17 +304,11 @@ int kc_shard_replay_into(kc_gm_t *groups, kc_offsets_t *offsets, const uint8_t *
         if (rc == 1)
             rc = kc_offsets_replay(offsets, key, key_len, value, value_len);
         return rc;
-    case KC_RECORD_GROUP_METADATA_KEY:
-    case KC_RECORD_CONSUMER_GROUP_METADATA_KEY:
-    case KC_RECORD_CONSUMER_GROUP_PARTITION_METADATA_KEY:
-    case KC_RECORD_CONSUMER_GROUP_MEMBER_METADATA_KEY:
-    case KC_RECORD_CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY:
-    case KC_RECORD_CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY:
-    case KC_RECORD_CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY:
+    default:
+        /* Every other type is the group manager's to keep or skip: it answers 1 for the
+         * types kcoord does not keep (transactions, share groups...). */
         rc = kc_gm_replay(groups, key, key_len, value, value_len);
         return rc == 1 ? 0 : rc;
-    default:
-        return 0; /* record types kcoord does not keep (transactions, share groups...) */
     }
 }
 
