@@ -47,6 +47,7 @@ typedef enum vtype_e {
 #define F_ROUTABLE 0x2u /* listener lists: 0.0.0.0 and :: are rejected (nobody can connect) */
 #define F_SHOWN    0x4u /* kc_conf_write_doc writes `key=default` rather than `#key=default` */
 #define F_SINGLE   0x8u /* listener lists: at most one entry */
+#define F_LISTENER 0x10u /* may be set for one listener: listener.name.<name>.<setting> */
 
 typedef struct setting_s {
     const char *name; /* Kafka's dotted name; the key in files and after --set */
@@ -59,6 +60,8 @@ typedef struct setting_s {
     const char *unit;          /* shown after the type in the doc, or NULL */
     unsigned flags;            /* F_* */
     const char *doc;           /* one sentence or two, for conf/kcoord.conf */
+    /* T_STRING: a further check of a value (NULL: none); 0, or -1 with the problem in prob. */
+    int (*check)(const char *v, char *prob, size_t problen);
 } setting_t;
 
 #define OFF(member) offsetof(kc_conf_t, member)
@@ -70,6 +73,13 @@ static const char *const log_formats[] = {"text", "json", NULL};
 /* In KC_CONF_FLUSH_* and KC_CONF_CODEC_* order. */
 static const char *const flush_policies[] = {"always", "interval", "never", NULL};
 static const char *const compression_codecs[] = {"none", "zstd", NULL};
+/* In KC_CONF_SSL_CLIENT_AUTH_* order. */
+static const char *const ssl_client_auths[] = {"none", "requested", "required", NULL};
+static const char *const pem_only[] = {"PEM", NULL};
+static const char *const tls_protocols[] = {"TLSv1.2", "TLSv1.3", NULL};
+
+static int check_protocol_map(const char *v, char *prob, size_t problen);
+
 /* The server-side assignors of src/group/assignor.c. */
 static const char *const consumer_assignors[] = {"uniform", "range", NULL};
 
@@ -81,9 +91,11 @@ static const setting_t settings[] = {
      .min = 0,
      .max = 65535,
      .flags = F_SHOWN,
-     .doc = "Comma-separated host:port addresses to accept Kafka clients on. An IPv6 host goes "
-            "in brackets ([::1]:9092), port 0 picks a free port, and a PLAINTEXT:// prefix is "
-            "accepted."},
+     .doc = "Comma-separated NAME://host:port addresses to accept Kafka clients on, as Kafka's "
+            "listeners; listener.security.protocol.map gives each name its security protocol. "
+            "A plain host:port is a PLAINTEXT listener. An IPv6 host goes in brackets "
+            "([::1]:9092) and port 0 picks a free port. Names are case-insensitive and unique, "
+            "except that several plain host:port entries may share the name PLAINTEXT."},
     {.name = "advertised.listeners",
      .type = T_LISTENERS,
      .off = OFF(advertised_listeners),
@@ -91,8 +103,22 @@ static const setting_t settings[] = {
      .min = 1,
      .max = 65535,
      .flags = F_EMPTY_OK | F_ROUTABLE,
-     .doc = "Comma-separated host:port addresses that clients are told to connect to. Empty "
-            "means the address each listener is bound to."},
+     .doc = "Comma-separated NAME://host:port addresses that clients are told to connect to: "
+            "Metadata and FindCoordinator answer with the address of the listener a client "
+            "came in on. Each name must be one of listeners; a plain host:port names PLAINTEXT. "
+            "A listener with no entry here advertises the address it is bound to (the host "
+            "name for 0.0.0.0 or [::])."},
+    {.name = "listener.security.protocol.map",
+     .type = T_STRING,
+     .off = OFF(listener_security_protocol_map),
+     .def = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+     .check = check_protocol_map,
+     .doc = "Comma-separated NAME:PROTOCOL pairs giving each listener name its security "
+            "protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. Every name in listeners must "
+            "have one. SASL is not served yet: a listener mapped to SASL_PLAINTEXT or SASL_SSL "
+            "stops start-up rather than serve clients without authentication. The ssl.* "
+            "settings can be given for one listener as listener.name.<name>.<setting> (name in "
+            "lower case), which wins over the plain setting for that listener."},
     {.name = "node.id",
      .type = T_INT,
      .off = OFF(node_id),
@@ -477,6 +503,106 @@ static const setting_t settings[] = {
      .unit = "milliseconds",
      .doc = "How often the cleaner looks for partitions whose closed segments are worth "
             "compacting (half of them written since the last compaction)."},
+    {.name = "ssl.keystore.type",
+     .type = T_ENUM,
+     .off = OFF(ssl_keystore_type),
+     .def = "PEM",
+     .values = pem_only,
+     .flags = F_LISTENER,
+     .doc = "The format of the server's key and certificate chain on SSL listeners: PEM only."},
+    {.name = "ssl.keystore.location",
+     .type = T_STRING,
+     .off = OFF(ssl_keystore_location),
+     .def = "",
+     .flags = F_EMPTY_OK | F_LISTENER,
+     .doc = "A PEM file holding the server's private key and its certificate chain (the "
+            "server's certificate first). Read at start-up, on SIGHUP and when the file "
+            "changes. Set this or ssl.keystore.certificate.chain with ssl.keystore.key."},
+    {.name = "ssl.keystore.certificate.chain",
+     .type = T_STRING,
+     .off = OFF(ssl_keystore_certificate_chain),
+     .def = "",
+     .flags = F_EMPTY_OK | F_LISTENER,
+     .doc = "The server's certificate chain as PEM text in the value (line breaks may be left "
+            "out), the server's certificate first."},
+    {.name = "ssl.keystore.key",
+     .type = T_STRING,
+     .off = OFF(ssl_keystore_key),
+     .def = "",
+     .flags = F_EMPTY_OK | F_LISTENER,
+     .doc = "The server's private key as PEM text in the value, with "
+            "ssl.keystore.certificate.chain."},
+    {.name = "ssl.key.password",
+     .type = T_STRING,
+     .off = OFF(ssl_key_password),
+     .def = "",
+     .flags = F_EMPTY_OK | F_LISTENER,
+     .doc = "The password of an encrypted private key; empty for a key that is not encrypted."},
+    {.name = "ssl.truststore.type",
+     .type = T_ENUM,
+     .off = OFF(ssl_truststore_type),
+     .def = "PEM",
+     .values = pem_only,
+     .flags = F_LISTENER,
+     .doc = "The format of the certificates trusted to sign client certificates: PEM only."},
+    {.name = "ssl.truststore.location",
+     .type = T_STRING,
+     .off = OFF(ssl_truststore_location),
+     .def = "",
+     .flags = F_EMPTY_OK | F_LISTENER,
+     .doc = "A PEM file of the CA certificates that client certificates must chain to. Read "
+            "at start-up, on SIGHUP and when the file changes. Empty, with "
+            "ssl.truststore.certificates empty too: the system's default CAs."},
+    {.name = "ssl.truststore.certificates",
+     .type = T_STRING,
+     .off = OFF(ssl_truststore_certificates),
+     .def = "",
+     .flags = F_EMPTY_OK | F_LISTENER,
+     .doc = "The trusted CA certificates as PEM text in the value, instead of "
+            "ssl.truststore.location."},
+    {.name = "ssl.client.auth",
+     .type = T_ENUM,
+     .off = OFF(ssl_client_auth),
+     .def = "none",
+     .values = ssl_client_auths,
+     .flags = F_LISTENER,
+     .doc = "Whether SSL clients present a certificate: none (not asked), requested (asked; a "
+            "client without one connects as User:ANONYMOUS, one with a certificate that does "
+            "not verify is refused) or required (a client without a valid one is refused)."},
+    {.name = "ssl.enabled.protocols",
+     .type = T_NAMES,
+     .off = OFF(ssl_enabled_protocols),
+     .def = "TLSv1.2,TLSv1.3",
+     .values = tls_protocols,
+     .flags = F_LISTENER,
+     .doc = "The TLS versions SSL listeners accept."},
+    {.name = "ssl.cipher.suites",
+     .type = T_STRING,
+     .off = OFF(ssl_cipher_suites),
+     .def = "",
+     .flags = F_EMPTY_OK | F_LISTENER,
+     .doc = "Comma-separated cipher suites by their standard names "
+            "(TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_AES_128_GCM_SHA256); empty: OpenSSL's "
+            "defaults. A name OpenSSL does not know stops start-up."},
+    {.name = "ssl.principal.mapping.rules",
+     .type = T_STRING,
+     .off = OFF(ssl_principal_mapping_rules),
+     .def = "DEFAULT",
+     .flags = F_LISTENER,
+     .doc = "How the RFC 2253 subject of a client certificate becomes its principal name, as "
+            "Kafka's: comma-separated RULE:pattern/replacement/ (optionally followed by L or U "
+            "for lower or upper case) and DEFAULT (the subject as it is); the first rule whose "
+            "pattern matches the whole subject wins, and a subject no rule matches is refused."},
+    {.name = "ssl.handshake.timeout.ms",
+     .type = T_LONG,
+     .off = OFF(ssl_handshake_timeout_ms),
+     .def = "10000",
+     .min = 100,
+     .max = 3600000,
+     .unit = "milliseconds",
+     .flags = F_LISTENER,
+     .doc = "kcoord's own: a TLS handshake not finished this long after the connection was "
+            "accepted closes that connection (kcoord_tls_failures_total)."},
     {.name = "metrics.listener",
      .type = T_LISTENERS,
      .off = OFF(metrics_listener),
@@ -589,6 +715,11 @@ static char lower(char ch)
     return ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
 }
 
+static char upper(char ch)
+{
+    return ch >= 'a' && ch <= 'z' ? (char)(ch - 'a' + 'A') : ch;
+}
+
 /* ASCII case-insensitive comparison of the `n` bytes at `a` with the C string `b`. */
 static bool ieq_n(const char *a, size_t n, const char *b)
 {
@@ -665,15 +796,31 @@ static int parse_listener(const char *b, const char *e, kc_listener_t *l, char *
     long port = 0;
 
     quote_n(q, b, (size_t)(e - b));
+    const char *nb = NULL, *ne = NULL;
     for (p = b; p + 3 <= e; p++) {
         if (memcmp(p, "://", 3) == 0) {
-            if (!ieq_n(b, (size_t)(p - b), "PLAINTEXT")) {
-                seterr(err, errlen, "listener \"%s\": only the PLAINTEXT:// protocol is supported",
-                       q);
-                return -1;
-            }
+            nb = b;
+            ne = p;
             b = p + 3;
             break;
+        }
+    }
+    if (nb != NULL) {
+        if (ne == nb) {
+            seterr(err, errlen, "listener \"%s\": no listener name before ://", q);
+            return -1;
+        }
+        if ((size_t)(ne - nb) >= sizeof l->name) {
+            seterr(err, errlen, "listener \"%s\": the name is longer than %zu characters", q,
+                   sizeof l->name - 1);
+            return -1;
+        }
+        for (p = nb; p < ne; p++) {
+            if (!is_alnum(*p) && *p != '_') {
+                seterr(err, errlen,
+                       "listener \"%s\": a listener name has only letters, digits and '_'", q);
+                return -1;
+            }
         }
     }
     if (b < e && *b == '[') {
@@ -749,6 +896,12 @@ static int parse_listener(const char *b, const char *e, kc_listener_t *l, char *
             l->host[i] = hb[i];
         l->host[i] = '\0';
         l->port = (int)port;
+        l->named = nb != NULL;
+        if (nb == NULL)
+            nb = "PLAINTEXT", ne = nb + 9;
+        for (i = 0; nb + i < ne; i++)
+            l->name[i] = upper(nb[i]);
+        l->name[i] = '\0';
     }
     return 0;
 }
@@ -841,6 +994,106 @@ static int check_listeners(const setting_t *s, const char *v, char *prob, size_t
     free(ls);
     return rc;
 }
+
+/* ---- listener names, protocols and per-listener settings ---- */
+
+static const char *const sec_protocols[] = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", NULL};
+
+const char *kc_conf_protocol_name(int protocol)
+{
+    return protocol >= 0 && protocol < 4 ? sec_protocols[protocol] : "?";
+}
+
+/* Walk listener.security.protocol.map `v`. With `want` (a listener name, any case), returns
+ * that name's protocol or -1; without, returns 0 for a valid map or -1 with the problem in
+ * prob. */
+static int walk_protocol_map(const char *v, const char *want, char *prob, size_t problen)
+{
+    const char *b, *e, *end = v + strlen(v), *comma;
+    char q[QUOTE_MAX];
+    enum { MAX_NAMES = 64 };
+    const char *names[MAX_NAMES];
+    size_t lens[MAX_NAMES], count = 0;
+
+    for (b = v;; b = comma + 1) {
+        comma = memchr(b, ',', (size_t)(end - b));
+        e = comma != NULL ? comma : end;
+        trim(&b, &e);
+        const char *colon = memchr(b, ':', (size_t)(e - b));
+        if (b == e || colon == NULL || colon == b) {
+            seterr(prob, problen, "has an entry \"%s\" that is not NAME:PROTOCOL",
+                   quote_n(q, b, (size_t)(e - b)));
+            return -1;
+        }
+        const char *ne = colon, *pb = colon + 1;
+        while (ne > b && is_blank(ne[-1]))
+            ne--;
+        while (pb < e && is_blank(*pb))
+            pb++;
+        int proto = -1;
+        for (int i = 0; sec_protocols[i] != NULL; i++)
+            if (ieq_n(pb, (size_t)(e - pb), sec_protocols[i]))
+                proto = i;
+        if (proto < 0) {
+            seterr(prob, problen,
+                   "has \"%s\", which is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+                   quote_n(q, pb, (size_t)(e - pb)));
+            return -1;
+        }
+        for (const char *p = b; p < ne; p++) {
+            if (!is_alnum(*p) && *p != '_') {
+                seterr(prob, problen,
+                       "has a listener name \"%s\" with a character other than letters, digits "
+                       "and '_'",
+                       quote_n(q, b, (size_t)(ne - b)));
+                return -1;
+            }
+        }
+        if (want != NULL && ieq_n(b, (size_t)(ne - b), want))
+            return proto;
+        for (size_t i = 0; i < count; i++) {
+            bool same = lens[i] == (size_t)(ne - b);
+            for (size_t k = 0; same && k < lens[i]; k++)
+                same = lower(names[i][k]) == lower(b[k]);
+            if (same) {
+                seterr(prob, problen, "names listener \"%s\" twice",
+                       quote_n(q, b, (size_t)(ne - b)));
+                return -1;
+            }
+        }
+        if (count == MAX_NAMES) {
+            seterr(prob, problen, "has more than %d entries", MAX_NAMES);
+            return -1;
+        }
+        names[count] = b;
+        lens[count++] = (size_t)(ne - b);
+        if (comma == NULL)
+            break;
+    }
+    return want != NULL ? -1 : 0;
+}
+
+static int check_protocol_map(const char *v, char *prob, size_t problen)
+{
+    return walk_protocol_map(v, NULL, prob, problen);
+}
+
+int kc_conf_listener_protocol(const kc_conf_t *c, const char *name)
+{
+    return walk_protocol_map(c->listener_security_protocol_map, name, NULL, 0);
+}
+
+/* Whether `a` and `b` are the same listener name (case-insensitive). */
+static bool same_name(const char *a, const char *b)
+{
+    return ieq_n(a, strlen(a), b);
+}
+
+static const char override_prefix[] = "listener.name.";
+
+/* Set listener.name.<name>.<setting> `key` (it starts with override_prefix). */
+static int set_override(kc_conf_t *c, const char *key, const char *value, int source, char *err,
+                        size_t errlen);
 
 /* ---- topics ---- */
 
@@ -1168,6 +1421,8 @@ static int parse_value(kc_conf_t *c, const setting_t *s, const char *v, char *pr
         } else if (*v == '\0' && !(s->flags & F_EMPTY_OK)) {
             seterr(prob, problen, "is empty");
             return -1;
+        } else if (s->check != NULL && s->check(v, prob, problen) != 0) {
+            return -1;
         }
         str = strdup(v);
         if (str == NULL) {
@@ -1202,6 +1457,8 @@ int kc_conf_set(kc_conf_t *c, const char *key, const char *value, int source, ch
     char qv[QUOTE_MAX], prob[512], bounds[192];
     const char *p;
 
+    if (s == NULL && strncmp(key, override_prefix, sizeof override_prefix - 1) == 0)
+        return set_override(c, key, value, source, err, errlen);
     if (s == NULL) {
         seterr(err, errlen, "unknown setting \"%s\"", quote(qv, key));
         return -1;
@@ -1221,6 +1478,116 @@ int kc_conf_set(kc_conf_t *c, const char *key, const char *value, int source, ch
     write_bounds(s, bounds, sizeof bounds);
     seterr(err, errlen, "%s: \"%s\" %s (expected %s)", s->name, quote(qv, value), prob, bounds);
     return -1;
+}
+
+static int set_override(kc_conf_t *c, const char *key, const char *value, int source, char *err,
+                        size_t errlen)
+{
+    char qv[QUOTE_MAX], prob[512], bounds[192];
+    const char *nb = key + sizeof override_prefix - 1, *dot = strchr(nb, '.');
+    const setting_t *s = dot != NULL ? find(dot + 1) : NULL;
+    const char *p;
+
+    if (dot == NULL || dot == nb || s == NULL || !(s->flags & F_LISTENER)) {
+        seterr(err, errlen,
+               "unknown setting \"%s\" (listener.name.<name>. takes the ssl.* settings)",
+               quote(qv, key));
+        return -1;
+    }
+    if ((size_t)(dot - nb) >= sizeof(((kc_listener_t *)0)->name)) {
+        seterr(err, errlen, "%s: the listener name is too long", quote(qv, key));
+        return -1;
+    }
+    for (p = nb; p < dot; p++) {
+        if (!is_alnum(*p) && *p != '_') {
+            seterr(err, errlen, "%s: a listener name has only letters, digits and '_'",
+                   quote(qv, key));
+            return -1;
+        }
+    }
+    if (source < KC_CONF_SRC_DEFAULT || source > KC_CONF_SRC_SET) {
+        seterr(err, errlen, "%s: invalid source %d", key, source);
+        return -1;
+    }
+    for (p = value; *p != '\0' && (unsigned char)*p >= 0x20 && *p != 0x7f; p++)
+        ;
+    /* Validate the value as the setting's own, in a scratch configuration. */
+    kc_conf_t scratch;
+    memset(&scratch, 0, sizeof scratch);
+    int rc = *p != '\0' ? (seterr(prob, sizeof prob, "contains a control character"), -1)
+                        : parse_value(&scratch, s, value, prob, sizeof prob);
+    free_value(&scratch, s);
+    if (rc != 0) {
+        write_bounds(s, bounds, sizeof bounds);
+        seterr(err, errlen, "%s: \"%s\" %s (expected %s)", key, quote(qv, value), prob, bounds);
+        return -1;
+    }
+    char *name = strndup(nb, (size_t)(dot - nb)), *v = strdup(value), *k = strdup(s->name);
+    kc_conf_override_t *o = NULL;
+    for (size_t i = 0; i < c->n_overrides; i++)
+        if (same_name(c->overrides[i].listener, name != NULL ? name : "") &&
+            strcmp(c->overrides[i].key, s->name) == 0)
+            o = &c->overrides[i];
+    if (o == NULL && name != NULL && v != NULL && k != NULL) {
+        kc_conf_override_t *grown =
+            realloc(c->overrides, (c->n_overrides + 1) * sizeof(*c->overrides));
+        if (grown != NULL) {
+            c->overrides = grown;
+            o = &grown[c->n_overrides++];
+            memset(o, 0, sizeof *o);
+        }
+    }
+    if (o == NULL || name == NULL || v == NULL || k == NULL) {
+        free(name);
+        free(v);
+        free(k);
+        seterr(err, errlen, "%s: could not be stored: out of memory", key);
+        return -1;
+    }
+    for (char *q = name; *q != '\0'; q++)
+        *q = upper(*q);
+    free(o->listener);
+    free(o->key);
+    free(o->value);
+    o->listener = name;
+    o->key = k;
+    o->value = v;
+    o->source = source;
+    return 0;
+}
+
+const char *kc_conf_listener_value(const kc_conf_t *c, const char *name, const char *key,
+                                   char *buf, size_t cap, bool *overridden)
+{
+    const setting_t *s = find(key);
+
+    if (s == NULL)
+        return NULL;
+    for (size_t i = 0; name != NULL && i < c->n_overrides; i++) {
+        if (same_name(c->overrides[i].listener, name) && strcmp(c->overrides[i].key, key) == 0) {
+            if (overridden != NULL)
+                *overridden = true;
+            return c->overrides[i].value;
+        }
+    }
+    if (overridden != NULL)
+        *overridden = false;
+    switch (s->type) {
+    case T_INT:
+        snprintf(buf, cap, "%" PRId32, *(const int32_t *)cmember(c, s));
+        return buf;
+    case T_LONG:
+        snprintf(buf, cap, "%" PRId64, *(const int64_t *)cmember(c, s));
+        return buf;
+    case T_BOOL:
+        return *(const bool *)cmember(c, s) ? "true" : "false";
+    case T_ENUM:
+        return s->values[*(const int *)cmember(c, s)];
+    case T_TOPICS:
+        return NULL;
+    default:
+        return *(char *const *)cmember(c, s);
+    }
 }
 
 void kc_conf_init(kc_conf_t *c)
@@ -1244,6 +1611,12 @@ void kc_conf_free(kc_conf_t *c)
 
     for (i = 0; i < N_SETTINGS; i++)
         free_value(c, &settings[i]);
+    for (i = 0; i < c->n_overrides; i++) {
+        free(c->overrides[i].listener);
+        free(c->overrides[i].key);
+        free(c->overrides[i].value);
+    }
+    free(c->overrides);
     memset(c, 0, sizeof *c);
 }
 
@@ -1263,9 +1636,85 @@ static const struct {
     {"group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms", true},
 };
 
+/* kc_conf_check's part for listeners (conf.h). */
+static int check_listener_names(const kc_conf_t *c, char *err, size_t errlen)
+{
+    enum { MAX = 64 };
+    kc_listener_t *ls = calloc(2 * MAX, sizeof *ls), *ad = ls + MAX;
+    size_t n = 0, na = 0, i, k;
+    char why[256];
+    int rc = -1;
+
+    if (ls == NULL) {
+        seterr(err, errlen, "listeners: could not be checked: out of memory");
+        return -1;
+    }
+    if (kc_conf_parse_listeners(c->listeners, ls, MAX, &n, why, sizeof why) != 0) {
+        seterr(err, errlen, "listeners: %s", why);
+        goto out;
+    }
+    if (kc_conf_parse_listeners(c->advertised_listeners, ad, MAX, &na, why, sizeof why) != 0) {
+        seterr(err, errlen, "advertised.listeners: %s", why);
+        goto out;
+    }
+    for (i = 0; i < n; i++) {
+        if (kc_conf_listener_protocol(c, ls[i].name) < 0) {
+            seterr(err, errlen,
+                   "listeners: listener %s has no security protocol in "
+                   "listener.security.protocol.map",
+                   ls[i].name);
+            goto out;
+        }
+        for (k = 0; k < i; k++) {
+            if (strcmp(ls[k].name, ls[i].name) == 0 && (ls[k].named || ls[i].named)) {
+                seterr(err, errlen, "listeners: the listener name %s is used twice", ls[i].name);
+                goto out;
+            }
+        }
+    }
+    for (i = 0; i < na; i++) {
+        for (k = 0; k < n && strcmp(ls[k].name, ad[i].name) != 0; k++)
+            ;
+        if (k == n) {
+            seterr(err, errlen,
+                   "advertised.listeners: %s is not the name of a listener in listeners",
+                   ad[i].name);
+            goto out;
+        }
+        for (k = 0; k < i; k++) {
+            if (strcmp(ad[k].name, ad[i].name) == 0) {
+                seterr(err, errlen, "advertised.listeners: the listener name %s is used twice",
+                       ad[i].name);
+                goto out;
+            }
+        }
+    }
+    for (i = 0; i < c->n_overrides; i++) {
+        for (k = 0; k < n && strcmp(ls[k].name, c->overrides[i].listener) != 0; k++)
+            ;
+        if (k == n) {
+            char lname[64];
+            size_t j;
+            for (j = 0; c->overrides[i].listener[j] != '\0' && j + 1 < sizeof lname; j++)
+                lname[j] = lower(c->overrides[i].listener[j]);
+            lname[j] = '\0';
+            seterr(err, errlen, "%s%s.%s: %s is not the name of a listener in listeners",
+                   override_prefix, lname, c->overrides[i].key, c->overrides[i].listener);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(ls);
+    return rc;
+}
+
 int kc_conf_check(const kc_conf_t *c, char *err, size_t errlen)
 {
     size_t i;
+
+    if (check_listener_names(c, err, errlen) != 0)
+        return -1;
 
     for (i = 0; i < sizeof rules / sizeof rules[0]; i++) {
         const setting_t *a = find(rules[i].a), *b = find(rules[i].b);
@@ -1314,7 +1763,15 @@ bool kc_conf_numeric(size_t i, const char **name, int64_t *min, int64_t *max)
 int kc_conf_get_source(const kc_conf_t *c, const char *key)
 {
     const setting_t *s = find(key);
+    const char *nb = key + sizeof override_prefix - 1, *dot;
 
+    if (s == NULL && strncmp(key, override_prefix, sizeof override_prefix - 1) == 0 &&
+        (dot = strchr(nb, '.')) != NULL) {
+        for (size_t i = 0; i < c->n_overrides; i++)
+            if (ieq_n(nb, (size_t)(dot - nb), c->overrides[i].listener) &&
+                strcmp(dot + 1, c->overrides[i].key) == 0)
+                return c->overrides[i].source;
+    }
     return s != NULL ? (int)c->source[s - settings] : -1;
 }
 
@@ -1594,6 +2051,13 @@ void kc_conf_print(const kc_conf_t *c, FILE *out)
         write_value(out, c, &settings[i]);
         fprintf(out, "  # %s\n", kc_conf_source_name((int)c->source[i]));
     }
+    for (i = 0; i < c->n_overrides; i++) {
+        const kc_conf_override_t *o = &c->overrides[i];
+        fprintf(out, "%s", override_prefix);
+        for (const char *p = o->listener; *p != '\0'; p++)
+            fputc(lower(*p), out);
+        fprintf(out, ".%s=%s  # %s\n", o->key, o->value, kc_conf_source_name(o->source));
+    }
 }
 
 /* Write `text` as `# ` comment lines of at most 80 columns, breaking at spaces. */
@@ -1642,6 +2106,27 @@ static const char *type_name(vtype_t t)
     return "?";
 }
 
+/* `key=default`, commented out unless F_SHOWN. A commented line wider than 80 columns is cut
+ * after a comma and continued (Java properties' trailing backslash) on indented lines. */
+static void write_default(FILE *out, const setting_t *s)
+{
+    const char *hash = s->flags & F_SHOWN ? "" : "#", *p = s->def;
+    size_t room = 80 - strlen(hash) - strlen(s->name) - 1;
+
+    fprintf(out, "%s%s=", hash, s->name);
+    while (*hash != '\0' && strlen(p) > room) {
+        size_t cut = room - 1; /* the backslash */
+        while (cut > 0 && p[cut - 1] != ',')
+            cut--;
+        if (cut == 0)
+            break;
+        fprintf(out, "%.*s\\\n#    ", (int)cut, p);
+        p += cut;
+        room = 80 - 5;
+    }
+    fprintf(out, "%s\n", p);
+}
+
 void kc_conf_write_doc(FILE *out)
 {
     char bounds[192], line[512];
@@ -1669,7 +2154,7 @@ void kc_conf_write_doc(FILE *out)
                  s->unit != NULL ? ")" : "", *s->def != '\0' ? s->def : "empty",
                  s->type == T_INT || s->type == T_LONG ? "range " : "", bounds);
         write_wrapped(out, line);
-        fprintf(out, "%s%s=%s\n", s->flags & F_SHOWN ? "" : "#", s->name, s->def);
+        write_default(out, s);
     }
 }
 

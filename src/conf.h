@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 51
+#define KC_CONF_N_SETTINGS 65
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -48,6 +48,27 @@ enum { KC_CONF_LOG_TEXT = 0, KC_CONF_LOG_JSON = 1 };
 /* Values of kc_conf_t.log_flush_policy and offsets_topic_compression_codec. */
 enum { KC_CONF_FLUSH_ALWAYS = 0, KC_CONF_FLUSH_INTERVAL = 1, KC_CONF_FLUSH_NEVER = 2 };
 enum { KC_CONF_CODEC_NONE = 0, KC_CONF_CODEC_ZSTD = 1 };
+/* ssl.client.auth. */
+enum {
+    KC_CONF_SSL_CLIENT_AUTH_NONE = 0,
+    KC_CONF_SSL_CLIENT_AUTH_REQUESTED = 1,
+    KC_CONF_SSL_CLIENT_AUTH_REQUIRED = 2,
+};
+/* The security protocols of listener.security.protocol.map, in Kafka's SecurityProtocol order. */
+enum {
+    KC_CONF_SEC_PLAINTEXT = 0,
+    KC_CONF_SEC_SSL = 1,
+    KC_CONF_SEC_SASL_PLAINTEXT = 2,
+    KC_CONF_SEC_SASL_SSL = 3,
+};
+
+/* One per-listener setting, listener.name.<name>.<setting>. */
+typedef struct kc_conf_override_s {
+    char *listener; /* the listener name, upper case, owned */
+    char *key;      /* the setting's name (an ssl.* setting), owned */
+    char *value;    /* its value, validated as the setting's own, owned */
+    int source;     /* a kc_conf_source_t */
+} kc_conf_override_t;
 
 /* One entry of the `topics` setting. */
 typedef struct kc_conf_topic_s {
@@ -63,6 +84,7 @@ typedef struct kc_conf_topic_s {
 typedef struct kc_conf_s {
     char *listeners;                  /* listeners: validated, parse with kc_conf_parse_listeners */
     char *advertised_listeners;       /* advertised.listeners: "" = what listeners is bound to */
+    char *listener_security_protocol_map; /* listener.security.protocol.map: validated */
     int32_t node_id;                  /* node.id */
     char *data_dir;                   /* data.dir: never empty */
     int32_t socket_request_max_bytes; /* socket.request.max.bytes */
@@ -110,16 +132,33 @@ typedef struct kc_conf_s {
     int offsets_topic_compression_codec;     /* offsets.topic.compression.codec: KC_CONF_CODEC_* */
     int64_t log_cleaner_delete_retention_ms; /* log.cleaner.delete.retention.ms */
     int64_t log_cleaner_backoff_ms;          /* log.cleaner.backoff.ms */
+    int ssl_keystore_type;                /* ssl.keystore.type: 0 = PEM */
+    char *ssl_keystore_location;          /* ssl.keystore.location */
+    char *ssl_keystore_certificate_chain; /* ssl.keystore.certificate.chain */
+    char *ssl_keystore_key;               /* ssl.keystore.key */
+    char *ssl_key_password;               /* ssl.key.password */
+    int ssl_truststore_type;              /* ssl.truststore.type: 0 = PEM */
+    char *ssl_truststore_location;        /* ssl.truststore.location */
+    char *ssl_truststore_certificates;    /* ssl.truststore.certificates */
+    int ssl_client_auth;                  /* ssl.client.auth: KC_CONF_SSL_CLIENT_AUTH_* */
+    char *ssl_enabled_protocols;          /* ssl.enabled.protocols: "TLSv1.2,TLSv1.3" */
+    char *ssl_cipher_suites;              /* ssl.cipher.suites */
+    char *ssl_principal_mapping_rules;    /* ssl.principal.mapping.rules */
+    int64_t ssl_handshake_timeout_ms;     /* ssl.handshake.timeout.ms (kcoord's) */
     char *metrics_listener; /* metrics.listener: "" (off) or one host:port for the HTTP listener */
     int32_t metrics_max_connections;    /* metrics.max.connections */
     int64_t metrics_request_timeout_ms; /* metrics.request.timeout.ms */
     int32_t metrics_chunk_bytes;        /* metrics.chunk.bytes */
+    kc_conf_override_t *overrides; /* listener.name.<name>.<setting>, in the order first set */
+    size_t n_overrides;
     /* Where each setting's value came from, indexed in table order; use kc_conf_get_source. */
     kc_conf_source_t source[KC_CONF_N_SETTINGS];
 } kc_conf_t;
 
 /* One address of `listeners` or `advertised.listeners`. */
 typedef struct kc_listener_s {
+    char name[64];  /* the listener name, upper case: "PLAINTEXT" for a plain host:port */
+    bool named;     /* written NAME://host:port (a plain host:port is not) */
     char host[256]; /* NUL-terminated: a host name, an IPv4 address, or an IPv6 address without
                      * its brackets (ready for uv_ip6_addr) */
     int port;       /* 0..65535; 0 asks the OS for a free port */
@@ -176,6 +215,10 @@ int kc_conf_load_env(kc_conf_t *c, char *const *envp, char *err, size_t errlen);
  * Returns 0, or -1 with a message naming both settings and their values in `err`. Main calls it
  * once every source has been applied. */
 int kc_conf_check(const kc_conf_t *c, char *err, size_t errlen);
+/* kc_conf_check also checks the listeners as Kafka does: every listener name appears in
+ * listener.security.protocol.map; names are unique, except plain host:port entries, which all
+ * share the name PLAINTEXT; every advertised.listeners name is a listener's, at most once; every
+ * listener.name.<name>. override names a listener. */
 
 /* Every open __consumer_offsets partition holds its active segment and its index open; the
  * process needs a few more files of its own (listeners, the loop, a cleaner's files). */
@@ -215,16 +258,33 @@ void kc_conf_write_doc(FILE *out);
 void kc_conf_write_markdown(FILE *out);
 
 /* Parse a comma-separated listener list such as
- *     127.0.0.1:9092,PLAINTEXT://[::1]:0,broker.example:9093
- * Each entry is `host:port` with an optional case-insensitive `PLAINTEXT://` prefix; an IPv6 host
- * is written in brackets; the host is non-empty and at most 255 bytes; the port is 0..65535.
- * Whitespace around entries is ignored. An empty (or all-blank) string is zero entries.
- * Entries are stored in out[0..max); when `out` is NULL they are only validated and counted.
- * On success returns 0 and sets *n (if `n` is not NULL) to the number of entries. Returns -1
- * with a message in `err` naming the offending entry when an entry is malformed or, with a
- * non-NULL `out`, when there are more than `max` entries; `out` may then be partly written. */
+ *     127.0.0.1:9092,SSL://[::1]:0,internal://broker.example:9093
+ * Each entry is `host:port` (a PLAINTEXT listener) or `NAME://host:port`, NAME being letters,
+ * digits and '_' (at most 63), stored upper-cased as Kafka normalises listener names; an IPv6
+ * host is written in brackets; the host is non-empty and at most 255 bytes; the port is
+ * 0..65535. Whitespace around entries is ignored. An empty (or all-blank) string is zero
+ * entries. Entries are stored in out[0..max); when `out` is NULL they are only validated and
+ * counted. On success returns 0 and sets *n (if `n` is not NULL) to the number of entries.
+ * Returns -1 with a message in `err` naming the offending entry when an entry is malformed or,
+ * with a non-NULL `out`, when there are more than `max` entries; `out` may then be partly
+ * written. */
 int kc_conf_parse_listeners(const char *s, kc_listener_t *out, size_t max, size_t *n, char *err,
                             size_t errlen);
+
+/* The security protocol listener.security.protocol.map gives listener `name` (any case): a
+ * KC_CONF_SEC_*, or -1 when the map does not name it. */
+int kc_conf_listener_protocol(const kc_conf_t *c, const char *name);
+
+/* "PLAINTEXT", "SSL", "SASL_PLAINTEXT" or "SASL_SSL" for a KC_CONF_SEC_*; "?" otherwise. */
+const char *kc_conf_protocol_name(int protocol);
+
+/* The value of setting `key` for listener `name` (any case), as text: its
+ * listener.name.<name>.<key> override when there is one, else the setting's own value (an enum
+ * as its value's name, a number in decimal into `buf`). NULL for an unknown key. The pointer is
+ * valid until the setting is set again, or, for numbers, until `buf` is reused. *overridden
+ * (when not NULL) says whether the value came from the listener.name.<name>. override. */
+const char *kc_conf_listener_value(const kc_conf_t *c, const char *name, const char *key,
+                                   char *buf, size_t cap, bool *overridden);
 
 /* Kafka's topic-name rules (Topic.validate), the one check behind the configuration's topic
  * list and CreateTopics: the first rule `name` (len bytes) breaks, in Kafka's order. Lengths are

@@ -167,6 +167,8 @@ static void test_defaults(void **state)
     out = print_to_string(&c);
     assert_string_equal(out, "listeners=127.0.0.1:9092  # default\n"
                              "advertised.listeners=  # default\n"
+                             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:"
+                             "SASL_PLAINTEXT,SASL_SSL:SASL_SSL  # default\n"
                              "node.id=0  # default\n"
                              "data.dir=./data  # default\n"
                              "socket.request.max.bytes=104857600  # default\n"
@@ -212,6 +214,19 @@ static void test_defaults(void **state)
                              "offsets.topic.compression.codec=zstd  # default\n"
                              "log.cleaner.delete.retention.ms=86400000  # default\n"
                              "log.cleaner.backoff.ms=15000  # default\n"
+                             "ssl.keystore.type=PEM  # default\n"
+                             "ssl.keystore.location=  # default\n"
+                             "ssl.keystore.certificate.chain=  # default\n"
+                             "ssl.keystore.key=  # default\n"
+                             "ssl.key.password=  # default\n"
+                             "ssl.truststore.type=PEM  # default\n"
+                             "ssl.truststore.location=  # default\n"
+                             "ssl.truststore.certificates=  # default\n"
+                             "ssl.client.auth=none  # default\n"
+                             "ssl.enabled.protocols=TLSv1.2,TLSv1.3  # default\n"
+                             "ssl.cipher.suites=  # default\n"
+                             "ssl.principal.mapping.rules=DEFAULT  # default\n"
+                             "ssl.handshake.timeout.ms=10000  # default\n"
                              "metrics.listener=127.0.0.1:9404  # default\n"
                              "metrics.max.connections=16  # default\n"
                              "metrics.request.timeout.ms=10000  # default\n"
@@ -605,8 +620,9 @@ static void test_parse_listeners(void **state)
         {"[fe80::1%e/0]:9092", "invalid IPv6 zone"},
         {"ho st:9092", "invalid character in host"},
         {"h/x:9092", "invalid character in host"},
-        {"SSL://h:9093", "only the PLAINTEXT:// protocol is supported"},
-        {"://h:9093", "only the PLAINTEXT:// protocol is supported"},
+        {"://h:9093", "no listener name before ://"},
+        {"SS-L://h:9093", "a listener name has only letters, digits and '_'"},
+        {"SSL://h", "has no port"},
         {"PLAINTEXT://", "has no port"},
         {"a:1,,b:2", "empty entry in listener list"},
         {"a:1,", "empty entry in listener list"},
@@ -637,7 +653,7 @@ static void test_listener_settings(void **state)
     set_bad(&c, "listeners", "", "is empty");
     set_bad(&c, "listeners", " ", "is empty");
     set_bad(&c, "listeners", "h:65536", "port is not a number");
-    set_bad(&c, "listeners", "SSL://h:1", "PLAINTEXT");
+    set_bad(&c, "listeners", "a-b://h:1", "a listener name has only letters");
     assert_string_equal(c.listeners, "127.0.0.1:65535");
 
     set_ok(&c, "advertised.listeners", "broker.example:9092,[2001:db8::1]:9092");
@@ -653,6 +669,127 @@ static void test_listener_settings(void **state)
             "0.0.0.0 is not an address clients can reach");
     set_bad(&c, "advertised.listeners", "a:1,[::]:9092", "[::] is not an address clients can");
     set_bad(&c, "advertised.listeners", "a:1,b", "listener \"b\" has no port");
+    kc_conf_free(&c);
+}
+
+
+/* Kafka's listener model: names, the protocol map, advertised names, listener.name. overrides. */
+static void test_listener_names(void **state)
+{
+    kc_conf_t c;
+    kc_listener_t l[4];
+    size_t n = 0;
+    char err[512], buf[32];
+    bool over = true;
+
+    (void)state;
+    assert_int_equal(kc_conf_parse_listeners("ssl://h:1,Internal_2://[::1]:2,h:3", l, 4, &n, err,
+                                             sizeof err),
+                     0);
+    assert_int_equal(n, 3);
+    assert_string_equal(l[0].name, "SSL");
+    assert_true(l[0].named);
+    assert_string_equal(l[1].name, "INTERNAL_2");
+    assert_string_equal(l[1].host, "::1");
+    assert_string_equal(l[2].name, "PLAINTEXT");
+    assert_false(l[2].named);
+
+    kc_conf_init(&c);
+    /* Kafka's default map. */
+    assert_int_equal(kc_conf_listener_protocol(&c, "PLAINTEXT"), KC_CONF_SEC_PLAINTEXT);
+    assert_int_equal(kc_conf_listener_protocol(&c, "ssl"), KC_CONF_SEC_SSL);
+    assert_int_equal(kc_conf_listener_protocol(&c, "SASL_PLAINTEXT"), KC_CONF_SEC_SASL_PLAINTEXT);
+    assert_int_equal(kc_conf_listener_protocol(&c, "SASL_SSL"), KC_CONF_SEC_SASL_SSL);
+    assert_int_equal(kc_conf_listener_protocol(&c, "INTERNAL"), -1);
+    assert_string_equal(kc_conf_protocol_name(KC_CONF_SEC_SASL_SSL), "SASL_SSL");
+
+    set_ok(&c, "listener.security.protocol.map", "INTERNAL:ssl, EXTERNAL : PLAINTEXT");
+    assert_int_equal(kc_conf_listener_protocol(&c, "internal"), KC_CONF_SEC_SSL);
+    assert_int_equal(kc_conf_listener_protocol(&c, "EXTERNAL"), KC_CONF_SEC_PLAINTEXT);
+    assert_int_equal(kc_conf_listener_protocol(&c, "SSL"), -1);
+    set_bad(&c, "listener.security.protocol.map", "A:TLS", "\"TLS\", which is not PLAINTEXT");
+    set_bad(&c, "listener.security.protocol.map", "A", "\"A\" that is not NAME:PROTOCOL");
+    set_bad(&c, "listener.security.protocol.map", "A:SSL,", "that is not NAME:PROTOCOL");
+    set_bad(&c, "listener.security.protocol.map", "A:SSL,a:PLAINTEXT", "names listener \"a\" twice");
+    set_bad(&c, "listener.security.protocol.map", "A-1:SSL", "with a character other than");
+    set_bad(&c, "listener.security.protocol.map", "", "is empty");
+
+    /* Every listener needs a protocol; names are unique but for plain host:port. */
+    set_ok(&c, "listeners", "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0");
+    assert_int_equal(kc_conf_check(&c, err, sizeof err), 0);
+    set_ok(&c, "listeners", "INTERNAL://127.0.0.1:0,OTHER://127.0.0.1:0");
+    assert_int_equal(kc_conf_check(&c, err, sizeof err), -1);
+    assert_string_equal(err, "listeners: listener OTHER has no security protocol in "
+                             "listener.security.protocol.map");
+    set_ok(&c, "listeners", "internal://127.0.0.1:0,INTERNAL://127.0.0.1:1");
+    assert_int_equal(kc_conf_check(&c, err, sizeof err), -1);
+    assert_string_equal(err, "listeners: the listener name INTERNAL is used twice");
+    set_ok(&c, "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL");
+    set_ok(&c, "listeners", "127.0.0.1:0,[::1]:0,SSL://127.0.0.1:0");
+    assert_int_equal(kc_conf_check(&c, err, sizeof err), 0);
+    set_ok(&c, "listeners", "127.0.0.1:0,PLAINTEXT://[::1]:0");
+    assert_int_equal(kc_conf_check(&c, err, sizeof err), -1);
+    assert_string_equal(err, "listeners: the listener name PLAINTEXT is used twice");
+
+    /* advertised.listeners names listeners. */
+    set_ok(&c, "listeners", "127.0.0.1:0,SSL://127.0.0.1:0");
+    set_ok(&c, "advertised.listeners", "SSL://broker.example:9093,h:9092");
+    assert_int_equal(kc_conf_check(&c, err, sizeof err), 0);
+    set_ok(&c, "advertised.listeners", "OTHER://h:1");
+    assert_int_equal(kc_conf_check(&c, err, sizeof err), -1);
+    assert_string_equal(err, "advertised.listeners: OTHER is not the name of a listener in "
+                             "listeners");
+    set_ok(&c, "advertised.listeners", "SSL://h:1,ssl://h:2");
+    assert_int_equal(kc_conf_check(&c, err, sizeof err), -1);
+    assert_string_equal(err, "advertised.listeners: the listener name SSL is used twice");
+    set_ok(&c, "advertised.listeners", "");
+
+    /* Per-listener ssl.* settings. */
+    set_ok(&c, "ssl.client.auth", "requested");
+    set_ok(&c, "listener.name.ssl.ssl.client.auth", "required");
+    set_ok(&c, "listener.name.ssl.ssl.keystore.location", "/a.pem");
+    set_ok(&c, "listener.name.ssl.ssl.keystore.location", "/b.pem"); /* a later one wins */
+    assert_int_equal(c.n_overrides, 2);
+    assert_string_equal(kc_conf_listener_value(&c, "SSL", "ssl.client.auth", buf, sizeof buf,
+                                                &over),
+                        "required");
+    assert_true(over);
+    assert_string_equal(kc_conf_listener_value(&c, "ssl", "ssl.keystore.location", buf, sizeof buf,
+                                                NULL),
+                        "/b.pem");
+    assert_string_equal(kc_conf_listener_value(&c, "PLAINTEXT", "ssl.client.auth", buf, sizeof buf,
+                                                &over),
+                        "requested");
+    assert_false(over);
+    assert_string_equal(kc_conf_listener_value(&c, "SSL", "ssl.handshake.timeout.ms", buf,
+                                                sizeof buf, NULL),
+                        "10000");
+    assert_null(kc_conf_listener_value(&c, "SSL", "no.such", buf, sizeof buf, NULL));
+    assert_int_equal(kc_conf_check(&c, err, sizeof err), 0);
+    set_err_is(&c, "listener.name.ssl.ssl.client.auth", "maybe",
+               "listener.name.ssl.ssl.client.auth: \"maybe\" is not a valid value (expected one "
+               "of none, requested, required)");
+    set_bad(&c, "listener.name.ssl.ssl.enabled.protocols", "TLSv1.1", "not a valid value");
+    static const struct {
+        const char *key, *want;
+    } bad_keys[] = {
+        {"listener.name.ssl.node.id", "takes the ssl.* settings"},
+        {"listener.name.ssl", "takes the ssl.* settings"},
+        {"listener.name..ssl.client.auth", "takes the ssl.* settings"},
+        {"listener.name.s-l.ssl.client.auth", "only letters, digits and '_'"},
+    };
+    for (size_t i = 0; i < sizeof bad_keys / sizeof bad_keys[0]; i++) {
+        err[0] = '\0';
+        assert_int_equal(kc_conf_set(&c, bad_keys[i].key, "none", KC_CONF_SRC_SET, err, sizeof err),
+                         -1);
+        assert_non_null(strstr(err, bad_keys[i].want));
+        assert_non_null(strstr(err, bad_keys[i].key));
+    }
+    assert_int_equal(c.n_overrides, 2);
+    set_ok(&c, "listener.name.other.ssl.client.auth", "none");
+    assert_int_equal(kc_conf_check(&c, err, sizeof err), -1);
+    assert_string_equal(err, "listener.name.other.ssl.client.auth: OTHER is not the name of a "
+                             "listener in listeners");
     kc_conf_free(&c);
 }
 
@@ -956,6 +1093,8 @@ static void test_precedence(void **state)
     out = print_to_string(&c);
     assert_string_equal(out, "listeners=127.0.0.1:9092  # default\n"
                              "advertised.listeners=  # default\n"
+                             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:"
+                             "SASL_PLAINTEXT,SASL_SSL:SASL_SSL  # default\n"
                              "node.id=3  # --set\n"
                              "data.dir=/from/file  # file\n"
                              "socket.request.max.bytes=104857600  # default\n"
@@ -1001,6 +1140,19 @@ static void test_precedence(void **state)
                              "offsets.topic.compression.codec=zstd  # default\n"
                              "log.cleaner.delete.retention.ms=86400000  # default\n"
                              "log.cleaner.backoff.ms=15000  # default\n"
+                             "ssl.keystore.type=PEM  # default\n"
+                             "ssl.keystore.location=  # default\n"
+                             "ssl.keystore.certificate.chain=  # default\n"
+                             "ssl.keystore.key=  # default\n"
+                             "ssl.key.password=  # default\n"
+                             "ssl.truststore.type=PEM  # default\n"
+                             "ssl.truststore.location=  # default\n"
+                             "ssl.truststore.certificates=  # default\n"
+                             "ssl.client.auth=none  # default\n"
+                             "ssl.enabled.protocols=TLSv1.2,TLSv1.3  # default\n"
+                             "ssl.cipher.suites=  # default\n"
+                             "ssl.principal.mapping.rules=DEFAULT  # default\n"
+                             "ssl.handshake.timeout.ms=10000  # default\n"
                              "metrics.listener=127.0.0.1:9404  # default\n"
                              "metrics.max.connections=16  # default\n"
                              "metrics.request.timeout.ms=10000  # default\n"
@@ -1100,6 +1252,8 @@ static void test_doc_content(void **state)
     printed = print_to_string(&c);
     assert_string_equal(printed, "listeners=127.0.0.1:9092  # file\n"
                                  "advertised.listeners=  # default\n"
+                                 "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:"
+                                 "SASL_PLAINTEXT,SASL_SSL:SASL_SSL  # default\n"
                                  "node.id=0  # default\n"
                                  "data.dir=./data  # file\n"
                                  "socket.request.max.bytes=104857600  # default\n"
@@ -1145,6 +1299,19 @@ static void test_doc_content(void **state)
                                  "offsets.topic.compression.codec=zstd  # default\n"
                                  "log.cleaner.delete.retention.ms=86400000  # default\n"
                                  "log.cleaner.backoff.ms=15000  # default\n"
+                                 "ssl.keystore.type=PEM  # default\n"
+                                 "ssl.keystore.location=  # default\n"
+                                 "ssl.keystore.certificate.chain=  # default\n"
+                                 "ssl.keystore.key=  # default\n"
+                                 "ssl.key.password=  # default\n"
+                                 "ssl.truststore.type=PEM  # default\n"
+                                 "ssl.truststore.location=  # default\n"
+                                 "ssl.truststore.certificates=  # default\n"
+                                 "ssl.client.auth=none  # default\n"
+                                 "ssl.enabled.protocols=TLSv1.2,TLSv1.3  # default\n"
+                                 "ssl.cipher.suites=  # default\n"
+                                 "ssl.principal.mapping.rules=DEFAULT  # default\n"
+                                 "ssl.handshake.timeout.ms=10000  # default\n"
                                  "metrics.listener=127.0.0.1:9404  # default\n"
                                  "metrics.max.connections=16  # default\n"
                                  "metrics.request.timeout.ms=10000  # default\n"
@@ -1196,6 +1363,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_module_bounds),
         cmocka_unit_test(test_parse_listeners),
         cmocka_unit_test(test_listener_settings),
+        cmocka_unit_test(test_listener_names),
         cmocka_unit_test(test_topics),
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_file_escapes),
