@@ -23,16 +23,17 @@
 # Quiet unless V=1. Objects go to build/ (build/san/ with SANITIZE=1).
 
 CC ?= cc
-# The one C++ file (src/group/regex_re2.cc, RE2 behind a C interface) is compiled with the C++
-# compiler that matches CC: clang++ for clang (clang-14 -> clang++-14), $(CXX) (g++) otherwise.
+# The C++ files (src/group/regex_re2.cc and src/net/principal_re2.cc, RE2 behind C interfaces)
+# are compiled with the C++ compiler that matches CC: clang++ for clang (clang-14 ->
+# clang++-14), $(CXX) (g++) otherwise.
 ifneq ($(findstring clang,$(CC)),)
 CXX := $(subst clang,clang++,$(CC))
 # The link is driven by the C compiler: have clang bring the sanitizers' C++ runtime too.
 CLANG_LDFLAGS := -fsanitize-link-c++-runtime
 endif
-PKGS := libuv libzstd
+PKGS := libuv libzstd libssl libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -luv -lzstd)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -luv -lzstd -lssl -lcrypto)
 
 ifeq ($(SANITIZE),1)
 BUILD := build/san

@@ -43,10 +43,10 @@ typedef enum vtype_e {
                   * from values[] (exact case), stored without blanks */
 } vtype_t;
 
-#define F_EMPTY_OK 0x1u /* "" (or, for lists, only blanks) is a valid value */
-#define F_ROUTABLE 0x2u /* listener lists: 0.0.0.0 and :: are rejected (nobody can connect) */
-#define F_SHOWN    0x4u /* kc_conf_write_doc writes `key=default` rather than `#key=default` */
-#define F_SINGLE   0x8u /* listener lists: at most one entry */
+#define F_EMPTY_OK 0x1u  /* "" (or, for lists, only blanks) is a valid value */
+#define F_ROUTABLE 0x2u  /* listener lists: 0.0.0.0 and :: are rejected (nobody can connect) */
+#define F_SHOWN    0x4u  /* kc_conf_write_doc writes `key=default` rather than `#key=default` */
+#define F_SINGLE   0x8u  /* listener lists: at most one entry */
 #define F_LISTENER 0x10u /* may be set for one listener: listener.name.<name>.<setting> */
 
 typedef struct setting_s {
@@ -1556,8 +1556,8 @@ static int set_override(kc_conf_t *c, const char *key, const char *value, int so
     return 0;
 }
 
-const char *kc_conf_listener_value(const kc_conf_t *c, const char *name, const char *key,
-                                   char *buf, size_t cap, bool *overridden)
+const char *kc_conf_listener_value(const kc_conf_t *c, const char *name, const char *key, char *buf,
+                                   size_t cap, bool *overridden)
 {
     const setting_t *s = find(key);
 

@@ -82,24 +82,24 @@ typedef struct kc_conf_topic_s {
  * kc_conf_free; a pointer read from it stays valid until that setting is set again or the
  * struct is freed. */
 typedef struct kc_conf_s {
-    char *listeners;                  /* listeners: validated, parse with kc_conf_parse_listeners */
-    char *advertised_listeners;       /* advertised.listeners: "" = what listeners is bound to */
+    char *listeners;            /* listeners: validated, parse with kc_conf_parse_listeners */
+    char *advertised_listeners; /* advertised.listeners: "" = what listeners is bound to */
     char *listener_security_protocol_map; /* listener.security.protocol.map: validated */
-    int32_t node_id;                  /* node.id */
-    char *data_dir;                   /* data.dir: never empty */
-    int32_t socket_request_max_bytes; /* socket.request.max.bytes */
-    int64_t connections_max_idle_ms;  /* connections.max.idle.ms */
-    int32_t queued_max_requests;      /* queued.max.requests: per connection */
-    int64_t queued_max_request_bytes; /* queued.max.request.bytes: all connections, -1 = none */
-    int64_t connection_max_unsent_bytes; /* connection.max.unsent.bytes */
-    int64_t queued_max_unsent_bytes;     /* queued.max.unsent.bytes: all connections */
-    int64_t request_max_memory_bytes;    /* request.max.memory.bytes: one request's arena */
-    int32_t max_connections;             /* max.connections */
-    int32_t max_connections_per_ip;      /* max.connections.per.ip */
-    int32_t log_reserved_fds;            /* log.reserved.fds: -1 = from the partition count */
-    int log_level;                       /* log.level: KC_CONF_LOG_DEBUG..KC_CONF_LOG_ERROR */
-    int log_format;                      /* log.format: KC_CONF_LOG_TEXT or KC_CONF_LOG_JSON */
-    kc_conf_topic_t *topics;             /* topics: n_topics entries in the order given, or NULL */
+    int32_t node_id;                      /* node.id */
+    char *data_dir;                       /* data.dir: never empty */
+    int32_t socket_request_max_bytes;     /* socket.request.max.bytes */
+    int64_t connections_max_idle_ms;      /* connections.max.idle.ms */
+    int32_t queued_max_requests;          /* queued.max.requests: per connection */
+    int64_t queued_max_request_bytes;     /* queued.max.request.bytes: all connections, -1 = none */
+    int64_t connection_max_unsent_bytes;  /* connection.max.unsent.bytes */
+    int64_t queued_max_unsent_bytes;      /* queued.max.unsent.bytes: all connections */
+    int64_t request_max_memory_bytes;     /* request.max.memory.bytes: one request's arena */
+    int32_t max_connections;              /* max.connections */
+    int32_t max_connections_per_ip;       /* max.connections.per.ip */
+    int32_t log_reserved_fds;             /* log.reserved.fds: -1 = from the partition count */
+    int log_level;                        /* log.level: KC_CONF_LOG_DEBUG..KC_CONF_LOG_ERROR */
+    int log_format;                       /* log.format: KC_CONF_LOG_TEXT or KC_CONF_LOG_JSON */
+    kc_conf_topic_t *topics;              /* topics: n_topics entries in the order given, or NULL */
     size_t n_topics;
     bool auto_create_topics_enable;           /* auto.create.topics.enable */
     int32_t num_partitions;                   /* num.partitions */
@@ -132,24 +132,24 @@ typedef struct kc_conf_s {
     int offsets_topic_compression_codec;     /* offsets.topic.compression.codec: KC_CONF_CODEC_* */
     int64_t log_cleaner_delete_retention_ms; /* log.cleaner.delete.retention.ms */
     int64_t log_cleaner_backoff_ms;          /* log.cleaner.backoff.ms */
-    int ssl_keystore_type;                /* ssl.keystore.type: 0 = PEM */
-    char *ssl_keystore_location;          /* ssl.keystore.location */
-    char *ssl_keystore_certificate_chain; /* ssl.keystore.certificate.chain */
-    char *ssl_keystore_key;               /* ssl.keystore.key */
-    char *ssl_key_password;               /* ssl.key.password */
-    int ssl_truststore_type;              /* ssl.truststore.type: 0 = PEM */
-    char *ssl_truststore_location;        /* ssl.truststore.location */
-    char *ssl_truststore_certificates;    /* ssl.truststore.certificates */
-    int ssl_client_auth;                  /* ssl.client.auth: KC_CONF_SSL_CLIENT_AUTH_* */
-    char *ssl_enabled_protocols;          /* ssl.enabled.protocols: "TLSv1.2,TLSv1.3" */
-    char *ssl_cipher_suites;              /* ssl.cipher.suites */
-    char *ssl_principal_mapping_rules;    /* ssl.principal.mapping.rules */
-    int64_t ssl_handshake_timeout_ms;     /* ssl.handshake.timeout.ms (kcoord's) */
+    int ssl_keystore_type;                   /* ssl.keystore.type: 0 = PEM */
+    char *ssl_keystore_location;             /* ssl.keystore.location */
+    char *ssl_keystore_certificate_chain;    /* ssl.keystore.certificate.chain */
+    char *ssl_keystore_key;                  /* ssl.keystore.key */
+    char *ssl_key_password;                  /* ssl.key.password */
+    int ssl_truststore_type;                 /* ssl.truststore.type: 0 = PEM */
+    char *ssl_truststore_location;           /* ssl.truststore.location */
+    char *ssl_truststore_certificates;       /* ssl.truststore.certificates */
+    int ssl_client_auth;                     /* ssl.client.auth: KC_CONF_SSL_CLIENT_AUTH_* */
+    char *ssl_enabled_protocols;             /* ssl.enabled.protocols: "TLSv1.2,TLSv1.3" */
+    char *ssl_cipher_suites;                 /* ssl.cipher.suites */
+    char *ssl_principal_mapping_rules;       /* ssl.principal.mapping.rules */
+    int64_t ssl_handshake_timeout_ms;        /* ssl.handshake.timeout.ms (kcoord's) */
     char *metrics_listener; /* metrics.listener: "" (off) or one host:port for the HTTP listener */
     int32_t metrics_max_connections;    /* metrics.max.connections */
     int64_t metrics_request_timeout_ms; /* metrics.request.timeout.ms */
     int32_t metrics_chunk_bytes;        /* metrics.chunk.bytes */
-    kc_conf_override_t *overrides; /* listener.name.<name>.<setting>, in the order first set */
+    kc_conf_override_t *overrides;      /* listener.name.<name>.<setting>, in the order first set */
     size_t n_overrides;
     /* Where each setting's value came from, indexed in table order; use kc_conf_get_source. */
     kc_conf_source_t source[KC_CONF_N_SETTINGS];
@@ -283,8 +283,8 @@ const char *kc_conf_protocol_name(int protocol);
  * as its value's name, a number in decimal into `buf`). NULL for an unknown key. The pointer is
  * valid until the setting is set again, or, for numbers, until `buf` is reused. *overridden
  * (when not NULL) says whether the value came from the listener.name.<name>. override. */
-const char *kc_conf_listener_value(const kc_conf_t *c, const char *name, const char *key,
-                                   char *buf, size_t cap, bool *overridden);
+const char *kc_conf_listener_value(const kc_conf_t *c, const char *name, const char *key, char *buf,
+                                   size_t cap, bool *overridden);
 
 /* Kafka's topic-name rules (Topic.validate), the one check behind the configuration's topic
  * list and CreateTopics: the first rule `name` (len bytes) breaks, in Kafka's order. Lengths are

@@ -36,12 +36,14 @@ enum { MAX_LISTENERS = 16 };
 
 typedef struct daemon_s {
     uv_loop_t loop;
-    uv_signal_t sigterm, sigint;
+    uv_signal_t sigterm, sigint, sighup;
     uv_timer_t log_flush; /* writes the summaries of rate-limited log lines */
     kc_server_t *server;
     kc_coord_t *coord;
-    kc_api_ctx_t *api;    /* its coord is cleared when the coordinator closes */
-    kc_obs_server_t *obs; /* metrics.listener, or NULL */
+    kc_api_ctx_t *api;                   /* its coord is cleared when the coordinator closes */
+    kc_obs_server_t *obs;                /* metrics.listener, or NULL */
+    kc_net_tls_t *tls[MAX_LISTENERS];    /* the SSL listeners' configurations, NULL for others */
+    const char *tls_name[MAX_LISTENERS]; /* their listener names */
     int stopping;
 } daemon_t;
 
@@ -68,6 +70,11 @@ static void on_server_stopped(void *arg)
     daemon_t *d = arg;
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     uv_close((uv_handle_t *)&d->sigint, NULL);
+    uv_close((uv_handle_t *)&d->sighup, NULL);
+    for (size_t i = 0; i < MAX_LISTENERS; i++) {
+        kc_net_tls_close(d->tls[i]); /* no connection is left to use it */
+        d->tls[i] = NULL;
+    }
     uv_close((uv_handle_t *)&d->log_flush, NULL);
     kc_diag_repeat_flush();
 }
@@ -188,6 +195,80 @@ static void on_signal(uv_signal_t *h, int signum)
     d->coord = NULL;
     d->api->coord = NULL;
     kc_server_shutdown(d->server, on_server_stopped, d);
+}
+
+/* SIGHUP: every SSL listener re-reads its certificates and keys; new connections get them,
+ * existing ones continue with theirs. A listener whose new ones do not load keeps the old. */
+static void on_sighup(uv_signal_t *h, int signum)
+{
+    daemon_t *d = h->data;
+    char err[512];
+    (void)signum;
+    for (size_t i = 0; i < MAX_LISTENERS; i++) {
+        if (d->tls[i] == NULL)
+            continue;
+        if (kc_net_tls_reload(d->tls[i], err, sizeof err) != 0)
+            KC_ERROR("main", "SIGHUP: listener %s keeps its previous certificates: %s",
+                     d->tls_name[i], err);
+        else
+            KC_INFO("main", "SIGHUP: listener %s reloaded its certificates", d->tls_name[i]);
+    }
+}
+
+/* The security protocol of every listener: PLAINTEXT and SSL are served; a SASL one is refused
+ * (SASL is not served yet, and such a listener must never serve clients without
+ * authentication). 0, or 2 after printing the error. */
+static int check_protocols(const kc_conf_t *conf, const kc_listener_t *ls, size_t n, int *proto)
+{
+    char err[512];
+    kc_net_principal_rules_t *rules =
+        kc_net_principal_rules_parse(conf->ssl_principal_mapping_rules, err, sizeof err);
+    if (rules == NULL) {
+        fprintf(stderr, "kcoord: ssl.principal.mapping.rules: %s\n", err);
+        return 2;
+    }
+    kc_net_principal_rules_free(rules);
+    for (size_t i = 0; i < n; i++) {
+        proto[i] = kc_conf_listener_protocol(conf, ls[i].name);
+        if (proto[i] == KC_CONF_SEC_SASL_PLAINTEXT || proto[i] == KC_CONF_SEC_SASL_SSL) {
+            fprintf(stderr,
+                    "kcoord: listener.security.protocol.map: listener %s is mapped to %s, but "
+                    "kcoord does not serve SASL yet; refusing to start rather than serve its "
+                    "clients without authentication\n",
+                    ls[i].name, kc_conf_protocol_name(proto[i]));
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* The TLS configuration of SSL listener `l` from its ssl.* settings (listener.name.<name>.
+ * overrides first). NULL after printing the error, which names the listener and the key. */
+static kc_net_tls_t *tls_for(uv_loop_t *loop, const kc_conf_t *conf, const kc_listener_t *l)
+{
+    char b[12][32], err[512];
+    const char *n = l->name;
+#define V(i, key) kc_conf_listener_value(conf, n, key, b[i], sizeof b[i], NULL)
+    kc_net_tls_conf_t tc = {
+        .listener = n,
+        .keystore_location = V(0, "ssl.keystore.location"),
+        .keystore_chain = V(1, "ssl.keystore.certificate.chain"),
+        .keystore_key = V(2, "ssl.keystore.key"),
+        .key_password = V(3, "ssl.key.password"),
+        .truststore_location = V(4, "ssl.truststore.location"),
+        .truststore_certs = V(5, "ssl.truststore.certificates"),
+        .client_auth = V(6, "ssl.client.auth"),
+        .protocols = V(7, "ssl.enabled.protocols"),
+        .cipher_suites = V(8, "ssl.cipher.suites"),
+        .principal_rules = V(9, "ssl.principal.mapping.rules"),
+        .handshake_timeout_ms = strtoll(V(10, "ssl.handshake.timeout.ms"), NULL, 10),
+    };
+#undef V
+    kc_net_tls_t *t = kc_net_tls_new(loop, &tc, err, sizeof err);
+    if (t == NULL)
+        fprintf(stderr, "kcoord: listener %s (SSL): %s%s\n", n, err,
+                conf->n_overrides > 0 ? " (or its listener.name. override)" : "");
+    return t;
 }
 
 /* Apply the settings sources in order. Returns 0, or 2 after printing the error. */
@@ -323,23 +404,27 @@ static int start_metrics(daemon_t *d, const kc_conf_t *conf)
     return rc;
 }
 
-/* What clients are told to connect to: advertised.listeners, else the first listener (the
- * machine's host name, into `hostname`, when that listener is a wildcard address). */
-static void advertise(kc_api_ctx_t *ctx, const kc_listener_t *advertised, size_t n_advertised,
-                      const kc_listener_t *first, int first_port, char *hostname, size_t cap)
+/* What the clients of listener `l` (bound to `port`) are told to connect to: the
+ * advertised.listeners entry of its name, else the address it is bound to (the machine's host
+ * name, into `hostname`, for a wildcard address). */
+static void advertise(const char **host, int32_t *port, const kc_listener_t *advertised,
+                      size_t n_advertised, const kc_listener_t *l, int bound_port, char *hostname,
+                      size_t cap)
 {
-    if (n_advertised > 0) {
-        ctx->host = advertised[0].host;
-        ctx->port = advertised[0].port;
-        return;
+    for (size_t i = 0; i < n_advertised; i++) {
+        if (strcmp(advertised[i].name, l->name) == 0) {
+            *host = advertised[i].host;
+            *port = advertised[i].port;
+            return;
+        }
     }
-    ctx->host = first->host;
-    ctx->port = first_port;
-    if (strcmp(ctx->host, "0.0.0.0") == 0 || strcmp(ctx->host, "::") == 0) {
-        if (gethostname(hostname, cap) != 0)
+    *host = l->host;
+    *port = bound_port;
+    if (strcmp(*host, "0.0.0.0") == 0 || strcmp(*host, "::") == 0) {
+        if (hostname[0] == '\0' && gethostname(hostname, cap) != 0)
             snprintf(hostname, cap, "localhost");
         hostname[cap - 1] = '\0';
-        ctx->host = hostname;
+        *host = hostname;
     }
 }
 
@@ -370,6 +455,11 @@ int main(int argc, char **argv)
         kc_conf_parse_listeners(conf.advertised_listeners, advertised, MAX_LISTENERS, &n_advertised,
                                 err, sizeof(err)) != 0) {
         fprintf(stderr, "kcoord: %s\n", err);
+        kc_conf_free(&conf);
+        return 2;
+    }
+    int proto[MAX_LISTENERS];
+    if (check_protocols(&conf, listeners, n_listeners, proto) != 0) {
         kc_conf_free(&conf);
         return 2;
     }
@@ -407,6 +497,19 @@ int main(int argc, char **argv)
     daemon_t d;
     memset(&d, 0, sizeof(d));
     uv_loop_init(&d.loop);
+    for (size_t i = 0; i < n_listeners; i++) {
+        d.tls_name[i] = listeners[i].name;
+        if (proto[i] == KC_CONF_SEC_SSL &&
+            (d.tls[i] = tls_for(&d.loop, &conf, &listeners[i])) == NULL) {
+            for (size_t k = 0; k < i; k++)
+                kc_net_tls_close(d.tls[k]);
+            uv_run(&d.loop, UV_RUN_DEFAULT);
+            uv_loop_close(&d.loop);
+            kc_catalog_free(&catalog);
+            kc_conf_free(&conf);
+            return 2;
+        }
+    }
     kc_api_ctx_t ctx = {
         .node_id = conf.node_id, .catalog = &catalog, .conf = &conf, .loop = &d.loop};
     d.coord = kc_coord_new(&d.loop, &conf, &catalog, &kc_api_group_replies, NULL);
@@ -436,28 +539,39 @@ int main(int argc, char **argv)
         KC_ERROR("main", "out of memory");
         return 1;
     }
-    int first_port = 0;
+    char hostname[256] = "";
     for (size_t i = 0; i < n_listeners; i++) {
         int port = 0;
-        rc = kc_server_listen(d.server, listeners[i].host, listeners[i].port, &port);
+        kc_net_endpoint_t *ep = NULL;
+        kc_net_listen_opts_t lo = {.host = listeners[i].host,
+                                   .port = listeners[i].port,
+                                   .name = listeners[i].name,
+                                   .protocol = proto[i],
+                                   .tls = d.tls[i]};
+        rc = kc_server_listen_on(d.server, &lo, &port, &ep);
         if (rc != 0) {
             KC_ERROR("main", "listeners: cannot listen on %s:%d: %s", listeners[i].host,
                      listeners[i].port, uv_strerror(rc));
             break;
         }
-        if (i == 0)
-            first_port = port;
+        const char *host;
+        int32_t aport;
+        advertise(&host, &aport, advertised, n_advertised, &listeners[i], port, hostname,
+                  sizeof(hostname));
+        kc_net_endpoint_advertise(ep, host, aport);
+        if (i == 0) { /* the address of the first listener, for a connection without one */
+            ctx.host = host;
+            ctx.port = aport;
+        }
     }
 
     if (rc == 0)
         rc = start_metrics(&d, &conf);
 
-    char hostname[256];
-    advertise(&ctx, advertised, n_advertised, &listeners[0], first_port, hostname,
-              sizeof(hostname));
-
     uv_signal_init(&d.loop, &d.sigterm);
     uv_signal_init(&d.loop, &d.sigint);
+    uv_signal_init(&d.loop, &d.sighup);
+    d.sighup.data = &d;
     uv_timer_init(&d.loop, &d.log_flush);
     uv_timer_start(&d.log_flush, on_log_flush, 1000, 1000);
     uv_unref((uv_handle_t *)&d.log_flush);
@@ -466,6 +580,7 @@ int main(int argc, char **argv)
     if (rc == 0) {
         uv_signal_start(&d.sigterm, on_signal, SIGTERM);
         uv_signal_start(&d.sigint, on_signal, SIGINT);
+        uv_signal_start(&d.sighup, on_sighup, SIGHUP);
         KC_INFO("main", "kcoord %s serving cluster %s as node %d, advertised as %s:%d, %zu topics",
                 KCOORD_VERSION, cluster_id, conf.node_id, ctx.host, ctx.port, catalog.n);
     } else {

@@ -72,6 +72,19 @@ static int valid_topic_name(kc_str_t s)
     return 1;
 }
 
+/* The advertised address of the listener the call's client came in on (Kafka answers Metadata
+ * and FindCoordinator with the endpoint of the request's listener), else the first listener's. */
+static void advertised(const kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_t *host, int32_t *port)
+{
+    const kc_conn_t *conn = call != NULL && call->slot != NULL ? kc_slot_conn(call->slot) : NULL;
+    const char *h = ctx->host;
+    int32_t p = ctx->port;
+    if (conn != NULL)
+        kc_conn_advertised(conn, &h, &p);
+    *host = kc_str_c(h);
+    *port = p;
+}
+
 static int fill_topic(kc_api_ctx_t *ctx, kc_metadata_response_topic_t *rt, const kc_topic_t *t,
                       int with_ops, kc_arena_t *a)
 {
@@ -102,7 +115,6 @@ static int fill_topic(kc_api_ctx_t *ctx, kc_metadata_response_topic_t *rt, const
 int kc_api_metadata(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req, kc_arena_t *a,
                     void *out)
 {
-    (void)call;
     const kc_metadata_request_t *q = req->body;
     kc_metadata_response_t *resp = out;
     const kc_catalog_t *cat = ctx->catalog;
@@ -111,8 +123,7 @@ int kc_api_metadata(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *
     if (b == NULL)
         return -1;
     b->node_id = ctx->node_id;
-    b->host = kc_str_c(ctx->host);
-    b->port = ctx->port;
+    advertised(ctx, call, &b->host, &b->port);
     b->rack = KC_STR_NULL;
     resp->brokers.v = b;
     resp->brokers.n = 1;
@@ -174,8 +185,9 @@ int kc_api_metadata(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *
 /* Kafka's key types: 0 group, 1 transaction, 2 share. The messages are Kafka's: its errors'
  * default texts, and for success "NONE" in the single-key form (v1-3) but "" in the batched
  * form (v4+). */
-static void coordinator_for(kc_api_ctx_t *ctx, int16_t version, int8_t key_type, int16_t *err,
-                            kc_str_t *msg, int32_t *node, kc_str_t *host, int32_t *port)
+static void coordinator_for(kc_api_ctx_t *ctx, kc_api_call_t *call, int16_t version,
+                            int8_t key_type, int16_t *err, kc_str_t *msg, int32_t *node,
+                            kc_str_t *host, int32_t *port)
 {
     *node = -1;
     *host = KC_STR_EMPTY;
@@ -184,8 +196,7 @@ static void coordinator_for(kc_api_ctx_t *ctx, int16_t version, int8_t key_type,
         *err = KC_ERR_NONE;
         *msg = version >= 4 ? KC_STR_EMPTY : KC_STR_LIT("NONE");
         *node = ctx->node_id;
-        *host = kc_str_c(ctx->host);
-        *port = ctx->port;
+        advertised(ctx, call, host, port);
     } else if (key_type == 1 || key_type == 2) {
         *err = KC_ERR_COORDINATOR_NOT_AVAILABLE;
         *msg = KC_STR_LIT("The coordinator is not available.");
@@ -200,12 +211,11 @@ static void coordinator_for(kc_api_ctx_t *ctx, int16_t version, int8_t key_type,
 int kc_api_find_coordinator(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                             kc_arena_t *a, void *out)
 {
-    (void)call;
     const kc_find_coordinator_request_t *q = req->body;
     kc_find_coordinator_response_t *resp = out;
     if (req->api_version < 4) {
-        coordinator_for(ctx, req->api_version, q->key_type, &resp->error_code, &resp->error_message,
-                        &resp->node_id, &resp->host, &resp->port);
+        coordinator_for(ctx, call, req->api_version, q->key_type, &resp->error_code,
+                        &resp->error_message, &resp->node_id, &resp->host, &resp->port);
         if (req->api_version == 0)
             resp->error_message = KC_STR_NULL;
         return 0;
@@ -216,8 +226,8 @@ int kc_api_find_coordinator(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
         return -1;
     for (int32_t i = 0; i < n; i++) {
         cs[i].key = q->coordinator_keys.v[i];
-        coordinator_for(ctx, req->api_version, q->key_type, &cs[i].error_code, &cs[i].error_message,
-                        &cs[i].node_id, &cs[i].host, &cs[i].port);
+        coordinator_for(ctx, call, req->api_version, q->key_type, &cs[i].error_code,
+                        &cs[i].error_message, &cs[i].node_id, &cs[i].host, &cs[i].port);
     }
     resp->coordinators.v = cs;
     resp->coordinators.n = n;
@@ -227,7 +237,6 @@ int kc_api_find_coordinator(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
 int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                             kc_arena_t *a, void *out)
 {
-    (void)call;
     const kc_describe_cluster_request_t *q = req->body;
     kc_describe_cluster_response_t *resp = out;
     if (req->api_version >= 1 && q->endpoint_type != 1) {
@@ -251,8 +260,7 @@ int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
     if (b == NULL)
         return -1;
     b->broker_id = ctx->node_id;
-    b->host = kc_str_c(ctx->host);
-    b->port = ctx->port;
+    advertised(ctx, call, &b->host, &b->port);
     b->rack = KC_STR_NULL;
     b->is_fenced = false;
     resp->brokers.v = b;

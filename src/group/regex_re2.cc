@@ -1,7 +1,8 @@
 /* regex_re2.cc - RE2 behind the C interface of regex.h: compile, full match, free.
  *
- * The only C++ in kcoord. Nothing here throws into C: allocation failures (std::bad_alloc)
- * are caught and reported as "out of memory" or as no match. RE2 parses and compiles without
+ * One of kcoord's two C++ files (src/net/principal_re2.cc is the other). Nothing here throws
+ * into C: allocation failures (std::bad_alloc) are caught and reported as "out of memory" or as
+ * no match. RE2 parses and compiles without
  * recursing on the stack (its walkers keep explicit stacks), so deep nesting costs heap, not
  * stack; regex.c still refuses nesting deeper than KC_RX_MAX_NESTING first.
  */

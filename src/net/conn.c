@@ -23,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "net/net_int.h"
 #include "util/diag.h"
 
@@ -36,6 +39,7 @@ enum { SLOT_ARENA_HEADROOM = 1024 };
 
 static void flush(kc_conn_t *c);
 static void process_frames(kc_conn_t *c);
+static void tls_pump(kc_conn_t *c);
 
 /* The connection read, or its client took an answer: it becomes the most recently active, at
  * the tail of the server's list. */
@@ -200,11 +204,11 @@ static bool rbuf_reserve(kc_conn_t *c, size_t cap)
     return true;
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+/* Where the next plaintext bytes go: the scratch buffer while there is no partial frame, else
+ * rbuf grown for the frame. A zero-length buffer when refused (c->denied) or out of memory. */
+static void plain_alloc(kc_conn_t *c, uv_buf_t *buf)
 {
-    kc_conn_t *c = h->data;
     kc_server_t *srv = c->server;
-    (void)suggested;
     /* No partial frame: lend the scratch buffer (libuv calls on_read before the next alloc). */
     if (c->rlen == 0) {
         if (srv->scratch == NULL)
@@ -229,6 +233,22 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     buf->len = c->rcap - c->rlen;
 }
 
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    kc_conn_t *c = h->data;
+    kc_server_t *srv = c->server;
+    (void)suggested;
+    if (c->ssl == NULL) {
+        plain_alloc(c, buf);
+        return;
+    }
+    /* TLS: ciphertext goes to the server's TLS scratch, then into the read BIO at once. */
+    if (srv->tls_scratch == NULL)
+        srv->tls_scratch = malloc(READ_CHUNK);
+    buf->base = (char *)srv->tls_scratch;
+    buf->len = srv->tls_scratch ? READ_CHUNK : 0;
+}
+
 static void stop_reading(kc_conn_t *c)
 {
     if (!c->reading || c->closing)
@@ -238,6 +258,7 @@ static void stop_reading(kc_conn_t *c)
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+static void got_plain(kc_conn_t *c, ssize_t nread, const uv_buf_t *buf);
 
 /* The frames are cut: give the buffer back, or keep only what is left of it. A buffer with no
  * bytes left is freed, so an idle connection holds none. Returns false when out of memory. */
@@ -280,6 +301,8 @@ static void restart_reading(kc_conn_t *c)
     process_frames(c);
     if (!rbuf_trim(c))
         kc_conn_close(c, "out of memory for its read buffer");
+    else if (c->ssl != NULL)
+        tls_pump(c); /* plaintext may wait inside the TLS layer */
 }
 
 void kc_conn_resume(kc_conn_t *c)
@@ -430,6 +453,21 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0)
         return;
     touch(c);
+    if (c->ssl != NULL) {
+        if (BIO_write(SSL_get_rbio(c->ssl), buf->base, (int)nread) != (int)nread) {
+            KC_ERROR("net", "closing %s: out of memory for TLS input", c->peer);
+            kc_conn_close(c, NULL);
+            return;
+        }
+        tls_pump(c);
+        return;
+    }
+    got_plain(c, nread, buf);
+}
+
+/* `nread` plaintext bytes arrived in `buf` (from plain_alloc): cut and serve the frames. */
+static void got_plain(kc_conn_t *c, ssize_t nread, const uv_buf_t *buf)
+{
     if (buf->base != NULL && (uint8_t *)buf->base == c->server->scratch) {
         /* on_alloc lent the scratch buffer: cut frames from it, keep the rest. */
         free(c->rbuf); /* empty (rlen was 0), if not already freed */
@@ -477,6 +515,8 @@ static void on_write(uv_write_t *req, int status)
     kc_conn_t *c = req->data;
     wreq_put(c->server, c->wreq);
     c->wreq = NULL;
+    free(c->wcipher);
+    c->wcipher = NULL;
     for (size_t i = 0; i < c->writing_n; i++)
         pop_head(c);
     c->writing = NULL;
@@ -556,9 +596,136 @@ static void linger_close(kc_conn_t *c)
     uv_timer_start(c->linger, on_linger_timeout, LINGER_MS, 0);
 }
 
+/* A TLS connection fails: count it, say so now and then, close it. */
+static void tls_fail(kc_conn_t *c, int reason, const char *what)
+{
+    char why[256];
+    kc_tls_last_error(why, sizeof why);
+    NET_EVENT(tls_failed, reason);
+    KC_WARN_LIMITED("net", "closing %s on listener %s: %s (%s)", c->peer, c->ep->name, what, why);
+    kc_conn_close(c, NULL);
+}
+
+/* TLS: encrypt the `*n` answers of `bufs` into the write BIO, and make `bufs` the one buffer of
+ * everything it holds (handshake messages and alerts too), into c->wcipher; *n = 0 when there
+ * is nothing to write. False when the connection was closed. */
+static bool tls_encrypt(kc_conn_t *c, uv_buf_t *bufs, unsigned *n)
+{
+    for (unsigned i = 0; i < *n; i++) {
+        ERR_clear_error();
+        if (SSL_write(c->ssl, bufs[i].base, (int)bufs[i].len) != (int)bufs[i].len) {
+            tls_fail(c, KC_NET_TLS_ERROR, "TLS write failed");
+            return false;
+        }
+    }
+    BIO *wb = SSL_get_wbio(c->ssl);
+    size_t pend = BIO_ctrl_pending(wb);
+    *n = 0;
+    if (pend == 0)
+        return true;
+    if ((c->wcipher = malloc(pend)) == NULL) {
+        KC_ERROR("net", "closing %s: out of memory for a TLS write", c->peer);
+        kc_conn_close(c, NULL);
+        return false;
+    }
+    int got = BIO_read(wb, c->wcipher, (int)pend);
+    bufs[0] = uv_buf_init((char *)c->wcipher, got > 0 ? (unsigned)got : 0);
+    *n = got > 0 ? 1 : 0;
+    return true;
+}
+
+/* The handshake finished: the principal, then frames may be read. */
+static void tls_ready(kc_conn_t *c)
+{
+    char why[256];
+    c->tls_ready = true;
+    if (c->hs_timer != NULL)
+        uv_timer_stop(c->hs_timer);
+    if (kc_tls_principal(c->ep->tls, c->ssl, &c->principal, why, sizeof why) != 0) {
+        NET_EVENT(tls_failed, KC_NET_TLS_PRINCIPAL);
+        KC_WARN_LIMITED("net", "closing %s on listener %s: %s", c->peer, c->ep->name, why);
+        kc_conn_close(c, NULL);
+        return;
+    }
+    NET_EVENT(tls_handshake);
+    KC_DEBUG("net", "%s: %s %s on listener %s as %s", c->peer, SSL_get_version(c->ssl),
+             SSL_get_cipher_name(c->ssl), c->ep->name, kc_conn_principal(c));
+}
+
+/* TLS: advance the handshake with what the read BIO holds, then take plaintext out of it into
+ * the read buffers and cut frames, as long as the budgets let the connection read; then write
+ * what the TLS layer has to say. Called after every read, and when reading resumes (plaintext
+ * may wait inside the TLS layer while the socket is not read). */
+static void tls_pump(kc_conn_t *c)
+{
+    if (c->tls_pumping || c->closing)
+        return;
+    c->tls_pumping = true;
+    if (!c->tls_ready) {
+        ERR_clear_error();
+        int r = SSL_do_handshake(c->ssl);
+        int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r);
+        if (r == 1)
+            tls_ready(c);
+        else if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+            tls_fail(c, KC_NET_TLS_HANDSHAKE, "TLS handshake failed");
+    }
+    while (c->tls_ready && !c->closing && !c->draining && !c->lingering) {
+        int why = may_read(c);
+        if (why != READ_OK) {
+            if (c->reading) {
+                stop_reading(c);
+                paused(c, why);
+            }
+            break;
+        }
+        uv_buf_t b;
+        plain_alloc(c, &b);
+        if (b.len == 0) {
+            if (c->denied) {
+                c->denied = false;
+                stop_reading(c);
+                paused(c, KC_NET_PAUSE_REQUESTS);
+            } else {
+                KC_ERROR("net", "closing %s: out of memory for its read buffer", c->peer);
+                kc_conn_close(c, NULL);
+            }
+            break;
+        }
+        ERR_clear_error();
+        int n = SSL_read(c->ssl, b.base, (int)b.len);
+        if (n <= 0) {
+            int e = SSL_get_error(c->ssl, n);
+            if (e == SSL_ERROR_ZERO_RETURN) {
+                KC_DEBUG("net", "%s closed its TLS session", c->peer);
+                kc_conn_close(c, NULL);
+            } else if (e != SSL_ERROR_WANT_READ) {
+                tls_fail(c, KC_NET_TLS_ERROR, "TLS error");
+            }
+            break;
+        }
+        got_plain(c, n, &b);
+    }
+    c->tls_pumping = false;
+    if (!c->closing)
+        flush(c);
+}
+
+static void on_handshake_timeout(uv_timer_t *t)
+{
+    kc_conn_t *c = t->data;
+    if (c->tls_ready || c->closing)
+        return;
+    NET_EVENT(tls_failed, KC_NET_TLS_TIMEOUT);
+    KC_WARN_LIMITED("net", "closing %s on listener %s: no TLS handshake within %" PRId64 " ms",
+                    c->peer, c->ep->name, kc_tls_handshake_timeout(c->ep->tls));
+    ERR_clear_error();
+    kc_conn_close(c, NULL);
+}
+
 static void flush(kc_conn_t *c)
 {
-    if (c->writing || c->closing)
+    if (c->wreq != NULL || c->closing)
         return;
     bool dropped = drop_skipped(c);
     uv_buf_t bufs[MAX_IOV];
@@ -569,6 +736,8 @@ static void flush(kc_conn_t *c)
             bufs[n++] = uv_buf_init((char *)s->reply, (unsigned)s->reply_len);
         slots++;
     }
+    if (c->ssl != NULL && !tls_encrypt(c, bufs, &n))
+        return; /* closed */
     if (n == 0) {
         if (dropped)
             restart_reading(c);
@@ -592,6 +761,8 @@ static void flush(kc_conn_t *c)
         c->wreq = NULL;
         c->writing = NULL;
         c->writing_n = 0;
+        free(c->wcipher);
+        c->wcipher = NULL;
         KC_DEBUG("net", "%s: write failed: %s", c->peer, uv_strerror(rc));
         kc_conn_close(c, NULL);
     }
@@ -659,12 +830,45 @@ const char *kc_conn_peer(const kc_conn_t *c)
     return c->peer;
 }
 
+kc_conn_t *kc_slot_conn(const kc_slot_t *s)
+{
+    return s->conn;
+}
+
+const char *kc_conn_listener(const kc_conn_t *c)
+{
+    return c->ep != NULL ? c->ep->name : "PLAINTEXT";
+}
+
+int kc_conn_protocol(const kc_conn_t *c)
+{
+    return c->ep != NULL ? c->ep->protocol : KC_NET_PLAINTEXT;
+}
+
+const char *kc_conn_principal(const kc_conn_t *c)
+{
+    return c->principal != NULL ? c->principal : KC_NET_ANONYMOUS;
+}
+
+bool kc_conn_advertised(const kc_conn_t *c, const char **host, int32_t *port)
+{
+    if (c->ep == NULL || c->ep->adv_host == NULL)
+        return false;
+    *host = c->ep->adv_host;
+    *port = c->ep->adv_port;
+    return true;
+}
+
 static void on_handle_closed(uv_handle_t *h)
 {
     kc_conn_t *c = h->data;
     if (c->linger != NULL && h == (uv_handle_t *)c->linger) {
         free(c->linger);
         c->linger = NULL;
+    }
+    if (c->hs_timer != NULL && h == (uv_handle_t *)c->hs_timer) {
+        free(c->hs_timer);
+        c->hs_timer = NULL;
     }
     if (--c->open_handles > 0)
         return;
@@ -691,6 +895,9 @@ static void on_handle_closed(uv_handle_t *h)
         NET_EVENT(conn_closed);
     if (c->peer != unknown_peer)
         free(c->peer);
+    SSL_free(c->ssl);
+    free(c->principal);
+    free(c->wcipher);
     free(c);
 }
 
@@ -707,6 +914,8 @@ void kc_conn_close(kc_conn_t *c, const char *why)
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
     if (c->linger != NULL)
         uv_close((uv_handle_t *)c->linger, on_handle_closed);
+    if (c->hs_timer != NULL)
+        uv_close((uv_handle_t *)c->hs_timer, on_handle_closed);
 }
 
 void kc_conn_drain(kc_conn_t *c)
@@ -786,6 +995,7 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
     c->server = s;
     c->peer = unknown_peer;
     c->counted = true;
+    c->ep = ((kc_listener_h_t *)listener->data)->ep;
     uv_tcp_init(s->loop, &c->tcp);
     c->tcp.data = c;
     c->open_handles = 1;
@@ -812,6 +1022,19 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
         kc_conn_close(c, NULL);
         return;
     }
-    KC_DEBUG("net", "accepted %s", c->peer);
+    KC_DEBUG("net", "accepted %s on listener %s", c->peer, kc_conn_listener(c));
+    if (c->ep != NULL && c->ep->protocol == KC_NET_SSL) {
+        if ((c->ssl = kc_tls_new_conn(c->ep->tls)) == NULL ||
+            (c->hs_timer = malloc(sizeof(*c->hs_timer))) == NULL) {
+            KC_ERROR("net", "closing %s: out of memory for TLS", c->peer);
+            kc_conn_close(c, NULL);
+            return;
+        }
+        uv_timer_init(s->loop, c->hs_timer);
+        c->hs_timer->data = c;
+        c->open_handles++;
+        uv_timer_start(c->hs_timer, on_handshake_timeout,
+                       (uint64_t)kc_tls_handshake_timeout(c->ep->tls), 0);
+    }
     restart_reading(c);
 }

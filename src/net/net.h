@@ -105,6 +105,107 @@ kc_arena_t *kc_slot_arena(kc_slot_t *slot);
 /* "host:port" of the peer, for logs. Valid while the connection is. */
 const char *kc_conn_peer(const kc_conn_t *c);
 
+/* ---- Listeners, security protocols, TLS and principals ------------------------------------
+ *
+ * A Kafka listener has a name and a security protocol (Kafka's listener model): PLAINTEXT
+ * connections are served as they are; SSL ones run TLS (tls.c: OpenSSL 3 over memory BIOs,
+ * driven by the connection's reads and writes) before any frame is cut, and their answers are
+ * encrypted into the one write in flight. The budgets above count the plaintext bytes.
+ * A handshake that fails (garbage, a plaintext Kafka request, a certificate that does not
+ * verify) or does not finish within the listener's handshake timeout closes that connection
+ * only, with a rate-limited log line and the tls_failed event. Every connection carries its
+ * listener's name and protocol and its principal: "User:ANONYMOUS" on PLAINTEXT and on SSL
+ * without a client certificate, "User:" and the certificate's RFC 2253 subject mapped by
+ * ssl.principal.mapping.rules with one. SASL_PLAINTEXT and SASL_SSL listeners are not served
+ * (main refuses them at start-up). */
+
+/* The security protocols, numbered as conf.h's KC_CONF_SEC_*. */
+enum { KC_NET_PLAINTEXT = 0, KC_NET_SSL = 1, KC_NET_SASL_PLAINTEXT = 2, KC_NET_SASL_SSL = 3 };
+
+/* The principal of a connection whose client did not authenticate. */
+#define KC_NET_ANONYMOUS "User:ANONYMOUS"
+
+/* A TLS server configuration: an SSL_CTX built from the settings of one listener, rebuilt by
+ * kc_net_tls_reload (SIGHUP) and when a file it was read from changes. New connections take
+ * the context current when they are accepted; existing ones keep theirs. */
+typedef struct kc_net_tls_s kc_net_tls_t;
+
+/* The ssl.* settings of one listener, as text (conf.h's kc_conf_listener_value). Strings are
+ * copied by kc_net_tls_new. */
+typedef struct kc_net_tls_conf_s {
+    const char *listener;            /* its name, for logs */
+    const char *keystore_location;   /* "" or a PEM file: key and chain */
+    const char *keystore_chain;      /* "" or PEM text */
+    const char *keystore_key;        /* "" or PEM text */
+    const char *key_password;        /* "" for a key that is not encrypted */
+    const char *truststore_location; /* "" or a PEM file of CA certificates */
+    const char *truststore_certs;    /* "" or PEM text */
+    const char *client_auth;         /* "none", "requested" or "required" */
+    const char *protocols;           /* "TLSv1.2,TLSv1.3" or one of them */
+    const char *cipher_suites;       /* "" or comma-separated standard names */
+    const char *principal_rules;     /* ssl.principal.mapping.rules */
+    int64_t handshake_timeout_ms;
+} kc_net_tls_conf_t;
+
+/* Build the configuration and its first context, and watch the files it was read from (checked
+ * every second: a change reloads it). NULL on failure, with a message naming the setting at
+ * fault in `err` (e.g. "ssl.keystore.location: cannot read x.pem: No such file or directory"). */
+kc_net_tls_t *kc_net_tls_new(uv_loop_t *loop, const kc_net_tls_conf_t *conf, char *err,
+                             size_t errlen);
+
+/* Re-read the certificates and keys and build a new context for new connections. On failure
+ * the old context stays, and the message is in `err`: -1. Otherwise 0. */
+int kc_net_tls_reload(kc_net_tls_t *t, char *err, size_t errlen);
+
+/* Stop watching the files; `t` is freed once its handles are closed (the loop runs). Call it
+ * after the server is freed, or at least after it stopped accepting: connections hold their
+ * own reference to the context they use, not to `t`... except its principal rules, so no
+ * connection of its listener may remain. */
+void kc_net_tls_close(kc_net_tls_t *t);
+
+/* One listener as kc_server_listen_on opens it. */
+typedef struct kc_net_listen_opts_s {
+    const char *host;
+    int port;
+    const char *name;  /* the listener name ("PLAINTEXT" for a plain host:port) */
+    int protocol;      /* KC_NET_PLAINTEXT or KC_NET_SSL */
+    kc_net_tls_t *tls; /* for KC_NET_SSL: not owned, outlives the server's connections */
+} kc_net_listen_opts_t;
+
+/* A listener's identity, kept by the server until kc_server_free. */
+typedef struct kc_net_endpoint_s kc_net_endpoint_t;
+
+/* kc_server_listen for a named listener with a security protocol; *ep (when not NULL) is the
+ * listener's endpoint, to give it its advertised address. */
+int kc_server_listen_on(kc_server_t *s, const kc_net_listen_opts_t *o, int *bound_port,
+                        kc_net_endpoint_t **ep);
+
+/* The address Metadata and FindCoordinator give the clients of this listener (copied). */
+void kc_net_endpoint_advertise(kc_net_endpoint_t *ep, const char *host, int port);
+
+/* The connection a slot belongs to, or NULL once that connection is gone. */
+kc_conn_t *kc_slot_conn(const kc_slot_t *slot);
+
+/* The connection's listener name ("PLAINTEXT" for one opened with kc_server_listen), its
+ * security protocol (KC_NET_*) and its principal (KC_NET_ANONYMOUS or "User:<name>"). Valid
+ * while the connection is. */
+const char *kc_conn_listener(const kc_conn_t *c);
+int kc_conn_protocol(const kc_conn_t *c);
+const char *kc_conn_principal(const kc_conn_t *c);
+
+/* The advertised address of the connection's listener: false when it has none (one opened
+ * with kc_server_listen, or not given one yet). */
+bool kc_conn_advertised(const kc_conn_t *c, const char **host, int32_t *port);
+
+/* ssl.principal.mapping.rules (principal.c): parse Kafka's syntax. NULL with Kafka's message
+ * ("Invalid rule: `...`") in `err` when the text is not a valid list. */
+typedef struct kc_net_principal_rules_s kc_net_principal_rules_t;
+kc_net_principal_rules_t *kc_net_principal_rules_parse(const char *text, char *err, size_t errlen);
+/* Map an RFC 2253 subject: 1 with *name (malloc'd, the caller frees it) from the first rule that
+ * applies, 0 when none does, -1 out of memory. */
+int kc_net_principal_map(const kc_net_principal_rules_t *r, const char *dn, char **name);
+void kc_net_principal_rules_free(kc_net_principal_rules_t *r);
+
 /* ---- Listeners for other protocols (the HTTP endpoints) ---------------------------------- */
 
 /* A bound, listening TCP socket whose connections its owner accepts and serves (listen.c). */
@@ -152,7 +253,19 @@ typedef struct kc_net_events_s {
     void (*paused)(int reason);       /* a KC_NET_PAUSE_* */
     void (*bytes)(uint64_t requests, uint64_t unsent); /* unanswered / unwritten, in all */
     void (*idle_closed)(bool unread); /* connections.max.idle.ms; answers were waiting */
+    void (*tls_handshake)(void);      /* a TLS handshake finished */
+    void (*tls_failed)(int reason);   /* a KC_NET_TLS_*: the TLS connection was closed */
 } kc_net_events_t;
+
+/* Why a TLS connection was closed before or while serving: its handshake failed (garbage, a
+ * plaintext request, a refused certificate), did not finish in time, or its subject has no
+ * principal mapping rule; or a TLS error after the handshake. */
+enum {
+    KC_NET_TLS_HANDSHAKE = 0,
+    KC_NET_TLS_TIMEOUT = 1,
+    KC_NET_TLS_PRINCIPAL = 2,
+    KC_NET_TLS_ERROR = 3
+};
 
 /* Report to `ev` (copied; NULL: to nobody, the default) from now on. */
 void kc_net_set_events(const kc_net_events_t *ev);

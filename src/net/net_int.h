@@ -15,9 +15,21 @@ extern kc_net_events_t kc_net_events_;
             kc_net_events_.hook(__VA_ARGS__);                                                      \
     } while (0)
 
+/* A listener's identity (net.h), in the server's list until kc_server_free: connections point
+ * to it, and may outlive their listener's socket. */
+struct kc_net_endpoint_s {
+    struct kc_net_endpoint_s *next;
+    char *name;
+    int protocol;
+    kc_net_tls_t *tls; /* KC_NET_SSL: not owned */
+    char *adv_host;    /* NULL until kc_net_endpoint_advertise */
+    int32_t adv_port;
+};
+
 typedef struct kc_listener_h_s {
     uv_tcp_t tcp;
     kc_server_t *server;
+    kc_net_endpoint_t *ep;
     struct kc_listener_h_s *next;
     bool pending; /* a connection waits for uv_accept (max.connections was reached) */
 } kc_listener_h_t;
@@ -42,6 +54,8 @@ struct kc_server_s {
     uv_loop_t *loop;
     kc_server_opts_t opts;
     kc_listener_h_t *listeners;
+    kc_net_endpoint_t *endpoints;
+    uint8_t *tls_scratch; /* READ_CHUNK bytes: ciphertext read by a TLS connection */
     /* Open connections, least recently active first (kc_conn_touch moves one to the tail), so
      * that one timer finds the idle ones from the head (connections.max.idle.ms). */
     kc_conn_t *conns, *conns_tail;
@@ -111,7 +125,16 @@ struct kc_conn_s {
     kc_slot_t *writing;     /* first slot of the write in flight, or NULL */
     size_t writing_n;       /* how many slots that write covers */
 
-    int open_handles; /* tcp (+ linger timer) not yet closed */
+    /* The listener, and TLS (tls.c) on an SSL listener's connections. */
+    kc_net_endpoint_t *ep; /* NULL for a connection accepted without one (never, today) */
+    struct ssl_st *ssl;    /* NULL on PLAINTEXT */
+    uv_timer_t *hs_timer;  /* the handshake timeout, until the connection is closed */
+    uint8_t *wcipher;      /* the ciphertext of the write in flight */
+    char *principal;       /* "User:<name>" from a client certificate, or NULL: anonymous */
+    bool tls_ready;        /* the handshake finished */
+    bool tls_pumping;      /* inside tls_pump: do not enter it again */
+
+    int open_handles; /* tcp (+ linger timer, + handshake timer) not yet closed */
     bool reading;
     bool closing;
     bool draining;  /* shutdown: close once the queue is empty */
@@ -125,6 +148,18 @@ enum { KC_NET_READ_CHUNK = 64 * 1024 };
 int kc_net_resolve(uv_loop_t *loop, const char *host, int port, struct sockaddr_storage *addr);
 /* listen.c: the port a bound socket has, or -1. */
 int kc_net_bound_port(const uv_tcp_t *tcp);
+
+/* tls.c: a new server-side SSL on memory BIOs with the configuration's current context, or
+ * NULL (out of memory). */
+struct ssl_st *kc_tls_new_conn(kc_net_tls_t *t);
+/* tls.c: the principal of a finished handshake: 0 with *principal NULL (no client
+ * certificate: anonymous) or malloc'd "User:<mapped subject>"; -1 with the reason in `why`
+ * when no rule maps the subject (the connection is refused). */
+int kc_tls_principal(const kc_net_tls_t *t, struct ssl_st *ssl, char **principal, char *why,
+                     size_t len);
+int64_t kc_tls_handshake_timeout(const kc_net_tls_t *t);
+/* tls.c: OpenSSL's last error as text into buf, and the thread's error queue cleared. */
+void kc_tls_last_error(char *buf, size_t len);
 
 /* conn.c */
 void kc_conn_accept(kc_server_t *s, uv_stream_t *listener);

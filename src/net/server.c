@@ -215,15 +215,51 @@ bool kc_server_admit(kc_server_t *s, kc_conn_t *c)
 
 static void on_listener_closed(uv_handle_t *h);
 
+static const char *protocol_name(int protocol)
+{
+    return protocol == KC_NET_SSL ? "SSL" : protocol == KC_NET_PLAINTEXT ? "PLAINTEXT" : "?";
+}
+
 int kc_server_listen(kc_server_t *s, const char *host, int port, int *bound_port)
 {
+    kc_net_listen_opts_t o = {.host = host, .port = port, .name = "PLAINTEXT"};
+    return kc_server_listen_on(s, &o, bound_port, NULL);
+}
+
+void kc_net_endpoint_advertise(kc_net_endpoint_t *ep, const char *host, int port)
+{
+    char *h = strdup(host);
+    if (h == NULL)
+        return; /* out of memory: the listener keeps what it advertised */
+    free(ep->adv_host);
+    ep->adv_host = h;
+    ep->adv_port = port;
+}
+
+int kc_server_listen_on(kc_server_t *s, const kc_net_listen_opts_t *o, int *bound_port,
+                        kc_net_endpoint_t **epp)
+{
     struct sockaddr_storage addr;
-    int rrc = kc_net_resolve(s->loop, host, port, &addr);
+    int rrc = kc_net_resolve(s->loop, o->host, o->port, &addr);
     if (rrc != 0)
         return rrc;
+    if (o->protocol != KC_NET_PLAINTEXT && (o->protocol != KC_NET_SSL || o->tls == NULL))
+        return UV_EINVAL; /* SASL is not served; SSL needs its configuration */
+    kc_net_endpoint_t *ep = calloc(1, sizeof(*ep));
+    if (ep == NULL || (ep->name = strdup(o->name)) == NULL) {
+        free(ep);
+        return UV_ENOMEM;
+    }
+    ep->protocol = o->protocol;
+    ep->tls = o->protocol == KC_NET_SSL ? o->tls : NULL;
+    ep->next = s->endpoints;
+    s->endpoints = ep;
+    if (epp != NULL)
+        *epp = ep;
     kc_listener_h_t *l = calloc(1, sizeof(*l));
     if (l == NULL)
         return UV_ENOMEM;
+    l->ep = ep;
     l->server = s;
     uv_tcp_init(s->loop, &l->tcp);
     l->tcp.data = l;
@@ -246,11 +282,13 @@ int kc_server_listen(kc_server_t *s, const char *host, int port, int *bound_port
     if (bound.ss_family == AF_INET6) {
         uv_ip6_name((struct sockaddr_in6 *)&bound, name, sizeof(name));
         *bound_port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
-        KC_INFO("net", "listening on [%s]:%d", name, *bound_port);
+        KC_INFO("net", "listening on [%s]:%d (%s, %s)", name, *bound_port, ep->name,
+                protocol_name(ep->protocol));
     } else {
         uv_ip4_name((struct sockaddr_in *)&bound, name, sizeof(name));
         *bound_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-        KC_INFO("net", "listening on %s:%d", name, *bound_port);
+        KC_INFO("net", "listening on %s:%d (%s, %s)", name, *bound_port, ep->name,
+                protocol_name(ep->protocol));
     }
     return 0;
 }
@@ -375,6 +413,14 @@ void kc_server_free(kc_server_t *s)
         free(s->ips);
     }
     free(s->scratch);
+    free(s->tls_scratch);
+    while (s->endpoints != NULL) {
+        kc_net_endpoint_t *ep = s->endpoints;
+        s->endpoints = ep->next;
+        free(ep->name);
+        free(ep->adv_host);
+        free(ep);
+    }
     while (s->spare != NULL) {
         kc_wreq_t *w = s->spare;
         s->spare = w->next_spare;
