@@ -298,6 +298,17 @@ void kc_obs_conn_idle_closed(bool unread)
     kc_obs.idle_closed[unread ? 1 : 0]++;
 }
 
+void kc_obs_tls_handshake(void)
+{
+    kc_obs.tls_handshakes++;
+}
+
+void kc_obs_tls_failed(int reason)
+{
+    if (reason >= 0 && reason < 4)
+        kc_obs.tls_failures[reason]++;
+}
+
 void kc_obs_refused_memory(void)
 {
     kc_obs.requests_over_memory++;
@@ -460,6 +471,19 @@ void kc_obs_write_counters(kc_obs_buf_t *b)
                    (double)c->idle_closed[0]);
     kc_prom_sample(b, "kcoord_connections_idle_closed_total", "reason=\"answers_unread\"",
                    (double)c->idle_closed[1]);
+    kc_prom_family(b, "kcoord_tls_handshakes_total", "counter",
+                   "TLS handshakes finished on SSL listeners.");
+    kc_prom_sample(b, "kcoord_tls_handshakes_total", NULL, (double)c->tls_handshakes);
+    kc_prom_family(b, "kcoord_tls_failures_total", "counter",
+                   "TLS connections closed on a failure: a handshake that failed (garbage, a "
+                   "plaintext request, a refused certificate) or did not finish in "
+                   "ssl.handshake.timeout.ms, a subject no ssl.principal.mapping.rules rule "
+                   "maps, a TLS error after the handshake.");
+    static const char *const tls_reasons[4] = {"handshake", "timeout", "principal", "error"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(labels, sizeof(labels), "reason=\"%s\"", tls_reasons[i]);
+        kc_prom_sample(b, "kcoord_tls_failures_total", labels, (double)c->tls_failures[i]);
+    }
     kc_prom_family(b, "kcoord_queued_request_bytes", "gauge",
                    "Bytes of Kafka requests read and not yet answered, and of buffers of large "
                    "requests still arriving (queued.max.request.bytes).");

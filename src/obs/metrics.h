@@ -99,6 +99,8 @@ typedef struct kc_obs_counters_s {
     uint64_t accepts_deferred; /* max.connections reached: accepting paused */
     uint64_t reads_paused[4];  /* KC_NET_PAUSE_*: a connection stopped being read */
     uint64_t idle_closed[2];   /* [0] idle, [1] idle with answers unread */
+    uint64_t tls_handshakes;   /* TLS handshakes finished */
+    uint64_t tls_failures[4];  /* KC_NET_TLS_*: TLS connections closed on a failure */
     uint64_t queued_request_bytes, unsent_response_bytes; /* gauges */
     uint64_t offset_commits;    /* OffsetCommit requests answered with at least one offset */
     uint64_t offsets_committed; /* partitions of those, acknowledged without error */
@@ -155,6 +157,9 @@ void kc_obs_net_paused(int reason);
 void kc_obs_net_bytes(uint64_t requests, uint64_t unsent);
 /* A connection was closed by connections.max.idle.ms; `unread`: answers were waiting for it. */
 void kc_obs_conn_idle_closed(bool unread);
+/* A TLS handshake finished; a TLS connection was closed for `reason` (a KC_NET_TLS_*). */
+void kc_obs_tls_handshake(void);
+void kc_obs_tls_failed(int reason);
 /* A request was refused (its connection closed) for needing more than request.max.memory.bytes. */
 void kc_obs_refused_memory(void);
 

@@ -40,6 +40,8 @@ const kc_net_events_t kc_obs_net_events = {
     .paused = kc_obs_net_paused,
     .bytes = kc_obs_net_bytes,
     .idle_closed = kc_obs_conn_idle_closed,
+    .tls_handshake = kc_obs_tls_handshake,
+    .tls_failed = kc_obs_tls_failed,
 };
 
 /* ---- /metrics: what the coordinator knows ---------------------------------------------------- */
