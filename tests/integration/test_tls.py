@@ -369,6 +369,62 @@ class ReloadTest(unittest.TestCase):
             shutil.rmtree(d, ignore_errors=True)
 
 
+class PemValuesTest(unittest.TestCase):
+    def test_pem_text_in_a_properties_file_and_an_encrypted_key(self):
+        """ssl.keystore.certificate.chain, ssl.keystore.key (encrypted, PKCS#8, with
+        ssl.key.password) and ssl.truststore.certificates as PEM text, written in a properties
+        file with continuation lines, which join the PEM lines without their line breaks."""
+        d = tempfile.mkdtemp(prefix="kc-tls-pem-")
+        try:
+            ca = make_ca(d, "ca", "Pem CA")
+            key, crt, _ = make_cert(d, "server", "/CN=localhost", ca, "DNS:localhost")
+            enc = os.path.join(d, "server.enc.key")
+            openssl("pkcs8", "-topk8", "-in", key, "-out", enc, "-passout", "pass:s3cret")
+            alice = make_cert(d, "alice", "/CN=alice", ca)
+
+            def value(path):
+                return " \\\n    ".join(read(path).strip().splitlines())
+
+            conf = os.path.join(d, "kcoord.conf")
+            with open(conf, "w") as f:
+                f.write("ssl.keystore.certificate.chain=%s\n" % value(crt))
+                f.write("ssl.keystore.key=%s\n" % value(enc))
+                f.write("ssl.key.password=s3cret\n")
+                f.write("ssl.truststore.certificates=%s\n" % value(ca[1]))
+                f.write("ssl.client.auth=requested\n")
+            port = kcoord.free_port()
+            p = subprocess.Popen([kcoord.BIN, "-c", conf] + sum(
+                (["--set", x] for x in ("listeners=SSL://127.0.0.1:%d" % port,
+                                        "data.dir=" + os.path.join(d, "data"),
+                                        "offsets.topic.num.partitions=1", "log.level=debug",
+                                        *kcoord.no_metrics_listener())), []),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                env=kcoord.quiet_env())
+            try:
+                line = b""
+                deadline = time.monotonic() + WAIT_S
+                while b"listening on" not in line and time.monotonic() < deadline:
+                    line = p.stderr.readline()
+                    if not line:
+                        break
+                self.assertIn(b"(SSL, SSL)", line)
+                # requested: a client without a certificate is anonymous, one with is alice.
+                c = tls_conn(port, tls_context(ca[1]))
+                self.assertEqual(api_versions(c), 0)
+                c.close()
+                c = tls_conn(port, tls_context(ca[1], alice[1], alice[0]))
+                self.assertEqual(api_versions(c), 0)
+                c.close()
+            finally:
+                p.send_signal(signal.SIGTERM)
+                out = p.communicate(timeout=30)[1].decode()
+            self.assertEqual(p.returncode, 0, out)
+            self.assertIn("as User:ANONYMOUS", out)
+            self.assertIn("as User:CN=alice", out)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
 class StartupTest(unittest.TestCase):
     def refused(self, *sets):
         d = tempfile.mkdtemp(prefix="kc-tls-start-")
