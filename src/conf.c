@@ -645,6 +645,23 @@ static const setting_t settings[] = {
      .doc = "How much of a streamed answer (/v1/groups) one HTTP connection builds per event-loop "
             "turn, and holds in memory: the next piece is built once the previous one has "
             "been written to the socket. At least one group per piece."},
+    {.name = "metrics.ssl.enabled",
+     .type = T_BOOL,
+     .off = OFF(metrics_ssl_enabled),
+     .def = "false",
+     .doc = "kcoord's own: serve the HTTP listener over TLS (HTTPS) with the ssl.* settings "
+            "(the plain ones, not a listener.name. override), reloaded with the Kafka "
+            "listeners' on SIGHUP and when a file changes. /v1/groups shows member hosts and "
+            "offsets: keep metrics.listener on a loopback address, or set this and "
+            "metrics.bearer.token when it is bound elsewhere."},
+    {.name = "metrics.bearer.token",
+     .type = T_STRING,
+     .off = OFF(metrics_bearer_token),
+     .def = "",
+     .flags = F_EMPTY_OK,
+     .doc = "kcoord's own: when set, every HTTP request but /healthz and /readyz must carry "
+            "`Authorization: Bearer <token>`, else it is answered 401. Send it only over "
+            "HTTPS (metrics.ssl.enabled)."},
 };
 
 #define N_SETTINGS (sizeof settings / sizeof settings[0])

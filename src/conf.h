@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 65
+#define KC_CONF_N_SETTINGS 67
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -149,6 +149,8 @@ typedef struct kc_conf_s {
     int32_t metrics_max_connections;    /* metrics.max.connections */
     int64_t metrics_request_timeout_ms; /* metrics.request.timeout.ms */
     int32_t metrics_chunk_bytes;        /* metrics.chunk.bytes */
+    bool metrics_ssl_enabled;           /* metrics.ssl.enabled (kcoord's) */
+    char *metrics_bearer_token;         /* metrics.bearer.token (kcoord's): "" = none */
     kc_conf_override_t *overrides;      /* listener.name.<name>.<setting>, in the order first set */
     size_t n_overrides;
     /* Where each setting's value came from, indexed in table order; use kc_conf_get_source. */

@@ -40,10 +40,12 @@ typedef struct daemon_s {
     uv_timer_t log_flush; /* writes the summaries of rate-limited log lines */
     kc_server_t *server;
     kc_coord_t *coord;
-    kc_api_ctx_t *api;                   /* its coord is cleared when the coordinator closes */
-    kc_obs_server_t *obs;                /* metrics.listener, or NULL */
-    kc_net_tls_t *tls[MAX_LISTENERS];    /* the SSL listeners' configurations, NULL for others */
-    const char *tls_name[MAX_LISTENERS]; /* their listener names */
+    kc_api_ctx_t *api;    /* its coord is cleared when the coordinator closes */
+    kc_obs_server_t *obs; /* metrics.listener, or NULL */
+    /* The SSL listeners' configurations (NULL for others), and the HTTP listener's at
+     * MAX_LISTENERS (metrics.ssl.enabled). */
+    kc_net_tls_t *tls[MAX_LISTENERS + 1];
+    const char *tls_name[MAX_LISTENERS + 1]; /* their listener names */
     int stopping;
 } daemon_t;
 
@@ -71,7 +73,7 @@ static void on_server_stopped(void *arg)
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     uv_close((uv_handle_t *)&d->sigint, NULL);
     uv_close((uv_handle_t *)&d->sighup, NULL);
-    for (size_t i = 0; i < MAX_LISTENERS; i++) {
+    for (size_t i = 0; i <= MAX_LISTENERS; i++) {
         kc_net_tls_close(d->tls[i]); /* no connection is left to use it */
         d->tls[i] = NULL;
     }
@@ -204,7 +206,7 @@ static void on_sighup(uv_signal_t *h, int signum)
     daemon_t *d = h->data;
     char err[512];
     (void)signum;
-    for (size_t i = 0; i < MAX_LISTENERS; i++) {
+    for (size_t i = 0; i <= MAX_LISTENERS; i++) {
         if (d->tls[i] == NULL)
             continue;
         if (kc_net_tls_reload(d->tls[i], err, sizeof err) != 0)
@@ -242,15 +244,15 @@ static int check_protocols(const kc_conf_t *conf, const kc_listener_t *ls, size_
     return 0;
 }
 
-/* The TLS configuration of SSL listener `l` from its ssl.* settings (listener.name.<name>.
- * overrides first). NULL after printing the error, which names the listener and the key. */
-static kc_net_tls_t *tls_for(uv_loop_t *loop, const kc_conf_t *conf, const kc_listener_t *l)
+/* The TLS configuration of SSL listener `n` from its ssl.* settings (listener.name.<name>.
+ * overrides first; the plain settings alone for n NULL, the HTTP listener). NULL after printing
+ * the error, which names the listener and the key. */
+static kc_net_tls_t *tls_for(uv_loop_t *loop, const kc_conf_t *conf, const char *n)
 {
     char b[12][32], err[512];
-    const char *n = l->name;
 #define V(i, key) kc_conf_listener_value(conf, n, key, b[i], sizeof b[i], NULL)
     kc_net_tls_conf_t tc = {
-        .listener = n,
+        .listener = n != NULL ? n : "metrics.listener",
         .keystore_location = V(0, "ssl.keystore.location"),
         .keystore_chain = V(1, "ssl.keystore.certificate.chain"),
         .keystore_key = V(2, "ssl.keystore.key"),
@@ -265,7 +267,9 @@ static kc_net_tls_t *tls_for(uv_loop_t *loop, const kc_conf_t *conf, const kc_li
     };
 #undef V
     kc_net_tls_t *t = kc_net_tls_new(loop, &tc, err, sizeof err);
-    if (t == NULL)
+    if (t == NULL && n == NULL)
+        fprintf(stderr, "kcoord: metrics.ssl.enabled: %s\n", err);
+    else if (t == NULL)
         fprintf(stderr, "kcoord: listener %s (SSL): %s%s\n", n, err,
                 conf->n_overrides > 0 ? " (or its listener.name. override)" : "");
     return t;
@@ -379,9 +383,16 @@ static int start_metrics(daemon_t *d, const kc_conf_t *conf)
         n_mlisten != 1)
         return 0;
     int mport = 0;
+    if (conf->metrics_ssl_enabled) {
+        d->tls_name[MAX_LISTENERS] = "metrics.listener";
+        if ((d->tls[MAX_LISTENERS] = tls_for(&d->loop, conf, NULL)) == NULL)
+            return UV_EINVAL;
+    }
     d->obs = kc_obs_server_new(&d->loop, d->coord);
     if (d->obs != NULL)
         kc_obs_server_configure(d->obs, conf);
+    if (d->obs != NULL && d->tls[MAX_LISTENERS] != NULL)
+        kc_obs_server_set_tls(d->obs, d->tls[MAX_LISTENERS]);
     int rc = d->obs == NULL ? UV_ENOMEM
                             : kc_obs_server_listen(d->obs, mlisten.host, mlisten.port, &mport);
     const char *l = strchr(mlisten.host, ':') != NULL ? "[" : "";
@@ -398,8 +409,8 @@ static int start_metrics(daemon_t *d, const kc_conf_t *conf)
         KC_ERROR("main", "metrics.listener: cannot listen on %s%s%s:%d: %s", l, mlisten.host, r,
                  mlisten.port, uv_strerror(rc));
     } else {
-        KC_INFO("main", "metrics.listener: serving http://%s%s%s:%d/metrics", l, mlisten.host, r,
-                mport);
+        KC_INFO("main", "metrics.listener: serving %s://%s%s%s:%d/metrics",
+                conf->metrics_ssl_enabled ? "https" : "http", l, mlisten.host, r, mport);
     }
     return rc;
 }
@@ -500,7 +511,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n_listeners; i++) {
         d.tls_name[i] = listeners[i].name;
         if (proto[i] == KC_CONF_SEC_SSL &&
-            (d.tls[i] = tls_for(&d.loop, &conf, &listeners[i])) == NULL) {
+            (d.tls[i] = tls_for(&d.loop, &conf, listeners[i].name)) == NULL) {
             for (size_t k = 0; k < i; k++)
                 kc_net_tls_close(d.tls[k]);
             uv_run(&d.loop, UV_RUN_DEFAULT);

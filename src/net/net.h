@@ -197,6 +197,26 @@ const char *kc_conn_principal(const kc_conn_t *c);
  * with kc_server_listen, or not given one yet). */
 bool kc_conn_advertised(const kc_conn_t *c, const char **host, int32_t *port);
 
+/* A TLS server session for a protocol other than Kafka's (the HTTP listener), which drives
+ * its own socket: what it reads goes in with _feed, plaintext comes out of _read (the
+ * handshake happens on the way), answers go in with _write, and what must be sent to the peer
+ * (handshake messages, encrypted answers, alerts) comes out of _output. */
+typedef struct kc_net_tls_session_s kc_net_tls_session_t;
+/* A session with the configuration's current context; NULL when out of memory. */
+kc_net_tls_session_t *kc_net_tls_session_new(kc_net_tls_t *t);
+void kc_net_tls_session_free(kc_net_tls_session_t *s);
+/* n bytes read from the socket: 0, or -1 out of memory. */
+int kc_net_tls_session_feed(kc_net_tls_session_t *s, const void *p, size_t n);
+/* Plaintext into buf: the count (> 0), 0 when none is ready yet (more must be read), or -1
+ * when the session failed or the peer ended it, with the reason in `why`. */
+long kc_net_tls_session_read(kc_net_tls_session_t *s, void *buf, size_t cap, char *why,
+                             size_t whylen);
+/* Encrypt n bytes for the peer: 0, or -1. */
+int kc_net_tls_session_write(kc_net_tls_session_t *s, const void *p, size_t n);
+/* Everything waiting to be sent to the peer, malloc'd (the caller frees it), *len bytes; NULL
+ * with *len 0 when there is nothing (or no memory). */
+uint8_t *kc_net_tls_session_output(kc_net_tls_session_t *s, size_t *len);
+
 /* ssl.principal.mapping.rules (principal.c): parse Kafka's syntax. NULL with Kafka's message
  * ("Invalid rule: `...`") in `err` when the text is not a valid list. */
 typedef struct kc_net_principal_rules_s kc_net_principal_rules_t;

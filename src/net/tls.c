@@ -607,3 +607,77 @@ int64_t kc_tls_handshake_timeout(const kc_net_tls_t *t)
 {
     return t->conf.handshake_timeout_ms;
 }
+
+/* ---- sessions for other protocols (the HTTP listener) ------------------------------------ */
+
+struct kc_net_tls_session_s {
+    SSL *ssl;
+};
+
+kc_net_tls_session_t *kc_net_tls_session_new(kc_net_tls_t *t)
+{
+    kc_net_tls_session_t *s = calloc(1, sizeof(*s));
+    if (s != NULL && (s->ssl = kc_tls_new_conn(t)) == NULL) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+void kc_net_tls_session_free(kc_net_tls_session_t *s)
+{
+    if (s == NULL)
+        return;
+    SSL_free(s->ssl);
+    free(s);
+}
+
+int kc_net_tls_session_feed(kc_net_tls_session_t *s, const void *p, size_t n)
+{
+    return BIO_write(SSL_get_rbio(s->ssl), p, (int)n) == (int)n ? 0 : -1;
+}
+
+long kc_net_tls_session_read(kc_net_tls_session_t *s, void *buf, size_t cap, char *why,
+                             size_t whylen)
+{
+    ERR_clear_error();
+    int n = SSL_read(s->ssl, buf, (int)cap);
+    if (n > 0)
+        return n;
+    int e = SSL_get_error(s->ssl, n);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+        return 0;
+    if (e == SSL_ERROR_ZERO_RETURN)
+        snprintf(why, whylen, "the peer closed its TLS session");
+    else
+        kc_tls_last_error(why, whylen);
+    ERR_clear_error();
+    return -1;
+}
+
+int kc_net_tls_session_write(kc_net_tls_session_t *s, const void *p, size_t n)
+{
+    ERR_clear_error();
+    int rc = n == 0 || SSL_write(s->ssl, p, (int)n) == (int)n ? 0 : -1;
+    ERR_clear_error();
+    return rc;
+}
+
+uint8_t *kc_net_tls_session_output(kc_net_tls_session_t *s, size_t *len)
+{
+    BIO *wb = SSL_get_wbio(s->ssl);
+    size_t pend = BIO_ctrl_pending(wb);
+    *len = 0;
+    if (pend == 0)
+        return NULL;
+    uint8_t *p = malloc(pend);
+    if (p == NULL)
+        return NULL;
+    int got = BIO_read(wb, p, (int)pend);
+    if (got <= 0) {
+        free(p);
+        return NULL;
+    }
+    *len = (size_t)got;
+    return p;
+}

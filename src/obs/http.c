@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "net/net.h"
 #include "util/container.h"
@@ -61,8 +62,17 @@ typedef struct hconn_s {
     void *more_state;
     void (*more_free)(void *);
     char frame[24]; /* a chunk's size line */
+    /* HTTPS (kc_http_set_tls): the session, and the ciphertext of the answer's write. */
+    kc_net_tls_session_t *tls;
+    uint8_t *wcipher;
     char in[KC_HTTP_MAX_REQUEST];
 } hconn_t;
+
+/* A write of TLS handshake messages or alerts, freed when it is done. */
+typedef struct twrite_s {
+    uv_write_t req;
+    uint8_t *data;
+} twrite_t;
 
 /* A rate-limited log line of a bound that was hit. */
 struct kc_http_s {
@@ -75,6 +85,8 @@ struct kc_http_s {
     hconn_t *conns;
     int n_served, n_refused; /* open connections of each kind */
     kc_http_limits_t limits;
+    kc_net_tls_t *tls; /* HTTPS, or NULL; not owned */
+    char *token;       /* a bearer token the data endpoints require, or NULL */
     void (*done)(void *);
     void *done_arg;
 };
@@ -161,6 +173,15 @@ int kc_http_parse(const char *buf, size_t len, size_t max, kc_http_req_t *out)
             if ((c < 0x20 && c != '\t') || c == 0x7f)
                 return KC_HTTP_BAD;
         }
+        if (n - p == 13 && strncasecmp(buf + p, "Authorization", 13) == 0) {
+            size_t vb = n + 1, ve = end;
+            while (vb < ve && (buf[vb] == ' ' || buf[vb] == '\t'))
+                vb++;
+            while (ve > vb && (buf[ve - 1] == ' ' || buf[ve - 1] == '\t'))
+                ve--;
+            out->authorization = buf + vb;
+            out->authorization_len = ve - vb;
+        }
         p = (size_t)e + 1;
     }
 }
@@ -225,6 +246,7 @@ static void maybe_free_server(kc_http_t *h)
         return;
     void (*done)(void *) = h->done;
     void *arg = h->done_arg;
+    free(h->token);
     free(h);
     if (done)
         done(arg);
@@ -251,6 +273,8 @@ static void on_conn_closed(uv_handle_t *handle)
         c->more_free(c->more_state);
     kc_obs_buf_free(&c->head);
     kc_obs_buf_free(&c->piece);
+    kc_net_tls_session_free(c->tls);
+    free(c->wcipher);
     free(c);
     maybe_free_server(h);
 }
@@ -300,9 +324,44 @@ static void finish(hconn_t *c)
         conn_close(c);
 }
 
+static void on_twritten(uv_write_t *req, int status)
+{
+    twrite_t *w = container_of(req, twrite_t, req);
+    hconn_t *c = req->data;
+    free(w->data);
+    free(w);
+    if (status < 0 && !c->closing)
+        conn_close(c);
+}
+
+/* HTTPS: send what the session has to say outside an answer (handshake messages, alerts). */
+static void tls_send(hconn_t *c)
+{
+    size_t len;
+    uint8_t *p = kc_net_tls_session_output(c->tls, &len);
+    if (p == NULL)
+        return;
+    twrite_t *w = malloc(sizeof(*w));
+    uv_buf_t b = uv_buf_init((char *)p, (unsigned)len);
+    if (w == NULL) {
+        free(p);
+        conn_close(c);
+        return;
+    }
+    w->data = p;
+    w->req.data = c;
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_twritten) != 0) {
+        free(p);
+        free(w);
+        conn_close(c);
+    }
+}
+
 static void on_written(uv_write_t *req, int status)
 {
     hconn_t *c = container_of(req, hconn_t, wreq);
+    free(c->wcipher);
+    c->wcipher = NULL;
     if (status < 0 || c->closing) { /* UV_ECANCELED when the connection was closed meanwhile */
         conn_close(c);
         return;
@@ -348,6 +407,21 @@ static void write_next(hconn_t *c)
     for (unsigned i = 0; i < n; i++)
         total += b[i].len;
     kc_obs_http_bytes(total);
+    if (c->tls != NULL && n > 0) { /* HTTPS: the buffers, encrypted, as one */
+        for (unsigned i = 0; i < n; i++) {
+            if (kc_net_tls_session_write(c->tls, b[i].base, b[i].len) != 0) {
+                conn_close(c);
+                return;
+            }
+        }
+        size_t len;
+        if ((c->wcipher = kc_net_tls_session_output(c->tls, &len)) == NULL) {
+            conn_close(c);
+            return;
+        }
+        b[0] = uv_buf_init((char *)c->wcipher, (unsigned)len);
+        n = 1;
+    }
     c->state = C_WRITING;
     uv_timer_start(&c->timer, on_timeout, (uint64_t)c->server->limits.timeout_ms, 0);
     if (n == 0 || uv_write(&c->wreq, (uv_stream_t *)&c->tcp, b, n, on_written) != 0)
@@ -389,12 +463,35 @@ static void respond(hconn_t *c, int minor, int status, const char *content_type,
     write_next(c);
 }
 
+/* Whether the request carries `Authorization: Bearer <token>` (compared in constant time). */
+static bool bearer_ok(const char *token, const kc_http_req_t *req)
+{
+    static const char scheme[] = "Bearer ";
+    size_t n = strlen(token), k = sizeof scheme - 1;
+    if (req->authorization == NULL || req->authorization_len != k + n ||
+        strncasecmp(req->authorization, scheme, k) != 0)
+        return false;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(req->authorization[k + i] ^ token[i]);
+    return diff == 0;
+}
+
 static void answer(hconn_t *c, const kc_http_req_t *req)
 {
     kc_http_resp_t resp = {.status = 200, .content_type = "text/plain; charset=utf-8"};
+    bool open = (req->path_len == 8 && memcmp(req->path, "/healthz", 8) == 0) ||
+                (req->path_len == 7 && memcmp(req->path, "/readyz", 7) == 0);
     if (req->method_len != 3 || memcmp(req->method, "GET", 3) != 0) {
         resp.status = 405;
         kc_obs_buf_puts(&resp.body, "only GET is served\n");
+    } else if (c->server->token != NULL && !open && !bearer_ok(c->server->token, req)) {
+        kc_obs_buf_t b = {0};
+        kc_obs_buf_puts(&b, "a bearer token is required (metrics.bearer.token)\n");
+        KC_WARN_LIMITED("obs", "refusing an HTTP request without the bearer token");
+        respond(c, req->minor, 401, "text/plain; charset=utf-8", &b,
+                "WWW-Authenticate: Bearer\r\n");
+        return;
     } else {
         c->server->fn(c->server->app, req, &resp);
     }
@@ -427,6 +524,13 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     hconn_t *c = handle->data;
+    /* HTTPS: ciphertext goes to one buffer all connections share: on_read feeds it to the
+     * session at once (libuv calls on_read right after on_alloc). */
+    if (c->tls != NULL) {
+        static char cipher[16384];
+        *buf = uv_buf_init(cipher, (unsigned)sizeof(cipher));
+        return;
+    }
     /* The head must fit in c->in; after it, c->in takes what is read only to be dropped. */
     if (c->state == C_HEAD)
         *buf = uv_buf_init(c->in + c->len, (unsigned)(sizeof(c->in) - c->len));
@@ -434,9 +538,10 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
         *buf = uv_buf_init(c->in, (unsigned)sizeof(c->in));
 }
 
+static void got(hconn_t *c, size_t nread);
+
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
-    (void)buf;
     hconn_t *c = stream->data;
     if (nread == 0 || c->closing)
         return;
@@ -449,6 +554,38 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         conn_close(c);
         return;
     }
+    if (c->tls == NULL) {
+        got(c, (size_t)nread);
+        return;
+    }
+    /* HTTPS: decrypt into the place on_alloc would have given, and go on as with plaintext. */
+    if (kc_net_tls_session_feed(c->tls, buf->base, (size_t)nread) != 0) {
+        conn_close(c);
+        return;
+    }
+    for (;;) {
+        char why[256];
+        char *into = c->state == C_HEAD ? c->in + c->len : c->in;
+        size_t room = c->state == C_HEAD ? sizeof(c->in) - c->len : sizeof(c->in);
+        long n = room > 0 ? kc_net_tls_session_read(c->tls, into, room, why, sizeof why) : 0;
+        if (n < 0) {
+            KC_WARN_LIMITED("obs", "closing an HTTPS connection: %s", why);
+            conn_close(c);
+            return;
+        }
+        if (n == 0)
+            break;
+        got(c, (size_t)n);
+        if (c->closing)
+            return;
+    }
+    if (c->state == C_HEAD)
+        tls_send(c); /* handshake messages; an answer carries its own */
+}
+
+/* n plaintext bytes arrived: at c->in + c->len while reading the head, else to be dropped. */
+static void got(hconn_t *c, size_t nread)
+{
     if (c->state != C_HEAD) {
         /* A body, or the rest of a refused head: dropped, within a bound. */
         c->linger = true;
@@ -515,6 +652,10 @@ static void on_connection(void *arg, kc_net_listener_t *listener)
             return;
         }
     }
+    if (h->tls != NULL && (c->tls = kc_net_tls_session_new(h->tls)) == NULL) {
+        conn_close(c);
+        return;
+    }
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
         conn_close(c);
         return;
@@ -544,6 +685,21 @@ kc_http_t *kc_http_new(uv_loop_t *loop, kc_http_handler_fn fn, void *app)
 void kc_http_set_limits(kc_http_t *h, const kc_http_limits_t *limits)
 {
     h->limits = *limits;
+}
+
+void kc_http_set_tls(kc_http_t *h, kc_net_tls_t *tls)
+{
+    h->tls = tls;
+}
+
+int kc_http_set_token(kc_http_t *h, const char *token)
+{
+    char *t = token != NULL && *token != '\0' ? strdup(token) : NULL;
+    if (token != NULL && *token != '\0' && t == NULL)
+        return -1;
+    free(h->token);
+    h->token = t;
+    return 0;
 }
 
 int kc_http_listen(kc_http_t *h, const char *host, int port, int *bound_port)

@@ -27,6 +27,7 @@
 
 #include <uv.h>
 
+#include "net/net.h"
 #include "obs/metrics.h"
 
 enum {
@@ -56,7 +57,9 @@ typedef struct kc_http_req_s {
     size_t path_len;
     const char *query; /* after '?', or NULL */
     size_t query_len;
-    int minor; /* HTTP/1.<minor>: 0 or 1 */
+    int minor;                 /* HTTP/1.<minor>: 0 or 1 */
+    const char *authorization; /* the Authorization header's value, trimmed, or NULL */
+    size_t authorization_len;
 } kc_http_req_t;
 
 /* Results of kc_http_parse. */
@@ -109,6 +112,15 @@ kc_http_t *kc_http_new(uv_loop_t *loop, kc_http_handler_fn fn, void *app);
 /* Replace the server's bounds; connections open now keep the old ones where they already apply.
  */
 void kc_http_set_limits(kc_http_t *h, const kc_http_limits_t *limits);
+
+/* Serve HTTPS with `tls` (not owned; it must outlive the connections' start, each session
+ * holding its own reference to the context), from the next connection on. NULL: HTTP. */
+void kc_http_set_tls(kc_http_t *h, kc_net_tls_t *tls);
+
+/* Require `Authorization: Bearer <token>` on every path but /healthz and /readyz (a request
+ * without it is answered 401 with `WWW-Authenticate: Bearer`); NULL or "": no token. 0, or -1
+ * out of memory. */
+int kc_http_set_token(kc_http_t *h, const char *token);
 
 /* Listen on host:port (an IPv4 or IPv6 literal, or a name resolved synchronously); port 0 picks
  * a free port, stored in *bound_port. Returns 0 or a libuv error code. At most one listener. */

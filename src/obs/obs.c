@@ -607,6 +607,13 @@ void kc_obs_server_configure(kc_obs_server_t *s, const kc_conf_t *conf)
                           .timeout_ms = conf->metrics_request_timeout_ms,
                           .chunk_bytes = (size_t)conf->metrics_chunk_bytes};
     kc_http_set_limits(s->http, &l);
+    if (kc_http_set_token(s->http, conf->metrics_bearer_token) != 0)
+        KC_ERROR("obs", "out of memory for metrics.bearer.token: no token is required");
+}
+
+void kc_obs_server_set_tls(kc_obs_server_t *s, kc_net_tls_t *tls)
+{
+    kc_http_set_tls(s->http, tls);
 }
 
 static void on_http_closed(void *arg)

@@ -40,6 +40,10 @@ kc_obs_server_t *kc_obs_server_new(uv_loop_t *loop, kc_coord_t *coord);
  * metrics.request.timeout.ms, metrics.chunk.bytes); until then, their defaults apply. */
 void kc_obs_server_configure(kc_obs_server_t *s, const kc_conf_t *conf);
 
+/* Serve HTTPS with `tls` (metrics.ssl.enabled; not owned, closed by its owner after this
+ * server), before kc_obs_server_listen. */
+void kc_obs_server_set_tls(kc_obs_server_t *s, kc_net_tls_t *tls);
+
 /* Listen on host:port; port 0 picks one, stored in *bound_port. 0 or a libuv error code. */
 int kc_obs_server_listen(kc_obs_server_t *s, const char *host, int port, int *bound_port);
 

@@ -24,6 +24,8 @@ as its own address (MTLS as localhost). Cases:
   trusts only the other CA refuses the server;
 - certificates reload without a restart, when the keystore file changes and on SIGHUP: new
   connections get the new certificate, an existing connection goes on being served;
+- the HTTP listener over HTTPS (metrics.ssl.enabled) with metrics.bearer.token: 401 without
+  the token except on /healthz and /readyz, plain HTTP on its port not served;
 - start-up refusals naming the key: a SASL_SSL listener (SASL is not served yet) and an SSL
   listener without a keystore.
 """
@@ -422,6 +424,59 @@ class PemValuesTest(unittest.TestCase):
             self.assertIn("as User:ANONYMOUS", out)
             self.assertIn("as User:CN=alice", out)
         finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+class MetricsTest(unittest.TestCase):
+    """The HTTP listener over TLS (metrics.ssl.enabled) with metrics.bearer.token: /healthz
+    and /readyz stay open, everything else needs the token, and plain HTTP is not served."""
+
+    def get(self, port, ctx, path, token=None):
+        import http.client
+        c = http.client.HTTPSConnection("127.0.0.1", port, timeout=WAIT_S, context=ctx)
+        try:
+            headers = {"Authorization": "Bearer " + token} if token else {}
+            c.request("GET", path, headers=headers)
+            r = c.getresponse()
+            return r.status, r.getheader("WWW-Authenticate"), r.read().decode()
+        finally:
+            c.close()
+
+    def test_https_and_bearer_token(self):
+        d = tempfile.mkdtemp(prefix="kc-tls-metrics-")
+        k = None
+        try:
+            ca = make_ca(d, "ca", "Metrics CA")
+            pem = make_cert(d, "server", "/CN=localhost", ca, "DNS:localhost,IP:127.0.0.1")[2]
+            k = kcoord.Kcoord(os.path.join(d, "data"), "offsets.topic.num.partitions=1",
+                              "metrics.ssl.enabled=true", "metrics.bearer.token=s3cret-token",
+                              "ssl.keystore.location=" + pem, "metrics.listener=127.0.0.1:0",
+                              wait_port=False)
+            port = int(k.wait_line(r"metrics\.listener: serving https://127\.0\.0\.1:(\d+)/")
+                       .group(1))
+            k.wait_line(r"all \d+ partitions loaded")
+            ctx = tls_context(ca[1])
+            ctx.check_hostname = False
+            self.assertEqual(self.get(port, ctx, "/healthz")[0], 200)
+            status, auth, _ = self.get(port, ctx, "/metrics")
+            self.assertEqual((status, auth), (401, "Bearer"))
+            self.assertEqual(self.get(port, ctx, "/v1/groups")[0], 401)
+            self.assertEqual(self.get(port, ctx, "/metrics", "wrong")[0], 401)
+            self.assertEqual(self.get(port, ctx, "/metrics", "s3cret-token-")[0], 401)
+            status, _, body = self.get(port, ctx, "/metrics", "s3cret-token")
+            self.assertEqual(status, 200)
+            self.assertIn("kcoord_tls_failures_total", body)
+            self.assertEqual(self.get(port, ctx, "/v1/groups", "s3cret-token")[0], 200)
+            # Plain HTTP on the HTTPS port gets no answer, and the listener goes on serving.
+            with socket.create_connection(("127.0.0.1", port), timeout=WAIT_S) as plain:
+                plain.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                self.assertTrue(closed(plain))
+            self.assertEqual(self.get(port, ctx, "/healthz")[0], 200)
+            self.assertEqual(k.stop(), 0)
+            k = None
+        finally:
+            if k is not None:
+                k.kill()
             shutil.rmtree(d, ignore_errors=True)
 
 

@@ -231,7 +231,9 @@ static void test_defaults(void **state)
                         "metrics.listener=127.0.0.1:9404  # default\n"
                         "metrics.max.connections=16  # default\n"
                         "metrics.request.timeout.ms=10000  # default\n"
-                        "metrics.chunk.bytes=32768  # default\n");
+                        "metrics.chunk.bytes=32768  # default\n"
+                        "metrics.ssl.enabled=false  # default\n"
+                        "metrics.bearer.token=  # default\n");
     free(out);
     kc_conf_free(&c);
     kc_conf_free(&c); /* a freed struct is zeroed; freeing again is harmless */
@@ -1157,7 +1159,9 @@ static void test_precedence(void **state)
                         "metrics.listener=127.0.0.1:9404  # default\n"
                         "metrics.max.connections=16  # default\n"
                         "metrics.request.timeout.ms=10000  # default\n"
-                        "metrics.chunk.bytes=32768  # default\n");
+                        "metrics.chunk.bytes=32768  # default\n"
+                        "metrics.ssl.enabled=false  # default\n"
+                        "metrics.bearer.token=  # default\n");
     free(out);
     kc_conf_free(&c);
 }
@@ -1317,7 +1321,9 @@ static void test_doc_content(void **state)
                         "metrics.listener=127.0.0.1:9404  # default\n"
                         "metrics.max.connections=16  # default\n"
                         "metrics.request.timeout.ms=10000  # default\n"
-                        "metrics.chunk.bytes=32768  # default\n");
+                        "metrics.chunk.bytes=32768  # default\n"
+                        "metrics.ssl.enabled=false  # default\n"
+                        "metrics.bearer.token=  # default\n");
     free(printed);
     kc_conf_free(&c);
     free(doc);
