@@ -201,6 +201,14 @@ static void test_parse_requests(void **state)
     assert_memory_equal(r.query, "x=1", 3);
     assert_int_equal(r.minor, 0);
 
+    assert_null(r.authorization);
+
+    /* The Authorization header (any case), its value trimmed, for metrics.bearer.token. */
+    s = "GET /metrics HTTP/1.1\r\nHost: x\r\nauthorization: \t Bearer abc \r\n\r\n";
+    assert_int_equal(parse(s, &r), (int)strlen(s));
+    assert_int_equal(r.authorization_len, 10);
+    assert_memory_equal(r.authorization, "Bearer abc", 10);
+
     /* Incomplete heads. */
     assert_int_equal(parse("", &r), KC_HTTP_NEED_MORE);
     assert_int_equal(parse("GET /metrics HTTP/1.1\r\n", &r), KC_HTTP_NEED_MORE);
