@@ -48,6 +48,7 @@ typedef enum vtype_e {
 #define F_SHOWN    0x4u  /* kc_conf_write_doc writes `key=default` rather than `#key=default` */
 #define F_SINGLE   0x8u  /* listener lists: at most one entry */
 #define F_LISTENER 0x10u /* may be set for one listener: listener.name.<name>.<setting> */
+#define F_SECRET   0x20u /* a password or a key: printed and quoted in messages as [hidden] */
 
 typedef struct setting_s {
     const char *name; /* Kafka's dotted name; the key in files and after --set */
@@ -529,14 +530,14 @@ static const setting_t settings[] = {
      .type = T_STRING,
      .off = OFF(ssl_keystore_key),
      .def = "",
-     .flags = F_EMPTY_OK | F_LISTENER,
+     .flags = F_EMPTY_OK | F_LISTENER | F_SECRET,
      .doc = "The server's private key as PEM text in the value, with "
             "ssl.keystore.certificate.chain."},
     {.name = "ssl.key.password",
      .type = T_STRING,
      .off = OFF(ssl_key_password),
      .def = "",
-     .flags = F_EMPTY_OK | F_LISTENER,
+     .flags = F_EMPTY_OK | F_LISTENER | F_SECRET,
      .doc = "The password of an encrypted private key; empty for a key that is not encrypted."},
     {.name = "ssl.truststore.type",
      .type = T_ENUM,
@@ -658,7 +659,7 @@ static const setting_t settings[] = {
      .type = T_STRING,
      .off = OFF(metrics_bearer_token),
      .def = "",
-     .flags = F_EMPTY_OK,
+     .flags = F_EMPTY_OK | F_SECRET,
      .doc = "kcoord's own: when set, every HTTP request but /healthz and /readyz must carry "
             "`Authorization: Bearer <token>`, else it is answered 401. Send it only over "
             "HTTPS (metrics.ssl.enabled)."},
@@ -1493,7 +1494,8 @@ int kc_conf_set(kc_conf_t *c, const char *key, const char *value, int source, ch
         return 0;
     }
     write_bounds(s, bounds, sizeof bounds);
-    seterr(err, errlen, "%s: \"%s\" %s (expected %s)", s->name, quote(qv, value), prob, bounds);
+    seterr(err, errlen, "%s: \"%s\" %s (expected %s)", s->name,
+           s->flags & F_SECRET ? "[hidden]" : quote(qv, value), prob, bounds);
     return -1;
 }
 
@@ -1536,7 +1538,8 @@ static int set_override(kc_conf_t *c, const char *key, const char *value, int so
     free_value(&scratch, s);
     if (rc != 0) {
         write_bounds(s, bounds, sizeof bounds);
-        seterr(err, errlen, "%s: \"%s\" %s (expected %s)", key, quote(qv, value), prob, bounds);
+        seterr(err, errlen, "%s: \"%s\" %s (expected %s)", key,
+               s->flags & F_SECRET ? "[hidden]" : quote(qv, value), prob, bounds);
         return -1;
     }
     char *name = strndup(nb, (size_t)(dot - nb)), *v = strdup(value), *k = strdup(s->name);
@@ -2065,7 +2068,10 @@ void kc_conf_print(const kc_conf_t *c, FILE *out)
 
     for (i = 0; i < N_SETTINGS; i++) {
         fprintf(out, "%s=", settings[i].name);
-        write_value(out, c, &settings[i]);
+        if ((settings[i].flags & F_SECRET) && **(char *const *)cmember(c, &settings[i]) != '\0')
+            fputs("[hidden]", out);
+        else
+            write_value(out, c, &settings[i]);
         fprintf(out, "  # %s\n", kc_conf_source_name((int)c->source[i]));
     }
     for (i = 0; i < c->n_overrides; i++) {
@@ -2073,7 +2079,9 @@ void kc_conf_print(const kc_conf_t *c, FILE *out)
         fprintf(out, "%s", override_prefix);
         for (const char *p = o->listener; *p != '\0'; p++)
             fputc(lower(*p), out);
-        fprintf(out, ".%s=%s  # %s\n", o->key, o->value, kc_conf_source_name(o->source));
+        fprintf(out, ".%s=%s  # %s\n", o->key,
+                (find(o->key)->flags & F_SECRET) && *o->value != '\0' ? "[hidden]" : o->value,
+                kc_conf_source_name(o->source));
     }
 }
 

@@ -788,6 +788,21 @@ static void test_listener_names(void **state)
         assert_non_null(strstr(err, bad_keys[i].key));
     }
     assert_int_equal(c.n_overrides, 2);
+    /* Keys, passwords and tokens are not printed, nor quoted in messages. */
+    set_ok(&c, "ssl.key.password", "pw-secret");
+    set_ok(&c, "listener.name.ssl.ssl.keystore.key", "-----BEGIN PRIVATE KEY-----key-secret");
+    set_ok(&c, "metrics.bearer.token", "token-secret");
+    char *printed = print_to_string(&c);
+    assert_null(strstr(printed, "secret"));
+    assert_non_null(strstr(printed, "\nssl.key.password=[hidden]  # --set\n"));
+    assert_non_null(strstr(printed, "\nlistener.name.ssl.ssl.keystore.key=[hidden]  # --set\n"));
+    assert_non_null(strstr(printed, "\nssl.keystore.key=  # default\n"));
+    free(printed);
+    err[0] = '\0';
+    assert_int_equal(
+        kc_conf_set(&c, "ssl.key.password", "a\nsecret", KC_CONF_SRC_SET, err, sizeof err), -1);
+    assert_null(strstr(err, "secret"));
+    assert_non_null(strstr(err, "ssl.key.password: \"[hidden]\" contains a control character"));
     set_ok(&c, "listener.name.other.ssl.client.auth", "none");
     assert_int_equal(kc_conf_check(&c, err, sizeof err), -1);
     assert_string_equal(err, "listener.name.other.ssl.client.auth: OTHER is not the name of a "
