@@ -531,6 +531,8 @@ static void on_write(uv_write_t *req, int status)
     if (!c->lingering) /* the client read: the connection is not idle */
         touch(c);
     flush(c);
+    if (c->ssl != NULL && c->wreq == NULL && !c->closing)
+        kc_tls_idle(c->ssl);
     restart_reading(c);
 }
 
@@ -709,6 +711,8 @@ static void tls_pump(kc_conn_t *c)
     c->tls_pumping = false;
     if (!c->closing)
         flush(c);
+    if (!c->closing && c->wreq == NULL)
+        kc_tls_idle(c->ssl); /* everything read was taken, everything written is out */
 }
 
 static void on_handshake_timeout(uv_timer_t *t)

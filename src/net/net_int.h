@@ -158,6 +158,8 @@ struct ssl_st *kc_tls_new_conn(kc_net_tls_t *t);
 int kc_tls_principal(const kc_net_tls_t *t, struct ssl_st *ssl, char **principal, char *why,
                      size_t len);
 int64_t kc_tls_handshake_timeout(const kc_net_tls_t *t);
+/* tls.c: give back the large buffers of an SSL whose BIOs are empty (between bursts). */
+void kc_tls_idle(struct ssl_st *ssl);
 /* tls.c: OpenSSL's last error as text into buf, and the thread's error queue cleared. */
 void kc_tls_last_error(char *buf, size_t len);
 

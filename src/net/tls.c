@@ -399,7 +399,8 @@ static SSL_CTX *build_ctx(const kc_net_tls_t *t, char *err, size_t errlen)
     SSL_CTX_set_max_proto_version(ctx, v13 ? TLS1_3_VERSION : TLS1_2_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+    /* Resumption goes through stateless tickets: no server-side cache holds sessions. */
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     static const unsigned char sid[] = "kcoord";
     SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
     int verify = SSL_VERIFY_NONE;
@@ -559,6 +560,31 @@ SSL *kc_tls_new_conn(kc_net_tls_t *t)
     SSL_set_bio(ssl, rb, wb);
     SSL_set_accept_state(ssl);
     return ssl;
+}
+
+/* A memory BIO keeps the capacity its largest burst needed (a 16 KiB record, the handshake's
+ * certificate chain). Once it is empty, one above `keep` bytes is replaced with a new one, so
+ * that an idle connection holds no such buffer. */
+static void shrink(SSL *ssl, BIO *b, bool rbio, size_t keep)
+{
+    BUF_MEM *bm = NULL;
+    if (BIO_ctrl_pending(b) != 0 || BIO_get_mem_ptr(b, &bm) != 1 || bm == NULL || bm->max <= keep)
+        return;
+    BIO *fresh = BIO_new(BIO_s_mem());
+    if (fresh == NULL)
+        return; /* keep the old one */
+    if (rbio) {
+        BIO_set_mem_eof_return(fresh, -1);
+        SSL_set0_rbio(ssl, fresh); /* frees the old one */
+    } else {
+        SSL_set0_wbio(ssl, fresh);
+    }
+}
+
+void kc_tls_idle(SSL *ssl)
+{
+    shrink(ssl, SSL_get_rbio(ssl), true, 1024);
+    shrink(ssl, SSL_get_wbio(ssl), false, 1024);
 }
 
 int kc_tls_principal(const kc_net_tls_t *t, SSL *ssl, char **principal, char *why, size_t len)

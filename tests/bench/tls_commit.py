@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """tls_commit: offset commit throughput over a PLAINTEXT and an SSL listener of one kcoord.
 
-Usage: tests/bench/tls_commit.py [--commits N] [--clients C] [--rounds R] [BUILD_DIR]
+Usage: tests/bench/tls_commit.py [--commits N] [--clients C] [--rounds R] [--conns K] [BUILD_DIR]
 
 Makes a CA and a server certificate with openssl in a temporary directory, starts
 BUILD_DIR/kcoord (default build) with both listeners, log.flush.policy=never (so that the disk
@@ -12,11 +12,19 @@ waits for every acknowledgement. Prints commits per second (all clients together
 first start to the last acknowledgement, the median of the rounds) per listener, and the ratio.
 The clients need a confluent-kafka: the python running this script's, else the venv of
 scripts/compat-venv.
+
+Then K connections (default 500) are opened to each listener from this process, one after
+the other, each sending one ApiVersions request and reading its answer (over SSL, a full
+handshake each, no resumption), and kept open: prints connections per second (a bound on
+handshakes per second from one client thread) and kcoord's resident memory per open
+connection (the growth of VmRSS while they are open, divided by K).
 """
 import argparse
 import json
 import os
 import shutil
+import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -25,7 +33,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
-from tests.support import kcoord  # noqa: E402
+from tests.support import kcoord, wire  # noqa: E402
 
 CLIENT = r'''
 import json, sys, time
@@ -94,11 +102,36 @@ def run(python, port, ssl_on, ca, clients, n, tag):
     return clients * n / elapsed
 
 
+def conns(k, port, ca, n):
+    """Open n connections to port (TLS when ca), each answering one ApiVersions: (per second,
+    kcoord's RSS growth per connection in bytes)."""
+    ctx = None
+    if ca:
+        ctx = ssl.create_default_context(cafile=ca)
+        ctx.check_hostname = False
+    before = k.rss_kb()
+    held = []
+    t0 = time.monotonic()
+    try:
+        for _ in range(n):
+            c = wire.Conn(port, "bench")
+            if ctx:
+                c.s = ctx.wrap_socket(c.s)
+            c.ask("ApiVersions", 3, client_software_name="b", client_software_version="1")
+            held.append(c)
+        rate = n / (time.monotonic() - t0)
+        return rate, (k.rss_kb() - before) * 1024 / n
+    finally:
+        for c in held:
+            c.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--commits", type=int, default=20000)
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--conns", type=int, default=500)
     ap.add_argument("build", nargs="?", default="build")
     args = ap.parse_args()
     os.environ["KC_TEST_BIN"] = os.path.join(args.build, "kcoord")
@@ -136,6 +169,10 @@ def main():
             print("%-9s %8.0f commits/s  (rounds: %s)" % (
                 n, med[n], ", ".join("%.0f" % x for x in rates[n])))
         print("SSL / PLAINTEXT: %.2f" % (med["SSL"] / med["PLAINTEXT"]))
+        for name, port, c in (("PLAINTEXT", plain, None), ("SSL", tls, ca)):
+            rate, per = conns(k, port, c, args.conns)
+            print("%-9s %d connections: %6.0f per second, %6.0f bytes of kcoord RSS each" % (
+                name, args.conns, rate, per))
         rc = k.stop()
         k = None
         if rc != 0:

@@ -234,6 +234,27 @@ class TlsTest(unittest.TestCase):
         finally:
             c.close()
 
+    def test_large_and_pipelined_requests(self):
+        """Frames larger than a TLS record, and many requests in one write, over TLS."""
+        c = tls_conn(self.ports[1], tls_context(self.ca[1]))
+        try:
+            big = "x" * 300000  # a valid software name, in a frame of many TLS records
+            r = c.ask("ApiVersions", 3, client_software_name=big, client_software_version="1")
+            self.assertEqual(r["error_code"], 0)
+            self.assertGreater(len(r["api_keys"]), 10)
+            from tests.support import gen_wire
+            body = gen_wire.encode_api_versions_request(3, None, client_software_name="p",
+                                                        client_software_version="1")
+            burst = b"".join(wire.frame(18, 3, 1000 + i, "p", body, flexible=True)
+                             for i in range(200))
+            c.s.sendall(burst)
+            for i in range(200):
+                corr, _ = c.recv()
+                self.assertEqual(corr, 1000 + i)
+            self.assertEqual(api_versions(c), 0)
+        finally:
+            c.close()
+
     # ---- refusals ----
 
     def assertRefused(self, port, ctx):
