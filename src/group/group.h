@@ -62,6 +62,7 @@ typedef struct kc_gm_config_s {
     int32_t consumer_session_timeout_ms;    /* group.consumer.session.timeout.ms, 45000 */
     int32_t consumer_max_size;              /* group.consumer.max.size, 2147483647 */
     const char *consumer_assignors;         /* group.consumer.assignors, "uniform,range"; copied */
+    int consumer_migration_policy;          /* group.consumer.migration.policy: KC_GM_MIGRATION_* */
     /* Compute a consumer group's target assignment off the loop (through the ops' offload)
      * when its members plus the partitions of its subscribed topics reach this; 0: the
      * default, KC_GM_OFFLOAD_THRESHOLD_DEFAULT; -1: never. */
@@ -82,6 +83,14 @@ typedef struct kc_gm_config_s {
      * summary line is then rate-limited, since a failing disk reloads again and again. */
     bool reload;
 } kc_gm_config_t;
+
+/* group.consumer.migration.policy (Kafka's ConsumerGroupMigrationPolicy); 0 is the default. */
+enum {
+    KC_GM_MIGRATION_BIDIRECTIONAL = 0,
+    KC_GM_MIGRATION_UPGRADE = 1,
+    KC_GM_MIGRATION_DOWNGRADE = 2,
+    KC_GM_MIGRATION_DISABLED = 3,
+};
 
 #define KC_GM_TICK_BUDGET_DEFAULT 512
 
