@@ -2137,17 +2137,8 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
         reply_sync_error(rq, KC_ERR_INVALID_GROUP_ID);
         return;
     }
+    /* The manager sent a SyncGroup for a consumer group to the consumer machine. */
     group_t *g = kc_classic_find_group(gm, req->group_id);
-    if (!g) {
-        /* GroupMetadataManager.classicGroupSyncToConsumerGroup: no member of a kcoord consumer
-         * group uses the classic protocol. */
-        int16_t err = kc_manager_classic_member_check(
-            gm, req->group_id, req->member_id, version >= 3 ? req->group_instance_id : KC_STR_NULL);
-        if (err >= 0) {
-            reply_sync_error(rq, err);
-            return;
-        }
-    }
     if (!g || g->state == KC_GROUP_EMPTY) {
         reply_sync_error(rq, KC_ERR_UNKNOWN_MEMBER_ID);
         return;
@@ -2273,12 +2264,8 @@ void kc_classic_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
         return;
     }
     group_t *g = kc_classic_find_group(gm, req->group_id);
-    if (!g) {
-        /* GroupMetadataManager.classicGroupHeartbeatToConsumerGroup: no member of a kcoord
-         * consumer group uses the classic protocol. */
-        int16_t err = kc_manager_classic_member_check(
-            gm, req->group_id, req->member_id, version >= 3 ? req->group_instance_id : KC_STR_NULL);
-        resp->error_code = err >= 0 ? err : KC_ERR_UNKNOWN_MEMBER_ID;
+    if (!g) { /* (a consumer group's Heartbeat went to the consumer machine) */
+        resp->error_code = KC_ERR_UNKNOWN_MEMBER_ID;
         return;
     }
     if (g->state == KC_GROUP_DEAD) {

@@ -44,9 +44,17 @@ int16_t kc_consumer_delete(kc_consumer_t *c, kc_time_t now, kc_str_t id, const c
 /* Forget a consumer group without records (a GroupMetadata record replayed for its id). */
 void kc_consumer_drop(kc_consumer_t *c, kc_str_t id);
 
-/* The classic APIs on a consumer group (see group.h). */
-int16_t kc_consumer_classic_member_check(const kc_consumer_t *c, kc_str_t id, kc_str_t member_id,
-                                         kc_str_t instance_id);
+/* The classic APIs on a consumer group (see group.h): a classic member's JoinGroup,
+ * SyncGroup and Heartbeat (consumer_classic.c), answered at once, and LeaveGroup. */
+void kc_consumer_classic_join(kc_consumer_t *c, kc_time_t now, int16_t version,
+                              const kc_join_group_request_t *req, kc_str_t client_id,
+                              kc_str_t client_host, kc_arena_t *a, kc_join_group_response_t *resp);
+void kc_consumer_classic_sync(kc_consumer_t *c, kc_time_t now, int16_t version,
+                              const kc_sync_group_request_t *req, kc_arena_t *a,
+                              kc_sync_group_response_t *resp);
+void kc_consumer_classic_heartbeat(kc_consumer_t *c, kc_time_t now, int16_t version,
+                                   const kc_heartbeat_request_t *req,
+                                   kc_heartbeat_response_t *resp);
 void kc_consumer_classic_leave(kc_consumer_t *c, kc_time_t now, kc_str_t id,
                                const kc_member_identity_t *ids, int32_t n, int16_t *errors);
 

@@ -115,25 +115,6 @@ bool kc_consumer_subscribed(const kc_consumer_t *c, kc_str_t id, kc_str_t topic)
     return false;
 }
 
-/* Kafka's validateConsumerGroupMember, then "does not use the classic protocol". */
-int16_t kc_consumer_classic_member_check(const kc_consumer_t *c, kc_str_t id, kc_str_t member_id,
-                                         kc_str_t instance_id)
-{
-    const cgroup_t *g = kc_consumer_find_group(c, id);
-    if (!g)
-        return KC_ERR_UNKNOWN_MEMBER_ID;
-    const cmember_t *m;
-    if (instance_id.len < 0) {
-        m = kc_consumer_find_member(g, member_id);
-    } else {
-        m = kc_consumer_find_static(g, instance_id);
-        if (m && !kc_str_eq(m->id, member_id))
-            return KC_ERR_FENCED_INSTANCE_ID;
-    }
-    (void)m; /* kcoord's consumer groups have no classic members */
-    return KC_ERR_UNKNOWN_MEMBER_ID;
-}
-
 /* Kafka's classicGroupLeaveToConsumerGroup: the named members are fenced together. */
 void kc_consumer_classic_leave(kc_consumer_t *c, kc_time_t now, kc_str_t id,
                                const kc_member_identity_t *ids, int32_t n, int16_t *errors)

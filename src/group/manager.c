@@ -236,18 +236,35 @@ int kc_gm_join(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_join_group_
                kc_str_t client_id, kc_str_t client_host, void *waiter, kc_arena_t *a,
                kc_join_group_response_t *resp)
 {
+    /* Kafka's classicGroupJoin: a consumer group with members takes the classic member
+     * (classicGroupJoinToConsumerGroup); an empty one becomes a classic group. */
+    if (is_consumer(gm, req->group_id) && !kc_consumer_is_empty(gm->consumer, req->group_id)) {
+        set_time(gm, now);
+        kc_consumer_classic_join(gm->consumer, now, version, req, client_id, client_host, a, resp);
+        return KC_GM_ANSWERED;
+    }
     return kc_classic_join(gm, now, version, req, client_id, client_host, waiter, a, resp);
 }
 
 int kc_gm_sync(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_sync_group_request_t *req,
                void *waiter, kc_arena_t *a, kc_sync_group_response_t *resp)
 {
+    if (is_consumer(gm, req->group_id)) { /* classicGroupSyncToConsumerGroup */
+        set_time(gm, now);
+        kc_consumer_classic_sync(gm->consumer, now, version, req, a, resp);
+        return KC_GM_ANSWERED;
+    }
     return kc_classic_sync(gm, now, version, req, waiter, a, resp);
 }
 
 void kc_gm_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_heartbeat_request_t *req,
                      kc_heartbeat_response_t *resp)
 {
+    if (is_consumer(gm, req->group_id)) { /* classicGroupHeartbeatToConsumerGroup */
+        set_time(gm, now);
+        kc_consumer_classic_heartbeat(gm->consumer, now, version, req, resp);
+        return;
+    }
     kc_classic_heartbeat(gm, now, version, req, resp);
 }
 
@@ -433,28 +450,18 @@ void kc_manager_classic_remove(kc_gm_t *gm, kc_time_t now, kc_str_t id, bool tom
 
 int16_t kc_manager_classic_join(kc_gm_t *gm, kc_str_t id, bool unknown_member)
 {
-    /* GroupMetadataManager.classicGroupJoin on a consumer group. Kafka bridges classic members
-     * into a consumer group that has members; kcoord does not, and refuses them as Kafka
-     * refuses a group of another type. An empty consumer group becomes a classic group (its
-     * tombstones first), as in Kafka. */
+    /* GroupMetadataManager.classicGroupJoinToClassicGroup on an empty consumer group: it
+     * becomes a classic group (its tombstones first), as in Kafka. */
     if (!is_consumer(gm, id))
         return 0;
     if (!kc_consumer_is_empty(gm->consumer, id))
-        return KC_ERR_INCONSISTENT_GROUP_PROTOCOL;
+        return KC_ERR_INCONSISTENT_GROUP_PROTOCOL; /* (kc_gm_join routed those away) */
     if (!unknown_member)
         return KC_ERR_UNKNOWN_MEMBER_ID;
     if (kc_consumer_delete(gm->consumer, gm_time(gm), id,
                            "a classic member joins: the empty group becomes a classic group") != 0)
         return KC_ERR_COORDINATOR_NOT_AVAILABLE;
     return 0;
-}
-
-int16_t kc_manager_classic_member_check(const kc_gm_t *gm, kc_str_t id, kc_str_t member_id,
-                                        kc_str_t instance_id)
-{
-    if (!is_consumer(gm, id))
-        return -1;
-    return kc_consumer_classic_member_check(gm->consumer, id, member_id, instance_id);
 }
 
 bool kc_manager_classic_leave(kc_gm_t *gm, kc_str_t id, const kc_member_identity_t *ids, int32_t n,

@@ -108,17 +108,12 @@ int kc_manager_classic_kind(const kc_gm_t *gm, kc_str_t id);
 void kc_manager_classic_remove(kc_gm_t *gm, kc_time_t now, kc_str_t id, bool tombstone,
                                const char *reason);
 
-/* A classic JoinGroup for `id` while `id` may name a consumer group (Kafka's classicGroupJoin
- * on a consumer group). 0: the id is free for a classic group (an empty consumer group was
- * deleted with its tombstones, as in Kafka); INCONSISTENT_GROUP_PROTOCOL: a consumer group with
- * members, which kcoord does not bridge classic members into; UNKNOWN_MEMBER_ID: a member id
- * was given for an empty consumer group; COORDINATOR_NOT_AVAILABLE: out of memory. */
+/* A classic JoinGroup for `id` while `id` may name an empty consumer group (Kafka's
+ * classicGroupJoinToClassicGroup on it; a consumer group with members got the JoinGroup from
+ * kc_gm_join already). 0: the id is free for a classic group (an empty consumer group was
+ * deleted with its tombstones, as in Kafka); UNKNOWN_MEMBER_ID: a member id was given for an
+ * empty consumer group; COORDINATOR_NOT_AVAILABLE: out of memory. */
 int16_t kc_manager_classic_join(kc_gm_t *gm, kc_str_t id, bool unknown_member);
-
-/* The answer a classic SyncGroup or Heartbeat gets from the consumer group `id` (no member of a
- * kcoord consumer group uses the classic protocol), or -1 when `id` names no consumer group. */
-int16_t kc_manager_classic_member_check(const kc_gm_t *gm, kc_str_t id, kc_str_t member_id,
-                                        kc_str_t instance_id);
 
 /* A classic LeaveGroup for the consumer group `id`: the members named are fenced (the admin
  * client's "remove members"). false when `id` names no consumer group. */

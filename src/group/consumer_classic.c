@@ -1,0 +1,425 @@
+/* consumer_classic.c - classic members in a consumer group: JoinGroup, SyncGroup and Heartbeat
+ * of a member that speaks the classic protocol to a KIP-848 consumer group (Kafka 4.4's
+ * classicGroupJoinToConsumerGroup, classicGroupSyncToConsumerGroup and
+ * classicGroupHeartbeatToConsumerGroup), and the ConsumerProtocol codecs the conversions
+ * between kinds use.
+ *
+ * How it works: a classic member is an ordinary member of the consumer group whose metadata
+ * carries Kafka's ClassicMemberMetadata (its session timeout and the protocols of its
+ * JoinGroup). Its JoinGroup is run through the consumer heartbeat's steps
+ * (kc_consumer_run_heartbeat with a cjoin_t): the ConsumerProtocolSubscription gives the
+ * subscribed topics, the rack and the partitions it owns, the server assignor computes the
+ * target, and the member is reconciled one step, exactly as a ConsumerGroupHeartbeat would.
+ * The answer carries generation = member epoch and no member list (the member is never the
+ * leader). Its SyncGroup gets its current assignment as a ConsumerProtocolAssignment, and its
+ * Heartbeat answers REBALANCE_IN_PROGRESS whenever the member must revoke or may acquire
+ * partitions, which makes the client rejoin: the classic rejoin is the consumer protocol's
+ * reconciliation step. Timers: the session (its classic session timeout), a sync timeout
+ * armed by the JoinGroup answer, and a join timeout armed when it is asked to rejoin; both
+ * fence it (consumer.c's timers). Its LeaveGroup is consumer_admin.c's
+ * kc_consumer_classic_leave.
+ *
+ * Every entry point answers at once; the host holds the answer until the records it caused
+ * are durable, as for a ConsumerGroupHeartbeat.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "group/assignment.h"
+#include "group/consumer.h"
+#include "group/consumer_group.h"
+#include "group/target.h"
+
+#define CONSUMER_PROTOCOL_TYPE "consumer"
+/* The highest ConsumerProtocolSubscription / Assignment version this side reads and writes. */
+#define CONSUMER_PROTOCOL_MAX_VERSION 3
+
+static int32_t consumer_max_size(const kc_consumer_t *c)
+{
+    return c->cfg.consumer_max_size > 0 ? c->cfg.consumer_max_size : INT32_MAX;
+}
+
+static const kc_gm_topic_t *topic_by_name(const kc_gm_topics_t *tv, kc_str_t name)
+{
+    for (size_t i = 0; i < tv->n; i++)
+        if (kc_str_eq(tv->v[i].name, name))
+            return &tv->v[i];
+    return NULL;
+}
+
+/* ---- ConsumerProtocol codecs ------------------------------------------------------------- */
+
+int16_t kc_consumer_protocol_version(kc_bytes_t metadata)
+{
+    kc_reader_t r;
+    kc_rd_init(&r, metadata.p, metadata.len > 0 ? (size_t)metadata.len : 0);
+    int16_t v = kc_rd_i16(&r);
+    return r.err ? -1 : v;
+}
+
+int kc_consumer_decode_subscription(kc_bytes_t metadata, kc_arena_t *a,
+                                    kc_consumer_protocol_subscription_t *out)
+{
+    kc_reader_t r;
+    kc_rd_init(&r, metadata.p, metadata.len > 0 ? (size_t)metadata.len : 0);
+    int16_t v = kc_rd_i16(&r);
+    if (r.err || v < 0)
+        return -1;
+    kc_consumer_protocol_subscription_init(out);
+    if (v > CONSUMER_PROTOCOL_MAX_VERSION)
+        v = CONSUMER_PROTOCOL_MAX_VERSION;
+    return kc_consumer_protocol_subscription_decode(&r, a, v, out) != 0 ? -1 : 0;
+}
+
+kc_bytes_t kc_consumer_encode_assignment(const asg_t *asg, const kc_gm_topics_t *tv,
+                                         int16_t version, kc_arena_t *a, bool *oom)
+{
+    if (version < 0)
+        version = 0;
+    if (version > CONSUMER_PROTOCOL_MAX_VERSION)
+        version = CONSUMER_PROTOCOL_MAX_VERSION;
+    kc_consumer_protocol_assignment_t m;
+    kc_consumer_protocol_assignment_init(&m);
+    int32_t n = asg ? asg->n : 0;
+    if (n > 0) {
+        m.assigned_partitions.v = kc_arena_alloc(a, (size_t)n * sizeof(*m.assigned_partitions.v));
+        if (!m.assigned_partitions.v) {
+            *oom = true;
+            return (kc_bytes_t){NULL, 0};
+        }
+    }
+    int32_t w = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const kc_gm_topic_t *t = kc_target_tv_id(tv, &asg->t[i].topic);
+        if (!t) /* a deleted topic: Kafka's toConsumerProtocolAssignment leaves it out */
+            continue;
+        m.assigned_partitions.v[w].topic = t->name;
+        m.assigned_partitions.v[w].partitions.v = (int32_t *)asg->t[i].p;
+        m.assigned_partitions.v[w].partitions.n = asg->t[i].n;
+        w++;
+    }
+    m.assigned_partitions.n = w;
+    kc_writer_t wr;
+    kc_wr_init(&wr);
+    kc_wr_i16(&wr, version);
+    kc_consumer_protocol_assignment_encode(&wr, version, &m);
+    kc_bytes_t out = {NULL, 0};
+    if (!wr.err) {
+        uint8_t *p = kc_arena_dup(a, wr.buf ? wr.buf : (const uint8_t *)"", wr.len);
+        if (p)
+            out = (kc_bytes_t){p, (int32_t)wr.len};
+    }
+    if (!out.p)
+        *oom = true;
+    kc_wr_free(&wr);
+    return out;
+}
+
+/* ---- JoinGroup ------------------------------------------------------------------------------ */
+
+/* Kafka's ConsumerGroup.supportsClassicProtocols: the type is "consumer" and one of the names
+ * is supported by every classic member. */
+static bool protocols_supported(const cgroup_t *g, const kc_join_group_request_t *req)
+{
+    if (!kc_str_eq(req->protocol_type, KC_STR_LIT(CONSUMER_PROTOCOL_TYPE)))
+        return false;
+    int32_t n_classic = 0;
+    for (const cmember_t *m = g->head; m; m = m->next)
+        n_classic += m->meta->classic;
+    for (int32_t i = 0; i < req->protocols.n; i++) {
+        int32_t have = 0;
+        for (const cmember_t *m = g->head; m; m = m->next) {
+            if (!m->meta->classic)
+                continue;
+            for (int32_t k = 0; k < m->meta->n_protocols; k++) {
+                if (kc_str_eq(m->meta->protocols[k].name, req->protocols.v[i].name)) {
+                    have++;
+                    break;
+                }
+            }
+        }
+        if (have == n_classic)
+            return true;
+    }
+    return false;
+}
+
+/* The partitions the subscription says the member owns, by topic id (topics that do not
+ * exist are left out, as Kafka's toTopicPartitions does). */
+static int owned_partitions(const kc_consumer_protocol_subscription_t *sub,
+                            const kc_gm_topics_t *tv, kc_arena_t *a,
+                            kc_consumer_group_heartbeat_request_t *q)
+{
+    int32_t n = sub->owned_partitions.n > 0 ? sub->owned_partitions.n : 0;
+    q->topic_partitions.n = 0;
+    q->topic_partitions.v = NULL;
+    if (n == 0)
+        return 0;
+    q->topic_partitions.v = kc_arena_alloc(a, (size_t)n * sizeof(*q->topic_partitions.v));
+    if (!q->topic_partitions.v)
+        return -1;
+    int32_t w = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const kc_gm_topic_t *t = topic_by_name(tv, sub->owned_partitions.v[i].topic);
+        if (!t)
+            continue;
+        q->topic_partitions.v[w].topic_id = t->id;
+        q->topic_partitions.v[w].partitions.v = sub->owned_partitions.v[i].partitions.v;
+        q->topic_partitions.v[w].partitions.n = sub->owned_partitions.v[i].partitions.n > 0
+                                                    ? sub->owned_partitions.v[i].partitions.n
+                                                    : 0;
+        w++;
+    }
+    q->topic_partitions.n = w;
+    return 0;
+}
+
+static void join_error(kc_join_group_response_t *resp, int16_t err, kc_str_t member_id)
+{
+    kc_join_group_response_init(resp);
+    resp->error_code = err;
+    resp->member_id = member_id.len >= 0 ? member_id : KC_STR_EMPTY;
+}
+
+void kc_consumer_classic_join(kc_consumer_t *c, kc_time_t now, int16_t version,
+                              const kc_join_group_request_t *req, kc_str_t client_id,
+                              kc_str_t client_host, kc_arena_t *a, kc_join_group_response_t *resp)
+{
+    kc_consumer_set_time(c, now);
+    kc_str_t given = req->member_id.len >= 0 ? req->member_id : KC_STR_EMPTY;
+    kc_str_t instance = version >= 5 ? req->group_instance_id : KC_STR_NULL;
+    cgroup_t *g = kc_consumer_find_group(c, req->group_id);
+    /* GroupCoordinatorService.joinGroup's checks first. */
+    if (!g || !kc_text_set(req->group_id)) {
+        join_error(resp, KC_ERR_INVALID_GROUP_ID, given);
+        return;
+    }
+    if (req->session_timeout_ms < c->cfg.min_session_timeout_ms ||
+        req->session_timeout_ms > c->cfg.max_session_timeout_ms) {
+        join_error(resp, KC_ERR_INVALID_SESSION_TIMEOUT, given);
+        return;
+    }
+    /* Kafka's throwIfClassicMemberCannotJoinConsumerGroup (KAFKA-20640). */
+    if (c->cfg.consumer_migration_policy == KC_GM_MIGRATION_DISABLED) {
+        kc_consumer_refused(c, KC_GM_REFUSED_PROTOCOL, g->id,
+                            KC_STR_LIT("a classic member (JoinGroup) in a consumer group while "
+                                       "group.consumer.migration.policy is disabled "
+                                       "(INCONSISTENT_GROUP_PROTOCOL)"));
+        join_error(resp, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, given);
+        return;
+    }
+    bool unknown = given.len == 0;
+    kc_str_t mid = unknown ? kc_consumer_random_member_id(c, a) : given;
+    if (mid.len < 0) {
+        join_error(resp, KC_ERR_COORDINATOR_NOT_AVAILABLE, given);
+        return;
+    }
+    /* Kafka's throwIfConsumerGroupIsFull: a known static member does not count. */
+    if (!(instance.len >= 0 && kc_consumer_find_static(g, instance)) &&
+        g->n_members >= consumer_max_size(c) &&
+        (mid.len == 0 || !kc_consumer_find_member(g, mid))) {
+        join_error(resp, KC_ERR_GROUP_MAX_SIZE_REACHED, given);
+        return;
+    }
+    if (!protocols_supported(g, req)) {
+        join_error(resp, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, given);
+        return;
+    }
+    /* KIP-394: a dynamic member without an id gets one and must join again with it. */
+    if (version >= 4 && unknown && instance.len < 0) {
+        join_error(resp, KC_ERR_MEMBER_ID_REQUIRED, mid);
+        KC_DEBUG("group", "consumer group %.*s: classic member %.*s must rejoin with its id",
+                 SV(g->id), SV(mid));
+        return;
+    }
+    kc_consumer_protocol_subscription_t sub;
+    if (kc_consumer_decode_subscription(req->protocols.v[0].metadata, a, &sub) != 0) {
+        join_error(resp, KC_ERR_INCONSISTENT_GROUP_PROTOCOL, given);
+        return;
+    }
+
+    /* The member's JoinGroup as a heartbeat: its subscription, rack and owned partitions. */
+    kc_gm_topics_t tv;
+    kc_target_topics_of(c, &tv);
+    kc_consumer_group_heartbeat_request_t q;
+    kc_consumer_group_heartbeat_request_init(&q);
+    q.group_id = req->group_id;
+    q.member_id = mid;
+    q.member_epoch = 0;
+    q.instance_id = instance;
+    q.rack_id = sub.rack_id;
+    q.rebalance_timeout_ms = version == 0 ? req->session_timeout_ms : req->rebalance_timeout_ms;
+    q.subscribed_topic_names.v = sub.topics.v;
+    q.subscribed_topic_names.n = sub.topics.n > 0 ? sub.topics.n : 0;
+    q.subscribed_topic_regex = KC_STR_NULL;
+    q.server_assignor = KC_STR_NULL;
+    kc_classic_protocol_t *protos = kc_arena_alloc(a, (size_t)req->protocols.n * sizeof(*protos));
+    if (!protos || owned_partitions(&sub, &tv, a, &q) != 0) {
+        join_error(resp, KC_ERR_COORDINATOR_NOT_AVAILABLE, given);
+        return;
+    }
+    for (int32_t i = 0; i < req->protocols.n; i++) {
+        protos[i].name = req->protocols.v[i].name;
+        protos[i].metadata = req->protocols.v[i].metadata;
+    }
+    cjoin_t cj = {unknown, req->session_timeout_ms, protos, req->protocols.n};
+    kc_consumer_group_heartbeat_response_t hr;
+    kc_consumer_group_heartbeat_response_init(&hr);
+    hb_t h = {c, 1, &q, client_id, client_host, a, &hr, &cj};
+    kc_consumer_run_heartbeat(&h);
+    if (hr.error_code) {
+        join_error(resp, hr.error_code, given);
+        return;
+    }
+
+    /* The soft state (after the records, as Kafka's appendFuture): no join timeout any more,
+     * the sync timeout runs until its SyncGroup. */
+    cmember_t *m = kc_consumer_find_member(g, hr.member_id);
+    if (m) {
+        kc_consumer_cancel_classic_timer(m, CT_JOIN);
+        kc_consumer_set_classic_timer(g, m, CT_SYNC, q.rebalance_timeout_ms, false);
+    }
+    bool oom = false;
+    kc_join_group_response_init(resp);
+    resp->generation_id = hr.member_epoch;
+    resp->protocol_type = KC_STR_LIT(CONSUMER_PROTOCOL_TYPE);
+    resp->protocol_name = kc_text_arena(a, req->protocols.v[0].name, &oom);
+    resp->leader = KC_STR_EMPTY;
+    resp->member_id = kc_text_arena(a, hr.member_id, &oom);
+    resp->members.n = 0;
+    if (oom)
+        join_error(resp, KC_ERR_COORDINATOR_NOT_AVAILABLE, given);
+}
+
+/* ---- SyncGroup and Heartbeat ---------------------------------------------------------------- */
+
+/* Kafka's validateConsumerGroupMember and throwIfMemberDoesNotUseClassicProtocol. */
+static cmember_t *classic_member(cgroup_t *g, kc_str_t member_id, kc_str_t instance, int16_t *err)
+{
+    cmember_t *m;
+    *err = 0;
+    if (instance.len < 0) {
+        m = g ? kc_consumer_find_member(g, member_id) : NULL;
+        if (!m)
+            *err = KC_ERR_UNKNOWN_MEMBER_ID;
+    } else {
+        m = g ? kc_consumer_find_static(g, instance) : NULL;
+        if (!m)
+            *err = KC_ERR_UNKNOWN_MEMBER_ID;
+        else if (!kc_str_eq(m->id, member_id))
+            *err = KC_ERR_FENCED_INSTANCE_ID;
+    }
+    if (!*err && !m->meta->classic)
+        *err = KC_ERR_UNKNOWN_MEMBER_ID;
+    return *err ? NULL : m;
+}
+
+void kc_consumer_classic_sync(kc_consumer_t *c, kc_time_t now, int16_t version,
+                              const kc_sync_group_request_t *req, kc_arena_t *a,
+                              kc_sync_group_response_t *resp)
+{
+    kc_consumer_set_time(c, now);
+    kc_sync_group_response_init(resp);
+    kc_str_t ptype = version >= 5 ? req->protocol_type : KC_STR_NULL;
+    kc_str_t pname = version >= 5 ? req->protocol_name : KC_STR_NULL;
+    /* KafkaApis: from v5 the protocol type and name are mandatory. */
+    if (version >= 5 && (ptype.len < 0 || pname.len < 0)) {
+        resp->error_code = KC_ERR_INCONSISTENT_GROUP_PROTOCOL;
+        return;
+    }
+    cgroup_t *g = kc_consumer_find_group(c, req->group_id);
+    int16_t err;
+    cmember_t *m = classic_member(g, req->member_id,
+                                  version >= 3 ? req->group_instance_id : KC_STR_NULL, &err);
+    if (!m) {
+        resp->error_code = err;
+        return;
+    }
+    if (req->generation_id != m->epoch) {
+        resp->error_code = KC_ERR_ILLEGAL_GENERATION;
+        return;
+    }
+    /* Kafka's throwIfClassicProtocolUnmatched. */
+    if ((ptype.len >= 0 && !kc_str_eq(ptype, KC_STR_LIT(CONSUMER_PROTOCOL_TYPE))) ||
+        (pname.len >= 0 && m->meta->n_protocols > 0 &&
+         !kc_str_eq(pname, m->meta->protocols[0].name))) {
+        resp->error_code = KC_ERR_INCONSISTENT_GROUP_PROTOCOL;
+        return;
+    }
+    /* Kafka's throwIfRebalanceInProgress: a newer target is waiting for this member's rejoin,
+     * unless it is still revoking (it rejoined already). */
+    if (g->assignment_epoch > m->epoch && m->state != MS_UNREVOKED) {
+        kc_consumer_set_classic_timer(g, m, CT_JOIN, m->meta->rebalance_timeout_ms, true);
+        resp->error_code = KC_ERR_REBALANCE_IN_PROGRESS;
+        return;
+    }
+    kc_gm_topics_t tv;
+    kc_target_topics_of(c, &tv);
+    bool oom = false;
+    int16_t v =
+        m->meta->n_protocols > 0 ? kc_consumer_protocol_version(m->meta->protocols[0].metadata) : 0;
+    resp->assignment = kc_consumer_encode_assignment(m->assigned, &tv, v, a, &oom);
+    if (oom) {
+        kc_sync_group_response_init(resp);
+        resp->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
+        return;
+    }
+    kc_consumer_cancel_classic_timer(m, CT_SYNC);
+    kc_consumer_set_session(g, m);
+    resp->protocol_type = ptype;
+    resp->protocol_name = pname;
+}
+
+/* Kafka's ConsumerGroup.waitingOnUnreleasedPartition: a partition of its target that it does
+ * not have yet is still held by another member. */
+static bool waiting_on_unreleased(cgroup_t *g, const cmember_t *m)
+{
+    if (m->state != MS_UNRELEASED)
+        return false;
+    const asg_t *t = kc_consumer_target_of(g, m->id);
+    if (!t)
+        return false;
+    if (!g->holders.valid) {
+        g->holders.valid = true;
+        for (const cmember_t *x = g->head; x && g->holders.valid; x = x->next) {
+            kc_asg_holders_apply(&g->holders, x->assigned, 1);
+            kc_asg_holders_apply(&g->holders, x->revoking, 1);
+        }
+        if (!g->holders.valid)
+            return true; /* out of memory: keep waiting, the next heartbeat asks again */
+    }
+    for (int32_t i = 0; i < t->n; i++)
+        for (int32_t k = 0; k < t->t[i].n; k++)
+            if (!kc_asg_has(m->assigned, &t->t[i].topic, t->t[i].p[k]) &&
+                kc_asg_holders_count(&g->holders, &t->t[i].topic, t->t[i].p[k]) > 0)
+                return true;
+    return false;
+}
+
+void kc_consumer_classic_heartbeat(kc_consumer_t *c, kc_time_t now, int16_t version,
+                                   const kc_heartbeat_request_t *req, kc_heartbeat_response_t *resp)
+{
+    kc_consumer_set_time(c, now);
+    kc_heartbeat_response_init(resp);
+    cgroup_t *g = kc_consumer_find_group(c, req->group_id);
+    int16_t err;
+    cmember_t *m = classic_member(g, req->member_id,
+                                  version >= 3 ? req->group_instance_id : KC_STR_NULL, &err);
+    if (!m) {
+        resp->error_code = err;
+        return;
+    }
+    if (req->generation_id != m->epoch) {
+        resp->error_code = KC_ERR_ILLEGAL_GENERATION;
+        return;
+    }
+    kc_consumer_set_session(g, m);
+    /* The member rejoins when a newer target waits for it, when it must revoke partitions, or
+     * when the partitions it waits for are free. */
+    if (m->epoch < g->assignment_epoch || m->state == MS_UNREVOKED ||
+        (m->state == MS_UNRELEASED && !waiting_on_unreleased(g, m))) {
+        kc_consumer_set_classic_timer(g, m, CT_JOIN, m->meta->rebalance_timeout_ms, true);
+        resp->error_code = KC_ERR_REBALANCE_IN_PROGRESS;
+    }
+}
