@@ -72,4 +72,10 @@ void kc_classic_destroy(kc_gm_t *gm, kc_ghead_t *h);
 int kc_classic_kind(const kc_gm_t *gm, kc_str_t id);
 void kc_classic_remove(kc_gm_t *gm, kc_time_t now, kc_str_t id, bool tombstone, const char *reason);
 
+/* For the upgrade (manager.h): the classic group `id` as a kc_conv_group_t copied into `a`
+ * (0; -1 when out of memory or there is no such group), and its removal once converted: its
+ * GroupMetadata tombstone, its parked JoinGroup and SyncGroup answered REBALANCE_IN_PROGRESS. */
+int kc_classic_export(const kc_gm_t *gm, kc_str_t id, kc_arena_t *a, kc_conv_group_t *out);
+void kc_classic_convert_away(kc_gm_t *gm, kc_time_t now, kc_str_t id);
+
 #endif

@@ -1268,6 +1268,22 @@ hb_fail(hb_t *h, int16_t err, const char *fmt, ...)
     }
 }
 
+/* hb_fail with a message whose format names the group (one %.*s), a format chosen at run
+ * time (the manager's refusal messages). */
+static void hb_fail_v(hb_t *h, int16_t err, const char *fmt, kc_str_t gid)
+{
+    char buf[512];
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#endif
+    snprintf(buf, sizeof(buf), fmt, SV(gid));
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+    hb_fail(h, err, "%s", buf);
+}
+
 /* A request refused for a reason its user must act on: logged at info once per group and
  * reason, not once per request. */
 void kc_consumer_refused(kc_consumer_t *c, int kind, kc_str_t group_id, kc_str_t reason)
@@ -1474,18 +1490,22 @@ static int hb_group(hb_t *h, hbs_t *s)
             return -1;
         }
         if (kind == KC_CLASSIC_ACTIVE && s->create) {
-            /* kcoord does not convert groups with members (Kafka's migration policy
-             * "disabled" answers the same). */
-            kc_consumer_refused(
-                s->c, KC_GM_REFUSED_PROTOCOL, s->gid,
-                KC_STR_LIT("a consumer-protocol member (ConsumerGroupHeartbeat) in a classic "
-                           "group that has members: kcoord does not convert it "
-                           "(GROUP_ID_NOT_FOUND)"));
-            hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND,
-                    "Cannot upgrade classic group %.*s to consumer group because online upgrade "
-                    "is disabled.",
-                    SV(s->gid));
-            return -1;
+            /* Kafka's validateOnlineUpgrade and convertToConsumerGroup (the manager's). */
+            const char *why = NULL;
+            kc_str_t joining = s->q->member_id.len > 0 ? s->q->member_id : KC_STR_NULL;
+            int16_t err = kc_manager_upgrade(s->c->gm, s->gid, joining, h->a, &why);
+            if (err == KC_ERR_GROUP_ID_NOT_FOUND) {
+                hb_fail_v(h, err, why, s->gid);
+                kc_consumer_refused(s->c, KC_GM_REFUSED_PROTOCOL, s->gid, h->r->error_message);
+                return -1;
+            }
+            if (err) {
+                hb_oom(h);
+                return -1;
+            }
+            s->g = kc_consumer_find_group(s->c, s->gid);
+            s->p.g = s->g;
+            return 0;
         }
         if (kind != KC_CLASSIC_NONE && !s->create) {
             hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND, "Group %.*s is not a consumer group.",

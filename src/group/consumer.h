@@ -41,6 +41,20 @@ bool kc_consumer_is_empty(const kc_consumer_t *c, kc_str_t id);
  * turning it into a classic group). Returns 0, GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP. */
 int16_t kc_consumer_delete(kc_consumer_t *c, kc_time_t now, kc_str_t id, const char *reason);
 
+/* The upgrade's consumer half (manager.h's kc_manager_upgrade): build the consumer group of
+ * the classic group `cv` (Kafka's ConsumerGroup.fromClassicGroup), in no map yet, its records
+ * encoded. 0 with *out; GROUP_ID_NOT_FOUND with *why (Kafka's message, a format with one
+ * %.*s) when a member's subscription or assignment cannot be read or a custom assignor's user
+ * data would be lost; COORDINATOR_NOT_AVAILABLE when out of memory. Then exactly one of
+ * kc_consumer_import_commit (the group is in, its records emitted, its members' sessions
+ * started) or kc_consumer_import_free. `member_id`: the consumer-protocol member whose
+ * heartbeat converts (for the rebalance history). */
+typedef struct kc_cimport_s kc_cimport_t;
+int16_t kc_consumer_import_prepare(kc_consumer_t *c, const kc_conv_group_t *cv, kc_str_t member_id,
+                                   kc_cimport_t **out, const char **why);
+void kc_consumer_import_commit(kc_consumer_t *c, kc_cimport_t *im);
+void kc_consumer_import_free(kc_cimport_t *im);
+
 /* Forget a consumer group without records (a GroupMetadata record replayed for its id). */
 void kc_consumer_drop(kc_consumer_t *c, kc_str_t id);
 

@@ -423,3 +423,237 @@ void kc_consumer_classic_heartbeat(kc_consumer_t *c, kc_time_t now, int16_t vers
         resp->error_code = KC_ERR_REBALANCE_IN_PROGRESS;
     }
 }
+
+/* ---- Upgrade: a classic group becomes a consumer group ------------------------------------- */
+
+struct kc_cimport_s {
+    plan_t p; /* the new group (p.g, in no map yet) and its records */
+};
+
+void kc_consumer_import_free(kc_cimport_t *im)
+{
+    if (!im)
+        return;
+    kc_consumer_plan_free(&im->p);
+    free(im);
+}
+
+#define MSG_MALFORMED                                                                              \
+    "Cannot upgrade classic group %.*s to consumer group because the embedded consumer protocol "  \
+    "is malformed."
+#define MSG_USER_DATA                                                                              \
+    "Cannot upgrade classic group %.*s to consumer group because an unsupported custom "           \
+    "assignor is in use. Please refer to the documentation or switch to a default assignor "       \
+    "before re-attempting the upgrade."
+
+/* A member's classic assignment as an asg_t (NULL: empty), topics by id (unknown ones left
+ * out, as Kafka's toTopicPartitionMap). 0, -1 malformed, -2 user data, -3 out of memory. */
+static int import_assignment(kc_bytes_t b, const kc_gm_topics_t *tv, kc_arena_t *a, asg_t **out)
+{
+    *out = NULL;
+    if (b.len <= 0) /* Kafka's EMPTY_ASSIGNMENT: the member never synced */
+        return 0;
+    kc_reader_t r;
+    kc_rd_init(&r, b.p, (size_t)b.len);
+    int16_t v = kc_rd_i16(&r);
+    kc_consumer_protocol_assignment_t as;
+    kc_consumer_protocol_assignment_init(&as);
+    if (r.err || v < 0 ||
+        kc_consumer_protocol_assignment_decode(
+            &r, a, v > CONSUMER_PROTOCOL_MAX_VERSION ? CONSUMER_PROTOCOL_MAX_VERSION : v, &as) != 0)
+        return -1;
+    if (as.user_data.len > 0)
+        return -2;
+    tpv_t l = {0};
+    for (int32_t i = 0; i < as.assigned_partitions.n; i++) {
+        const kc_consumer_protocol_assignment_topic_partition_t *tp = &as.assigned_partitions.v[i];
+        const kc_gm_topic_t *t = topic_by_name(tv, tp->topic);
+        for (int32_t k = 0; t && k < tp->partitions.n; k++)
+            kc_asg_tpv_add(&l, &t->id, tp->partitions.v[k]);
+    }
+    bool oom = l.oom;
+    *out = oom ? NULL : kc_asg_build(&l, &oom);
+    kc_asg_tpv_free(&l);
+    return oom ? -3 : 0;
+}
+
+/* The metadata of a converted member (Kafka's fromClassicGroup builder). NULL: out of memory. */
+static cmeta_t *import_meta(const kc_conv_member_t *cm,
+                            const kc_consumer_protocol_subscription_t *sub, kc_arena_t *a)
+{
+    kc_classic_protocol_t *pv =
+        kc_arena_alloc(a, (size_t)(cm->n_protocols > 0 ? cm->n_protocols : 1) * sizeof(*pv));
+    if (!pv)
+        return NULL;
+    for (int32_t i = 0; i < cm->n_protocols; i++) {
+        pv[i].name = cm->protocols[i].name;
+        pv[i].metadata = cm->protocols[i].metadata;
+    }
+    cmeta_t m;
+    memset(&m, 0, sizeof(m));
+    m.instance_id = cm->instance_id;
+    m.rack_id = sub->rack_id;
+    m.client_id = cm->client_id.len >= 0 ? cm->client_id : KC_STR_EMPTY;
+    m.client_host = cm->client_host.len >= 0 ? cm->client_host : KC_STR_EMPTY;
+    m.regex = KC_STR_EMPTY;
+    m.assignor = KC_STR_NULL;
+    m.rebalance_timeout_ms = cm->rebalance_timeout_ms;
+    m.topics = sub->topics.v;
+    m.n_topics = sub->topics.n > 0 ? sub->topics.n : 0;
+    m.classic = true;
+    m.classic_session_timeout_ms = cm->session_timeout_ms;
+    m.protocols = pv;
+    m.n_protocols = cm->n_protocols;
+    return kc_consumer_meta_new(&m);
+}
+
+/* The member's subscription: the metadata of the group's protocol (its first one when the
+ * group has not selected one yet). */
+static kc_bytes_t import_subscription(const kc_conv_group_t *cv, const kc_conv_member_t *cm)
+{
+    for (int32_t i = 0; i < cm->n_protocols; i++)
+        if (cv->protocol_name.len < 0 || kc_str_eq(cm->protocols[i].name, cv->protocol_name))
+            return cm->protocols[i].metadata;
+    return (kc_bytes_t){(const uint8_t *)"", 0};
+}
+
+/* Plan one member: its metadata record now; its target and current assignment go to the
+ * lists the records come in (Kafka's createConsumerGroupRecords order). 0 or as
+ * import_assignment. */
+static int import_member(plan_t *p, const kc_conv_group_t *cv, const kc_conv_member_t *cm,
+                         const kc_gm_topics_t *tv, kc_arena_t *a, asg_t **asg, strv_t *subs,
+                         keep_t *keep)
+{
+    kc_consumer_protocol_subscription_t sub;
+    if (kc_consumer_decode_subscription(import_subscription(cv, cm), a, &sub) != 0)
+        return -1;
+    int rc = import_assignment(cm->assignment, tv, a, asg);
+    if (rc != 0)
+        return rc;
+    cmember_t *slot = kc_consumer_member_alloc(cm->id);
+    cmeta_t *meta = slot ? import_meta(cm, &sub, a) : NULL;
+    if (!meta) {
+        kc_consumer_member_free(slot);
+        return -3;
+    }
+    kc_consumer_ap_member(p->g, cm->id, &slot); /* reserved by the caller */
+    kc_target_member_subs(p->g, tv, meta, subs, keep);
+    act_t *act = kc_consumer_plan_add(p, A_META, kc_consumer_find_member(p->g, cm->id)->id);
+    if (!act) {
+        free(meta);
+        return -3;
+    }
+    act->meta = meta;
+    kc_consumer_act_encode(p, act, p->g->id, p->c->wall);
+    return p->oom ? -3 : 0;
+}
+
+/* The records after the members' metadata: group epoch, targets, target epoch, current
+ * assignments (every member Stable at the classic generation). Takes asgs[]. */
+static void import_tail(plan_t *p, const kc_conv_group_t *cv, asg_t **asgs, int64_t hash)
+{
+    int64_t now = p->c->wall;
+    act_t *a = kc_consumer_plan_add(p, A_GROUP_EPOCH, KC_STR_NULL);
+    if (a) {
+        a->epoch = cv->generation;
+        a->hash = hash;
+        kc_consumer_act_encode(p, a, p->g->id, now);
+    }
+    for (int32_t i = 0; i < cv->n; i++) {
+        bool oom = false;
+        asg_t *copy = kc_asg_dup(asgs[i], &oom);
+        if (oom)
+            p->oom = true;
+        kc_consumer_plan_target(p, kc_consumer_find_member(p->g, cv->v[i].id)->id, copy, now);
+    }
+    a = kc_consumer_plan_add(p, A_TARGET_EPOCH, KC_STR_NULL);
+    if (a) {
+        a->epoch = cv->generation;
+        kc_consumer_act_encode(p, a, p->g->id, now);
+    }
+    for (int32_t i = 0; i < cv->n; i++) {
+        a = kc_consumer_plan_add(p, A_CURRENT, kc_consumer_find_member(p->g, cv->v[i].id)->id);
+        if (!a)
+            break;
+        a->epoch = a->prev_epoch = cv->generation;
+        a->state = MS_STABLE;
+        a->asg = asgs[i];
+        asgs[i] = NULL;
+        kc_consumer_act_encode(p, a, p->g->id, now);
+    }
+}
+
+int16_t kc_consumer_import_prepare(kc_consumer_t *c, const kc_conv_group_t *cv, kc_str_t member_id,
+                                   kc_cimport_t **out, const char **why)
+{
+    *out = NULL;
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_cimport_t *im = calloc(1, sizeof(*im));
+    asg_t **asgs = calloc((size_t)(cv->n > 0 ? cv->n : 1), sizeof(*asgs));
+    int32_t n_static = 0;
+    for (int32_t i = 0; i < cv->n; i++)
+        n_static += cv->v[i].instance_id.len >= 0;
+    cgroup_t *g = im && asgs ? kc_consumer_group_alloc(c, cv->id) : NULL;
+    int rc = -3;
+    if (g) {
+        im->p = (plan_t){.c = c, .g = g, .new_group = true};
+        if (kc_consumer_reserve_group(c) == 0 &&
+            kc_strmap_reserve(&g->by_id, (size_t)(cv->n > 0 ? cv->n : 1)) == 0 &&
+            kc_strmap_reserve(&g->by_instance, (size_t)(n_static > 0 ? n_static : 1)) == 0 &&
+            kc_heap_reserve(&g->sessions, (size_t)cv->n + 1) == 0 &&
+            kc_heap_reserve(&g->rebalances, (size_t)cv->n + 1) == 0)
+            rc = 0;
+    }
+    kc_gm_topics_t tv;
+    kc_target_topics_of(c, &tv);
+    strv_t subs = {0};
+    keep_t keep = {0};
+    for (int32_t i = 0; rc == 0 && i < cv->n; i++)
+        rc = import_member(&im->p, cv, &cv->v[i], &tv, &a, &asgs[i], &subs, &keep);
+    if (rc == 0) {
+        kc_target_strv_sort_unique(&subs);
+        int64_t hash = kc_target_metadata_hash(&tv, &subs);
+        if (subs.oom)
+            rc = -3;
+        else
+            import_tail(&im->p, cv, asgs, hash);
+        if (im->p.oom)
+            rc = -3;
+    }
+    kc_target_strv_free(&subs);
+    kc_target_keep_free(&keep);
+    for (int32_t i = 0; asgs && i < cv->n; i++)
+        free(asgs[i]);
+    free(asgs);
+    kc_arena_free(&a);
+    if (rc != 0) {
+        kc_consumer_import_free(im); /* and the group, when it was made */
+        if (rc == -1 || rc == -2) {
+            KC_WARN("group", "group %.*s: cannot upgrade the classic group: %s", SV(cv->id),
+                    rc == -1 ? "a member's embedded consumer protocol is malformed"
+                             : "a custom assignor's user data would be lost");
+            *why = rc == -1 ? MSG_MALFORMED : MSG_USER_DATA;
+            return KC_ERR_GROUP_ID_NOT_FOUND;
+        }
+        return KC_ERR_COORDINATOR_NOT_AVAILABLE;
+    }
+    im->p.rb_set = true;
+    im->p.rb_cause = KC_RB_UPGRADE;
+    im->p.rb_member = member_id;
+    im->p.rb_reason = KC_STR_LIT("a consumer-protocol member joined the classic group");
+    im->p.rb_joined = KC_STR_NULL;
+    *out = im;
+    return 0;
+}
+
+void kc_consumer_import_commit(kc_consumer_t *c, kc_cimport_t *im)
+{
+    cgroup_t *g = im->p.g;
+    kc_consumer_commit(&im->p, "upgraded from a classic group");
+    /* Kafka schedules each member's session with its classic session timeout. */
+    for (cmember_t *m = g->head; m; m = m->next)
+        kc_consumer_set_session(g, m);
+    (void)c;
+    kc_consumer_import_free(im);
+}

@@ -444,12 +444,17 @@ enum {
     KC_RB_LEADER_REJOINED,  /* the leader of a Stable classic group rejoined */
     KC_RB_SYNC_TIMEOUT,     /* members did not sync in time (classic), or a consumer member did
                              * not revoke within its rebalance timeout and was fenced */
+    KC_RB_UPGRADE,          /* a classic group became a consumer group (a consumer-protocol
+                             * member joined it: member_id) */
+    KC_RB_DOWNGRADE,        /* a consumer group became a classic group (its last
+                             * consumer-protocol member left: member_id) */
     KC_RB_OTHER,
     KC_RB_CAUSES
 };
 
 /* "member_joined", "member_left", "session_timeout", "static_member_replaced",
- * "metadata_changed", "leader_rejoined", "sync_timeout", "other" ("other" out of range). */
+ * "metadata_changed", "leader_rejoined", "sync_timeout", "upgrade", "downgrade", "other"
+ * ("other" out of range). */
 const char *kc_rb_cause_name(int cause);
 
 /* How many rebalances each group remembers. */

@@ -17,7 +17,8 @@
 
 static const char *const rb_cause_names[KC_RB_CAUSES] = {
     "member_joined",    "member_left",     "session_timeout", "static_member_replaced",
-    "metadata_changed", "leader_rejoined", "sync_timeout",    "other",
+    "metadata_changed", "leader_rejoined", "sync_timeout",    "upgrade",
+    "downgrade",        "other",
 };
 
 const char *kc_rb_cause_name(int cause)

@@ -429,12 +429,14 @@ void kc_gm_load_complete(kc_gm_t *gm, kc_time_t now)
 /* ---- Conversions between kinds
  * --------------------------------------------------------------------
  *
- * Today kcoord converts only empty groups, as Kafka does with its migration policy
- * "disabled": an empty consumer group becomes a classic group when a classic member joins, an
- * empty classic group becomes a consumer group when a consumer-protocol member joins (the
+ * As Kafka 4.4's GroupMetadataManager, under group.consumer.migration.policy: an empty group
+ * of either kind becomes the other kind when a member of the other protocol joins it (the
  * consumer machine decides that from kc_manager_classic_kind and calls
- * kc_manager_classic_remove), and a group with members of one kind refuses members of the
- * other. Upgrading and downgrading groups with members goes here.
+ * kc_manager_classic_remove); a classic group with members becomes a consumer group when a
+ * consumer-protocol member joins and the policy allows upgrades (kc_manager_upgrade: the
+ * classic machine exports the group, the consumer machine builds it); a consumer group takes
+ * classic members (kc_gm_join routes them to consumer_classic.c) unless the policy is
+ * "disabled".
  */
 
 int kc_manager_classic_kind(const kc_gm_t *gm, kc_str_t id)
@@ -461,6 +463,45 @@ int16_t kc_manager_classic_join(kc_gm_t *gm, kc_str_t id, bool unknown_member)
     if (kc_consumer_delete(gm->consumer, gm_time(gm), id,
                            "a classic member joins: the empty group becomes a classic group") != 0)
         return KC_ERR_COORDINATOR_NOT_AVAILABLE;
+    return 0;
+}
+
+int16_t kc_manager_upgrade(kc_gm_t *gm, kc_str_t id, kc_str_t member_id, kc_arena_t *a,
+                           const char **why)
+{
+    /* Kafka's validateOnlineUpgrade. */
+    int policy = gm->cfg.consumer_migration_policy;
+    int32_t max = gm->cfg.consumer_max_size > 0 ? gm->cfg.consumer_max_size : INT32_MAX;
+    kc_conv_group_t cv;
+    if (policy != KC_GM_MIGRATION_BIDIRECTIONAL && policy != KC_GM_MIGRATION_UPGRADE) {
+        *why = "Cannot upgrade classic group %.*s to consumer group because online upgrade is "
+               "disabled.";
+        return KC_ERR_GROUP_ID_NOT_FOUND;
+    }
+    if (kc_classic_export(gm, id, a, &cv) != 0)
+        return KC_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (!kc_str_eq(cv.protocol_type, KC_STR_LIT("consumer"))) {
+        *why = "Cannot upgrade classic group %.*s to consumer group because the group does not "
+               "use the consumer embedded protocol.";
+        return KC_ERR_GROUP_ID_NOT_FOUND;
+    }
+    if (cv.n > max) {
+        *why = "Cannot upgrade classic group %.*s to consumer group because the group size "
+               "exceeds the consumer group maximum size.";
+        return KC_ERR_GROUP_ID_NOT_FOUND;
+    }
+    /* Kafka's convertToConsumerGroup: the consumer group is prepared first (it may still be
+     * refused), then the classic group goes, then the consumer group's records. */
+    kc_cimport_t *im = NULL;
+    int16_t err = kc_consumer_import_prepare(gm->consumer, &cv, member_id, &im, why);
+    if (err)
+        return err;
+    kc_classic_convert_away(gm, gm_time(gm), id);
+    kc_consumer_import_commit(gm->consumer, im);
+    KC_INFO("group",
+            "group %.*s: converted the classic group (%d members, generation %d) to a "
+            "consumer group",
+            (int)id.len, id.p, (int)cv.n, (int)cv.generation);
     return 0;
 }
 

@@ -115,6 +115,37 @@ void kc_manager_classic_remove(kc_gm_t *gm, kc_time_t now, kc_str_t id, bool tom
  * empty consumer group; COORDINATOR_NOT_AVAILABLE: out of memory. */
 int16_t kc_manager_classic_join(kc_gm_t *gm, kc_str_t id, bool unknown_member);
 
+/* A group between kinds (an upgrade or a downgrade): what one kind hands the other, every view
+ * copied into the arena of the request that converts, so it outlives the group it came from. */
+typedef struct kc_conv_member_s {
+    kc_str_t id, instance_id, client_id, client_host;
+    int32_t session_timeout_ms, rebalance_timeout_ms;
+    const kc_join_group_request_protocol_t *protocols; /* its JoinGroup's, in their order */
+    int32_t n_protocols;
+    /* Upgrade: its current ConsumerProtocolAssignment (empty: none yet). Downgrade: the
+     * metadata's version decides the encoding of the assignment the classic group gets. */
+    kc_bytes_t assignment;
+} kc_conv_member_t;
+
+typedef struct kc_conv_group_s {
+    kc_str_t id;
+    int32_t generation;     /* upgrade: the classic generation; downgrade: the group epoch */
+    kc_str_t protocol_type; /* the classic group's (upgrade) */
+    kc_str_t protocol_name; /* the classic group's selected protocol (null: none yet) */
+    kc_conv_member_t *v;
+    int32_t n;
+} kc_conv_group_t;
+
+/* Kafka's validateOnlineUpgrade and convertToConsumerGroup, for the classic group `id` (with
+ * members, KC_CLASSIC_ACTIVE) that a ConsumerGroupHeartbeat joining it (member `member_id`)
+ * wants: 0 when the group is now a consumer group (the classic group's tombstone, its parked
+ * JoinGroup and SyncGroup answered REBALANCE_IN_PROGRESS, the consumer group's records with
+ * every member's current assignment kept); GROUP_ID_NOT_FOUND with *why, Kafka's message (a
+ * format with one %.*s, the group id), when it may not be converted;
+ * COORDINATOR_NOT_AVAILABLE when out of memory (nothing changed). `a` holds the copies. */
+int16_t kc_manager_upgrade(kc_gm_t *gm, kc_str_t id, kc_str_t member_id, kc_arena_t *a,
+                           const char **why);
+
 /* A classic LeaveGroup for the consumer group `id`: the members named are fenced (the admin
  * client's "remove members"). false when `id` names no consumer group. */
 bool kc_manager_classic_leave(kc_gm_t *gm, kc_str_t id, const kc_member_identity_t *ids, int32_t n,
