@@ -358,6 +358,13 @@ size_t kc_consumer_dump(const kc_consumer_t *c, kc_str_t group_id, char *buf, si
         dput_asg(&b, m->assigned);
         dput(&b, " revoking ");
         dput_asg(&b, m->revoking);
+        if (mt->classic) { /* ClassicMemberMetadata */
+            dput(&b, " classic session %d protocols [", (int)mt->classic_session_timeout_ms);
+            for (int32_t k = 0; k < mt->n_protocols; k++)
+                dput(&b, "%s%.*s:%d", k ? "," : "", SV(mt->protocols[k].name),
+                     (int)mt->protocols[k].metadata.len);
+            dput(&b, "]");
+        }
         dput(&b, "\n");
     }
     for (size_t i = 0; i < nt; i++) {
