@@ -168,6 +168,15 @@ protoset_t *kc_classic_protoset_one(kc_str_t name, kc_bytes_t metadata)
     return protoset_new(&req);
 }
 
+protoset_t *kc_classic_protoset_from(const kc_join_group_request_protocol_t *v, int32_t n)
+{
+    kc_join_group_request_t req;
+    memset(&req, 0, sizeof(req));
+    req.protocols.v = (kc_join_group_request_protocol_t *)v;
+    req.protocols.n = n;
+    return protoset_new(&req);
+}
+
 static int32_t protoset_find(const protoset_t *ps, kc_str_t name)
 {
     for (int32_t i = 0; ps && i < ps->n; i++)
@@ -345,6 +354,11 @@ static kc_str_t select_protocol(group_t *g)
     if (best < 0) /* no common protocol: cannot happen when joins were checked */
         return ps->n > 0 ? ps->v[0].name : KC_STR_NULL;
     return ps->v[best].name;
+}
+
+kc_str_t kc_classic_select_protocol(group_t *g)
+{
+    return select_protocol(g);
 }
 
 /* ---- Members ---------------------------------------------------------------------------- */

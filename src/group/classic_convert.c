@@ -7,6 +7,7 @@
  * that the classic group can go before the consumer group's records are written, as Kafka
  * orders them.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "group/classic.h"
@@ -77,4 +78,90 @@ void kc_classic_convert_away(kc_gm_t *gm, kc_time_t now, kc_str_t id)
     kc_classic_set_state(g, KC_GROUP_DEAD, "upgraded to a consumer group");
     kc_classic_emit_group_metadata(g, true, false, NULL);
     kc_classic_group_destroy(gm, g, KC_ERR_REBALANCE_IN_PROGRESS, NULL);
+}
+
+/* The classic group of a downgrade, in neither the map nor the heap (NULL: out of memory). */
+static group_t *group_from_conv(kc_gm_t *gm, const kc_conv_group_t *cv)
+{
+    group_t *g = kc_classic_group_alloc(gm, cv->id);
+    if (!g)
+        return NULL;
+    g->state = KC_GROUP_STABLE; /* built, not a transition of a live group (as at load) */
+    g->state_ts = gm->wall;
+    g->state_mono = gm->now;
+    g->generation = cv->generation;
+    g->ptype = malloc(sizeof("consumer"));
+    int32_t n = cv->n;
+    if (!g->ptype || kc_strmap_reserve(&g->by_id, (size_t)n) != 0 ||
+        kc_strmap_reserve(&g->by_instance, (size_t)n) != 0 ||
+        kc_heap_reserve(&g->mheap, (size_t)n) != 0)
+        goto fail;
+    memcpy(g->ptype, "consumer", sizeof("consumer"));
+    g->ptype_len = (int32_t)sizeof("consumer") - 1;
+    for (int32_t i = 0; i < n; i++) {
+        const kc_conv_member_t *c = &cv->v[i];
+        member_t *m = kc_classic_member_new(c->id, c->instance_id, c->client_id, c->client_host);
+        if (!m)
+            goto fail;
+        m->protos = kc_classic_protoset_from(c->protocols, c->n_protocols);
+        if (c->assignment.len > 0) {
+            m->assignment = malloc((size_t)c->assignment.len);
+            if (m->assignment) {
+                memcpy(m->assignment, c->assignment.p, (size_t)c->assignment.len);
+                m->assignment_len = c->assignment.len;
+            }
+        }
+        if (!m->protos || (c->assignment.len > 0 && !m->assignment) ||
+            kc_classic_pc_reserve(g, m->protos) != 0) {
+            kc_classic_member_free(m);
+            goto fail;
+        }
+        m->session_timeout_ms = c->session_timeout_ms;
+        m->rebalance_timeout_ms = c->rebalance_timeout_ms;
+        kc_classic_group_add(g, m, NULL, 0); /* the first member leads */
+    }
+    kc_str_t sel = kc_classic_select_protocol(g);
+    if (sel.len >= 0) {
+        g->pname = malloc((size_t)sel.len + 1);
+        if (!g->pname)
+            goto fail;
+        memcpy(g->pname, sel.p, (size_t)sel.len);
+        g->pname[sel.len] = '\0';
+        g->pname_len = sel.len;
+        g->pname_cap = (size_t)sel.len + 1;
+    }
+    kc_classic_compute_subscriptions(g);
+    return g;
+fail:
+    kc_classic_group_release(g);
+    return NULL;
+}
+
+int kc_classic_import(kc_gm_t *gm, kc_time_t now, const kc_conv_group_t *cv, bool rebalance,
+                      kc_str_t member_id, const char *reason)
+{
+    kc_classic_set_time(gm, now);
+    if (kc_manager_reserve(gm) != 0)
+        return -1;
+    group_t *g = group_from_conv(gm, cv);
+    if (!g)
+        return -1;
+    kc_manager_put(gm, &g->gh, g->id);
+    int rc = kc_classic_emit_group_metadata(g, false, false, NULL);
+    if (rc != 0) {
+        /* Its members find no group and join again. */
+        KC_ERROR("group", "group %.*s: the downgraded group's record cannot be written (%s)",
+                 SV(g->id), rc == -2 ? "larger than message.max.bytes" : "out of memory");
+        kc_classic_group_destroy(gm, g, KC_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
+        return 0;
+    }
+    for (member_t *m = g->head; m; m = m->next)
+        kc_classic_set_hb(g, m, m->session_timeout_ms);
+    if (rebalance) {
+        kc_history_begin(&g->rb, &gm->stats, (kc_time_t){gm->now, gm->wall}, KC_RB_DOWNGRADE,
+                         member_id, kc_str_c(reason));
+        g->rb_armed = true;
+        kc_classic_prepare_rebalance(g, reason, NULL);
+    }
+    return 0;
 }

@@ -1958,6 +1958,11 @@ int kc_consumer_fence(kc_consumer_t *c, cgroup_t *g, cmember_t **ms, size_t n, c
 {
     if (n == 0)
         return 0;
+    /* Kafka's consumerGroupFenceMembers: when only classic members remain, the group may
+     * become a classic group instead. */
+    int down = kc_consumer_maybe_downgrade(c, g, ms, n, reason);
+    if (down != 0)
+        return down;
     plan_t p = {.c = c, .g = g};
     p.rb_set = true;
     p.rb_cause = cause;
@@ -2062,13 +2067,13 @@ static void do_leave(hb_t *h)
         return;
     }
     KC_DEBUG("group", "consumer group %.*s: member %.*s leaves", SV(gid), SV(m->id));
-    if (kc_consumer_fence(c, g, &m, 1, "the member left the group", KC_RB_MEMBER_LEFT) != 0)
+    if (kc_consumer_fence(c, g, &m, 1, "the member left the group", KC_RB_MEMBER_LEFT) < 0)
         hb_oom(h);
 }
 
 /* Kafka's createGroupTombstoneRecords: the order matters (current assignments, target
  * assignments, the target epoch, member metadata, partition metadata, the group epoch). */
-static void plan_delete(plan_t *p, int64_t now)
+void kc_consumer_plan_delete(plan_t *p, int64_t now)
 {
     cgroup_t *g = p->g;
     for (const cmember_t *m = g->head; m; m = m->next)
@@ -2091,7 +2096,7 @@ int16_t kc_consumer_delete(kc_consumer_t *c, kc_time_t now, kc_str_t id, const c
     if (g->n_members > 0)
         return KC_ERR_NON_EMPTY_GROUP;
     plan_t p = {.c = c, .g = g};
-    plan_delete(&p, c->wall);
+    kc_consumer_plan_delete(&p, c->wall);
     if (p.oom) {
         kc_consumer_plan_free(&p);
         KC_ERROR("group", "consumer group %.*s: out of memory deleting it", SV(id));
@@ -2150,7 +2155,7 @@ static cmember_t *due_member(cgroup_t *g, bool session, int64_t *budget)
 
 /* Fire the group's due timers, earliest first, while the tick's budget lasts; each is found
  * in O(log n) through the group's heaps. */
-static void run_group_timers(cgroup_t *g, int64_t *budget)
+static bool run_group_timers(cgroup_t *g, int64_t *budget)
 {
     kc_consumer_t *c = g->c;
     kc_gm_stats_t *st = (&c->gm->stats);
@@ -2159,7 +2164,7 @@ static void run_group_timers(cgroup_t *g, int64_t *budget)
         cmember_t *sm = due_member(g, true, budget);
         cmember_t *rm = *budget > 0 ? due_member(g, false, budget) : NULL;
         if (*budget <= 0)
-            return;
+            return false;
         size_t n = 0;
         char reason[160];
         bool session;
@@ -2194,11 +2199,14 @@ static void run_group_timers(cgroup_t *g, int64_t *budget)
                      (int)rm->epoch, (int)rm->meta->rebalance_timeout_ms);
             batch[n++] = rm;
         } else {
-            return;
+            return false;
         }
         st->timers_fired += n;
-        if (kc_consumer_fence(c, g, batch, n, reason,
-                              session ? KC_RB_SESSION_TIMEOUT : KC_RB_SYNC_TIMEOUT) != 0) {
+        int rc = kc_consumer_fence(c, g, batch, n, reason,
+                                   session ? KC_RB_SESSION_TIMEOUT : KC_RB_SYNC_TIMEOUT);
+        if (rc == 1)
+            return true; /* downgraded to a classic group: g is gone */
+        if (rc != 0) {
             /* Out of memory: try again in a second (the members are still in the group, so
              * its heaps have room). */
             for (size_t i = 0; i < n; i++) {
@@ -2211,9 +2219,10 @@ static void run_group_timers(cgroup_t *g, int64_t *budget)
                     kc_heap_arm(&g->rebalances, &m->rebalance_node, m->rebalance_deadline);
                 }
             }
-            return;
+            return false;
         }
     }
+    return false;
 }
 
 /* ---- Life ---------------------------------------------------------------------------------- */
@@ -2291,7 +2300,8 @@ int64_t kc_consumer_timers(kc_consumer_t *c, kc_ghead_t *h, kc_time_t now, int64
 {
     kc_consumer_set_time(c, now);
     cgroup_t *g = kc_heap_entry(h, cgroup_t, gh);
-    run_group_timers(g, budget);
+    if (run_group_timers(g, budget))
+        return KC_GROUP_GONE;
     return group_earliest(g);
 }
 

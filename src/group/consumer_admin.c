@@ -150,7 +150,7 @@ void kc_consumer_classic_leave(kc_consumer_t *c, kc_time_t now, kc_str_t id,
             valid[nv++] = m;
     }
     if (nv > 0 && kc_consumer_fence(c, g, valid, nv, "the members left through LeaveGroup",
-                                    KC_RB_MEMBER_LEFT) != 0)
+                                    KC_RB_MEMBER_LEFT) < 0)
         for (int32_t i = 0; i < n; i++)
             errors[i] = KC_ERR_COORDINATOR_NOT_AVAILABLE;
     if (n > 0 && !valid)

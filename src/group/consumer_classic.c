@@ -657,3 +657,115 @@ void kc_consumer_import_commit(kc_consumer_t *c, kc_cimport_t *im)
     (void)c;
     kc_consumer_import_free(im);
 }
+
+/* ---- Downgrade: a consumer group becomes a classic group ----------------------------------- */
+
+static bool fenced(cmember_t *const *ms, size_t n, const cmember_t *m)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ms[i] == m)
+            return true;
+    return false;
+}
+
+/* The remaining members as a kc_conv_group_t in `a` (Kafka's ClassicGroup.fromConsumerGroup
+ * reads): each one's target assignment encoded at the version of its subscription. 0, or -1
+ * when out of memory. */
+static int export_group(const cgroup_t *g, cmember_t *const *ms, size_t n, kc_arena_t *a,
+                        kc_conv_group_t *cv)
+{
+    kc_gm_topics_t tv;
+    kc_target_topics_of(g->c, &tv);
+    memset(cv, 0, sizeof(*cv));
+    bool oom = false;
+    cv->id = kc_text_arena(a, g->id, &oom);
+    cv->generation = g->epoch;
+    cv->protocol_type = KC_STR_LIT(CONSUMER_PROTOCOL_TYPE);
+    cv->protocol_name = KC_STR_NULL;
+    cv->v = kc_arena_alloc(a, (size_t)(g->n_members > 0 ? g->n_members : 1) * sizeof(*cv->v));
+    if (!cv->v)
+        return -1;
+    for (const cmember_t *m = g->head; m && !oom; m = m->next) {
+        if (fenced(ms, n, m))
+            continue;
+        const cmeta_t *mt = m->meta;
+        kc_conv_member_t *x = &cv->v[cv->n++];
+        x->id = kc_text_arena(a, m->id, &oom);
+        x->instance_id = kc_text_arena(a, mt->instance_id, &oom);
+        x->client_id = kc_text_arena(a, mt->client_id, &oom);
+        x->client_host = kc_text_arena(a, mt->client_host, &oom);
+        x->session_timeout_ms = mt->classic_session_timeout_ms;
+        x->rebalance_timeout_ms = mt->rebalance_timeout_ms;
+        kc_join_group_request_protocol_t *pv =
+            kc_arena_alloc(a, (size_t)(mt->n_protocols > 0 ? mt->n_protocols : 1) * sizeof(*pv));
+        if (!pv)
+            return -1;
+        for (int32_t k = 0; k < mt->n_protocols; k++) {
+            pv[k].name = kc_text_arena(a, mt->protocols[k].name, &oom);
+            kc_bytes_t md = mt->protocols[k].metadata;
+            pv[k].metadata = (kc_bytes_t){
+                md.len > 0 ? kc_arena_dup(a, md.p, (size_t)md.len) : (const uint8_t *)"", md.len};
+            if (md.len > 0 && !pv[k].metadata.p)
+                oom = true;
+        }
+        x->protocols = pv;
+        x->n_protocols = mt->n_protocols;
+        /* Kafka serializes at the version of the metadata of the selected protocol; a client's
+         * protocols all carry the same subscription, so its first one's version serves. */
+        int16_t v =
+            mt->n_protocols > 0 ? kc_consumer_protocol_version(mt->protocols[0].metadata) : 0;
+        x->assignment =
+            kc_consumer_encode_assignment(kc_consumer_target_of(g, m->id), &tv, v, a, &oom);
+    }
+    return oom ? -1 : 0;
+}
+
+int kc_consumer_maybe_downgrade(kc_consumer_t *c, cgroup_t *g, cmember_t **ms, size_t n,
+                                const char *reason)
+{
+    /* Kafka's allMembersUseClassicProtocolExcept: every member that stays is classic. */
+    int32_t remaining = 0;
+    for (const cmember_t *m = g->head; m; m = m->next) {
+        if (fenced(ms, n, m))
+            continue;
+        if (!m->meta->classic)
+            return 0;
+        remaining++;
+    }
+    if (!kc_manager_downgrade_allowed(c->gm, remaining))
+        return 0;
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_conv_group_t cv;
+    plan_t p = {.c = c, .g = g};
+    char why[200];
+    snprintf(why, sizeof(why), "Downgrade group %.*s from consumer to classic for member leaving.",
+             SV(g->id));
+    kc_str_t who = KC_STR_NULL;
+    if (export_group(g, ms, n, &a, &cv) == 0) {
+        bool oom = false;
+        who = kc_text_arena(&a, ms[0]->id, &oom);
+        kc_consumer_plan_delete(&p, c->wall);
+        if (oom)
+            p.oom = true;
+    } else {
+        p.oom = true;
+    }
+    if (p.oom) {
+        KC_ERROR("group", "consumer group %.*s: out of memory downgrading it; members fenced",
+                 SV(g->id));
+        kc_consumer_plan_free(&p);
+        kc_arena_free(&a);
+        return 0;
+    }
+    KC_DEBUG("group", "consumer group %.*s: downgraded to a classic group (%s)", SV(g->id), reason);
+    kc_consumer_commit(&p, reason); /* the group's tombstones: g is freed */
+    kc_consumer_plan_free(&p);
+    if (kc_manager_downgrade(c->gm, &cv, true, who, why) != 0)
+        KC_ERROR("group",
+                 "group %.*s: out of memory building the downgraded classic group; its "
+                 "members join again",
+                 SV(cv.id));
+    kc_arena_free(&a);
+    return 1;
+}

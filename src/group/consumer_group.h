@@ -373,7 +373,17 @@ int kc_consumer_decode_subscription(kc_bytes_t metadata, kc_arena_t *a,
 kc_bytes_t kc_consumer_encode_assignment(const asg_t *asg, const kc_gm_topics_t *tv,
                                          int16_t version, kc_arena_t *a, bool *oom);
 
+/* Kafka's validateOnlineDowngradeWithFencedMembers and convertToClassicGroup, before fencing
+ * members ms[0..n): when only classic members would remain and the manager allows it, the
+ * group's tombstones are written and the classic group of the remaining members takes its
+ * place, rebalancing. 1 when converted (`g` is freed), 0 when not (nothing changed). */
+int kc_consumer_maybe_downgrade(kc_consumer_t *c, cgroup_t *g, cmember_t **ms, size_t n,
+                                const char *reason);
+
 /* ---- Defined in consumer.c ---- */
+
+/* Kafka's createGroupTombstoneRecords: plan every tombstone of the plan's group. */
+void kc_consumer_plan_delete(plan_t *p, int64_t now);
 
 /* Kafka's consumerGroupHeartbeat, or with h->cj its classicGroupJoinToConsumerGroup: the
  * heartbeat's steps, answer in h->r (error_code, member id and epoch). */
@@ -522,7 +532,8 @@ void kc_consumer_plan_target(plan_t *p, kc_str_t member_id, asg_t *asg, int64_t 
 
 /* Kafka's consumerGroupFenceMembers: remove the members (their records' tombstones) and bump
  * the group epoch with the metadata hash of what the others subscribe to. 0, or -1 when out
- * of memory (nothing changed). */
+ * of memory (nothing changed), or 1 when the group became a classic group instead
+ * (kc_consumer_maybe_downgrade: `g` is freed). */
 int kc_consumer_fence(kc_consumer_t *c, cgroup_t *g, cmember_t **ms, size_t n, const char *reason,
                       int cause);
 

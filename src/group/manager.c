@@ -214,6 +214,8 @@ void kc_gm_tick(kc_gm_t *gm, kc_time_t now)
         int64_t next = h->kind == KC_KIND_CLASSIC
                            ? kc_classic_timers(gm, h, &budget[KC_KIND_CLASSIC])
                            : kc_consumer_timers(gm->consumer, h, now, &budget[KC_KIND_CONSUMER]);
+        if (next == KC_GROUP_GONE)
+            continue; /* converted to the other kind: h is freed, the new group armed itself */
         kc_manager_disarm(gm, h); /* arming may have put it back */
         requeue(gm, h, next, &deferred);
     }
@@ -503,6 +505,32 @@ int16_t kc_manager_upgrade(kc_gm_t *gm, kc_str_t id, kc_str_t member_id, kc_aren
             "consumer group",
             (int)id.len, id.p, (int)cv.n, (int)cv.generation);
     return 0;
+}
+
+bool kc_manager_downgrade_allowed(const kc_gm_t *gm, int32_t remaining)
+{
+    int policy = gm->cfg.consumer_migration_policy;
+    int32_t max = gm->cfg.max_size > 0 ? gm->cfg.max_size : INT32_MAX;
+    if (remaining <= 0)
+        return false;
+    if (policy != KC_GM_MIGRATION_BIDIRECTIONAL && policy != KC_GM_MIGRATION_DOWNGRADE) {
+        KC_DEBUG("group", "cannot downgrade a consumer group: the online downgrade is disabled");
+        return false;
+    }
+    return remaining <= max;
+}
+
+int kc_manager_downgrade(kc_gm_t *gm, const kc_conv_group_t *cv, bool rebalance, kc_str_t member_id,
+                         const char *reason)
+{
+    int rc = kc_classic_import(gm, gm_time(gm), cv, rebalance, member_id, reason);
+    if (rc == 0)
+        KC_INFO("group",
+                "group %.*s: converted the consumer group (%d members, epoch %d) to a classic "
+                "group%s",
+                (int)cv->id.len, cv->id.p, (int)cv->n, (int)cv->generation,
+                rebalance ? ", rebalancing" : "");
+    return rc;
 }
 
 bool kc_manager_classic_leave(kc_gm_t *gm, kc_str_t id, const kc_member_identity_t *ids, int32_t n,

@@ -64,6 +64,10 @@ static inline size_t kc_manager_record_bytes(size_t key_len, size_t value_len)
     return KC_MANAGER_RECORD_OVERHEAD + key_len + value_len;
 }
 
+/* What a machine's timers return when they converted their group to the other kind: the
+ * group is freed (the new one is in the map and the heap). */
+#define KC_GROUP_GONE INT64_MIN
+
 /* The manager's random number generator (seeded by kc_gm_set_seed in tests). */
 uint64_t kc_manager_random(kc_gm_t *gm);
 
@@ -145,6 +149,17 @@ typedef struct kc_conv_group_s {
  * COORDINATOR_NOT_AVAILABLE when out of memory (nothing changed). `a` holds the copies. */
 int16_t kc_manager_upgrade(kc_gm_t *gm, kc_str_t id, kc_str_t member_id, kc_arena_t *a,
                            const char **why);
+
+/* Kafka's validateOnlineDowngradeWithFencedMembers, the manager's part: whether the policy
+ * allows downgrades and `remaining` members fit group.max.size (the consumer machine checks
+ * that every remaining member uses the classic protocol). */
+bool kc_manager_downgrade_allowed(const kc_gm_t *gm, int32_t remaining);
+
+/* Kafka's convertToClassicGroup, after the consumer group's tombstones: the classic group of
+ * `cv`, rebalancing when `rebalance` (member_id and reason name it in the history). 0, or -1
+ * when out of memory. */
+int kc_manager_downgrade(kc_gm_t *gm, const kc_conv_group_t *cv, bool rebalance, kc_str_t member_id,
+                         const char *reason);
 
 /* A classic LeaveGroup for the consumer group `id`: the members named are fenced (the admin
  * client's "remove members"). false when `id` names no consumer group. */

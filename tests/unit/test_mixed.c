@@ -782,6 +782,120 @@ static void test_classic_member_timers(void **state)
     fx_free(f);
 }
 
+/* ---- Downgrade ---------------------------------------------------------------------------- */
+
+/* A consumer member leaves (epoch -1). */
+static int16_t consumer_leave(fx_t *f, const char *member)
+{
+    kc_consumer_group_heartbeat_request_t q;
+    kc_consumer_group_heartbeat_request_init(&q);
+    q.group_id = KC_STR_LIT("g");
+    q.member_id = kc_str_c(member);
+    q.member_epoch = -1;
+    kc_consumer_group_heartbeat_response_t r;
+    kc_gm_consumer_heartbeat(f->gm, T(f), 1, &q, KC_STR_LIT("cc"), KC_STR_LIT("/h"), &f->a, &r);
+    return r.error_code;
+}
+
+/* An upgraded group, settled: classic a and b, consumer c1. */
+static void mixed_group(fx_t *f, cm_t *a, cm_t *b)
+{
+    classic_group(f, a, b, NULL);
+    kc_consumer_group_heartbeat_response_t r = consumer_join(f, "g", "c1");
+    assert_int_equal(r.error_code, 0);
+    char c1_owned[64] = "";
+    take_assignment(&r, c1_owned);
+    int32_t c1_epoch = r.member_epoch;
+    for (int round = 0; round < 8; round++) {
+        c1_epoch = consumer_step(f, "c1", c1_epoch, c1_owned);
+        classic_settle(f, a);
+        classic_settle(f, b);
+    }
+    assert_string_equal(group_type(f, "g"), "consumer Stable");
+}
+
+static void test_downgrade(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cm_t a, b;
+    mixed_group(f, &a, &b);
+    int32_t epoch = a.generation;
+    int from = f->nr;
+    assert_int_equal(consumer_leave(f, "c1"), 0);
+    /* The consumer group's tombstones, then the classic group's record. */
+    assert_string_equal(rec_kinds(f, from), "8- 8- 8- 7- 7- 7- 6- 5- 5- 5- 4- 3- 2");
+    assert_string_equal(group_type(f, "g"), "classic PreparingRebalance");
+    assert_string_equal(dump(f, "g"), "");
+    /* The classic members rejoin the classic group and sync; every partition is owned. */
+    assert_int_equal(chb(f, "g", &a), KC_ERR_REBALANCE_IN_PROGRESS);
+    bool pa, pb;
+    assert_int_equal(cjoin(f, "g", &a, &pa), 0);
+    assert_int_equal(cjoin(f, "g", &b, &pb), 0);
+    assert_true(f->joined[0] || pa);
+    if (pa)
+        assert_int_equal(cjoin_done(f, &a), 0);
+    if (pb)
+        assert_int_equal(cjoin_done(f, &b), 0);
+    /* The classic group starts at the group epoch (the leave bumps nothing when it converts),
+     * and its rebalance makes the next generation. */
+    assert_int_equal(a.generation, epoch + 1);
+    assert_int_equal(b.generation, epoch + 1);
+    kc_describe_groups_described_group_t d;
+    kc_gm_describe(f->gm, 5, KC_STR_LIT("g"), false, &f->a, &d);
+    assert_int_equal(d.members.n, 2);
+    assert_str(d.protocol_type, "consumer");
+    fx_free(f);
+}
+
+static void test_downgrade_session_expiry(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cm_t a, b;
+    mixed_group(f, &a, &b);
+    /* c1 stops heartbeating; the classic members go on. */
+    for (int i = 0; i < 6; i++) {
+        advance(f, 9000);
+        chb(f, "g", &a);
+        chb(f, "g", &b);
+    }
+    assert_string_equal(group_type(f, "g"), "classic PreparingRebalance");
+    assert_int_equal(chb(f, "g", &a), KC_ERR_REBALANCE_IN_PROGRESS);
+    fx_free(f);
+}
+
+static void test_downgrade_refused(void **state)
+{
+    (void)state;
+    cm_t a, b;
+    /* The policy "upgrade" converts one way only: the classic members stay in the consumer
+     * group. ("disabled" never lets a classic member into a consumer group: test_cgroup.c.) */
+    kc_gm_config_t cu = default_cfg();
+    cu.consumer_migration_policy = KC_GM_MIGRATION_UPGRADE;
+    fx_t *fu = fx_new_cfg(&cu);
+    mixed_group(fu, &a, &b);
+    assert_int_equal(consumer_leave(fu, "c1"), 0);
+    /* As in Kafka, the new target waits for a join: heartbeats alone do not compute it. */
+    assert_string_equal(group_type(fu, "g"), "consumer Assigning");
+    assert_int_equal(chb(fu, "g", &a), 0);
+    fx_free(fu);
+    /* More members than group.max.size. */
+    kc_gm_config_t c = default_cfg();
+    c.max_size = 1;
+    fx_t *f = fx_new_cfg(&c);
+    assert_int_equal(consumer_join(f, "g", "c1").error_code, 0);
+    cm_t m = {.slot = 1, .sub_version = 1};
+    cm_t n = {.slot = 2, .sub_version = 1};
+    assert_int_equal(cjoin(f, "g", &m, NULL), KC_ERR_MEMBER_ID_REQUIRED);
+    assert_int_equal(cjoin(f, "g", &m, NULL), 0);
+    assert_int_equal(cjoin(f, "g", &n, NULL), KC_ERR_MEMBER_ID_REQUIRED);
+    assert_int_equal(cjoin(f, "g", &n, NULL), 0);
+    assert_int_equal(consumer_leave(f, "c1"), 0);
+    assert_non_null(strstr(group_type(f, "g"), "consumer "));
+    fx_free(f);
+}
+
 /* ---- Replay ------------------------------------------------------------------------------- */
 
 static fx_t *replayed(fx_t *f)
@@ -816,6 +930,30 @@ static void test_replay_converted(void **state)
     fx_free(f);
 }
 
+static void test_replay_downgraded(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cm_t a, b;
+    mixed_group(f, &a, &b);
+    assert_int_equal(consumer_leave(f, "c1"), 0);
+    fx_t *g = replayed(f);
+    /* Kafka's load: a classic group with members comes back Stable, at the generation of the
+     * record, its members and their assignments as written. */
+    assert_string_equal(group_type(g, "g"), "classic Stable");
+    kc_describe_groups_described_group_t d1, d2;
+    kc_gm_describe(f->gm, 5, KC_STR_LIT("g"), false, &f->a, &d1);
+    kc_gm_describe(g->gm, 5, KC_STR_LIT("g"), false, &g->a, &d2);
+    assert_int_equal(d1.members.n, d2.members.n);
+    for (int32_t i = 0; i < d1.members.n; i++) {
+        assert_true(kc_str_eq(d1.members.v[i].member_id, d2.members.v[i].member_id));
+        assert_int_equal(d1.members.v[i].member_assignment.len,
+                         d2.members.v[i].member_assignment.len);
+    }
+    fx_free(g);
+    fx_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -824,7 +962,11 @@ int main(void)
         cmocka_unit_test(test_upgrade_settles),
         cmocka_unit_test(test_classic_member),
         cmocka_unit_test(test_classic_member_timers),
+        cmocka_unit_test(test_downgrade),
+        cmocka_unit_test(test_downgrade_session_expiry),
+        cmocka_unit_test(test_downgrade_refused),
         cmocka_unit_test(test_replay_converted),
+        cmocka_unit_test(test_replay_downgraded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
