@@ -512,6 +512,17 @@ int kc_consumer_json_group(const kc_consumer_t *c, int64_t mono_ms, kc_str_t id,
         kc_text_json_str(emit, arg, mt->assignor);
         kc_text_json_lit(emit, arg, ",\"rebalance_timeout_ms\":");
         kc_text_json_i64(emit, arg, mt->rebalance_timeout_ms);
+        if (mt->classic) { /* a classic member of the consumer group */
+            kc_text_json_lit(emit, arg, ",\"classic\":{\"session_timeout_ms\":");
+            kc_text_json_i64(emit, arg, mt->classic_session_timeout_ms);
+            kc_text_json_lit(emit, arg, ",\"protocols\":[");
+            for (int32_t k = 0; k < mt->n_protocols; k++) {
+                if (k)
+                    emit(arg, ",", 1);
+                kc_text_json_str(emit, arg, mt->protocols[k].name);
+            }
+            kc_text_json_lit(emit, arg, "]}");
+        }
         emit(arg, "}", 1);
     }
     kc_text_json_lit(emit, arg, "],\"rebalances\":");

@@ -423,7 +423,8 @@ int kc_gm_json_summary(const kc_gm_t *gm, kc_str_t group_id, kc_emit_fn emit, vo
  *  otherwise "assignment_bytes":N instead),"last_heartbeat_age_ms"; a classic member also
  *  "leader","session_timeout_ms","rebalance_timeout_ms"; a consumer member also
  *  "pending_revocation","target_assignment" (like "assignment"),"member_epoch","state",
- *  "subscribed_topics","subscribed_regex","assignor","rebalance_timeout_ms"}],
+ *  "subscribed_topics","subscribed_regex","assignor","rebalance_timeout_ms", and when it uses
+ *  the classic protocol (a mixed group) "classic":{"session_timeout_ms","protocols":[names]}}],
  *  "rebalances":[{"generation" (null while a classic join phase runs),"start_ms","end_ms" (0
  *  while it runs),"duration_ms" (so far, while it runs),"cause" (kc_rb_cause_name),
  *  "member_id","reason" (null when none),"outcome" (null while it runs, then "stable", "empty"

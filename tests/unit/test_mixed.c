@@ -478,6 +478,30 @@ static void check_exclusive(fx_t *f, const char *group)
     }
 }
 
+/* The groups view's JSON of a group. */
+typedef struct jbuf_s {
+    char b[16384];
+    size_t n;
+} jbuf_t;
+
+static void jemit(void *arg, const char *p, size_t n)
+{
+    jbuf_t *j = arg;
+    assert_true(j->n + n < sizeof(j->b));
+    memcpy(j->b + j->n, p, n);
+    j->n += n;
+    j->b[j->n] = '\0';
+}
+
+static const char *group_json(fx_t *f, const char *group)
+{
+    static jbuf_t j;
+    j.n = 0;
+    j.b[0] = '\0';
+    assert_int_equal(kc_gm_json_group(f->gm, f->now, kc_str_c(group), jemit, &j), 0);
+    return j.b;
+}
+
 /* ---- Upgrade ------------------------------------------------------------------------------ */
 
 static void test_upgrade(void **state)
@@ -517,6 +541,13 @@ static void test_upgrade(void **state)
         classic += dg.members.v[i].member_type == 0;
     assert_int_equal(classic, 2);
     check_exclusive(f, "g");
+    /* The groups view: classic members say so, and the rebalances name the upgrade. */
+    const char *json = group_json(f, "g");
+    if (!strstr(json, "\"classic\":{\"session_timeout_ms\":10000,\"protocols\":[\"range\","
+                      "\"roundrobin\"]}"))
+        fail_msg("no classic member in %s", json);
+    if (!strstr(json, "\"cause\":\"upgrade\",\"member_id\":\"c1\""))
+        fail_msg("no upgrade in %s", json);
     fx_free(f);
 }
 
@@ -845,6 +876,9 @@ static void test_downgrade(void **state)
     kc_gm_describe(f->gm, 5, KC_STR_LIT("g"), false, &f->a, &d);
     assert_int_equal(d.members.n, 2);
     assert_str(d.protocol_type, "consumer");
+    const char *json = group_json(f, "g");
+    if (!strstr(json, "\"cause\":\"downgrade\",\"member_id\":\"c1\""))
+        fail_msg("no downgrade in %s", json);
     fx_free(f);
 }
 
