@@ -116,6 +116,12 @@ kc_bytes_t kc_consumer_encode_assignment(const asg_t *asg, const kc_gm_topics_t 
     return out;
 }
 
+static bool static_downgrade(kc_consumer_t *c, cgroup_t *g, cmember_t *st,
+                             const kc_join_group_request_t *req, kc_str_t mid,
+                             const kc_consumer_protocol_subscription_t *sub,
+                             const kc_classic_protocol_t *protos, kc_str_t client_id,
+                             kc_str_t client_host, kc_arena_t *a, kc_join_group_response_t *resp);
+
 /* ---- JoinGroup ------------------------------------------------------------------------------ */
 
 /* Kafka's ConsumerGroup.supportsClassicProtocols: the type is "consumer" and one of the names
@@ -263,6 +269,11 @@ void kc_consumer_classic_join(kc_consumer_t *c, kc_time_t now, int16_t version,
         protos[i].name = req->protocols.v[i].name;
         protos[i].metadata = req->protocols.v[i].metadata;
     }
+    /* A classic static member replacing the last consumer-protocol member: the group may
+     * become a classic group (Kafka's validateOnlineDowngradeWithReplacedMember). */
+    cmember_t *st = instance.len >= 0 && unknown ? kc_consumer_find_static(g, instance) : NULL;
+    if (st && static_downgrade(c, g, st, req, mid, &sub, protos, client_id, client_host, a, resp))
+        return;
     cjoin_t cj = {unknown, req->session_timeout_ms, protos, req->protocols.n};
     kc_consumer_group_heartbeat_response_t hr;
     kc_consumer_group_heartbeat_response_init(&hr);
@@ -768,4 +779,107 @@ int kc_consumer_maybe_downgrade(kc_consumer_t *c, cgroup_t *g, cmember_t **ms, s
                  SV(cv.id));
     kc_arena_free(&a);
     return 1;
+}
+
+/* The subscription of a classic JoinGroup differs from the member's metadata (Kafka's
+ * hasMemberSubscriptionChanged for the replacing member): other topics, or a regex it had. */
+static bool subscription_changed(const cmeta_t *old, const kc_consumer_protocol_subscription_t *sub)
+{
+    if (kc_text_set(old->regex))
+        return true;
+    int32_t n = sub->topics.n > 0 ? sub->topics.n : 0;
+    int32_t distinct = 0;
+    for (int32_t i = 0; i < n; i++) {
+        bool dup = false;
+        for (int32_t k = 0; k < i && !dup; k++)
+            dup = kc_str_eq(sub->topics.v[k], sub->topics.v[i]);
+        if (dup)
+            continue;
+        distinct++;
+        if (!kc_consumer_meta_has_topic(old, sub->topics.v[i]))
+            return true;
+    }
+    return distinct != old->n_topics;
+}
+
+/* Kafka's classicGroupJoinToConsumerGroup when a classic static member replaces `st`, the only
+ * consumer-protocol member: convertToClassicGroup with the joining member in st's place (its
+ * target assignment), rebalancing only when the assignment is stale (KAFKA-20272/20273): the
+ * subscription changed or the target is behind the group epoch. true when it converted and
+ * answered. */
+static bool static_downgrade(kc_consumer_t *c, cgroup_t *g, cmember_t *st,
+                             const kc_join_group_request_t *req, kc_str_t mid,
+                             const kc_consumer_protocol_subscription_t *sub,
+                             const kc_classic_protocol_t *protos, kc_str_t client_id,
+                             kc_str_t client_host, kc_arena_t *a, kc_join_group_response_t *resp)
+{
+    if (st->meta->classic)
+        return false;
+    for (const cmember_t *m = g->head; m; m = m->next)
+        if (m != st && !m->meta->classic)
+            return false;
+    if (!kc_manager_downgrade_allowed(c->gm, g->n_members))
+        return false;
+    bool rebalance = subscription_changed(st->meta, sub) || g->assignment_epoch < g->epoch;
+    kc_arena_t ca;
+    kc_arena_init(&ca);
+    kc_conv_group_t cv;
+    plan_t p = {.c = c, .g = g};
+    bool oom = export_group(g, &st, 1, &ca, &cv) != 0;
+    if (!oom) {
+        /* The joining member, with the replaced one's target. */
+        kc_gm_topics_t tv;
+        kc_target_topics_of(c, &tv);
+        kc_conv_member_t *x = &cv.v[cv.n++];
+        memset(x, 0, sizeof(*x));
+        x->id = kc_text_arena(&ca, mid, &oom);
+        x->instance_id = kc_text_arena(&ca, req->group_instance_id, &oom);
+        x->client_id = kc_text_arena(&ca, client_id.len >= 0 ? client_id : KC_STR_EMPTY, &oom);
+        x->client_host =
+            kc_text_arena(&ca, client_host.len >= 0 ? client_host : KC_STR_EMPTY, &oom);
+        x->session_timeout_ms = req->session_timeout_ms;
+        x->rebalance_timeout_ms = req->rebalance_timeout_ms;
+        kc_join_group_request_protocol_t *pv =
+            kc_arena_alloc(&ca, (size_t)req->protocols.n * sizeof(*pv));
+        for (int32_t k = 0; pv && k < req->protocols.n; k++) {
+            pv[k].name = kc_text_arena(&ca, protos[k].name, &oom);
+            kc_bytes_t md = protos[k].metadata;
+            pv[k].metadata = (kc_bytes_t){
+                md.len > 0 ? kc_arena_dup(&ca, md.p, (size_t)md.len) : (const uint8_t *)"", md.len};
+            if (md.len > 0 && !pv[k].metadata.p)
+                oom = true;
+        }
+        x->protocols = pv;
+        x->n_protocols = req->protocols.n;
+        x->assignment = kc_consumer_encode_assignment(
+            kc_consumer_target_of(g, st->id), &tv, kc_consumer_protocol_version(protos[0].metadata),
+            &ca, &oom);
+        oom = oom || !pv;
+    }
+    if (!oom)
+        kc_consumer_plan_delete(&p, c->wall);
+    if (oom || p.oom) {
+        kc_consumer_plan_free(&p);
+        kc_arena_free(&ca);
+        return false; /* out of memory: the member joins the consumer group instead */
+    }
+    char why[200];
+    snprintf(why, sizeof(why),
+             "Downgrade group %.*s from consumer to classic with stale assignment.", SV(g->id));
+    kc_consumer_commit(&p, "a classic static member replaced the last consumer-protocol member");
+    kc_consumer_plan_free(&p); /* g is gone */
+    int rc = kc_manager_downgrade(c->gm, &cv, rebalance, cv.v[cv.n - 1].id,
+                                  rebalance ? why
+                                            : "a classic static member replaced the last "
+                                              "consumer-protocol member");
+    bool oom2 = false;
+    kc_join_group_response_init(resp);
+    resp->error_code = rc == 0 ? 0 : KC_ERR_COORDINATOR_NOT_AVAILABLE;
+    resp->generation_id = rebalance ? 0 : cv.generation;
+    resp->protocol_type = KC_STR_LIT(CONSUMER_PROTOCOL_TYPE);
+    resp->protocol_name = kc_text_arena(a, req->protocols.v[0].name, &oom2);
+    resp->leader = KC_STR_EMPTY;
+    resp->member_id = kc_text_arena(a, mid, &oom2);
+    kc_arena_free(&ca);
+    return true;
 }

@@ -403,11 +403,14 @@ static int16_t chb(fx_t *f, const char *group, cm_t *m)
 }
 
 /* A ConsumerGroupHeartbeat joining (epoch 0) for topic "t". */
+static const char *consumer_instance; /* the instance id consumer_join sends (NULL: none) */
+
 static kc_consumer_group_heartbeat_response_t consumer_join(fx_t *f, const char *group,
                                                             const char *member)
 {
     kc_consumer_group_heartbeat_request_t q;
     kc_consumer_group_heartbeat_request_init(&q);
+    q.instance_id = consumer_instance ? kc_str_c(consumer_instance) : KC_STR_NULL;
     q.group_id = kc_str_c(group);
     q.member_id = kc_str_c(member);
     q.member_epoch = 0;
@@ -882,6 +885,42 @@ static void test_downgrade(void **state)
     fx_free(f);
 }
 
+/* A classic static member replaces the only consumer-protocol member (a rolling downgrade of
+ * a static group): the group becomes classic at once, the newcomer taking its predecessor's
+ * assignment, without a rebalance since the assignment is current. */
+static void test_downgrade_static(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    consumer_instance = "i1";
+    kc_consumer_group_heartbeat_response_t r = consumer_join(f, "g", "c1");
+    consumer_instance = NULL;
+    assert_int_equal(r.error_code, 0);
+    char c1_owned[64] = "";
+    take_assignment(&r, c1_owned);
+    int32_t c1_epoch = r.member_epoch;
+    cm_t m = {.slot = 1, .sub_version = 1};
+    assert_int_equal(cjoin(f, "g", &m, NULL), KC_ERR_MEMBER_ID_REQUIRED);
+    assert_int_equal(cjoin(f, "g", &m, NULL), 0);
+    for (int round = 0; round < 8; round++) {
+        c1_epoch = consumer_step(f, "c1", c1_epoch, c1_owned);
+        classic_settle(f, &m);
+    }
+    assert_string_equal(group_type(f, "g"), "consumer Stable");
+    int32_t epoch = m.generation;
+    cm_t s = {.slot = 3, .sub_version = 3, .instance = "i1"};
+    int from = f->nr;
+    assert_int_equal(cjoin(f, "g", &s, NULL), 0);
+    assert_string_equal(group_type(f, "g"), "classic Stable");
+    assert_non_null(strstr(rec_kinds(f, from), " 3- 2"));
+    assert_int_equal(s.generation, epoch);
+    assert_int_equal(csync(f, "g", &s, NULL, 0, NULL), 0);
+    assert_string_equal(s.owned, c1_owned);
+    assert_int_equal(chb(f, "g", &m), 0); /* the other member goes on in the classic group */
+    assert_int_equal(csync(f, "g", &m, NULL, 0, NULL), 0);
+    fx_free(f);
+}
+
 static void test_downgrade_session_expiry(void **state)
 {
     (void)state;
@@ -997,6 +1036,7 @@ int main(void)
         cmocka_unit_test(test_classic_member),
         cmocka_unit_test(test_classic_member_timers),
         cmocka_unit_test(test_downgrade),
+        cmocka_unit_test(test_downgrade_static),
         cmocka_unit_test(test_downgrade_session_expiry),
         cmocka_unit_test(test_downgrade_refused),
         cmocka_unit_test(test_replay_converted),
