@@ -652,7 +652,7 @@ int16_t kc_consumer_import_prepare(kc_consumer_t *c, const kc_conv_group_t *cv, 
     im->p.rb_set = true;
     im->p.rb_cause = KC_RB_UPGRADE;
     im->p.rb_member = member_id;
-    im->p.rb_reason = KC_STR_LIT("a consumer-protocol member joined the classic group");
+    im->p.rb_reason = KC_STR_NULL;
     im->p.rb_joined = KC_STR_NULL;
     *out = im;
     return 0;
