@@ -921,6 +921,27 @@ static void test_downgrade_static(void **state)
     fx_free(f);
 }
 
+/* The policy "downgrade": no upgrade, but classic members join a consumer group, and the
+ * group becomes classic when its last consumer-protocol member leaves. */
+static void test_downgrade_policy(void **state)
+{
+    (void)state;
+    kc_gm_config_t c = default_cfg();
+    c.consumer_migration_policy = KC_GM_MIGRATION_DOWNGRADE;
+    fx_t *f = fx_new_cfg(&c);
+    assert_int_equal(consumer_join(f, "g", "c1").error_code, 0);
+    cm_t m = {.slot = 1, .sub_version = 2};
+    assert_int_equal(cjoin(f, "g", &m, NULL), KC_ERR_MEMBER_ID_REQUIRED);
+    assert_int_equal(cjoin(f, "g", &m, NULL), 0);
+    /* A classic member of another protocol type, or without a protocol the classic members
+     * share, is refused. */
+    cm_t x = {.slot = 2, .sub_version = 1, .ptype = "connect"};
+    assert_int_equal(cjoin(f, "g", &x, NULL), KC_ERR_INCONSISTENT_GROUP_PROTOCOL);
+    assert_int_equal(consumer_leave(f, "c1"), 0);
+    assert_string_equal(group_type(f, "g"), "classic PreparingRebalance");
+    fx_free(f);
+}
+
 static void test_downgrade_session_expiry(void **state)
 {
     (void)state;
@@ -1037,6 +1058,7 @@ int main(void)
         cmocka_unit_test(test_classic_member_timers),
         cmocka_unit_test(test_downgrade),
         cmocka_unit_test(test_downgrade_static),
+        cmocka_unit_test(test_downgrade_policy),
         cmocka_unit_test(test_downgrade_session_expiry),
         cmocka_unit_test(test_downgrade_refused),
         cmocka_unit_test(test_replay_converted),
