@@ -11,7 +11,9 @@ classic members run the same librdkafka (2.16) with the classic protocol.
 - two classic members split t; a consumer-protocol member joins: the group is upgraded and
   settles with two partitions each; at every sample no partition is owned by two members;
 - the consumer-protocol member closes: the group is downgraded and the classic members own
-  every partition again, never one twice.
+  every partition again, never one twice;
+- the same with classic members of the system's librdkafka (Debian's 2.0.2, through its
+  python3-confluent-kafka, each in a child process run by /usr/bin/python3).
 
 Every wait is bounded; on a failure the daemon's log is printed.
 """
@@ -104,6 +106,68 @@ class Member:
         self.c.close()
 
 
+# A classic member in a process of its own: Debian's python3-confluent-kafka over the system
+# librdkafka (2.0.2, which knows only the classic protocol), run by /usr/bin/python3. It prints
+# "assign p,p" / "revoke p,p" as its rebalance callbacks run, and closes when stdin closes.
+DEBIAN_MEMBER = r"""
+import sys, threading
+from confluent_kafka import Consumer
+port = sys.argv[1]
+c = Consumer({"bootstrap.servers": "127.0.0.1:" + port, "group.id": "g",
+              "enable.auto.commit": False, "partition.assignment.strategy": "range",
+              "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
+def say(kind, ps):
+    print(kind, ",".join(str(p.partition) for p in ps), flush=True)
+c.subscribe(["t"], on_assign=lambda c, ps: say("assign", ps),
+            on_revoke=lambda c, ps: say("revoke", ps))
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+while not stop.is_set():
+    c.poll(0.1)
+c.close()
+"""
+
+
+class DebianMember:
+    """A classic member run by the system's librdkafka in a child process."""
+
+    def __init__(self, port, watcher):
+        import subprocess
+        self.protocol = "classic"
+        self.watcher = watcher
+        self.lock = threading.Lock()
+        self.owned = set()
+        self.p = subprocess.Popen(["/usr/bin/python3", "-c", DEBIAN_MEMBER, str(port)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            kind, _, parts = line.strip().partition(" ")
+            ps = {(TOPIC, int(x)) for x in parts.split(",") if x}
+            with self.lock:
+                if kind == "assign":
+                    self.owned |= ps
+                else:
+                    self.owned -= ps
+            self.watcher()
+
+    def assigned(self):
+        with self.lock:
+            return set(self.owned)
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+            self.p.wait(20)
+        finally:
+            if self.p.poll() is None:
+                self.p.kill()
+                self.p.wait()
+        self.thread.join(10)
+
+
 class MixedGroupTest(unittest.TestCase):
 
     def setUp(self):
@@ -137,7 +201,10 @@ class MixedGroupTest(unittest.TestCase):
                     seen[p] = m
 
     def member(self, protocol):
-        m = Member(self.kc.port, protocol, self.check)
+        if protocol == "debian":
+            m = DebianMember(self.kc.port, self.check)
+        else:
+            m = Member(self.kc.port, protocol, self.check)
         self.members.append(m)
         return m
 
@@ -158,6 +225,19 @@ class MixedGroupTest(unittest.TestCase):
         self.assertIn(b"converted the classic group", self.kc.log)
         time.sleep(3)  # a few more heartbeats: it stays split
         self.wait_split([a, b, c], [2, 2, 2])
+        self.members.remove(c)
+        c.close()
+        self.wait_split([a, b], [3, 3])
+        self.assertIn(b"converted the consumer group", self.kc.log)
+        self.assertEqual(self.twice, [], "partitions owned twice")
+
+    def test_debian_librdkafka_classic_members(self):
+        """The same with classic members of the system's librdkafka 2.0.2."""
+        a, b = self.member("debian"), self.member("debian")
+        self.wait_split([a, b], [3, 3])
+        c = self.member("consumer")
+        self.wait_split([a, b, c], [2, 2, 2])
+        self.assertIn(b"converted the classic group", self.kc.log)
         self.members.remove(c)
         c.close()
         self.wait_split([a, b], [3, 3])
