@@ -554,6 +554,38 @@ static void test_upgrade(void **state)
     fx_free(f);
 }
 
+/* A follower's SyncGroup parked in CompletingRebalance is answered REBALANCE_IN_PROGRESS by
+ * the upgrade, and the members, which never synced, start with nothing assigned. */
+static void test_upgrade_parked_sync(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    cm_t a = {.slot = 1, .sub_version = 1}, b = {.slot = 2, .sub_version = 1};
+    assert_int_equal(cjoin(f, "g", &a, NULL), KC_ERR_MEMBER_ID_REQUIRED);
+    assert_int_equal(cjoin(f, "g", &b, NULL), KC_ERR_MEMBER_ID_REQUIRED);
+    bool parked;
+    assert_int_equal(cjoin(f, "g", &a, &parked), 0);
+    assert_int_equal(cjoin(f, "g", &b, &parked), 0);
+    for (int i = 0; i < 10 && !(f->joined[0] && f->joined[1]); i++)
+        advance(f, 3000);
+    assert_int_equal(cjoin_done(f, &a), 0);
+    assert_int_equal(cjoin_done(f, &b), 0);
+    bool a_leads = kc_str_eq(f->joins[0].leader, kc_str_c(a.id));
+    cm_t *follower = a_leads ? &b : &a;
+    assert_int_equal(csync(f, "g", follower, NULL, 0, &parked), 0);
+    assert_true(parked);
+    assert_string_equal(group_type(f, "g"), "classic CompletingRebalance");
+    assert_int_equal(consumer_join(f, "g", "c1").error_code, 0);
+    assert_true(f->synced[follower->slot - 1]);
+    assert_int_equal(f->syncs[follower->slot - 1].error_code, KC_ERR_REBALANCE_IN_PROGRESS);
+    const char *d = dump(f, "g");
+    char want[160];
+    snprintf(want, sizeof(want), "member %s epoch 1 prev 1 state STABLE", follower->id);
+    if (!strstr(d, want))
+        fail_msg("%s\nnot in\n%s", want, d);
+    fx_free(f);
+}
+
 static void expect_upgrade_refused(fx_t *f, const char *msg)
 {
     kc_consumer_group_heartbeat_response_t r = consumer_join(f, "g", "c1");
@@ -1051,17 +1083,12 @@ static void test_replay_downgraded(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_upgrade),
-        cmocka_unit_test(test_upgrade_refused),
-        cmocka_unit_test(test_upgrade_settles),
-        cmocka_unit_test(test_classic_member),
-        cmocka_unit_test(test_classic_member_timers),
-        cmocka_unit_test(test_downgrade),
-        cmocka_unit_test(test_downgrade_static),
-        cmocka_unit_test(test_downgrade_policy),
-        cmocka_unit_test(test_downgrade_session_expiry),
-        cmocka_unit_test(test_downgrade_refused),
-        cmocka_unit_test(test_replay_converted),
+        cmocka_unit_test(test_upgrade),           cmocka_unit_test(test_upgrade_parked_sync),
+        cmocka_unit_test(test_upgrade_refused),   cmocka_unit_test(test_upgrade_settles),
+        cmocka_unit_test(test_classic_member),    cmocka_unit_test(test_classic_member_timers),
+        cmocka_unit_test(test_downgrade),         cmocka_unit_test(test_downgrade_static),
+        cmocka_unit_test(test_downgrade_policy),  cmocka_unit_test(test_downgrade_session_expiry),
+        cmocka_unit_test(test_downgrade_refused), cmocka_unit_test(test_replay_converted),
         cmocka_unit_test(test_replay_downgraded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
