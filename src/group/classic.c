@@ -2011,13 +2011,9 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr, req_t *rq)
         return;
     }
     bool unknown_member = !kc_text_set(jr->member_id);
-    /* An empty consumer group of this id becomes a classic group; one with members refuses
-     * (the manager's conversion rules). */
+    /* An empty consumer group of this id becomes a classic group (the manager's conversion
+     * rules; a consumer group with members took the JoinGroup in kc_gm_join). */
     int16_t conv = kc_manager_classic_join(gm, req->group_id, unknown_member);
-    if (conv == KC_ERR_INCONSISTENT_GROUP_PROTOCOL)
-        refused(gm, KC_GM_REFUSED_PROTOCOL, req->group_id,
-                "a classic member (JoinGroup) in a consumer group that has members: kcoord "
-                "does not mix the protocols in one group (INCONSISTENT_GROUP_PROTOCOL)");
     if (conv == KC_ERR_COORDINATOR_NOT_AVAILABLE) {
         reply_join_oom(rq, jr->member_id);
         return;
