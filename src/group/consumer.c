@@ -1304,6 +1304,34 @@ static void hb_oom(hb_t *h)
     hb_fail(h, KC_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
 }
 
+/* Kafka's throwIfRegularExpressionIsInvalid, with kcoord's bounds (regex.h): 0, or -1 with
+ * the answer filled. */
+static int check_regex(hb_t *h, kc_str_t gid, kc_str_t regex)
+{
+    char why[256];
+    int rxrc = kc_rx_cache_check(h->c->rx, regex.p, (size_t)regex.len, why, sizeof(why));
+    if (rxrc == KC_RX_OOM) {
+        hb_oom(h);
+        return -1;
+    }
+    if (rxrc == KC_RX_OK)
+        return 0;
+    /* A long pattern is shown cut, so that the reason fits the message. */
+    int shown = regex.len > 200 ? 200 : (int)regex.len;
+    const char *more = regex.len > 200 ? "..." : "";
+    if (rxrc == KC_RX_FULL)
+        hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
+                "SubscribedTopicRegex `%.*s%s` cannot be used: %s.", shown, regex.p, more, why);
+    else
+        hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
+                "SubscribedTopicRegex `%.*s%s` is not a valid regular expression: %s.", shown,
+                regex.p, more, why);
+    kc_consumer_refused(
+        h->c, rxrc == KC_RX_FULL ? KC_GM_REFUSED_REGEX_LIMIT : KC_GM_REFUSED_REGEX_INVALID, gid,
+        h->r->error_message);
+    return -1;
+}
+
 /* Kafka's throwIfConsumerGroupMemberEpochIsInvalid: 0 or FENCED_MEMBER_EPOCH (message set). */
 static int16_t check_epoch(hb_t *h, const cmember_t *m, int32_t epoch, const owned_t *owned)
 {
@@ -1490,10 +1518,18 @@ static int hb_group(hb_t *h, hbs_t *s)
             return -1;
         }
         if (kind == KC_CLASSIC_ACTIVE && s->create) {
-            /* Kafka's validateOnlineUpgrade and convertToConsumerGroup (the manager's). */
+            /* Kafka's validateOnlineUpgrade and convertToConsumerGroup (the manager's). Kafka
+             * converts in the heartbeat's own write, so a heartbeat refused later leaves the
+             * group classic: its one later refusal of a new member, an invalid regular
+             * expression, is checked before converting. */
             const char *why = NULL;
             kc_str_t joining = s->q->member_id.len > 0 ? s->q->member_id : KC_STR_NULL;
-            int16_t err = kc_manager_upgrade(s->c->gm, s->gid, joining, h->a, &why);
+            kc_str_t rx = h->version >= 1 ? s->q->subscribed_topic_regex : KC_STR_NULL;
+            int16_t err = kc_manager_upgrade_check(s->c->gm, s->gid, &why);
+            if (!err && kc_text_set(rx) && check_regex(h, s->gid, rx) != 0)
+                return -1;
+            if (!err)
+                err = kc_manager_upgrade(s->c->gm, s->gid, joining, h->a, &why);
             if (err == KC_ERR_GROUP_ID_NOT_FOUND) {
                 hb_fail_v(h, err, why, s->gid);
                 kc_consumer_refused(s->c, KC_GM_REFUSED_PROTOCOL, s->gid, h->r->error_message);
@@ -1666,34 +1702,8 @@ static int hb_metadata(hb_t *h, hbs_t *s)
         s->names_changed = !topics_eq(s->base, s->upd);
         s->regex_changed = !kc_str_eq(s->base->regex, s->upd->regex);
         if (s->regex_changed && kc_text_set(s->upd->regex) &&
-            regex_users(s->g, s->upd->regex) == 0) {
-            /* Kafka's throwIfRegularExpressionIsInvalid, with kcoord's bounds (regex.h). */
-            char why[256];
-            int rxrc = kc_rx_cache_check(s->c->rx, s->upd->regex.p, (size_t)s->upd->regex.len, why,
-                                         sizeof(why));
-            if (rxrc == KC_RX_OOM) {
-                hb_oom(h);
-                return -1;
-            }
-            if (rxrc != KC_RX_OK) {
-                /* A long pattern is shown cut, so that the reason fits the message. */
-                int shown = s->upd->regex.len > 200 ? 200 : (int)s->upd->regex.len;
-                const char *more = s->upd->regex.len > 200 ? "..." : "";
-                if (rxrc == KC_RX_FULL)
-                    hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
-                            "SubscribedTopicRegex `%.*s%s` cannot be used: %s.", shown,
-                            s->upd->regex.p, more, why);
-                else
-                    hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
-                            "SubscribedTopicRegex `%.*s%s` is not a valid regular expression: %s.",
-                            shown, s->upd->regex.p, more, why);
-                kc_consumer_refused(s->c,
-                                    rxrc == KC_RX_FULL ? KC_GM_REFUSED_REGEX_LIMIT
-                                                       : KC_GM_REFUSED_REGEX_INVALID,
-                                    s->gid, h->r->error_message);
-                return -1;
-            }
-        }
+            regex_users(s->g, s->upd->regex) == 0 && check_regex(h, s->gid, s->upd->regex) != 0)
+            return -1;
         cmeta_t *copy = kc_consumer_meta_new(s->upd);
         if (!copy) {
             hb_oom(h);

@@ -468,34 +468,45 @@ int16_t kc_manager_classic_join(kc_gm_t *gm, kc_str_t id, bool unknown_member)
     return 0;
 }
 
-int16_t kc_manager_upgrade(kc_gm_t *gm, kc_str_t id, kc_str_t member_id, kc_arena_t *a,
-                           const char **why)
+int16_t kc_manager_upgrade_check(const kc_gm_t *gm, kc_str_t id, const char **why)
 {
     /* Kafka's validateOnlineUpgrade. */
     int policy = gm->cfg.consumer_migration_policy;
     int32_t max = gm->cfg.consumer_max_size > 0 ? gm->cfg.consumer_max_size : INT32_MAX;
-    kc_conv_group_t cv;
+    kc_group_info_t info;
     if (policy != KC_GM_MIGRATION_BIDIRECTIONAL && policy != KC_GM_MIGRATION_UPGRADE) {
         *why = "Cannot upgrade classic group %.*s to consumer group because online upgrade is "
                "disabled.";
         return KC_ERR_GROUP_ID_NOT_FOUND;
     }
-    if (kc_classic_export(gm, id, a, &cv) != 0)
-        return KC_ERR_COORDINATOR_NOT_AVAILABLE;
-    if (!kc_str_eq(cv.protocol_type, KC_STR_LIT("consumer"))) {
+    if (kc_classic_info(gm, id, &info) != 0)
+        return KC_ERR_COORDINATOR_NOT_AVAILABLE; /* (the caller saw it: cannot happen) */
+    if (!kc_str_eq(info.protocol_type, KC_STR_LIT("consumer"))) {
         *why = "Cannot upgrade classic group %.*s to consumer group because the group does not "
                "use the consumer embedded protocol.";
         return KC_ERR_GROUP_ID_NOT_FOUND;
     }
-    if (cv.n > max) {
+    if (info.n_members > max) {
         *why = "Cannot upgrade classic group %.*s to consumer group because the group size "
                "exceeds the consumer group maximum size.";
         return KC_ERR_GROUP_ID_NOT_FOUND;
     }
+    return 0;
+}
+
+int16_t kc_manager_upgrade(kc_gm_t *gm, kc_str_t id, kc_str_t member_id, kc_arena_t *a,
+                           const char **why)
+{
+    kc_conv_group_t cv;
+    int16_t err = kc_manager_upgrade_check(gm, id, why);
+    if (err)
+        return err;
+    if (kc_classic_export(gm, id, a, &cv) != 0)
+        return KC_ERR_COORDINATOR_NOT_AVAILABLE;
     /* Kafka's convertToConsumerGroup: the consumer group is prepared first (it may still be
      * refused), then the classic group goes, then the consumer group's records. */
     kc_cimport_t *im = NULL;
-    int16_t err = kc_consumer_import_prepare(gm->consumer, &cv, member_id, &im, why);
+    err = kc_consumer_import_prepare(gm->consumer, &cv, member_id, &im, why);
     if (err)
         return err;
     kc_classic_convert_away(gm, gm_time(gm), id);

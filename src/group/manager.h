@@ -150,6 +150,10 @@ typedef struct kc_conv_group_s {
 int16_t kc_manager_upgrade(kc_gm_t *gm, kc_str_t id, kc_str_t member_id, kc_arena_t *a,
                            const char **why);
 
+/* kc_manager_upgrade's validation alone (Kafka's validateOnlineUpgrade): 0 or, with *why,
+ * GROUP_ID_NOT_FOUND. */
+int16_t kc_manager_upgrade_check(const kc_gm_t *gm, kc_str_t id, const char **why);
+
 /* Kafka's validateOnlineDowngradeWithFencedMembers, the manager's part: whether the policy
  * allows downgrades and `remaining` members fit group.max.size (the consumer machine checks
  * that every remaining member uses the classic protocol). */

@@ -634,6 +634,25 @@ static void test_upgrade_refused(void **state)
     assert_int_equal(f->nr, from); /* nothing written */
     assert_int_equal(chb(f, "g", &a), 0);
     fx_free(f);
+    /* A heartbeat Kafka would refuse after converting leaves the group classic, nothing
+     * written: an invalid regular expression. */
+    f = fx_new();
+    classic_group(f, &a, &b, NULL);
+    from = f->nr;
+    kc_consumer_group_heartbeat_request_t q;
+    kc_consumer_group_heartbeat_request_init(&q);
+    q.group_id = KC_STR_LIT("g");
+    q.member_id = KC_STR_LIT("c1");
+    q.member_epoch = 0;
+    q.rebalance_timeout_ms = 60000;
+    q.subscribed_topic_regex = KC_STR_LIT("(t");
+    q.topic_partitions.n = 0;
+    kc_consumer_group_heartbeat_response_t hr;
+    kc_gm_consumer_heartbeat(f->gm, T(f), 1, &q, KC_STR_LIT("cc"), KC_STR_LIT("/h"), &f->a, &hr);
+    assert_int_equal(hr.error_code, KC_ERR_INVALID_REGULAR_EXPRESSION);
+    assert_int_equal(f->nr, from);
+    assert_string_equal(group_type(f, "g"), "classic Stable");
+    fx_free(f);
     /* Not the consumer protocol (Connect, for example). */
     f = fx_new();
     a = (cm_t){.slot = 1, .sub_version = 1, .ptype = "connect"};
