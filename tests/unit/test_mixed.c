@@ -864,6 +864,23 @@ static void test_classic_member_timers(void **state)
     advance(f, 1001);
     assert_null(strstr(dump(f, "g"), n.id));
     assert_int_equal(chb(f, "g", &n), KC_ERR_UNKNOWN_MEMBER_ID);
+    /* Asked to rejoin, a member that heartbeats but never rejoins is fenced when its join
+     * timeout (its rebalance timeout, 20 s) ends. */
+    cm_t o = {.slot = 3, .sub_version = 3};
+    assert_int_equal(cjoin(f, "g", &o, NULL), KC_ERR_MEMBER_ID_REQUIRED);
+    assert_int_equal(cjoin(f, "g", &o, NULL), 0);
+    assert_int_equal(csync(f, "g", &o, NULL, 0, NULL), 0);
+    assert_int_equal(consumer_join(f, "g", "c2").error_code, 0);
+    assert_int_equal(chb(f, "g", &o), KC_ERR_REBALANCE_IN_PROGRESS);
+    for (int i = 0; i < 2; i++) {
+        advance(f, 9000);
+        assert_int_equal(chb(f, "g", &o), KC_ERR_REBALANCE_IN_PROGRESS);
+        consumer_join(f, "g", "c1"); /* the consumer members stay */
+        consumer_join(f, "g", "c2");
+    }
+    assert_non_null(strstr(dump(f, "g"), o.id));
+    advance(f, 2001);
+    assert_null(strstr(dump(f, "g"), o.id));
     fx_free(f);
 }
 
