@@ -4,9 +4,9 @@ against kcoord on GROUP resources: --alter --add-config, --describe, --delete-co
 errors Kafka 4.4's broker gives, the configs after a restart, and their effect on a member's
 next ConsumerGroupHeartbeat.
 
-The expected lines are what the same commands print against a Kafka 4.4 broker (`scripts/
-kafka-ref start`, then the same commands; docs/COMPATIBILITY.md, "Group configs"). Needs java
-and the reference jars (scripts/kafka-ref fetch); without them the test is skipped, saying so.
+The expected lines are what the same commands printed against a Kafka 4.4 broker
+(`scripts/kafka-ref start`, then the same commands). Needs java and the reference jars
+(scripts/kafka-ref fetch); without them the test is skipped, saying so.
 """
 import os
 import shutil
