@@ -8,8 +8,12 @@
  * request (the group's value, then the broker setting it overrides); type INT and Kafka's
  * documentation from v3 on request. Kafka's share.*, streams.* and dead-letter-queue keys are not
  * shown, and setting them is refused with INVALID_CONFIG: kcoord serves no share or streams
- * groups. Any other resource type (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS) gets
- * INVALID_REQUEST with a message saying kcoord keeps configs of groups only. The rules
+ * groups. A group resource without a name gets Kafka's INVALID_REQUEST. A TOPIC that is not
+ * in the catalog gets UNKNOWN_TOPIC_OR_PARTITION, as from Kafka; any other resource (a known
+ * topic, BROKER, BROKER_LOGGER, CLIENT_METRICS) gets INVALID_REQUEST with a message saying
+ * kcoord keeps configs of groups only. ListConfigResources v1 lists the groups that have
+ * configs (GROUP, or no type named); the other types Kafka knows list nothing, an unknown type
+ * gets UNSUPPORTED_VERSION as from Kafka. The rules
  * (validation, storage, durability) live behind the coordinator's door (gconf.c).
  */
 #include <stdio.h>
@@ -153,10 +157,22 @@ int kc_api_describe_configs(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
         e->error_message = KC_STR_NULL;
         e->resource_type = r->resource_type;
         e->resource_name = r->resource_name;
+        if (r->resource_type == RESOURCE_TOPIC &&
+            kc_catalog_find(ctx->catalog, r->resource_name) == NULL) {
+            e->error_code = KC_ERR_UNKNOWN_TOPIC_OR_PARTITION; /* as Kafka, for any broker */
+            e->error_message = KC_STR_EMPTY;
+            continue;
+        }
         if (r->resource_type != RESOURCE_GROUP) {
             e->error_code = not_a_group(a, r->resource_type, &e->error_message);
             continue;
         }
+        if (r->resource_name.len <= 0) {
+            e->error_code = KC_ERR_INVALID_REQUEST;
+            e->error_message = KC_STR_LIT("Group name must not be empty");
+            continue;
+        }
+        e->error_message = KC_STR_EMPTY; /* Kafka's success answer carries "" */
         if (describe_group(ctx, req, a, q, r, e) != 0)
             return KC_API_CLOSE;
     }
@@ -210,6 +226,11 @@ int kc_api_incremental_alter_configs(kc_api_ctx_t *ctx, kc_api_call_t *call,
         e->resource_name = r->resource_name;
         if (r->resource_type != RESOURCE_GROUP) {
             e->error_code = not_a_group(a, r->resource_type, &e->error_message);
+            continue;
+        }
+        if (r->resource_name.len <= 0) {
+            e->error_code = KC_ERR_INVALID_REQUEST;
+            e->error_message = KC_STR_LIT("Default group resources are not allowed.");
             continue;
         }
         alter_group(ctx, a, q->validate_only, r, e);
@@ -278,7 +299,7 @@ int kc_api_list_config_resources(kc_api_ctx_t *ctx, kc_api_call_t *call, const k
                 groups = true;
             } else if (t != RESOURCE_TOPIC && t != RESOURCE_BROKER &&
                        t != RESOURCE_BROKER_LOGGER && t != RESOURCE_CLIENT_METRICS) {
-                out->error_code = KC_ERR_INVALID_REQUEST;
+                out->error_code = KC_ERR_UNSUPPORTED_VERSION; /* Kafka's answer */
                 return KC_API_DONE;
             }
         }

@@ -128,5 +128,81 @@ class GroupConfigsTest(unittest.TestCase):
         self.assertEqual(out, ["The group 'G1' doesn't exist and doesn't have dynamic config."])
 
 
+class ConfigApisTest(unittest.TestCase):
+    """The three APIs on the wire, where Kafka 4.4's broker was asked the same (no java
+    needed): the answers Kafka gave, or kcoord's own for what it does not keep."""
+
+    def setUp(self):
+        self.k = kcoord.ScratchKcoord("topics=t:1", "metrics.listener=")
+
+    def tearDown(self):
+        self.assertEqual(self.k.stop(), 0)
+
+    def ask(self, api, version, **fields):
+        return wire.ask(self.k.port, "test-gconf", api, version, **fields)
+
+    def alter(self, name, key, value, version=1, validate_only=False):
+        r = self.ask("IncrementalAlterConfigs", version, validate_only=validate_only,
+                     resources=[dict(resource_type=32, resource_name=name, configs=[
+                         dict(name=key, config_operation=0, value=value)])])
+        return [(x.error_code, x.error_message) for x in r.responses]
+
+    def describe(self, rtype, name, keys=None, version=4, synonyms=False):
+        r = self.ask("DescribeConfigs", version, include_synonyms=synonyms,
+                     include_documentation=True,
+                     resources=[dict(resource_type=rtype, resource_name=name,
+                                     configuration_keys=keys)])
+        return r.results[0]
+
+    def listed(self, version, types=None):
+        r = self.ask("ListConfigResources", version,
+                     **({"resource_types": types} if version >= 1 else {}))
+        return r.error_code, sorted((x.resource_name, x.get("resource_type"))
+                                    for x in r.config_resources)
+
+    def test_group_resources(self):
+        self.assertEqual(self.alter("", "consumer.session.timeout.ms", "50000"),
+                         [(42, "Default group resources are not allowed.")])
+        d = self.describe(32, "")
+        self.assertEqual((d.error_code, d.error_message), (42, "Group name must not be empty"))
+        self.assertEqual(self.alter("g", "consumer.session.timeout.ms", "50000",
+                                    validate_only=True), [(0, None)])
+        self.assertEqual(self.listed(1, [32]), (0, []))
+        self.assertEqual(self.alter("g", "consumer.session.timeout.ms", "50000", version=0),
+                         [(0, None)])
+        d = self.describe(32, "g", synonyms=True)
+        self.assertEqual((d.error_code, d.error_message), (0, ""))
+        got = {c.name: (c.value, c.config_source, c.config_type, c.read_only, c.is_sensitive,
+                        [(s.name, s.value, s.source) for s in c.synonyms]) for c in d.configs}
+        self.assertEqual(got, {
+            "consumer.session.timeout.ms": ("50000", 8, 3, False, False, [
+                ("consumer.session.timeout.ms", "50000", 8),
+                ("group.consumer.session.timeout.ms", "45000", 5)]),
+            "consumer.heartbeat.interval.ms": ("5000", 5, 3, False, False, [
+                ("group.consumer.heartbeat.interval.ms", "5000", 5)]),
+            "consumer.assignment.interval.ms": ("1000", 5, 3, False, False, [
+                ("group.consumer.assignment.interval.ms", "1000", 5)])})
+        self.assertTrue(all(c.documentation for c in d.configs))
+        d = self.describe(32, "g", keys=["consumer.heartbeat.interval.ms"], version=1)
+        self.assertEqual([c.name for c in d.configs], ["consumer.heartbeat.interval.ms"])
+        self.assertEqual(self.listed(0), (0, []))  # v0: client metrics resources, none
+        self.assertEqual(self.listed(1, []), (0, [("g", 32)]))
+        self.assertEqual(self.listed(1, [32]), (0, [("g", 32)]))
+        self.assertEqual(self.listed(1, [2]), (0, []))
+        self.assertEqual(self.listed(1, [99]), (35, []))
+
+    def test_other_resources(self):
+        d = self.describe(2, "nope")
+        self.assertEqual(d.error_code, 3)  # UNKNOWN_TOPIC_OR_PARTITION, as Kafka
+        for rtype, name in ((2, "t"), (4, "0"), (16, "m")):
+            d = self.describe(rtype, name)
+            self.assertEqual(d.error_code, 42, (rtype, name))
+            self.assertIn("configs of groups only", d.error_message)
+        r = self.ask("IncrementalAlterConfigs", 1, validate_only=False, resources=[
+            dict(resource_type=4, resource_name="0",
+                 configs=[dict(name="x", config_operation=0, value="1")])])
+        self.assertEqual(r.responses[0].error_code, 42)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
