@@ -1289,7 +1289,8 @@ static const struct {
     {"group.consumer.min.session.timeout.ms", "group.consumer.session.timeout.ms", false},
     {"group.consumer.session.timeout.ms", "group.consumer.max.session.timeout.ms", false},
     {"group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms", true},
-    {"group.consumer.min.assignment.interval.ms", "group.consumer.max.assignment.interval.ms", false},
+    {"group.consumer.min.assignment.interval.ms", "group.consumer.max.assignment.interval.ms",
+     false},
     {"group.consumer.min.assignment.interval.ms", "group.consumer.assignment.interval.ms", false},
     {"group.consumer.assignment.interval.ms", "group.consumer.max.assignment.interval.ms", false},
 };

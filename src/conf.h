@@ -95,8 +95,10 @@ typedef struct kc_conf_s {
     int32_t group_consumer_max_session_timeout_ms;    /* group.consumer.max.session.timeout.ms */
     int32_t group_consumer_max_size;                  /* group.consumer.max.size */
     int32_t group_consumer_assignment_interval_ms;    /* group.consumer.assignment.interval.ms */
-    int32_t group_consumer_min_assignment_interval_ms; /* group.consumer.min.assignment.interval.ms */
-    int32_t group_consumer_max_assignment_interval_ms; /* group.consumer.max.assignment.interval.ms */
+    int32_t
+        group_consumer_min_assignment_interval_ms; /* group.consumer.min.assignment.interval.ms */
+    int32_t
+        group_consumer_max_assignment_interval_ms; /* group.consumer.max.assignment.interval.ms */
     char *group_consumer_assignors; /* group.consumer.assignors: "uniform,range"; first = default */
     bool group_consumer_assignor_offload_enable;       /* group.consumer.assignor.offload.enable */
     int64_t group_consumer_assignor_offload_threshold; /* ...offload.threshold (kcoord's) */

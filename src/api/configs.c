@@ -94,7 +94,8 @@ static bool wanted(const kc_describe_configs_resource_t *r, int k)
 /* One GROUP resource of a DescribeConfigs. 0, or -1 when out of memory. */
 static int describe_group(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t *a,
                           const kc_describe_configs_request_t *q,
-                          const kc_describe_configs_resource_t *r, kc_describe_configs_result_t *out)
+                          const kc_describe_configs_resource_t *r,
+                          kc_describe_configs_result_t *out)
 {
     int32_t own[KC_GCONF_N];
     kc_coord_group_configs(ctx->coord, r->resource_name, own);
@@ -128,9 +129,9 @@ static int describe_group(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t
             int32_t ns = 0;
             if (own[k] >= 0)
                 s[ns++] = (kc_describe_configs_synonym_t){e->name, e->value, SOURCE_GROUP_CONFIG};
-            s[ns++] = (kc_describe_configs_synonym_t){kc_str_c(kc_gconf_keys[k].setting),
-                                                      arena_str(a, dnum, &oom),
-                                                      SOURCE_DEFAULT_CONFIG};
+            s[ns++] =
+                (kc_describe_configs_synonym_t){kc_str_c(kc_gconf_keys[k].setting),
+                                                arena_str(a, dnum, &oom), SOURCE_DEFAULT_CONFIG};
             e->synonyms.v = s;
             e->synonyms.n = ns;
         }
@@ -240,7 +241,8 @@ int kc_api_incremental_alter_configs(kc_api_ctx_t *ctx, kc_api_call_t *call,
     return KC_API_DONE;
 }
 
-/* ---- ListConfigResources ---------------------------------------------------------------------- */
+/* ---- ListConfigResources ----------------------------------------------------------------------
+ */
 
 typedef struct list_s {
     kc_config_resource_t *v;
@@ -297,8 +299,8 @@ int kc_api_list_config_resources(kc_api_ctx_t *ctx, kc_api_call_t *call, const k
             int8_t t = q->resource_types.v[i];
             if (t == RESOURCE_GROUP) {
                 groups = true;
-            } else if (t != RESOURCE_TOPIC && t != RESOURCE_BROKER &&
-                       t != RESOURCE_BROKER_LOGGER && t != RESOURCE_CLIENT_METRICS) {
+            } else if (t != RESOURCE_TOPIC && t != RESOURCE_BROKER && t != RESOURCE_BROKER_LOGGER &&
+                       t != RESOURCE_CLIENT_METRICS) {
                 out->error_code = KC_ERR_UNSUPPORTED_VERSION; /* Kafka's answer */
                 return KC_API_DONE;
             }

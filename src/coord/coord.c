@@ -153,8 +153,8 @@ struct kc_coord_s {
     size_t n_topics;
     uint64_t topics_version;  /* 0: not built */
     kc_coord_events_t events; /* what observers are told; hooks may be NULL */
-    kc_meta_t *meta;   /* __kcoord_metadata-0 */
-    kc_gconf_t *gconf; /* the group configs it holds */
+    kc_meta_t *meta;          /* __kcoord_metadata-0 */
+    kc_gconf_t *gconf;        /* the group configs it holds */
     void (*done)(void *);
     void *done_arg;
 };

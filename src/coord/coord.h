@@ -377,7 +377,12 @@ int16_t kc_meta_append(kc_coord_t *c, const kc_meta_rec_t *v, size_t n);
 enum { KC_GCONF_SESSION, KC_GCONF_HEARTBEAT, KC_GCONF_ASSIGNMENT, KC_GCONF_N };
 
 /* IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType ids). */
-enum { KC_GCONF_OP_SET = 0, KC_GCONF_OP_DELETE = 1, KC_GCONF_OP_APPEND = 2, KC_GCONF_OP_SUBTRACT = 3 };
+enum {
+    KC_GCONF_OP_SET = 0,
+    KC_GCONF_OP_DELETE = 1,
+    KC_GCONF_OP_APPEND = 2,
+    KC_GCONF_OP_SUBTRACT = 3
+};
 
 typedef struct kc_gconf_key_s {
     const char *name;        /* "consumer.session.timeout.ms" */

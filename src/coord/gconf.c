@@ -150,7 +150,8 @@ static int put(kc_gconf_t *s, kc_str_t group, int k, int32_t value)
     return 0;
 }
 
-/* ---- Records ---------------------------------------------------------------------------------- */
+/* ---- Records ----------------------------------------------------------------------------------
+ */
 
 static void encode_key(kc_writer_t *w, kc_str_t group, const char *name)
 {
@@ -195,7 +196,8 @@ static int replay_one(void *arg, const kc_meta_rec_t *rec)
     kc_str_t val = kc_rd_str(&rv, false);
     int32_t n;
     int k = kc_gconf_key(name);
-    if (r.err || rv.err || kv != 0 || vv != 0 || rt != RESOURCE_GROUP || k < 0 || !parse_int(val, &n)) {
+    if (r.err || rv.err || kv != 0 || vv != 0 || rt != RESOURCE_GROUP || k < 0 ||
+        !parse_int(val, &n)) {
         KC_WARN_LIMITED("coord", "%s-0: a config record kcoord does not know was skipped",
                         KC_META_TOPIC);
         return 0;
@@ -208,7 +210,8 @@ int kc_gconf_load(kc_gconf_t *s, kc_coord_t *c)
     return kc_meta_each(c, CONFIG_RECORD, replay_one, s);
 }
 
-/* ---- Lookups ---------------------------------------------------------------------------------- */
+/* ---- Lookups ----------------------------------------------------------------------------------
+ */
 
 void kc_gconf_lookup(const kc_gconf_t *s, kc_str_t group, int32_t out[KC_GCONF_N])
 {
@@ -225,7 +228,8 @@ size_t kc_gconf_each(const kc_gconf_t *s, void (*fn)(void *arg, kc_str_t group),
     return s ? s->n : 0;
 }
 
-/* ---- IncrementalAlterConfigs ------------------------------------------------------------------ */
+/* ---- IncrementalAlterConfigs ------------------------------------------------------------------
+ */
 
 /* Kafka's GroupConfig.validate over the group's configs after the change, `v` (-1: not set,
  * the daemon's setting applies). 0 or INVALID_CONFIG with Kafka's message. */
@@ -288,14 +292,16 @@ int16_t kc_gconf_alter(kc_gconf_t *s, kc_coord_t *c, const kc_conf_t *conf, kc_s
         if (op->op == KC_GCONF_OP_SET) {
             int32_t x;
             if (!parse_int(op->value, &x)) {
-                snprintf(msg, len, "Invalid value %.*s for configuration %s: Not a number of type INT",
+                snprintf(msg, len,
+                         "Invalid value %.*s for configuration %s: Not a number of type INT",
                          op->value.len > 0 ? (int)op->value.len : 0, op->value.p ? op->value.p : "",
                          kc_gconf_keys[k].name);
                 return KC_ERR_INVALID_CONFIG;
             }
             if (x < kc_gconf_keys[k].at_least) {
-                snprintf(msg, len, "Invalid value %d for configuration %s: Value must be at least %d",
-                         (int)x, kc_gconf_keys[k].name, kc_gconf_keys[k].at_least);
+                snprintf(msg, len,
+                         "Invalid value %d for configuration %s: Value must be at least %d", (int)x,
+                         kc_gconf_keys[k].name, kc_gconf_keys[k].at_least);
                 return KC_ERR_INVALID_CONFIG;
             }
             v[k] = x;

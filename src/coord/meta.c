@@ -136,7 +136,10 @@ kc_meta_t *kc_meta_open(const kc_conf_t *conf, const struct kc_log_io_s *io, boo
     if (rc != 0) {
         KC_ERROR("coord",
                  "%s-0 cannot be read (%s): group configs are not served and cannot be changed",
-                 KC_META_TOPIC, err[0] ? err : m->log ? kc_plog_error(m->log) : kc_log_strerror(rc));
+                 KC_META_TOPIC,
+                 err[0]   ? err
+                 : m->log ? kc_plog_error(m->log)
+                          : kc_log_strerror(rc));
         kc_plog_close(m->log);
         m->log = NULL;
         for (size_t i = 0; i < m->n; i++) {

@@ -47,7 +47,8 @@ uint64_t kc_manager_random(kc_gm_t *gm)
     return kc_hash_mix64(gm->rng += UINT64_C(0x9e3779b97f4a7c15)); /* splitmix64 */
 }
 
-/* ---- Group configs ---------------------------------------------------------------------------- */
+/* ---- Group configs ----------------------------------------------------------------------------
+ */
 
 void kc_manager_group_config(const kc_gm_t *gm, kc_str_t id, kc_gm_group_config_t *out)
 {
@@ -56,8 +57,9 @@ void kc_manager_group_config(const kc_gm_t *gm, kc_str_t id, kc_gm_group_config_
         gm->ops.group_config(gm->ops.ctx, id, &own);
     const kc_gm_config_t *cfg = &gm->cfg;
     out->session_timeout_ms = own.session_timeout_ms >= 0 ? own.session_timeout_ms
-                              : cfg->consumer_session_timeout_ms > 0 ? cfg->consumer_session_timeout_ms
-                                                                     : 45000;
+                              : cfg->consumer_session_timeout_ms > 0
+                                  ? cfg->consumer_session_timeout_ms
+                                  : 45000;
     out->heartbeat_interval_ms = own.heartbeat_interval_ms >= 0 ? own.heartbeat_interval_ms
                                  : cfg->consumer_heartbeat_interval_ms > 0
                                      ? cfg->consumer_heartbeat_interval_ms

@@ -90,7 +90,8 @@ void kc_manager_disarm(kc_gm_t *gm, kc_ghead_t *h);
 size_t kc_manager_slots(const kc_gm_t *gm);
 kc_ghead_t *kc_manager_slot(const kc_gm_t *gm, size_t i, int kind);
 
-/* ---- Group configs (manager.c) ---------------------------------------------------------------- */
+/* ---- Group configs (manager.c) ----------------------------------------------------------------
+ */
 
 /* The settings in force for the consumer group `id` (which may not exist yet): its group
  * configs where it has them (the ops' group_config), the daemon's settings otherwise. Every

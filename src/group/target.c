@@ -666,7 +666,8 @@ static void job_finish(kc_gm_job_t *job)
     catch_up(g);
 }
 
-/* ---- KIP-1263: assignment batching ------------------------------------------------------------ */
+/* ---- KIP-1263: assignment batching ------------------------------------------------------------
+ */
 
 bool kc_target_defer(cgroup_t *g, int32_t epoch)
 {

@@ -143,16 +143,16 @@ static void test_validation(void **state)
     assert_string_equal(f->msg, "Unknown group config name: foo.bar");
     assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, "1000", false),
                      40);
-    assert_string_equal(f->msg,
-                        "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.");
+    assert_string_equal(
+        f->msg, "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.");
     assert_int_equal(
         alter1(f, "g", "consumer.heartbeat.interval.ms", KC_GCONF_OP_SET, "50000", false), 40);
-    assert_string_equal(f->msg,
-                        "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive.");
+    assert_string_equal(
+        f->msg, "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive.");
     assert_int_equal(
         alter1(f, "g", "consumer.assignment.interval.ms", KC_GCONF_OP_SET, "20000", false), 40);
-    assert_string_equal(f->msg,
-                        "consumer.assignment.interval.ms must be in the range 0 to 15000 inclusive.");
+    assert_string_equal(
+        f->msg, "consumer.assignment.interval.ms must be in the range 0 to 15000 inclusive.");
     assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, "abc", false),
                      40);
     assert_string_equal(f->msg, "Invalid value abc for configuration consumer.session.timeout.ms: "
@@ -183,27 +183,26 @@ static void test_set_delete_validate_only(void **state)
 {
     (void)state;
     fx_t *f = fx_new();
-    assert_int_equal(
-        alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, "50000", true), 0);
-    assert_int_equal(get(f, "g", KC_GCONF_SESSION), -1); /* validate only */
-    assert_int_equal(
-        alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, "50000", false), 0);
-    assert_int_equal(get(f, "g", KC_GCONF_SESSION), 50000);
-    kc_gconf_op_t two[] = {{KC_STR_LIT("consumer.heartbeat.interval.ms"), KC_GCONF_OP_SET,
-                            KC_STR_LIT("6000")},
-                           {KC_STR_LIT("consumer.assignment.interval.ms"), KC_GCONF_OP_SET,
-                            KC_STR_LIT("0")}};
-    assert_int_equal(kc_coord_alter_group_configs(f->c, KC_STR_LIT("h"), two, 2, false, f->msg,
-                                                  sizeof(f->msg)),
+    assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, "50000", true),
                      0);
+    assert_int_equal(get(f, "g", KC_GCONF_SESSION), -1); /* validate only */
+    assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, "50000", false),
+                     0);
+    assert_int_equal(get(f, "g", KC_GCONF_SESSION), 50000);
+    kc_gconf_op_t two[] = {
+        {KC_STR_LIT("consumer.heartbeat.interval.ms"), KC_GCONF_OP_SET, KC_STR_LIT("6000")},
+        {KC_STR_LIT("consumer.assignment.interval.ms"), KC_GCONF_OP_SET, KC_STR_LIT("0")}};
+    assert_int_equal(
+        kc_coord_alter_group_configs(f->c, KC_STR_LIT("h"), two, 2, false, f->msg, sizeof(f->msg)),
+        0);
     assert_int_equal(get(f, "h", KC_GCONF_HEARTBEAT), 6000);
     assert_int_equal(get(f, "h", KC_GCONF_ASSIGNMENT), 0);
     assert_int_equal(groups_with_configs(f), 2);
     /* Deleting what is not set is no error, as in Kafka. */
     assert_int_equal(
         alter1(f, "g", "consumer.heartbeat.interval.ms", KC_GCONF_OP_DELETE, NULL, false), 0);
-    assert_int_equal(
-        alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_DELETE, NULL, false), 0);
+    assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_DELETE, NULL, false),
+                     0);
     assert_int_equal(get(f, "g", KC_GCONF_SESSION), -1);
     assert_int_equal(groups_with_configs(f), 1);
     fx_free(f);
@@ -215,8 +214,8 @@ static void test_durable(void **state)
 {
     (void)state;
     fx_t *f = fx_new();
-    assert_int_equal(
-        alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, "50000", false), 0);
+    assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, "50000", false),
+                     0);
     assert_int_equal(
         alter1(f, "h", "consumer.assignment.interval.ms", KC_GCONF_OP_SET, "200", false), 0);
     assert_int_equal(
