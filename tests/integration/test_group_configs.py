@@ -191,6 +191,26 @@ class ConfigApisTest(unittest.TestCase):
         self.assertEqual(self.listed(1, [2]), (0, []))
         self.assertEqual(self.listed(1, [99]), (35, []))
 
+    def test_configs_outlive_the_group(self):
+        """Configs belong to the group id: set before the group exists, kept when it is
+        deleted (as Kafka 4.4 keeps them after DeleteGroups)."""
+        self.assertEqual(self.alter("g", "consumer.heartbeat.interval.ms", "6000"), [(0, None)])
+        member = "m-" + os.urandom(8).hex()
+        r = self.ask("ConsumerGroupHeartbeat", 1, group_id="g", member_id=member,
+                     member_epoch=0, rebalance_timeout_ms=30000, subscribed_topic_names=["t"],
+                     topic_partitions=[])
+        self.assertEqual((r.error_code, r.heartbeat_interval_ms), (0, 6000))
+        r = self.ask("ConsumerGroupHeartbeat", 1, group_id="g", member_id=member,
+                     member_epoch=-1)
+        self.assertEqual(r.error_code, 0)
+        r = self.ask("DeleteGroups", 2, groups_names=["g"])
+        self.assertEqual([(x.group_id, x.error_code) for x in r.results], [("g", 0)])
+        d = self.describe(32, "g")
+        self.assertEqual({c.name: (c.value, c.config_source) for c in d.configs
+                          if c.name == "consumer.heartbeat.interval.ms"},
+                         {"consumer.heartbeat.interval.ms": ("6000", 8)})
+        self.assertEqual(self.listed(1, [32]), (0, [("g", 32)]))
+
     def test_other_resources(self):
         d = self.describe(2, "nope")
         self.assertEqual(d.error_code, 3)  # UNKNOWN_TOPIC_OR_PARTITION, as Kafka
