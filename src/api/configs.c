@@ -201,7 +201,7 @@ static void alter_group(kc_api_ctx_t *ctx, kc_arena_t *a, bool validate_only,
         e->error_code = KC_ERR_UNKNOWN_SERVER_ERROR;
         snprintf(msg, sizeof(msg), "out of memory");
     }
-    if (e->error_code) {
+    if (e->error_code && msg[0]) {
         e->error_message = arena_str(a, msg, &oom);
         if (oom)
             e->error_message = KC_STR_NULL;

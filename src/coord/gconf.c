@@ -162,18 +162,26 @@ static void encode_key(kc_writer_t *w, kc_str_t group, const char *name)
     kc_wr_str(w, kc_str_c(name));
 }
 
-/* Parse a decimal int32 ("Not a number of type INT" otherwise, as Kafka's ConfigDef). */
+/* Parse a decimal int32, surrounding whitespace allowed ("Not a number of type INT"
+ * otherwise, as Kafka's ConfigDef, which trims the value first). */
 static bool parse_int(kc_str_t s, int32_t *out)
 {
-    if (s.len <= 0 || s.len > 11)
+    int32_t i = 0, n = s.len;
+    while (i < n && (s.p[i] == ' ' || s.p[i] == '\t'))
+        i++;
+    while (n > i && (s.p[n - 1] == ' ' || s.p[n - 1] == '\t'))
+        n--;
+    if (n - i <= 0 || n - i > 11)
         return false;
     char buf[16];
-    memcpy(buf, s.p, (size_t)s.len);
-    buf[s.len] = '\0';
+    memcpy(buf, s.p + i, (size_t)(n - i));
+    buf[n - i] = '\0';
+    if (buf[0] == '+' || buf[0] == ' ')
+        return false;
     char *end;
     errno = 0;
     long v = strtol(buf, &end, 10);
-    if (errno || *end || end == buf || v < INT32_MIN || v > INT32_MAX || buf[0] == ' ')
+    if (errno || *end || end == buf || v < INT32_MIN || v > INT32_MAX)
         return false;
     *out = (int32_t)v;
     return true;
@@ -275,6 +283,23 @@ int16_t kc_gconf_alter(kc_gconf_t *s, kc_coord_t *c, const kc_conf_t *conf, kc_s
     kc_gconf_lookup(s, group, v);
     bool touched[KC_GCONF_N] = {false};
     msg[0] = '\0';
+    /* The request's own checks first, as Kafka's ConfigAdminManager makes them. */
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < i; j++) {
+            if (kc_str_eq(ops[i].name, ops[j].name)) {
+                snprintf(msg, len, "Error due to duplicate config keys");
+                return KC_ERR_INVALID_REQUEST;
+            }
+        }
+        if (ops[i].op == KC_GCONF_OP_SET && ops[i].value.len < 0) {
+            snprintf(msg, len, "Null value not supported for : %.*s",
+                     ops[i].name.len > 0 ? (int)ops[i].name.len : 0,
+                     ops[i].name.p ? ops[i].name.p : "");
+            return KC_ERR_INVALID_REQUEST;
+        }
+        if (ops[i].op < KC_GCONF_OP_SET || ops[i].op > KC_GCONF_OP_SUBTRACT)
+            return KC_ERR_UNKNOWN_SERVER_ERROR; /* Kafka fails it so, without a message */
+    }
     for (size_t i = 0; i < n; i++) {
         const kc_gconf_op_t *op = &ops[i];
         int k = kc_gconf_key(op->name);
@@ -307,16 +332,11 @@ int16_t kc_gconf_alter(kc_gconf_t *s, kc_coord_t *c, const kc_conf_t *conf, kc_s
             v[k] = x;
         } else if (op->op == KC_GCONF_OP_DELETE) {
             v[k] = -1;
-        } else if (op->op == KC_GCONF_OP_APPEND || op->op == KC_GCONF_OP_SUBTRACT) {
-            snprintf(msg, len, "Config value append is not allowed for config key: %s",
-                     kc_gconf_keys[k].name);
-            if (op->op == KC_GCONF_OP_SUBTRACT)
-                snprintf(msg, len, "Config value subtract is not allowed for config key: %s",
-                         kc_gconf_keys[k].name);
-            return KC_ERR_INVALID_CONFIG;
         } else {
-            snprintf(msg, len, "Unknown alter configs operation type %d", (int)op->op);
-            return KC_ERR_INVALID_REQUEST;
+            /* APPEND and SUBTRACT: for LIST keys only, and every group key is an INT. */
+            snprintf(msg, len, "Can't %s to key %s because its type is not LIST.",
+                     op->op == KC_GCONF_OP_APPEND ? "APPEND" : "SUBTRACT", kc_gconf_keys[k].name);
+            return KC_ERR_INVALID_CONFIG;
         }
         touched[k] = true;
     }

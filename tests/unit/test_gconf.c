@@ -159,9 +159,28 @@ static void test_validation(void **state)
                                 "Not a number of type INT");
     assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_APPEND, "1", false),
                      40);
+    assert_string_equal(
+        f->msg, "Can't APPEND to key consumer.session.timeout.ms because its type is not LIST.");
     assert_int_equal(
         alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SUBTRACT, "1", false), 40);
-    assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", 9, "1", false), 42);
+    assert_string_equal(
+        f->msg, "Can't SUBTRACT to key consumer.session.timeout.ms because its type is not LIST.");
+    assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", 9, "1", false), -1);
+    assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, NULL, false),
+                     42);
+    assert_string_equal(f->msg, "Null value not supported for : consumer.session.timeout.ms");
+    assert_int_equal(alter1(f, "g", "consumer.heartbeat.interval.ms", KC_GCONF_OP_SET, "-5", false),
+                     40);
+    assert_string_equal(f->msg,
+                        "Invalid value -5 for configuration consumer.heartbeat.interval.ms: "
+                        "Value must be at least 1");
+    kc_gconf_op_t dup[] = {
+        {KC_STR_LIT("consumer.session.timeout.ms"), KC_GCONF_OP_SET, KC_STR_LIT("50000")},
+        {KC_STR_LIT("consumer.session.timeout.ms"), KC_GCONF_OP_DELETE, KC_STR_NULL}};
+    assert_int_equal(
+        kc_coord_alter_group_configs(f->c, KC_STR_LIT("g"), dup, 2, false, f->msg, sizeof(f->msg)),
+        42);
+    assert_string_equal(f->msg, "Error due to duplicate config keys");
     assert_int_equal(alter1(f, "g", "share.session.timeout.ms", KC_GCONF_OP_SET, "45000", false),
                      40);
     assert_non_null(strstr(f->msg, "no share or streams groups"));
@@ -189,6 +208,10 @@ static void test_set_delete_validate_only(void **state)
     assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, "50000", false),
                      0);
     assert_int_equal(get(f, "g", KC_GCONF_SESSION), 50000);
+    /* Kafka trims a value before it parses it. */
+    assert_int_equal(
+        alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, " 51000 ", false), 0);
+    assert_int_equal(get(f, "g", KC_GCONF_SESSION), 51000);
     kc_gconf_op_t two[] = {
         {KC_STR_LIT("consumer.heartbeat.interval.ms"), KC_GCONF_OP_SET, KC_STR_LIT("6000")},
         {KC_STR_LIT("consumer.assignment.interval.ms"), KC_GCONF_OP_SET, KC_STR_LIT("0")}};
