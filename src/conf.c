@@ -357,6 +357,34 @@ static const setting_t settings[] = {
      .max = INT32_MAX,
      .unit = "milliseconds",
      .doc = "The upper bound of group.consumer.session.timeout.ms."},
+    {.name = "group.consumer.assignment.interval.ms",
+     .type = T_INT,
+     .off = OFF(group_consumer_assignment_interval_ms),
+     .def = "1000",
+     .min = 0,
+     .max = 15000,
+     .unit = "milliseconds",
+     .doc = "KIP-1263: a consumer group's new target assignment is computed at most once per "
+            "this interval; changes that arrive meanwhile (joins, leaves, new subscriptions) "
+            "wait for the next computation, so a burst of joins costs one assignment. 0 "
+            "computes it at every change. A group may override it with its "
+            "consumer.assignment.interval.ms group config."},
+    {.name = "group.consumer.min.assignment.interval.ms",
+     .type = T_INT,
+     .off = OFF(group_consumer_min_assignment_interval_ms),
+     .def = "0",
+     .min = 0,
+     .max = INT32_MAX,
+     .unit = "milliseconds",
+     .doc = "The lower bound of a group's consumer.assignment.interval.ms group config."},
+    {.name = "group.consumer.max.assignment.interval.ms",
+     .type = T_INT,
+     .off = OFF(group_consumer_max_assignment_interval_ms),
+     .def = "15000",
+     .min = 0,
+     .max = INT32_MAX,
+     .unit = "milliseconds",
+     .doc = "The upper bound of a group's consumer.assignment.interval.ms group config."},
     {.name = "group.consumer.max.size",
      .type = T_INT,
      .off = OFF(group_consumer_max_size),
@@ -1667,6 +1695,10 @@ static const struct {
     {"group.consumer.min.session.timeout.ms", "group.consumer.session.timeout.ms", false},
     {"group.consumer.session.timeout.ms", "group.consumer.max.session.timeout.ms", false},
     {"group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms", true},
+    {"group.consumer.min.assignment.interval.ms", "group.consumer.max.assignment.interval.ms",
+     false},
+    {"group.consumer.min.assignment.interval.ms", "group.consumer.assignment.interval.ms", false},
+    {"group.consumer.assignment.interval.ms", "group.consumer.max.assignment.interval.ms", false},
 };
 
 /* kc_conf_check's part for listeners (conf.h). */

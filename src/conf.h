@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 68
+#define KC_CONF_N_SETTINGS 71
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -123,6 +123,11 @@ typedef struct kc_conf_s {
     int32_t group_consumer_min_session_timeout_ms;    /* group.consumer.min.session.timeout.ms */
     int32_t group_consumer_max_session_timeout_ms;    /* group.consumer.max.session.timeout.ms */
     int32_t group_consumer_max_size;                  /* group.consumer.max.size */
+    int32_t group_consumer_assignment_interval_ms;    /* group.consumer.assignment.interval.ms */
+    int32_t
+        group_consumer_min_assignment_interval_ms; /* group.consumer.min.assignment.interval.ms */
+    int32_t
+        group_consumer_max_assignment_interval_ms; /* group.consumer.max.assignment.interval.ms */
     char *group_consumer_assignors; /* group.consumer.assignors: "uniform,range"; first = default */
     int group_consumer_migration_policy; /* group.consumer.migration.policy: KC_CONF_MIGRATION_* */
     bool group_consumer_assignor_offload_enable;       /* group.consumer.assignor.offload.enable */

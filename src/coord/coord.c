@@ -153,6 +153,8 @@ struct kc_coord_s {
     size_t n_topics;
     uint64_t topics_version;  /* 0: not built */
     kc_coord_events_t events; /* what observers are told; hooks may be NULL */
+    kc_meta_t *meta;          /* __kcoord_metadata-0 */
+    kc_gconf_t *gconf;        /* the group configs it holds */
     void (*done)(void *);
     void *done_arg;
 };
@@ -410,6 +412,17 @@ _Static_assert((int)KC_CONF_MIGRATION_BIDIRECTIONAL == (int)KC_GM_MIGRATION_BIDI
                    (int)KC_CONF_MIGRATION_DISABLED == (int)KC_GM_MIGRATION_DISABLED,
                "group.consumer.migration.policy values");
 
+/* A group's configs, for its consumer machine (loop thread). */
+static void on_group_config(void *ctx, kc_str_t group_id, kc_gm_group_config_t *out)
+{
+    part_t *p = ctx;
+    int32_t v[KC_GCONF_N];
+    kc_gconf_lookup(p->coord->gconf, group_id, v);
+    out->session_timeout_ms = v[KC_GCONF_SESSION];
+    out->heartbeat_interval_ms = v[KC_GCONF_HEARTBEAT];
+    out->assignment_interval_ms = v[KC_GCONF_ASSIGNMENT];
+}
+
 static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
 {
     const kc_conf_t *conf = p->coord->conf;
@@ -423,6 +436,7 @@ static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
         .consumer_heartbeat_interval_ms = conf->group_consumer_heartbeat_interval_ms,
         .consumer_session_timeout_ms = conf->group_consumer_session_timeout_ms,
         .consumer_max_size = conf->group_consumer_max_size,
+        .consumer_assignment_interval_ms = conf->group_consumer_assignment_interval_ms,
         .consumer_assignors = conf->group_consumer_assignors,
         .consumer_migration_policy = conf->group_consumer_migration_policy,
         .consumer_offload_threshold = !conf->group_consumer_assignor_offload_enable ? -1
@@ -434,7 +448,8 @@ static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
         .record_max_bytes = conf->message_max_bytes,
         .reload = p->reloading || p->retry_ms > 0,
     };
-    kc_gm_ops_t gops = {p, on_join_done, on_sync_done, on_record, on_topics, on_offload};
+    kc_gm_ops_t gops = {p,         on_join_done, on_sync_done,   on_record,
+                        on_topics, on_offload,   on_group_config};
     kc_offsets_ops_t oops = {p, on_record};
     *gm = kc_gm_new(&gcfg, &gops);
     *off = kc_offsets_new(&oops);
@@ -779,6 +794,9 @@ static void on_flush_timer(uv_timer_t *t)
         if (p->pub.state == KC_PART_ACTIVE && !p->busy && p->seq_synced < p->seq_written)
             start_sync(p);
     }
+    int rc = kc_meta_sync(c->meta);
+    if (rc != 0)
+        KC_ERROR_LIMITED("coord", "%s-0: fsync failed: %s", KC_META_TOPIC, kc_log_strerror(rc));
 }
 
 /* A partition's timers are due. They are judged at the time the loop last read its sockets,
@@ -1029,6 +1047,13 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
     if (mrc != 0)
         KC_ERROR("coord", "cannot remove %s/%s: %s; recovering every partition as after a crash",
                  conf->data_dir, KC_LOG_CLEAN_SHUTDOWN_FILE, kc_log_strerror(mrc));
+    c->meta = kc_meta_open(conf, c->io, c->clean_start);
+    c->gconf = kc_gconf_new();
+    if (c->meta == NULL || c->gconf == NULL || kc_gconf_load(c->gconf, c) != 0)
+        KC_ERROR("coord", "out of memory loading the group configs");
+    else if (kc_coord_each_group_config(c, NULL, NULL) > 0)
+        KC_INFO("coord", "%zu groups have group configs",
+                kc_coord_each_group_config(c, NULL, NULL));
     KC_INFO("coord", "loading %d partitions from %s (%s)", c->n, conf->data_dir,
             c->clean_start ? "after a clean shutdown"
                            : "no clean-shutdown marker: recovering as after a crash");
@@ -1111,6 +1136,11 @@ static void maybe_free(kc_coord_t *c)
         w->release(w->arg, false);
         free(w);
     }
+    int meta_rc = kc_meta_close(c->meta);
+    if (meta_rc != 0)
+        KC_ERROR("coord", "%s-0: final fsync failed: %s", KC_META_TOPIC, kc_log_strerror(meta_rc));
+    clean = clean && meta_rc == 0;
+    kc_gconf_free(c->gconf);
     int mrc = clean ? kc_log_clean_shutdown_mark(c->io, c->conf->data_dir) : 0;
     if (mrc != 0)
         KC_WARN("coord", "cannot write %s/%s: %s (the next start recovers as after a crash)",
@@ -1166,4 +1196,32 @@ void kc_coord_close(kc_coord_t *c, void (*done)(void *arg), void *arg)
     uv_close((uv_handle_t *)&c->retention_step, on_handle_closed);
     uv_close((uv_handle_t *)&c->flush_timer, on_handle_closed);
     uv_close((uv_handle_t *)&c->cleaner, on_handle_closed);
+}
+
+/* ---- The metadata partition and group configs --------------------------------------------- */
+
+kc_meta_t *kc_coord_meta(kc_coord_t *c)
+{
+    return c->meta;
+}
+
+void kc_coord_group_configs(const kc_coord_t *c, kc_str_t group, int32_t out[KC_GCONF_N])
+{
+    kc_gconf_lookup(c->gconf, group, out);
+}
+
+int16_t kc_coord_alter_group_configs(kc_coord_t *c, kc_str_t group, const kc_gconf_op_t *ops,
+                                     size_t n, bool validate_only, char *msg, size_t len)
+{
+    if (c->gconf == NULL) {
+        snprintf(msg, len, "out of memory");
+        return KC_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    return kc_gconf_alter(c->gconf, c, c->conf, group, ops, n, validate_only, msg, len);
+}
+
+size_t kc_coord_each_group_config(const kc_coord_t *c, void (*fn)(void *arg, kc_str_t group),
+                                  void *arg)
+{
+    return kc_gconf_each(c->gconf, fn, arg);
 }

@@ -331,4 +331,94 @@ int kc_shard_json_group(const kc_partition_t *p, int64_t mono_ms, kc_str_t group
                         kc_emit_fn emit, void *arg);
 const char *kc_shard_refused_name(int kind);
 
+/* ---- The metadata partition (meta.c) ---------------------------------------------------------
+ *
+ * The daemon's own records, which belong to no group: group configs (below), and whatever other
+ * rooms keep across restarts (ACL bindings, SCRAM credentials). Kafka keeps them in its KRaft
+ * log; kcoord in one log partition of its own, <data.dir>/__kcoord_metadata-0, written as the
+ * __consumer_offsets partitions are (Kafka record batches; docs/log-format.md). A record's key
+ * starts with an int16 record type, KRaft's MetadataRecordType number (ConfigRecord 4,
+ * AccessControlEntryRecord 22...), then the record's key fields; its value is the record's value
+ * fields, or NULL to remove the key. The newest record per key wins; the log compacts.
+ * Loaded in kc_coord_new before anything is served. Loop thread only. */
+#define KC_META_TOPIC "__kcoord_metadata"
+
+typedef struct kc_meta_rec_s {
+    const uint8_t *key; /* record type (int16, big-endian) first */
+    size_t key_len;
+    const uint8_t *value; /* NULL: remove the key */
+    size_t value_len;
+} kc_meta_rec_t;
+
+/* Call fn for every live record (newest per key, removed keys left out) whose record type is
+ * `type`, in the order they were last written; a room replays its state with it at start. The
+ * record is valid only during the call, and fn must not append. A nonzero return of fn stops
+ * the walk and is returned; 0 otherwise. */
+int kc_meta_each(kc_coord_t *c, int16_t type, int (*fn)(void *arg, const kc_meta_rec_t *rec),
+                 void *arg);
+
+/* The live record of key `key`, in *out (valid until the next append), or NULL. */
+const kc_meta_rec_t *kc_meta_get(kc_coord_t *c, const uint8_t *key, size_t key_len,
+                                 kc_meta_rec_t *out);
+
+/* Append v[0..n) as one batch and make it durable as log.flush.policy says (always: written
+ * and fsynced before this returns; interval, never: written). Returns 0 once it is, and the
+ * records are then live (kc_meta_each, kc_meta_get); KAFKA_STORAGE_ERROR when the log could not
+ * be read at start or the write failed (nothing of the batch is kept, in the log or in memory);
+ * UNKNOWN_SERVER_ERROR when out of memory. The bytes are copied. */
+int16_t kc_meta_append(kc_coord_t *c, const kc_meta_rec_t *v, size_t n);
+
+/* ---- Group configs (gconf.c) -----------------------------------------------------------------
+ *
+ * A consumer group's own settings (Kafka's GroupConfig, the consumer keys): set and removed with
+ * IncrementalAlterConfigs on a GROUP resource, kept in the metadata partition, read by the
+ * consumer machine at each heartbeat. They belong to the group id: they may exist before the
+ * group does, and stay after it is deleted, as in Kafka. */
+enum { KC_GCONF_SESSION, KC_GCONF_HEARTBEAT, KC_GCONF_ASSIGNMENT, KC_GCONF_N };
+
+/* IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType ids). */
+enum {
+    KC_GCONF_OP_SET = 0,
+    KC_GCONF_OP_DELETE = 1,
+    KC_GCONF_OP_APPEND = 2,
+    KC_GCONF_OP_SUBTRACT = 3
+};
+
+typedef struct kc_gconf_key_s {
+    const char *name;        /* "consumer.session.timeout.ms" */
+    const char *setting;     /* the daemon's setting it overrides */
+    const char *min_setting; /* its bounds */
+    const char *max_setting;
+    int32_t at_least; /* Kafka's ConfigDef range: atLeast(1), or 0 for the assignment interval */
+    const char *doc;  /* Kafka's documentation of the key */
+} kc_gconf_key_t;
+
+extern const kc_gconf_key_t kc_gconf_keys[KC_GCONF_N];
+
+/* The index of the key named `name`, or -1. */
+int kc_gconf_key(kc_str_t name);
+
+/* The daemon's value of key k (its setting). */
+int32_t kc_gconf_default(const kc_conf_t *conf, int k);
+
+typedef struct kc_gconf_op_s {
+    kc_str_t name;
+    int8_t op; /* KC_GCONF_OP_* */
+    kc_str_t value;
+} kc_gconf_op_t;
+
+/* The group's own values, out[k] = -1 where it has none. */
+void kc_coord_group_configs(const kc_coord_t *c, kc_str_t group, int32_t out[KC_GCONF_N]);
+
+/* IncrementalAlterConfigs of one GROUP resource: the operations ops[0..n) applied together,
+ * validated as Kafka's GroupConfig.validate (INVALID_CONFIG with Kafka's message in msg), then,
+ * unless validate_only, written to the metadata partition and applied once durable. Returns 0 or
+ * the error code (msg says why). */
+int16_t kc_coord_alter_group_configs(kc_coord_t *c, kc_str_t group, const kc_gconf_op_t *ops,
+                                     size_t n, bool validate_only, char *msg, size_t len);
+
+/* Call fn for every group id that has configs; returns how many. fn must not change them. */
+size_t kc_coord_each_group_config(const kc_coord_t *c, void (*fn)(void *arg, kc_str_t group),
+                                  void *arg);
+
 #endif

@@ -32,4 +32,34 @@ struct kc_partition_s {
 int kc_shard_replay_into(kc_gm_t *groups, kc_offsets_t *offsets, const uint8_t *key, size_t key_len,
                          const uint8_t *value, size_t value_len);
 
+/* ---- The metadata partition (meta.c) --------------------------------------------------------- */
+
+typedef struct kc_meta_s kc_meta_t;
+struct kc_log_io_s;
+
+/* Open and replay __kcoord_metadata-0 (on the calling thread). Never NULL unless out of memory;
+ * when the log cannot be read, the error is logged and the result serves nothing
+ * (kc_meta_ok false: appends fail with KAFKA_STORAGE_ERROR). */
+kc_meta_t *kc_meta_open(const kc_conf_t *conf, const struct kc_log_io_s *io, bool clean_start);
+bool kc_meta_ok(const kc_meta_t *m);
+/* fsync what was written and not yet synced (policies interval, never). 0 or -errno. */
+int kc_meta_sync(kc_meta_t *m);
+/* Sync, close, free (NULL allowed). 0 or the first error. */
+int kc_meta_close(kc_meta_t *m);
+/* The coordinator's metadata partition (coord.c). */
+kc_meta_t *kc_coord_meta(kc_coord_t *c);
+
+/* ---- Group configs (gconf.c) ----------------------------------------------------------------- */
+
+typedef struct kc_gconf_s kc_gconf_t;
+kc_gconf_t *kc_gconf_new(void);
+void kc_gconf_free(kc_gconf_t *s);
+/* Replay the ConfigRecords of the metadata partition into `s`. 0, or -ENOMEM. */
+int kc_gconf_load(kc_gconf_t *s, kc_coord_t *c);
+void kc_gconf_lookup(const kc_gconf_t *s, kc_str_t group, int32_t out[KC_GCONF_N]);
+size_t kc_gconf_each(const kc_gconf_t *s, void (*fn)(void *arg, kc_str_t group), void *arg);
+int16_t kc_gconf_alter(kc_gconf_t *s, kc_coord_t *c, const kc_conf_t *conf, kc_str_t group,
+                       const kc_gconf_op_t *ops, size_t n, bool validate_only, char *msg,
+                       size_t len);
+
 #endif

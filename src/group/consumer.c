@@ -261,14 +261,20 @@ void kc_consumer_set_time(kc_consumer_t *c, kc_time_t t)
     c->wall = t.wall_ms;
 }
 
-static int32_t hb_interval(const kc_consumer_t *c)
+/* The heartbeat interval and session timeout of group `g`: its group configs, or the daemon's
+ * settings (kc_manager_group_config), read at each use so a change applies at once. */
+static int32_t hb_interval(const cgroup_t *g)
 {
-    return c->cfg.consumer_heartbeat_interval_ms > 0 ? c->cfg.consumer_heartbeat_interval_ms : 5000;
+    kc_gm_group_config_t gc;
+    kc_manager_group_config(g->c->gm, g->id, &gc);
+    return gc.heartbeat_interval_ms;
 }
 
-static int32_t session_timeout(const kc_consumer_t *c)
+static int32_t session_timeout(const cgroup_t *g)
 {
-    return c->cfg.consumer_session_timeout_ms > 0 ? c->cfg.consumer_session_timeout_ms : 45000;
+    kc_gm_group_config_t gc;
+    kc_manager_group_config(g->c->gm, g->id, &gc);
+    return gc.session_timeout_ms;
 }
 
 static int32_t record_max(const kc_consumer_t *c)
@@ -485,6 +491,7 @@ cgroup_t *kc_consumer_group_alloc(kc_consumer_t *c, kc_str_t id)
     kc_strmap_init(&g->by_instance);
     kc_strmap_init(&g->targets);
     g->holders.valid = true;
+    g->assign_due = NEVER;
     return g;
 }
 
@@ -532,6 +539,8 @@ static int64_t group_earliest(const cgroup_t *g)
     top = kc_heap_top(&g->rebalances);
     if (top && top->key < t)
         t = top->key;
+    if (g->assign_due < t)
+        t = g->assign_due;
     return t;
 }
 
@@ -540,7 +549,7 @@ static int64_t group_earliest(const cgroup_t *g)
 void kc_consumer_set_session(cgroup_t *g, cmember_t *m)
 {
     /* A classic member's session is the one its JoinGroup asked for, as in Kafka. */
-    int32_t t = m->meta->classic ? m->meta->classic_session_timeout_ms : session_timeout(g->c);
+    int32_t t = m->meta->classic ? m->meta->classic_session_timeout_ms : session_timeout(g);
     m->last_hb_ms = g->c->now;
     m->session_deadline = g->c->now + t;
     kc_heap_arm(&g->sessions, &m->session_node, m->session_deadline);
@@ -1779,7 +1788,12 @@ static int hb_target(hb_t *h, hbs_t *s)
 {
     /* 2. The target assignment, when the group epoch is ahead of it. */
     s->target_epoch = s->g->assignment_epoch;
-    if (s->group_epoch > s->g->assignment_epoch && !s->g->job) {
+    if (s->group_epoch > s->g->assignment_epoch && !s->g->job &&
+        kc_target_defer(s->g, s->group_epoch)) {
+        /* KIP-1263: the last assignment is too recent; the group's timer computes this one
+         * when its interval is over, and the member reconciles towards its current target
+         * meanwhile. */
+    } else if (s->group_epoch > s->g->assignment_epoch && !s->g->job) {
         s->job =
             kc_target_job_build(s->g, &s->tv, s->group_epoch, s->mview_id, s->upd, s->old, s->gone);
         if (!s->job) {
@@ -1892,7 +1906,7 @@ static int hb_answer(hb_t *h, hbs_t *s)
     bool oom = false;
     r->member_id = kc_text_arena(h->a, s->mid, &oom);
     r->member_epoch = s->final_epoch;
-    r->heartbeat_interval_ms = hb_interval(s->c);
+    r->heartbeat_interval_ms = hb_interval(s->g);
     if (s->q->member_epoch == 0 || full || !kc_asg_eq(s->final_assigned, s->cur.assigned)) {
         r->assignment = resp_assignment(h->a, s->final_assigned);
         if (!r->assignment)
@@ -2310,6 +2324,10 @@ int64_t kc_consumer_timers(kc_consumer_t *c, kc_ghead_t *h, kc_time_t now, int64
 {
     kc_consumer_set_time(c, now);
     cgroup_t *g = kc_heap_entry(h, cgroup_t, gh);
+    if (g->assign_due <= c->now && *budget > 0) {
+        (*budget)--;
+        kc_target_deferred_due(g);
+    }
     if (run_group_timers(g, budget))
         return KC_GROUP_GONE;
     return group_earliest(g);

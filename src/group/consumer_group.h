@@ -163,6 +163,12 @@ typedef struct cgroup_s {
     bool loading;     /* replayed, waiting for kc_consumer_load_complete */
     kc_history_t rb;  /* one entry per group-epoch bump, ended when the group is Stable */
     kc_gm_job_t *job; /* the target assignment being computed off the loop, or NULL */
+    /* KIP-1263 batching: when its last target assignment was started (assigned_once false:
+     * never since the group was created or loaded), and when a deferred one falls due (NEVER:
+     * none is waiting). Soft state, not in the log. */
+    bool assigned_once;
+    int64_t last_assign_ms;
+    int64_t assign_due;
 } cgroup_t;
 
 struct kc_consumer_s {

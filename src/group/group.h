@@ -61,6 +61,10 @@ typedef struct kc_gm_config_s {
     int32_t consumer_heartbeat_interval_ms; /* group.consumer.heartbeat.interval.ms, 5000 */
     int32_t consumer_session_timeout_ms;    /* group.consumer.session.timeout.ms, 45000 */
     int32_t consumer_max_size;              /* group.consumer.max.size, 2147483647 */
+    /* group.consumer.assignment.interval.ms (KIP-1263): a group's target assignment is
+     * computed at most once per this many ms; 0 (also what a zeroed config gives): at every
+     * change, as before KIP-1263. A group's consumer.assignment.interval.ms overrides it. */
+    int32_t consumer_assignment_interval_ms;
     const char *consumer_assignors;         /* group.consumer.assignors, "uniform,range"; copied */
     int consumer_migration_policy;          /* group.consumer.migration.policy: KC_GM_MIGRATION_* */
     /* Compute a consumer group's target assignment off the loop (through the ops' offload)
@@ -130,6 +134,14 @@ typedef struct kc_gm_topics_s {
     uint64_t version;
 } kc_gm_topics_t;
 
+/* A group's own settings (its group configs: DescribeConfigs / IncrementalAlterConfigs on a
+ * GROUP resource), each -1 when the group has none and the daemon's setting applies. */
+typedef struct kc_gm_group_config_s {
+    int32_t session_timeout_ms;     /* consumer.session.timeout.ms */
+    int32_t heartbeat_interval_ms;  /* consumer.heartbeat.interval.ms */
+    int32_t assignment_interval_ms; /* consumer.assignment.interval.ms */
+} kc_gm_group_config_t;
+
 /* Callbacks to the host. Everything passed is valid only during the call. A callback must
  * not call back into the manager (it runs in the middle of a state change); the host may
  * queue work and do it after the kc_gm_* call that triggered the callback returns. */
@@ -154,6 +166,11 @@ typedef struct kc_gm_ops_s {
      * group.consumer.assignor.offload.enable: meanwhile the group is Assigning and its members
      * keep reconciling towards the previous target assignment. */
     int (*offload)(void *ctx, kc_gm_job_t *job);
+    /* The group configs of group `group_id` (which may not exist yet): fills *out (every field
+     * -1 when it has none). NULL: no group has any. Called on the loop thread from request
+     * handlers and kc_gm_tick, never from kc_gm_replay; a change takes effect at the group's
+     * next heartbeat or timer. */
+    void (*group_config)(void *ctx, kc_str_t group_id, kc_gm_group_config_t *out);
 } kc_gm_ops_t;
 
 /* A new, empty manager. The config and ops are copied. NULL when out of memory. Generated

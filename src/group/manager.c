@@ -47,6 +47,28 @@ uint64_t kc_manager_random(kc_gm_t *gm)
     return kc_hash_mix64(gm->rng += UINT64_C(0x9e3779b97f4a7c15)); /* splitmix64 */
 }
 
+/* ---- Group configs ----------------------------------------------------------------------------
+ */
+
+void kc_manager_group_config(const kc_gm_t *gm, kc_str_t id, kc_gm_group_config_t *out)
+{
+    kc_gm_group_config_t own = {-1, -1, -1};
+    if (gm->ops.group_config)
+        gm->ops.group_config(gm->ops.ctx, id, &own);
+    const kc_gm_config_t *cfg = &gm->cfg;
+    out->session_timeout_ms = own.session_timeout_ms >= 0 ? own.session_timeout_ms
+                              : cfg->consumer_session_timeout_ms > 0
+                                  ? cfg->consumer_session_timeout_ms
+                                  : 45000;
+    out->heartbeat_interval_ms = own.heartbeat_interval_ms >= 0 ? own.heartbeat_interval_ms
+                                 : cfg->consumer_heartbeat_interval_ms > 0
+                                     ? cfg->consumer_heartbeat_interval_ms
+                                     : 5000;
+    out->assignment_interval_ms = own.assignment_interval_ms >= 0
+                                      ? own.assignment_interval_ms
+                                      : cfg->consumer_assignment_interval_ms;
+}
+
 /* ---- The one map and the one heap ------------------------------------------------------------ */
 
 kc_ghead_t *kc_manager_find(const kc_gm_t *gm, kc_str_t id)

@@ -94,6 +94,15 @@ void kc_manager_disarm(kc_gm_t *gm, kc_ghead_t *h);
 size_t kc_manager_slots(const kc_gm_t *gm);
 kc_ghead_t *kc_manager_slot(const kc_gm_t *gm, size_t i, int kind);
 
+/* ---- Group configs (manager.c) ----------------------------------------------------------------
+ */
+
+/* The settings in force for the consumer group `id` (which may not exist yet): its group
+ * configs where it has them (the ops' group_config), the daemon's settings otherwise. Every
+ * field of *out is set (never -1). Read at every heartbeat, so a change takes effect at the
+ * member's next one. */
+void kc_manager_group_config(const kc_gm_t *gm, kc_str_t id, kc_gm_group_config_t *out);
+
 /* ---- Conversions between kinds (manager.c) --------------------------------------------------- */
 
 /* What a classic group of id `id` is, for a consumer group that wants the id. */

@@ -350,6 +350,10 @@ kc_gm_job_t *kc_target_job_build(cgroup_t *g, const kc_gm_topics_t *tv, int32_t 
     kc_gm_job_t *job = calloc(1, sizeof(*job));
     if (!job)
         return NULL;
+    /* KIP-1263: the interval runs from here, whether the job runs inline or off the loop. */
+    g->assigned_once = true;
+    g->last_assign_ms = g->c->now;
+    g->assign_due = NEVER;
     kc_arena_init(&job->a);
     kc_arena_t *a = &job->a;
     job->epoch = epoch;
@@ -595,6 +599,7 @@ void kc_target_job_count(kc_consumer_t *c, const kc_gm_job_t *job)
 }
 
 static void job_finish(kc_gm_job_t *job);
+static void catch_up(cgroup_t *g);
 
 /* Attach `job` (built for the committed group `g`) to it and hand it to the host when
  * `offload`; compute and apply it at once when not, or when the host cannot take it. */
@@ -658,7 +663,50 @@ static void job_finish(kc_gm_job_t *job)
                  SV(g->id), (int)job->epoch, (int)g->assignment_epoch);
     }
     kc_target_job_free(job);
-    if (g->n_members > 0 && g->epoch > g->assignment_epoch) {
+    catch_up(g);
+}
+
+/* ---- KIP-1263: assignment batching ------------------------------------------------------------
+ */
+
+bool kc_target_defer(cgroup_t *g, int32_t epoch)
+{
+    kc_consumer_t *c = g->c;
+    (void)epoch;
+    if (!g->assigned_once)
+        return false;
+    kc_gm_group_config_t gc;
+    kc_manager_group_config(c->gm, g->id, &gc);
+    if (gc.assignment_interval_ms <= 0)
+        return false;
+    int64_t due = g->last_assign_ms + gc.assignment_interval_ms;
+    if (c->now >= due)
+        return false;
+    if (g->assign_due != due) {
+        KC_DEBUG("group",
+                 "consumer group %.*s: target assignment for epoch %d deferred by %lld ms "
+                 "(assignment interval %d ms)",
+                 SV(g->id), (int)epoch, (long long)(due - c->now), (int)gc.assignment_interval_ms);
+        g->assign_due = due;
+    }
+    if (!g->loading)
+        kc_manager_arm(c->gm, &g->gh, due);
+    return true;
+}
+
+void kc_target_deferred_due(cgroup_t *g)
+{
+    g->assign_due = NEVER;
+    if (!g->job)
+        catch_up(g);
+}
+
+/* Start the target assignment of the group's epoch when it is ahead of the assignment and no
+ * job runs, unless the assignment interval defers it (the group's timer comes back then). */
+static void catch_up(cgroup_t *g)
+{
+    kc_consumer_t *c = g->c;
+    if (g->n_members > 0 && g->epoch > g->assignment_epoch && !kc_target_defer(g, g->epoch)) {
         kc_gm_topics_t tv;
         kc_target_topics_of(c, &tv);
         kc_gm_job_t *next = kc_target_job_build(g, &tv, g->epoch, KC_STR_NULL, NULL, NULL, NULL);

@@ -101,4 +101,13 @@ void kc_target_job_count(kc_consumer_t *c, const kc_gm_job_t *job);
  * `offload`; compute and apply it at once when not, or when the host cannot take it. */
 void kc_target_job_start(cgroup_t *g, kc_gm_job_t *job, bool offload);
 
+/* KIP-1263 batching. Whether the target assignment of `epoch` must wait because the group's
+ * last one started less than its assignment interval ago (kc_manager_group_config); if so the
+ * group's timer is armed for when the interval is over (kc_target_deferred_due). */
+bool kc_target_defer(cgroup_t *g, int32_t epoch);
+
+/* The group's deferred assignment is due: start it (inline or off the loop) when the group is
+ * still behind and no job runs (a running job starts the next one when it ends). */
+void kc_target_deferred_due(cgroup_t *g);
+
 #endif

@@ -734,6 +734,37 @@ static int decode_record(FILE *f, jo_t *o, const kc_log_record_t *rec, char *why
     return rc;
 }
 
+/* A record of kcoord's metadata partition (docs/log-format.md, "The metadata partition"): its
+ * record type, then key and value as hex (a null value: null, a removal). */
+static void print_raw(FILE *f, jo_t *o, const kc_log_record_t *rec)
+{
+    jo_key(o, "key");
+    if (rec->key == NULL) {
+        if (f != NULL)
+            fputs("null", f);
+    } else {
+        jo_t k;
+        jo_begin(&k, f);
+        if (rec->key_len >= 2) {
+            char tbuf[16];
+            snprintf(tbuf, sizeof(tbuf), "%d", (int)(int16_t)((rec->key[0] << 8) | rec->key[1]));
+            J_FIELD(&k, "type", j_text(f, tbuf, strlen(tbuf)));
+        }
+        J_FIELD(&k, "raw", j_hex(f, rec->key, rec->key_len));
+        jo_end(&k);
+    }
+    jo_key(o, "payload");
+    if (rec->value == NULL) {
+        if (f != NULL)
+            fputs("null", f);
+        return;
+    }
+    jo_t p;
+    jo_begin(&p, f);
+    J_FIELD(&p, "raw", j_hex(f, rec->value, rec->value_len));
+    jo_end(&p);
+}
+
 /* A control record: key int16 version + int16 type (0 ABORT, 1 COMMIT); value int16 version +
  * int32 coordinator epoch. */
 static void print_control(FILE *f, jo_t *o, const kc_log_record_t *rec)
@@ -823,6 +854,7 @@ typedef struct walk_s {
     int64_t *bbase, *blast;
     size_t nb, capb;
     int64_t batches, records, bad;
+    bool raw; /* not a __consumer_offsets segment (__kcoord_metadata-0): records as hex */
 } walk_t;
 
 /* Count a problem and, for verify, print "PROBLEM <path> position <pos>: <what><why>". */
@@ -932,6 +964,8 @@ static int walk_segment(walk_t *w, const char *path, kc_batch_ctx_t *ctx)
             J_FIELD(&o, "valueSize", j_i64(w->out, rec.value ? (int64_t)rec.value_len : -1));
             if (kc_batch_is_control(&h)) {
                 print_control(w->out, &o, &rec);
+            } else if (w->raw) {
+                print_raw(w->out, &o, &rec);
             } else {
                 char why[160];
                 if (decode_record(w->out, &o, &rec, why, sizeof(why)) < 0) {
@@ -1083,7 +1117,8 @@ static int dump_file(FILE *out, const char *path, kc_batch_ctx_t *ctx)
     kc_log_file_kind_t k = kc_log_file_kind(name, &off);
     if (k == KC_LF_INDEX)
         return dump_index(out, path, off);
-    walk_t w = {.out = out, .base = -1, .expected = 0};
+    walk_t w = {
+        .out = out, .base = -1, .expected = 0, .raw = strstr(path, "__kcoord_metadata-") != NULL};
     if (walk_segment(&w, path, ctx) != 0)
         return -1;
     return w.bad > 0 ? 1 : 0;
@@ -1206,6 +1241,7 @@ static int64_t verify_partition(const char *dir, FILE *out, kc_batch_ctx_t *ctx)
         }
         walk_t w = {.out = NULL, .problems = out, .base = sl.v[i]};
         w.expected = sl.v[i];
+        w.raw = strstr(dir, "__kcoord_metadata-") != NULL; /* its records are not decoded */
         (void)walk_segment(&w, p, ctx);
         bad += w.bad;
         batches += w.batches;
@@ -1276,6 +1312,11 @@ int kc_log_verify(const char *dir, FILE *out)
             if (is_dir(p))
                 bad += verify_partition(p, out, ctx);
         }
+        /* kcoord's metadata partition, when there is one: its batches, offsets and index. */
+        char p[PATH_MAX_];
+        snprintf(p, sizeof(p), "%s/__kcoord_metadata-0", dir);
+        if (is_dir(p))
+            bad += verify_partition(p, out, ctx);
     }
     seglist_free(&parts);
     kc_batch_ctx_free(ctx);

@@ -108,6 +108,9 @@ typedef struct kc_plog_opts_s {
      * every segment was fsynced and closed, so kc_plog_open truncates nothing and refuses any
      * bad byte. false (the default): recover as after a crash. */
     bool clean_shutdown;
+    /* The topic whose partition this is: the directory is <data.dir>/<topic>-<partition>.
+     * NULL (the default): "__consumer_offsets". Not copied: it must outlive the plog. */
+    const char *topic;
 } kc_plog_opts_t;
 
 void kc_plog_opts_init(kc_plog_opts_t *o);

@@ -872,7 +872,8 @@ int kc_plog_open(kc_plog_t **out, const kc_log_io_t *io, const char *data_dir, i
         kc_plog_opts_init(&l->opts);
 
     int rc = 0;
-    size_t dlen = strlen(data_dir) + 40;
+    const char *topic = l->opts.topic ? l->opts.topic : "__consumer_offsets";
+    size_t dlen = strlen(data_dir) + strlen(topic) + 16;
     if (partition < 0 || l->opts.segment_bytes < KC_BATCH_HEADER_SIZE ||
         l->opts.segment_bytes > INT32_MAX / 2 || l->opts.roll_ms <= 0 ||
         l->opts.index_interval_bytes < 0 ||
@@ -883,7 +884,7 @@ int kc_plog_open(kc_plog_t **out, const kc_log_io_t *io, const char *data_dir, i
         set_err(l, "out of memory");
         rc = -ENOMEM;
     } else {
-        snprintf(l->dir, dlen, "%s/__consumer_offsets-%d", data_dir, (int)partition);
+        snprintf(l->dir, dlen, "%s/%s-%d", data_dir, topic, (int)partition);
         rc = make_dirs(l, data_dir);
     }
     if (rc == 0)

@@ -34,6 +34,39 @@ static size_t w_delete_groups_response_size(int16_t v, const void *m) { return k
 static void w_delete_groups_response_set_errors(void *m, int16_t v, int16_t err) { kc_delete_groups_response_set_errors(m, v, err); }
 static void w_delete_groups_response_fail(void *m, int16_t v, int16_t err) { kc_delete_groups_response_fail(m, v, err); }
 static size_t w_delete_groups_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_delete_groups_response_walk_errors(m, v, fn, arg); }
+static void w_describe_configs_request_init(void *m) { kc_describe_configs_request_init(m); }
+static int w_describe_configs_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_configs_request_decode(r, a, v, m); }
+static void w_describe_configs_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_configs_request_encode(w, v, m); }
+static size_t w_describe_configs_request_size(int16_t v, const void *m) { return kc_describe_configs_request_size(v, m); }
+static void w_describe_configs_response_init(void *m) { kc_describe_configs_response_init(m); }
+static int w_describe_configs_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_configs_response_decode(r, a, v, m); }
+static void w_describe_configs_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_configs_response_encode(w, v, m); }
+static size_t w_describe_configs_response_size(int16_t v, const void *m) { return kc_describe_configs_response_size(v, m); }
+static void w_describe_configs_response_set_errors(void *m, int16_t v, int16_t err) { kc_describe_configs_response_set_errors(m, v, err); }
+static void w_describe_configs_response_fail(void *m, int16_t v, int16_t err) { kc_describe_configs_response_fail(m, v, err); }
+static size_t w_describe_configs_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_describe_configs_response_walk_errors(m, v, fn, arg); }
+static void w_incremental_alter_configs_request_init(void *m) { kc_incremental_alter_configs_request_init(m); }
+static int w_incremental_alter_configs_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_incremental_alter_configs_request_decode(r, a, v, m); }
+static void w_incremental_alter_configs_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_incremental_alter_configs_request_encode(w, v, m); }
+static size_t w_incremental_alter_configs_request_size(int16_t v, const void *m) { return kc_incremental_alter_configs_request_size(v, m); }
+static void w_incremental_alter_configs_response_init(void *m) { kc_incremental_alter_configs_response_init(m); }
+static int w_incremental_alter_configs_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_incremental_alter_configs_response_decode(r, a, v, m); }
+static void w_incremental_alter_configs_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_incremental_alter_configs_response_encode(w, v, m); }
+static size_t w_incremental_alter_configs_response_size(int16_t v, const void *m) { return kc_incremental_alter_configs_response_size(v, m); }
+static void w_incremental_alter_configs_response_set_errors(void *m, int16_t v, int16_t err) { kc_incremental_alter_configs_response_set_errors(m, v, err); }
+static void w_incremental_alter_configs_response_fail(void *m, int16_t v, int16_t err) { kc_incremental_alter_configs_response_fail(m, v, err); }
+static size_t w_incremental_alter_configs_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_incremental_alter_configs_response_walk_errors(m, v, fn, arg); }
+static void w_list_config_resources_request_init(void *m) { kc_list_config_resources_request_init(m); }
+static int w_list_config_resources_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_list_config_resources_request_decode(r, a, v, m); }
+static void w_list_config_resources_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_list_config_resources_request_encode(w, v, m); }
+static size_t w_list_config_resources_request_size(int16_t v, const void *m) { return kc_list_config_resources_request_size(v, m); }
+static void w_list_config_resources_response_init(void *m) { kc_list_config_resources_response_init(m); }
+static int w_list_config_resources_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_list_config_resources_response_decode(r, a, v, m); }
+static void w_list_config_resources_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_list_config_resources_response_encode(w, v, m); }
+static size_t w_list_config_resources_response_size(int16_t v, const void *m) { return kc_list_config_resources_response_size(v, m); }
+static void w_list_config_resources_response_set_errors(void *m, int16_t v, int16_t err) { kc_list_config_resources_response_set_errors(m, v, err); }
+static void w_list_config_resources_response_fail(void *m, int16_t v, int16_t err) { kc_list_config_resources_response_fail(m, v, err); }
+static size_t w_list_config_resources_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_list_config_resources_response_walk_errors(m, v, fn, arg); }
 static void w_consumer_group_heartbeat_request_init(void *m) { kc_consumer_group_heartbeat_request_init(m); }
 static int w_consumer_group_heartbeat_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_consumer_group_heartbeat_request_decode(r, a, v, m); }
 static void w_consumer_group_heartbeat_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_consumer_group_heartbeat_request_encode(w, v, m); }
@@ -378,10 +411,18 @@ const kc_api_info_t kc_api_table[] = {
      {"DeleteTopicsRequest", sizeof(kc_delete_topics_request_t), w_delete_topics_request_init, w_delete_topics_request_decode, w_delete_topics_request_encode, w_delete_topics_request_size},
      {"DeleteTopicsResponse", sizeof(kc_delete_topics_response_t), w_delete_topics_response_init, w_delete_topics_response_decode, w_delete_topics_response_encode, w_delete_topics_response_size},
      w_delete_topics_response_set_errors, w_delete_topics_response_fail, w_delete_topics_response_walk_errors},
+    {32, "DescribeConfigs", 1, 4, 4,
+     {"DescribeConfigsRequest", sizeof(kc_describe_configs_request_t), w_describe_configs_request_init, w_describe_configs_request_decode, w_describe_configs_request_encode, w_describe_configs_request_size},
+     {"DescribeConfigsResponse", sizeof(kc_describe_configs_response_t), w_describe_configs_response_init, w_describe_configs_response_decode, w_describe_configs_response_encode, w_describe_configs_response_size},
+     w_describe_configs_response_set_errors, w_describe_configs_response_fail, w_describe_configs_response_walk_errors},
     {42, "DeleteGroups", 0, 2, 2,
      {"DeleteGroupsRequest", sizeof(kc_delete_groups_request_t), w_delete_groups_request_init, w_delete_groups_request_decode, w_delete_groups_request_encode, w_delete_groups_request_size},
      {"DeleteGroupsResponse", sizeof(kc_delete_groups_response_t), w_delete_groups_response_init, w_delete_groups_response_decode, w_delete_groups_response_encode, w_delete_groups_response_size},
      w_delete_groups_response_set_errors, w_delete_groups_response_fail, w_delete_groups_response_walk_errors},
+    {44, "IncrementalAlterConfigs", 0, 1, 1,
+     {"IncrementalAlterConfigsRequest", sizeof(kc_incremental_alter_configs_request_t), w_incremental_alter_configs_request_init, w_incremental_alter_configs_request_decode, w_incremental_alter_configs_request_encode, w_incremental_alter_configs_request_size},
+     {"IncrementalAlterConfigsResponse", sizeof(kc_incremental_alter_configs_response_t), w_incremental_alter_configs_response_init, w_incremental_alter_configs_response_decode, w_incremental_alter_configs_response_encode, w_incremental_alter_configs_response_size},
+     w_incremental_alter_configs_response_set_errors, w_incremental_alter_configs_response_fail, w_incremental_alter_configs_response_walk_errors},
     {47, "OffsetDelete", 0, 0, -1,
      {"OffsetDeleteRequest", sizeof(kc_offset_delete_request_t), w_offset_delete_request_init, w_offset_delete_request_decode, w_offset_delete_request_encode, w_offset_delete_request_size},
      {"OffsetDeleteResponse", sizeof(kc_offset_delete_response_t), w_offset_delete_response_init, w_offset_delete_response_decode, w_offset_delete_response_encode, w_offset_delete_response_size},
@@ -398,6 +439,10 @@ const kc_api_info_t kc_api_table[] = {
      {"ConsumerGroupDescribeRequest", sizeof(kc_consumer_group_describe_request_t), w_consumer_group_describe_request_init, w_consumer_group_describe_request_decode, w_consumer_group_describe_request_encode, w_consumer_group_describe_request_size},
      {"ConsumerGroupDescribeResponse", sizeof(kc_consumer_group_describe_response_t), w_consumer_group_describe_response_init, w_consumer_group_describe_response_decode, w_consumer_group_describe_response_encode, w_consumer_group_describe_response_size},
      w_consumer_group_describe_response_set_errors, w_consumer_group_describe_response_fail, w_consumer_group_describe_response_walk_errors},
+    {74, "ListConfigResources", 0, 1, 0,
+     {"ListConfigResourcesRequest", sizeof(kc_list_config_resources_request_t), w_list_config_resources_request_init, w_list_config_resources_request_decode, w_list_config_resources_request_encode, w_list_config_resources_request_size},
+     {"ListConfigResourcesResponse", sizeof(kc_list_config_resources_response_t), w_list_config_resources_response_init, w_list_config_resources_response_decode, w_list_config_resources_response_encode, w_list_config_resources_response_size},
+     w_list_config_resources_response_set_errors, w_list_config_resources_response_fail, w_list_config_resources_response_walk_errors},
 };
 const size_t kc_api_count = sizeof(kc_api_table) / sizeof(kc_api_table[0]);
 

@@ -7,6 +7,7 @@
 
 #include "proto/wire.h"
 #include "proto/gen_admin.h"
+#include "proto/gen_configs.h"
 #include "proto/gen_consumer.h"
 #include "proto/gen_discovery.h"
 #include "proto/gen_group.h"

@@ -21,10 +21,13 @@ KC_API_ROW(16, ListGroups, 0, 5, kc_api_list_groups, 0)
 KC_API_ROW(18, ApiVersions, 0, 4, kc_api_api_versions, KC_ROW_RESPONSE_HEADER_V0)
 KC_API_ROW(19, CreateTopics, 2, 7, kc_api_create_topics, 0)
 KC_API_ROW(20, DeleteTopics, 0, 6, kc_api_delete_topics, 0)
+KC_API_ROW(32, DescribeConfigs, 1, 4, kc_api_describe_configs, 0)
 KC_API_ROW(42, DeleteGroups, 0, 2, kc_api_delete_groups, KC_ROW_WAITS_FOR_LOG | KC_ROW_EMPTY_GROUP_ID)
+KC_API_ROW(44, IncrementalAlterConfigs, 0, 1, kc_api_incremental_alter_configs, 0)
 KC_API_ROW(47, OffsetDelete, 0, 0, kc_api_offset_delete, KC_ROW_WAITS_FOR_LOG)
 KC_API_ROW(60, DescribeCluster, 0, 2, kc_api_describe_cluster, 0)
 KC_API_ROW(68, ConsumerGroupHeartbeat, 0, 1, kc_api_consumer_group_heartbeat, KC_ROW_WAITS_FOR_LOG)
 KC_API_ROW(69, ConsumerGroupDescribe, 0, 1, kc_api_consumer_group_describe, 0)
+KC_API_ROW(74, ListConfigResources, 0, 1, kc_api_list_config_resources, 0)
 
 #undef KC_API_ROW

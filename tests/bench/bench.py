@@ -5,6 +5,7 @@
                   [--no-scenarios] [--no-offload] [--no-compaction] [--no-member-memory]
                   [--output FILE] [BUILD_DIR]                          (default build; `make bench` passes it)
     tests/bench/bench.py --only-offload [--quick] [--output FILE] [BUILD_DIR]
+    tests/bench/bench.py --only-batching [--quick] [--no-kafka] [--output FILE] [BUILD_DIR]
     tests/bench/bench.py --only-compaction [--quick] [--compaction-before OLD_BUILD
                   --compaction-note TEXT] [--output FILE] [BUILD_DIR]
     tests/bench/bench.py --only-member-memory [--quick] [--no-kafka] [--output FILE] [BUILD_DIR]
@@ -50,6 +51,14 @@ inline and offloaded, and /proc/stat how much CPU other processes took meanwhile
 --only-offload nothing else runs, and only that section of the report (docs/BENCHMARKS.md, or
 --output) is replaced (added before "Load time" when the page has none); the rest of the page is
 kept as it is.
+
+Assignment batching (the section of BATCHING_HEADING; only with --only-batching): KIP-1263's
+group.consumer.assignment.interval.ms. For each member count of BATCHING_PLANS, the
+consumer-protocol join (`kcoord-bench join --protocol consumer --rolling`, the load scenarios'
+options) on a fresh kcoord with the interval at 0 and at 1000 ms, and on the reference broker
+(its default 1000 ms, and 0 as a group config of the run's group), alternating, 3 times (once
+with --quick): the time until the group is stable, the rolling join, and kcoord's count of
+target assignments from /metrics. Only that section of the report is replaced.
 
 Compaction beside commits (the section of COMPACTION_HEADING; skipped with --no-compaction):
 commit latency on partitions being compacted. `kcoord-bench commit` against a fresh kcoord with
@@ -925,7 +934,7 @@ def summary(key, r):
         return "%s offsets/s, %s req/s, p99 %s ms" % (f("offsets_per_s", "%.0f"),
                                                      f("requests_per_s", "%.0f"),
                                                      f("p99_ms", "%.2f"))
-    if key.startswith("join") or key.startswith("cjoin"):
+    if key.startswith(("join", "cjoin", "batch")):
         return "join %s s, rolling %s s" % (f("join_s", "%.3f"), f("rolling_s", "%.3f"))
     if key.startswith("heartbeat"):
         return "%s hb/s, p99 %s ms, CPU %s cores per 10k hb/s" % (
@@ -998,8 +1007,22 @@ def hb_ladder(tool, servers, plan):
 
 # Kafka's group-level settings for the consumer-protocol join (IncrementalAlterConfigs on the
 # group before the run): Kafka 4.4 computes a consumer group's target assignment at most once
-# per group.consumer.assignment.interval.ms (default 1000 ms), kcoord at every group epoch.
+# per group.consumer.assignment.interval.ms (default 1000 ms); the load scenarios run both
+# servers at 0 (kcoord with --set, when its build has the setting: interval_zero), and the
+# assignment-batching section compares 0 with 1000.
 KAFKA_CJOIN_CONFIGS = [("consumer.assignment.interval.ms", "0")]
+
+
+def interval_zero(kcoord):
+    """--set group.consumer.assignment.interval.ms=0 when this build has the setting (asked
+    with --print-config), so that its consumer-protocol joins compare with Kafka's at 0."""
+    try:
+        p = subprocess.run([kcoord, "--print-config"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if re.search(r"^group\.consumer\.assignment\.interval\.ms=", p.stdout, re.M):
+        return ["group.consumer.assignment.interval.ms=0"]
+    return []
 
 
 def kafka_group_configs(bootstrap, group, configs):
@@ -1103,7 +1126,7 @@ def run_scenarios(tool, kcoord, plan, use_kafka, large):
                  server_pid, extra)
 
     def with_kcoord(policy, fn):
-        srv = Kcoord(kcoord, policy)
+        srv = Kcoord(kcoord, policy, extra=interval_zero(kcoord))
         try:
             fn(srv)
         finally:
@@ -1167,6 +1190,210 @@ def run_scenarios(tool, kcoord, plan, use_kafka, large):
         if kafka is not None:
             kafka.stop()
     return runs, info
+
+
+# ---- Assignment batching (KIP-1263) --------------------------------------------------------
+
+# The section's heading: --only-batching replaces the page's section that starts with it.
+BATCHING_HEADING = ("## Assignment batching (KIP-1263): consumer-protocol joins at assignment "
+                    "interval 0 and 1000 ms")
+BATCHING_SETTING = "group.consumer.assignment.interval.ms"
+BATCHING_TOP_LINE = ("- Assignment batching (its own section, *%s*): `tests/bench/bench.py "
+                     "--only-batching` runs just it and replaces just that section, which says "
+                     "when and at which commit it ran." % BATCHING_HEADING[3:])
+# Members per join; each joins one new group with the consumer protocol, at interval 0 and at
+# Kafka's default 1000 ms, on kcoord and on Kafka, `reps` times, the four alternating.
+BATCHING_PLANS = {
+    "full": {"reps": 3, "members": [10, 100, 1000]},
+    "quick": {"reps": 1, "members": [10, 100]},
+}
+BATCHING_INTERVALS = (0, 1000)
+
+
+def batching_key(members, interval):
+    return "batch %d %d" % (members, interval)
+
+
+def run_batching(tool, kcoord, plan, cjoin_args, use_kafka):
+    """The assignment-batching runs: a fresh kcoord per run (its interval set with --set), and
+    the reference broker (interval 0 as a group config of the run's group, 1000 as it comes).
+    Returns (Runs, info)."""
+    runs = Runs()
+    info = {"problems": [], "exit": [], "kafka": None, "kafka_reason": None,
+            "commit": head_commit(), "stale": sources_newer_than(kcoord)}
+    kafka = None
+    kafka_extra = ["--create-topic", "--topic-partitions", str(TOPIC_PARTITIONS)]
+    if use_kafka:
+        kafka = KafkaRef()
+        try:
+            why = kafka.start()
+        except BaseException:
+            kafka.stop()
+            raise
+        if why is not None:
+            info["kafka_reason"] = why
+            kafka.stop()
+            kafka = None
+        else:
+            info["kafka"] = kafka.version
+            print("== Kafka warm-up (not recorded)", flush=True)
+            scratch = Runs()
+            for i, interval in enumerate(BATCHING_INTERVALS):
+                more = kafka_cjoin_args(kafka.bootstrap, "bwarm%d" % i)[0] if interval == 0 \
+                    else []
+                run_tool(scratch, tool, KAFKA, "cjoin (warm-up)", "join",
+                         ["--bootstrap", kafka.bootstrap, "--members", "1000"] + cjoin_args +
+                         more, 0, kafka.pid, kafka_extra)
+    else:
+        info["kafka_reason"] = "--no-kafka was given"
+    try:
+        for n in plan["members"]:
+            print("== assignment batching: %d members" % n, flush=True)
+            for rep in range(plan["reps"]):
+                for interval in BATCHING_INTERVALS:
+                    key = batching_key(n, interval)
+                    srv = Kcoord(kcoord, "always", TOPIC_PARTITIONS,
+                                 ["%s=%d" % (BATCHING_SETTING, interval)])
+                    try:
+                        m = wait_for_line(srv.log, r"metrics\.listener: serving (\S+)", srv.proc,
+                                          30)
+                        run_tool(runs, tool, KC_ALWAYS, key, "join",
+                                 ["--bootstrap", srv.bootstrap, "--label", key, "--members",
+                                  str(n)] + cjoin_args, rep, srv.pid)
+                        r = runs.runs[-1]
+                        if r["result"] is not None:
+                            try:
+                                r["result"].update(scrape_assignments(m.group(1)))
+                            except (OSError, ValueError) as e:
+                                print("   metrics: %s" % e, flush=True)
+                    finally:
+                        rc, problems = srv.stop()
+                        info["problems"] += ["%s: %s" % (key, p) for p in problems]
+                        if rc != 0:
+                            info["exit"].append("%s: exit status %s after SIGTERM" % (key, rc))
+                    if kafka is None:
+                        continue
+                    args = ["--bootstrap", kafka.bootstrap, "--label", key, "--members",
+                            str(n)] + cjoin_args
+                    if interval == 0:
+                        more, why = kafka_cjoin_args(kafka.bootstrap, "b%d-%d" % (rep, n))
+                        if why is not None:
+                            runs.add(target=KAFKA, key=key, scenario="join", rep=rep, ok=False,
+                                     result=None, error=why, cmd="", seconds=0)
+                            continue
+                        args += more
+                    run_tool(runs, tool, KAFKA, key, "join", args, rep, kafka.pid, kafka_extra)
+    finally:
+        if kafka is not None:
+            kafka.stop()
+    info["commit_end"] = head_commit()
+    return runs, info
+
+
+def batching_section(runs, info, plan, build, started, tool_rel, elapsed, command, cjoin_args):
+    out = []
+    w = out.append
+
+    def cell(target, key, metric, unit=" s"):
+        v = runs.median(target, key, metric)
+        if v is None:
+            return "not run" if target == KAFKA and info["kafka"] is None else "failed"
+        return fmt_num(v, unit)
+
+    def assignments(key):
+        i = runs.median(KC_ALWAYS, key, "assign_inline_n")
+        o = runs.median(KC_ALWAYS, key, "assign_offloaded_n")
+        if i is None and o is None:
+            return "-"
+        return "%d / %d" % (round(i or 0), round(o or 0))
+
+    w(BATCHING_HEADING)
+    w("")
+    w("KIP-1263 (Kafka 4.3+): a consumer group's new target assignment is computed at most once "
+      "per `%s` (default 1000 ms; a group may override it with its `consumer.assignment."
+      "interval.ms` group config), so that a burst of joins costs one assignment; 0 computes it "
+      "at every group epoch. kcoord and Apache Kafka %s side by side, each at interval 0 and at "
+      "the default 1000 ms. Generated by `%s` on %s UTC, kcoord built from the work tree at "
+      "commit %s (uncommitted changes not checked); %d run%s per row, each figure the median, "
+      "the four (kcoord 0, Kafka 0, kcoord 1000, Kafka 1000) alternating run by run. The whole "
+      "section took %.0f s."
+      % (BATCHING_SETTING, info["kafka"] or "(not run)", command,
+         started.strftime("%Y-%m-%d %H:%M"), info["commit"], plan["reps"],
+         "" if plan["reps"] == 1 else "s", elapsed))
+    w("")
+    w("| members | interval | join: stable after, kcoord | Kafka | rolling join: stable after, "
+      "kcoord | Kafka | kcoord target assignments: inline / offloaded |")
+    w("|---:|---:|---:|---:|---:|---:|---|")
+    for n in plan["members"]:
+        for interval in BATCHING_INTERVALS:
+            key = batching_key(n, interval)
+            w("| %s | %d ms%s | %s | %s | %s | %s | %s |"
+              % ("{:,}".format(n), interval, " (default)" if interval == 1000 else "",
+                 cell(KC_ALWAYS, key, "join_s"), cell(KAFKA, key, "join_s"),
+                 cell(KC_ALWAYS, key, "rolling_s"), cell(KAFKA, key, "rolling_s"),
+                 assignments(key)))
+    w("")
+    w("- **Each run**: kcoord: a fresh `%s/kcoord --set listeners=127.0.0.1:0 --set "
+      "data.dir=DIR --set topics=%s:%d --set group.initial.rebalance.delay.ms=0 --set "
+      "log.flush.policy=always --set metrics.listener=127.0.0.1:0 --set %s=0|1000`; Kafka: "
+      "the single KRaft node of `scripts/kafka-ref start --partitions 50 --initial-delay 0`, "
+      "left at its default interval (1000 ms) and given `consumer.assignment.interval.ms=0` as "
+      "a group config of the run's group (IncrementalAlterConfigs) for the 0 rows. Then `%s join "
+      "--bootstrap ADDRESS --members N %s` (Kafka: with `--create-topic --topic-partitions %d` "
+      "and a group prefix of its own per run)."
+      % (build, TOPIC, TOPIC_PARTITIONS, BATCHING_SETTING, tool_rel, " ".join(cjoin_args),
+         TOPIC_PARTITIONS))
+    w("- **join**: N members join one new group at once with ConsumerGroupHeartbeat (server "
+      "assignor uniform), heartbeating every 100 ms; **stable after**: from the first heartbeat "
+      "until every member acknowledged a balanced assignment at the group epoch and "
+      "ConsumerGroupDescribe confirmed it. **rolling join**: then one more member joins the "
+      "stable group; the same until the N+1 are stable.")
+    w("- **target assignments**: kcoord's `kcoord_consumer_assignment_seconds` histogram "
+      "(/metrics) after the run, over the join and the rolling join: how many target "
+      "assignments were computed on the event loop and on the thread pool. Kafka shows no such "
+      "count.")
+    w("- **Why 1000 ms is slower to settle**: the first member's heartbeat computes the group's "
+      "first assignment at once; every epoch bump in the next 1000 ms waits for the group's "
+      "timer, which computes one assignment for all of them when the interval is over, and the "
+      "members learn of it at their next heartbeat. A burst of N joins then costs about 2 "
+      "assignments instead of N, and the group settles about one interval later.")
+    if info["kafka_reason"]:
+        w("- Kafka not run: %s." % info["kafka_reason"])
+    bad = runs.failures()
+    if bad:
+        w("- **Failed runs**: %s." % "; ".join("%s %s: %s" % (TARGET_NAMES[r["target"]],
+                                                               r["key"], r["error"])
+                                                for r in bad[:6]))
+    if info["exit"]:
+        w("- **kcoord did not stop cleanly**: %s." % "; ".join(info["exit"]))
+    w("")
+    w("Every run:")
+    w("")
+    w("| members | interval | server | join s | rolling s | assignments inline / offloaded |")
+    w("|---:|---:|---|---|---|---|")
+    for n in plan["members"]:
+        for interval in BATCHING_INTERVALS:
+            key = batching_key(n, interval)
+            for target in (KC_ALWAYS, KAFKA):
+                rs = [r for r in runs.runs if r["target"] == target and r["key"] == key]
+                if not rs:
+                    continue
+
+                def vals(metric, unit):
+                    return ", ".join(
+                        fmt_num(r["result"][metric], unit)
+                        if r["ok"] and isinstance(r["result"].get(metric), (int, float))
+                        else "failed" for r in rs)
+
+                asg = ", ".join(
+                    "%d / %d" % (round(r["result"].get("assign_inline_n", 0)),
+                                 round(r["result"].get("assign_offloaded_n", 0)))
+                    if r["ok"] and target == KC_ALWAYS else "-" for r in rs)
+                w("| %s | %d ms | %s | %s | %s | %s |"
+                  % ("{:,}".format(n), interval, "kcoord" if target == KC_ALWAYS else "Kafka",
+                     vals("join_s", ""), vals("rolling_s", ""), asg))
+    w("")
+    return out
 
 
 # ---- Memory per member: its own connection or a shared one -------------------------------
@@ -1461,7 +1688,9 @@ def run_offload(tool, kcoord, plan):
               % (members, "{:,}".format(partitions), hb), flush=True)
         for rep in range(plan["reps"]):
             for on in (True, False):
-                extra = [] if on else [OFFLOAD_SETTING + "=false"]
+                # At assignment interval 0, so that the off rows compute every target
+                # assignment inline, as the section says.
+                extra = interval_zero(kcoord) + ([] if on else [OFFLOAD_SETTING + "=false"])
                 srv = Kcoord(kcoord, "always", partitions, extra)
                 key = offload_key(members, partitions, hb, on)
                 try:
@@ -2382,6 +2611,9 @@ def main(argv):
     ap.add_argument("--no-scenarios", action="store_true", help="skip the load scenarios")
     ap.add_argument("--no-offload", action="store_true",
                     help="skip the assignment-offload scenario")
+    ap.add_argument("--only-batching", action="store_true",
+                    help="run only the assignment-batching (KIP-1263) section and replace it in "
+                         "the report")
     ap.add_argument("--only-offload", action="store_true",
                     help="run only the assignment-offload scenario and replace only its section "
                     "of the report, keeping the rest of the page as it is")
@@ -2454,6 +2686,28 @@ def main(argv):
                        OFFLOAD_TOP_LINE)
         bad = oruns.failures() or oinfo["exit"]
         print("bench: replaced the assignment-offload section of %s in %.0f s%s"
+              % (os.path.relpath(output, ROOT), elapsed,
+                 "" if not bad else "; some runs failed (see it)"))
+        return 1 if bad else 0
+    if args.only_batching:
+        cjoin = PLANS[mode]["cjoin"]
+        try:
+            bruns, binfo = run_batching(os.path.abspath(tool), os.path.abspath(kcoord),
+                                        BATCHING_PLANS[mode], cjoin, not args.no_kafka)
+        except BenchError as e:
+            print("bench: %s" % e, file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("bench: interrupted", file=sys.stderr)
+            return 1
+        elapsed = time.monotonic() - t0
+        splice_section(output, BATCHING_HEADING,
+                       batching_section(bruns, binfo, BATCHING_PLANS[mode], build, started,
+                                        "%s/bench/kcoord-bench" % build, elapsed,
+                                        " ".join(["tests/bench/bench.py"] + argv[1:]), cjoin),
+                       BATCHING_TOP_LINE)
+        bad = bruns.failures() or binfo["exit"]
+        print("bench: replaced the assignment-batching section of %s in %.0f s%s"
               % (os.path.relpath(output, ROOT), elapsed,
                  "" if not bad else "; some runs failed (see it)"))
         return 1 if bad else 0

@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .new_member_join_timeout_ms = 300000,
         .consumer_offload_threshold = -1,
     };
-    kc_gm_ops_t gops = {NULL, on_join_done, on_sync_done, on_record, on_topics, NULL};
+    kc_gm_ops_t gops = {NULL, on_join_done, on_sync_done, on_record, on_topics, NULL, NULL};
     kc_offsets_ops_t oops = {NULL, on_record};
     kc_gm_t *gm = kc_gm_new(&cfg, &gops);
     kc_offsets_t *off = kc_offsets_new(&oops);

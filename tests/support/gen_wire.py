@@ -25,6 +25,9 @@ APIS = {  # name: (key, min version, max version, first flexible version or None
     'ListGroups': (16, 0, 5, 3),
     'DescribeGroups': (15, 0, 6, 5),
     'DeleteGroups': (42, 0, 2, 2),
+    'DescribeConfigs': (32, 1, 4, 4),
+    'IncrementalAlterConfigs': (44, 0, 1, 1),
+    'ListConfigResources': (74, 0, 1, 0),
     'ConsumerGroupHeartbeat': (68, 0, 1, 0),
     'ConsumerGroupDescribe': (69, 0, 1, 0),
     'ApiVersions': (18, 0, 4, 3),
@@ -485,6 +488,552 @@ def _dec_deletable_group_result(r, v):
     m = _init_deletable_group_result()
     m['group_id'] = r.str_(flex)
     m['error_code'] = r.i16()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_configs_request():
+    return Msg(
+        resources=[],
+        include_synonyms=False,
+        include_documentation=False,
+    )
+
+
+def _enc_describe_configs_request(w, v, m):
+    flex = v >= 4
+    xs = m.get('resources', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_configs_resource(w, v, x)
+    w.boolean(m.get('include_synonyms', False))
+    if v >= 3:
+        w.boolean(m.get('include_documentation', False))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_configs_request(r, v):
+    flex = v >= 4
+    m = _init_describe_configs_request()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array resources")
+    m['resources'] = None if n < 0 else [
+            _dec_describe_configs_resource(r, v) for _ in range(n)]
+    m['include_synonyms'] = r.boolean()
+    if v >= 3:
+        m['include_documentation'] = r.boolean()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_configs_resource():
+    return Msg(
+        resource_type=0,
+        resource_name="",
+        configuration_keys=[],
+    )
+
+
+def _enc_describe_configs_resource(w, v, m):
+    flex = v >= 4
+    w.i8(m.get('resource_type', 0))
+    x = m.get('resource_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    xs = m.get('configuration_keys', [])
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        w.str_(x, flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_configs_resource(r, v):
+    flex = v >= 4
+    m = _init_describe_configs_resource()
+    m['resource_type'] = r.i8()
+    m['resource_name'] = r.str_(flex)
+    n = r.array_len(flex)
+    m['configuration_keys'] = None if n < 0 else [
+            r.str_(flex) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_configs_response():
+    return Msg(
+        throttle_time_ms=0,
+        results=[],
+    )
+
+
+def _enc_describe_configs_response(w, v, m):
+    flex = v >= 4
+    w.i32(m.get('throttle_time_ms', 0))
+    xs = m.get('results', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_configs_result(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_configs_response(r, v):
+    flex = v >= 4
+    m = _init_describe_configs_response()
+    m['throttle_time_ms'] = r.i32()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array results")
+    m['results'] = None if n < 0 else [
+            _dec_describe_configs_result(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_configs_result():
+    return Msg(
+        error_code=0,
+        error_message=None,
+        resource_type=0,
+        resource_name="",
+        configs=[],
+    )
+
+
+def _enc_describe_configs_result(w, v, m):
+    flex = v >= 4
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    w.i8(m.get('resource_type', 0))
+    x = m.get('resource_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    xs = m.get('configs', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_configs_resource_result(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_configs_result(r, v):
+    flex = v >= 4
+    m = _init_describe_configs_result()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    m['resource_type'] = r.i8()
+    m['resource_name'] = r.str_(flex)
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array configs")
+    m['configs'] = None if n < 0 else [
+            _dec_describe_configs_resource_result(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_configs_resource_result():
+    return Msg(
+        name="",
+        value="",
+        read_only=False,
+        config_source=-1,
+        is_sensitive=False,
+        synonyms=[],
+        config_type=0,
+        documentation=None,
+    )
+
+
+def _enc_describe_configs_resource_result(w, v, m):
+    flex = v >= 4
+    x = m.get('name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.str_(m.get('value', ""), flex)
+    w.boolean(m.get('read_only', False))
+    w.i8(m.get('config_source', -1))
+    w.boolean(m.get('is_sensitive', False))
+    xs = m.get('synonyms', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_configs_synonym(w, v, x)
+    if v >= 3:
+        w.i8(m.get('config_type', 0))
+    if v >= 3:
+        w.str_(m.get('documentation', None), flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_configs_resource_result(r, v):
+    flex = v >= 4
+    m = _init_describe_configs_resource_result()
+    m['name'] = r.str_(flex)
+    m['value'] = r.str_(flex)
+    m['read_only'] = r.boolean()
+    m['config_source'] = r.i8()
+    m['is_sensitive'] = r.boolean()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array synonyms")
+    m['synonyms'] = None if n < 0 else [
+            _dec_describe_configs_synonym(r, v) for _ in range(n)]
+    if v >= 3:
+        m['config_type'] = r.i8()
+    if v >= 3:
+        m['documentation'] = r.str_(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_configs_synonym():
+    return Msg(
+        name="",
+        value="",
+        source=0,
+    )
+
+
+def _enc_describe_configs_synonym(w, v, m):
+    flex = v >= 4
+    x = m.get('name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.str_(m.get('value', ""), flex)
+    w.i8(m.get('source', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_configs_synonym(r, v):
+    flex = v >= 4
+    m = _init_describe_configs_synonym()
+    m['name'] = r.str_(flex)
+    m['value'] = r.str_(flex)
+    m['source'] = r.i8()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_incremental_alter_configs_request():
+    return Msg(
+        resources=[],
+        validate_only=False,
+    )
+
+
+def _enc_incremental_alter_configs_request(w, v, m):
+    flex = v >= 1
+    xs = m.get('resources', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_alter_configs_resource(w, v, x)
+    w.boolean(m.get('validate_only', False))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_incremental_alter_configs_request(r, v):
+    flex = v >= 1
+    m = _init_incremental_alter_configs_request()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array resources")
+    m['resources'] = None if n < 0 else [
+            _dec_alter_configs_resource(r, v) for _ in range(n)]
+    m['validate_only'] = r.boolean()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_alter_configs_resource():
+    return Msg(
+        resource_type=0,
+        resource_name="",
+        configs=[],
+    )
+
+
+def _enc_alter_configs_resource(w, v, m):
+    flex = v >= 1
+    w.i8(m.get('resource_type', 0))
+    x = m.get('resource_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    xs = m.get('configs', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_alterable_config(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_alter_configs_resource(r, v):
+    flex = v >= 1
+    m = _init_alter_configs_resource()
+    m['resource_type'] = r.i8()
+    m['resource_name'] = r.str_(flex)
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array configs")
+    m['configs'] = None if n < 0 else [
+            _dec_alterable_config(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_alterable_config():
+    return Msg(
+        name="",
+        config_operation=0,
+        value="",
+    )
+
+
+def _enc_alterable_config(w, v, m):
+    flex = v >= 1
+    x = m.get('name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('config_operation', 0))
+    w.str_(m.get('value', ""), flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_alterable_config(r, v):
+    flex = v >= 1
+    m = _init_alterable_config()
+    m['name'] = r.str_(flex)
+    m['config_operation'] = r.i8()
+    m['value'] = r.str_(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_incremental_alter_configs_response():
+    return Msg(
+        throttle_time_ms=0,
+        responses=[],
+    )
+
+
+def _enc_incremental_alter_configs_response(w, v, m):
+    flex = v >= 1
+    w.i32(m.get('throttle_time_ms', 0))
+    xs = m.get('responses', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_alter_configs_resource_response(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_incremental_alter_configs_response(r, v):
+    flex = v >= 1
+    m = _init_incremental_alter_configs_response()
+    m['throttle_time_ms'] = r.i32()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array responses")
+    m['responses'] = None if n < 0 else [
+            _dec_alter_configs_resource_response(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_alter_configs_resource_response():
+    return Msg(
+        error_code=0,
+        error_message=None,
+        resource_type=0,
+        resource_name="",
+    )
+
+
+def _enc_alter_configs_resource_response(w, v, m):
+    flex = v >= 1
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    w.i8(m.get('resource_type', 0))
+    x = m.get('resource_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_alter_configs_resource_response(r, v):
+    flex = v >= 1
+    m = _init_alter_configs_resource_response()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    m['resource_type'] = r.i8()
+    m['resource_name'] = r.str_(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_list_config_resources_request():
+    return Msg(
+        resource_types=[],
+    )
+
+
+def _enc_list_config_resources_request(w, v, m):
+    flex = True
+    if v >= 1:
+        xs = m.get('resource_types', [])
+        if xs is None:
+            xs = []
+        w.array_len(-1 if xs is None else len(xs), flex)
+        for x in xs or ():
+            w.i8(x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_list_config_resources_request(r, v):
+    flex = True
+    m = _init_list_config_resources_request()
+    if v >= 1:
+        n = r.array_len(flex)
+        if n < 0:
+            raise r.error("null array resource_types")
+        m['resource_types'] = None if n < 0 else [
+                r.i8() for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_list_config_resources_response():
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        config_resources=[],
+    )
+
+
+def _enc_list_config_resources_response(w, v, m):
+    flex = True
+    w.i32(m.get('throttle_time_ms', 0))
+    w.i16(m.get('error_code', 0))
+    xs = m.get('config_resources', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_config_resource(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_list_config_resources_response(r, v):
+    flex = True
+    m = _init_list_config_resources_response()
+    m['throttle_time_ms'] = r.i32()
+    m['error_code'] = r.i16()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array config_resources")
+    m['config_resources'] = None if n < 0 else [
+            _dec_config_resource(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_config_resource():
+    return Msg(
+        resource_name="",
+        resource_type=16,
+    )
+
+
+def _enc_config_resource(w, v, m):
+    flex = True
+    x = m.get('resource_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    if v >= 1:
+        w.i8(m.get('resource_type', 16))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_config_resource(r, v):
+    flex = True
+    m = _init_config_resource()
+    m['resource_name'] = r.str_(flex)
+    if v >= 1:
+        m['resource_type'] = r.i8()
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -6313,6 +6862,96 @@ def decode_delete_groups_response(version, data):
     _check_version('DeleteGroupsResponse', version, 0, 2)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_delete_groups_response(r, version)
+
+
+def encode_describe_configs_request(version, m=None, **fields):
+    """DescribeConfigsRequest v1-4 (flexible 4+): the body."""
+    _check_version('DescribeConfigsRequest', version, 1, 4)
+    w = Writer()
+    _enc_describe_configs_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_configs_request(version, data):
+    """DescribeConfigsRequest v1-4 from bytes or a Reader: a Msg."""
+    _check_version('DescribeConfigsRequest', version, 1, 4)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_configs_request(r, version)
+
+
+def encode_describe_configs_response(version, m=None, **fields):
+    """DescribeConfigsResponse v1-4 (flexible 4+): the body."""
+    _check_version('DescribeConfigsResponse', version, 1, 4)
+    w = Writer()
+    _enc_describe_configs_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_configs_response(version, data):
+    """DescribeConfigsResponse v1-4 from bytes or a Reader: a Msg."""
+    _check_version('DescribeConfigsResponse', version, 1, 4)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_configs_response(r, version)
+
+
+def encode_incremental_alter_configs_request(version, m=None, **fields):
+    """IncrementalAlterConfigsRequest v0-1 (flexible 1+): the body."""
+    _check_version('IncrementalAlterConfigsRequest', version, 0, 1)
+    w = Writer()
+    _enc_incremental_alter_configs_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_incremental_alter_configs_request(version, data):
+    """IncrementalAlterConfigsRequest v0-1 from bytes or a Reader: a Msg."""
+    _check_version('IncrementalAlterConfigsRequest', version, 0, 1)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_incremental_alter_configs_request(r, version)
+
+
+def encode_incremental_alter_configs_response(version, m=None, **fields):
+    """IncrementalAlterConfigsResponse v0-1 (flexible 1+): the body."""
+    _check_version('IncrementalAlterConfigsResponse', version, 0, 1)
+    w = Writer()
+    _enc_incremental_alter_configs_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_incremental_alter_configs_response(version, data):
+    """IncrementalAlterConfigsResponse v0-1 from bytes or a Reader: a Msg."""
+    _check_version('IncrementalAlterConfigsResponse', version, 0, 1)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_incremental_alter_configs_response(r, version)
+
+
+def encode_list_config_resources_request(version, m=None, **fields):
+    """ListConfigResourcesRequest v0-1 (flexible 0+): the body."""
+    _check_version('ListConfigResourcesRequest', version, 0, 1)
+    w = Writer()
+    _enc_list_config_resources_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_list_config_resources_request(version, data):
+    """ListConfigResourcesRequest v0-1 from bytes or a Reader: a Msg."""
+    _check_version('ListConfigResourcesRequest', version, 0, 1)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_list_config_resources_request(r, version)
+
+
+def encode_list_config_resources_response(version, m=None, **fields):
+    """ListConfigResourcesResponse v0-1 (flexible 0+): the body."""
+    _check_version('ListConfigResourcesResponse', version, 0, 1)
+    w = Writer()
+    _enc_list_config_resources_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_list_config_resources_response(version, data):
+    """ListConfigResourcesResponse v0-1 from bytes or a Reader: a Msg."""
+    _check_version('ListConfigResourcesResponse', version, 0, 1)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_list_config_resources_response(r, version)
 
 
 def encode_consumer_group_heartbeat_request(version, m=None, **fields):

@@ -57,6 +57,20 @@ static void fill_described_group_member(kc_described_group_member_t *m, kc_arena
 static void fill_delete_groups_request(kc_delete_groups_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_delete_groups_response(kc_delete_groups_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_deletable_group_result(kc_deletable_group_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_configs_request(kc_describe_configs_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_configs_resource(kc_describe_configs_resource_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_configs_response(kc_describe_configs_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_configs_result(kc_describe_configs_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_configs_resource_result(kc_describe_configs_resource_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_configs_synonym(kc_describe_configs_synonym_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_incremental_alter_configs_request(kc_incremental_alter_configs_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_alter_configs_resource(kc_alter_configs_resource_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_alterable_config(kc_alterable_config_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_incremental_alter_configs_response(kc_incremental_alter_configs_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_alter_configs_resource_response(kc_alter_configs_resource_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_list_config_resources_request(kc_list_config_resources_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_list_config_resources_response(kc_list_config_resources_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_config_resource(kc_config_resource_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_consumer_group_heartbeat_request(kc_consumer_group_heartbeat_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_consumer_group_heartbeat_topic_partitions(kc_consumer_group_heartbeat_topic_partitions_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_consumer_group_heartbeat_response(kc_consumer_group_heartbeat_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
@@ -386,6 +400,279 @@ static void fill_deletable_group_result(kc_deletable_group_result_t *m, kc_arena
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
         kc_fill_error_fields++;
+    }
+}
+
+static void fill_describe_configs_request(kc_describe_configs_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->resources.n = n_;
+        m->resources.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_configs_resource_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_configs_resource(&m->resources.v[i_], a, v, s);
+    }
+    if (1) {
+        m->include_synonyms = (next_(s) & 1) != 0;
+    }
+    if (v >= 3) {
+        m->include_documentation = (next_(s) & 1) != 0;
+    }
+}
+
+static void fill_describe_configs_resource(kc_describe_configs_resource_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->resource_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name = str_(a, s, 0);
+    }
+    if (1) {
+        int32_t n_ = count_(s, (1));
+        m->configuration_keys.n = n_;
+        m->configuration_keys.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_str_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            m->configuration_keys.v[i_] = str_(a, s, 0);
+    }
+}
+
+static void fill_describe_configs_response(kc_describe_configs_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->results.n = n_;
+        m->results.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_configs_result_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_configs_result(&m->results.v[i_], a, v, s);
+    }
+}
+
+static void fill_describe_configs_result(kc_describe_configs_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+    if (1) {
+        m->resource_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name = str_(a, s, 0);
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->configs.n = n_;
+        m->configs.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_configs_resource_result_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_configs_resource_result(&m->configs.v[i_], a, v, s);
+    }
+}
+
+static void fill_describe_configs_resource_result(kc_describe_configs_resource_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->name = str_(a, s, 0);
+    }
+    if (1) {
+        m->value = str_(a, s, (1));
+    }
+    if (1) {
+        m->read_only = (next_(s) & 1) != 0;
+    }
+    if (1) {
+        m->config_source = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->is_sensitive = (next_(s) & 1) != 0;
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->synonyms.n = n_;
+        m->synonyms.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_configs_synonym_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_configs_synonym(&m->synonyms.v[i_], a, v, s);
+    }
+    if (v >= 3) {
+        m->config_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (v >= 3) {
+        m->documentation = str_(a, s, (1));
+    }
+}
+
+static void fill_describe_configs_synonym(kc_describe_configs_synonym_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->name = str_(a, s, 0);
+    }
+    if (1) {
+        m->value = str_(a, s, (1));
+    }
+    if (1) {
+        m->source = (int8_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_incremental_alter_configs_request(kc_incremental_alter_configs_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->resources.n = n_;
+        m->resources.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_alter_configs_resource_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_alter_configs_resource(&m->resources.v[i_], a, v, s);
+    }
+    if (1) {
+        m->validate_only = (next_(s) & 1) != 0;
+    }
+}
+
+static void fill_alter_configs_resource(kc_alter_configs_resource_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->resource_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name = str_(a, s, 0);
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->configs.n = n_;
+        m->configs.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_alterable_config_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_alterable_config(&m->configs.v[i_], a, v, s);
+    }
+}
+
+static void fill_alterable_config(kc_alterable_config_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->name = str_(a, s, 0);
+    }
+    if (1) {
+        m->config_operation = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->value = str_(a, s, (1));
+    }
+}
+
+static void fill_incremental_alter_configs_response(kc_incremental_alter_configs_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->responses.n = n_;
+        m->responses.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_alter_configs_resource_response_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_alter_configs_resource_response(&m->responses.v[i_], a, v, s);
+    }
+}
+
+static void fill_alter_configs_resource_response(kc_alter_configs_resource_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+    if (1) {
+        m->resource_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name = str_(a, s, 0);
+    }
+}
+
+static void fill_list_config_resources_request(kc_list_config_resources_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (v >= 1) {
+        int32_t n_ = count_(s, 0);
+        m->resource_types.n = n_;
+        m->resource_types.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(int8_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            m->resource_types.v[i_] = (int8_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_list_config_resources_response(kc_list_config_resources_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->config_resources.n = n_;
+        m->config_resources.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_config_resource_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_config_resource(&m->config_resources.v[i_], a, v, s);
+    }
+}
+
+static void fill_config_resource(kc_config_resource_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->resource_name = str_(a, s, 0);
+    }
+    if (v >= 1) {
+        m->resource_type = (int8_t)(next_(s) - (1u << 22));
     }
 }
 
@@ -3164,6 +3451,30 @@ void kc_fill_sample(const kc_codec_t *c, void *m, kc_arena_t *a, int16_t v, uint
     }
     if (strcmp(c->name, "DeleteGroupsResponse") == 0) {
         fill_delete_groups_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DescribeConfigsRequest") == 0) {
+        fill_describe_configs_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DescribeConfigsResponse") == 0) {
+        fill_describe_configs_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "IncrementalAlterConfigsRequest") == 0) {
+        fill_incremental_alter_configs_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "IncrementalAlterConfigsResponse") == 0) {
+        fill_incremental_alter_configs_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "ListConfigResourcesRequest") == 0) {
+        fill_list_config_resources_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "ListConfigResourcesResponse") == 0) {
+        fill_list_config_resources_response(m, a, v, &s);
         return;
     }
     if (strcmp(c->name, "ConsumerGroupHeartbeatRequest") == 0) {

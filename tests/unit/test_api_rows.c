@@ -284,6 +284,15 @@ static uint32_t old_walk(int16_t key, int16_t version, const void *resp)
     case KC_API_CONSUMER_GROUP_DESCRIBE:
         COUNT_EACH(key, ((const kc_consumer_group_describe_response_t *)resp)->groups);
         break;
+    case KC_API_DESCRIBE_CONFIGS:
+        COUNT_EACH(key, ((const kc_describe_configs_response_t *)resp)->results);
+        break;
+    case KC_API_INCREMENTAL_ALTER_CONFIGS:
+        COUNT_EACH(key, ((const kc_incremental_alter_configs_response_t *)resp)->responses);
+        break;
+    case KC_API_LIST_CONFIG_RESOURCES:
+        kc_obs_error(key, ((const kc_list_config_resources_response_t *)resp)->error_code);
+        break;
     default:
         break;
     }

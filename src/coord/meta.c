@@ -1,0 +1,254 @@
+/* meta.c - the daemon's own metadata partition, __kcoord_metadata-0: records that belong to no
+ * group (group configs now; ACL bindings and SCRAM credentials next), durable across restarts.
+ *
+ * Kafka keeps such state in its KRaft metadata log (ConfigRecord, AccessControlEntryRecord...).
+ * kcoord has no KRaft log, so it keeps one log partition of its own beside the
+ * __consumer_offsets-N directories, written with the same segmented log and Kafka record
+ * batches (docs/log-format.md, "The metadata partition"). Tools that walk the data directory
+ * look for __consumer_offsets-N only, so they pass it by.
+ *
+ * Records are key/value pairs whose key starts with an int16 record type (KRaft's
+ * MetadataRecordType numbers: ConfigRecord is 4) and whose value is null for a removal, so
+ * the log compacts as a __consumer_offsets partition does: the newest record per key wins.
+ * The live records (newest per key, removals dropped) are kept in memory in the order of their
+ * last write; a room replays those of its record types at start (kc_meta_each) and appends
+ * changes (kc_meta_append), which are durable when the call returns.
+ *
+ * The partition is small (a few records per group with configs, per ACL binding, per user), so
+ * it is opened and replayed on the loop thread in kc_coord_new, before anything is served, and
+ * an append writes (and, with log.flush.policy=always, fsyncs) on the loop thread too: an admin
+ * change costs the loop one fsync. The live records are kept in an array searched linearly.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "coord/coord_int.h"
+#include "log/log.h"
+#include "proto/errors.h"
+#include "util/diag.h"
+
+typedef struct live_s {
+    uint8_t *key;
+    size_t key_len;
+    uint8_t *value;
+    size_t value_len;
+} live_t;
+
+struct kc_meta_s {
+    kc_plog_t *log; /* NULL when it could not be opened: appends fail */
+    int flush_policy;
+    live_t *v;
+    size_t n, cap;
+    bool unsynced; /* written, not fsynced (policies interval and never) */
+};
+
+static int64_t wall_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static int16_t rec_type(const uint8_t *key, size_t key_len)
+{
+    return key_len >= 2 ? (int16_t)((key[0] << 8) | key[1]) : -1;
+}
+
+static live_t *find(kc_meta_t *m, const uint8_t *key, size_t key_len)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->v[i].key_len == key_len && memcmp(m->v[i].key, key, key_len) == 0)
+            return &m->v[i];
+    return NULL;
+}
+
+/* Apply one record to the live set: the newest value per key, moved to the end (the order of
+ * last writes), or removed by a null value. 0, or -1 when out of memory (nothing changed). */
+static int apply(kc_meta_t *m, const uint8_t *key, size_t key_len, const uint8_t *value,
+                 size_t value_len)
+{
+    live_t *old = find(m, key, key_len);
+    if (value == NULL) {
+        if (old) {
+            free(old->key);
+            free(old->value);
+            memmove(old, old + 1, (size_t)(m->v + m->n - (old + 1)) * sizeof(*old));
+            m->n--;
+        }
+        return 0;
+    }
+    live_t e = {malloc(key_len ? key_len : 1), key_len, malloc(value_len ? value_len : 1),
+                value_len};
+    if (!e.key || !e.value) {
+        free(e.key);
+        free(e.value);
+        return -1;
+    }
+    if (!old && m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        live_t *v = realloc(m->v, cap * sizeof(*v));
+        if (!v) {
+            free(e.key);
+            free(e.value);
+            return -1;
+        }
+        m->v = v;
+        m->cap = cap;
+    }
+    memcpy(e.key, key, key_len);
+    memcpy(e.value, value, value_len);
+    if (old) {
+        free(old->key);
+        free(old->value);
+        memmove(old, old + 1, (size_t)(m->v + m->n - (old + 1)) * sizeof(*old));
+        m->n--;
+    }
+    m->v[m->n++] = e;
+    return 0;
+}
+
+static int replay_one(void *arg, const kc_log_record_t *rec)
+{
+    kc_meta_t *m = arg;
+    if (rec->key == NULL || rec->key_len < 2)
+        return 0; /* not a metadata record: skipped, as the offsets loader skips them */
+    return apply(m, rec->key, rec->key_len, rec->value, rec->value_len) == 0 ? 0 : -ENOMEM;
+}
+
+kc_meta_t *kc_meta_open(const kc_conf_t *conf, const struct kc_log_io_s *io, bool clean_start)
+{
+    kc_meta_t *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->flush_policy = conf->log_flush_policy;
+    kc_plog_opts_t opts;
+    kc_plog_opts_init(&opts);
+    opts.topic = KC_META_TOPIC;
+    opts.segment_bytes = conf->offsets_topic_segment_bytes;
+    opts.roll_ms = conf->log_roll_ms;
+    opts.clean_shutdown = clean_start;
+    char err[512] = "";
+    int rc = kc_plog_open(&m->log, io, conf->data_dir, 0, &opts, err, sizeof(err));
+    if (rc == 0)
+        rc = kc_plog_replay(m->log, replay_one, m, NULL);
+    if (rc != 0) {
+        KC_ERROR("coord",
+                 "%s-0 cannot be read (%s): group configs are not served and cannot be changed",
+                 KC_META_TOPIC,
+                 err[0]   ? err
+                 : m->log ? kc_plog_error(m->log)
+                          : kc_log_strerror(rc));
+        kc_plog_close(m->log);
+        m->log = NULL;
+        for (size_t i = 0; i < m->n; i++) {
+            free(m->v[i].key);
+            free(m->v[i].value);
+        }
+        m->n = 0;
+    } else if (m->n > 0) {
+        KC_INFO("coord", "%s-0 loaded: %zu live records", KC_META_TOPIC, m->n);
+    }
+    return m;
+}
+
+bool kc_meta_ok(const kc_meta_t *m)
+{
+    return m && m->log != NULL;
+}
+
+int kc_meta_sync(kc_meta_t *m)
+{
+    if (!m || !m->log || !m->unsynced)
+        return 0;
+    int rc = kc_plog_sync(m->log);
+    if (rc == 0)
+        m->unsynced = false;
+    return rc;
+}
+
+int kc_meta_close(kc_meta_t *m)
+{
+    if (!m)
+        return 0;
+    int rc = kc_meta_sync(m);
+    int rc2 = kc_plog_close(m->log);
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->v[i].key);
+        free(m->v[i].value);
+    }
+    free(m->v);
+    free(m);
+    return rc ? rc : rc2;
+}
+
+int kc_meta_each(kc_coord_t *c, int16_t type, int (*fn)(void *arg, const kc_meta_rec_t *rec),
+                 void *arg)
+{
+    kc_meta_t *m = kc_coord_meta(c);
+    for (size_t i = 0; m && i < m->n; i++) {
+        if (rec_type(m->v[i].key, m->v[i].key_len) != type)
+            continue;
+        kc_meta_rec_t r = {m->v[i].key, m->v[i].key_len, m->v[i].value, m->v[i].value_len};
+        int rc = fn(arg, &r);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+const kc_meta_rec_t *kc_meta_get(kc_coord_t *c, const uint8_t *key, size_t key_len,
+                                 kc_meta_rec_t *out)
+{
+    kc_meta_t *m = kc_coord_meta(c);
+    live_t *e = m ? find(m, key, key_len) : NULL;
+    if (!e)
+        return NULL;
+    *out = (kc_meta_rec_t){e->key, e->key_len, e->value, e->value_len};
+    return out;
+}
+
+int16_t kc_meta_append(kc_coord_t *c, const kc_meta_rec_t *v, size_t n)
+{
+    kc_meta_t *m = kc_coord_meta(c);
+    if (n == 0)
+        return KC_ERR_NONE;
+    if (!kc_meta_ok(m))
+        return KC_ERR_KAFKA_STORAGE_ERROR;
+    kc_log_record_t *recs = calloc(n, sizeof(*recs));
+    if (!recs)
+        return KC_ERR_UNKNOWN_SERVER_ERROR;
+    for (size_t i = 0; i < n; i++)
+        recs[i] = (kc_log_record_t){.timestamp_ms = -1,
+                                    .key = v[i].key,
+                                    .key_len = v[i].key_len,
+                                    .value = v[i].value,
+                                    .value_len = v[i].value_len};
+    int rc = kc_plog_append(m->log, recs, n, wall_ms(), NULL);
+    free(recs);
+    if (rc == 0 && m->flush_policy == KC_CONF_FLUSH_ALWAYS)
+        rc = kc_plog_sync(m->log);
+    else if (rc == 0)
+        m->unsynced = true;
+    if (rc != 0) {
+        /* The log dropped what it could not make durable; memory was not changed. */
+        KC_ERROR_LIMITED("coord", "%s-0: write failed: %s", KC_META_TOPIC,
+                         kc_plog_error(m->log)[0] ? kc_plog_error(m->log) : kc_log_strerror(rc));
+        if (rc == KC_LOG_EGONE) {
+            kc_plog_close(m->log);
+            m->log = NULL;
+        }
+        return KC_ERR_KAFKA_STORAGE_ERROR;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (apply(m, v[i].key, v[i].key_len, v[i].value, v[i].value_len) != 0) {
+            /* Durable but not in memory: memory must equal the log, and only a reload would
+             * bring it back; say so loudly. The next restart reads it. */
+            KC_ERROR("coord", "%s-0: out of memory applying a written record; restart to load it",
+                     KC_META_TOPIC);
+            return KC_ERR_UNKNOWN_SERVER_ERROR;
+        }
+    }
+    return KC_ERR_NONE;
+}
