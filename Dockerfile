@@ -22,7 +22,7 @@
 FROM debian:bookworm-slim AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc g++ libc6-dev make pkg-config \
-        libuv1-dev libzstd-dev libre2-dev \
+        libuv1-dev libzstd-dev libre2-dev libssl-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
@@ -32,7 +32,7 @@ RUN make -j"$(nproc)" BUILD=/tmp/build /tmp/build/kcoord \
 
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libuv1 libzstd1 libre2-9 \
+    && apt-get install -y --no-install-recommends libuv1 libzstd1 libre2-9 libssl3 \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb \
     && groupadd --gid 10001 kcoord \
     && useradd --uid 10001 --gid kcoord --home-dir /var/lib/kcoord \
