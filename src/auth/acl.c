@@ -51,7 +51,10 @@ char *kc_auth__fmt(const char *fmt, ...)
     return s;
 }
 
-static bool str_is(kc_str_t s, const char *c) { return kc_str_eq_c(s, c); }
+static bool str_is(kc_str_t s, const char *c)
+{
+    return kc_str_eq_c(s, c);
+}
 
 void kc_auth_result_clear(kc_auth_result_t *r)
 {
@@ -126,8 +129,8 @@ int kc_principal_copy(const kc_principal_t *p, kc_principal_t *out)
         memset(out, 0, sizeof(*out));
         return KC_AUTH_OK;
     }
-    return principal_make(p->text, p->type_len, p->text + p->type_len + 1,
-                          p->len - p->type_len - 1, out);
+    return principal_make(p->text, p->type_len, p->text + p->type_len + 1, p->len - p->type_len - 1,
+                          out);
 }
 
 void kc_principal_free(kc_principal_t *p)
@@ -158,8 +161,9 @@ bool kc_principal_eq(const kc_principal_t *a, const kc_principal_t *b)
 
 const char *kc_auth_resource_type_name(int8_t c)
 {
-    static const char *const n[] = {"UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER",
-                                    "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER"};
+    static const char *const n[] = {
+        "UNKNOWN",          "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID",
+        "DELEGATION_TOKEN", "USER"};
     return c >= 0 && c <= KC_RES_USER ? n[c] : "UNKNOWN";
 }
 
@@ -171,11 +175,21 @@ const char *kc_auth_pattern_type_name(int8_t c)
 
 const char *kc_auth_operation_name(int8_t c)
 {
-    static const char *const n[] = {"UNKNOWN",          "ANY",           "ALL",
-                                    "READ",             "WRITE",         "CREATE",
-                                    "DELETE",           "ALTER",         "DESCRIBE",
-                                    "CLUSTER_ACTION",   "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
-                                    "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS"};
+    static const char *const n[] = {"UNKNOWN",
+                                    "ANY",
+                                    "ALL",
+                                    "READ",
+                                    "WRITE",
+                                    "CREATE",
+                                    "DELETE",
+                                    "ALTER",
+                                    "DESCRIBE",
+                                    "CLUSTER_ACTION",
+                                    "DESCRIBE_CONFIGS",
+                                    "ALTER_CONFIGS",
+                                    "IDEMPOTENT_WRITE",
+                                    "CREATE_TOKENS",
+                                    "DESCRIBE_TOKENS"};
     return c >= 0 && c <= KC_OP_DESCRIBE_TOKENS ? n[c] : "UNKNOWN";
 }
 
@@ -186,10 +200,22 @@ const char *kc_auth_permission_name(int8_t c)
 }
 
 /* Kafka's fromCode: a code it does not know is UNKNOWN. */
-static int8_t res_norm(int8_t c) { return c >= 0 && c <= KC_RES_USER ? c : KC_RES_UNKNOWN; }
-static int8_t pat_norm(int8_t c) { return c >= 0 && c <= KC_PAT_PREFIXED ? c : KC_PAT_UNKNOWN; }
-static int8_t op_norm(int8_t c) { return c >= 0 && c <= KC_OP_DESCRIBE_TOKENS ? c : KC_OP_UNKNOWN; }
-static int8_t perm_norm(int8_t c) { return c >= 0 && c <= KC_PERM_ALLOW ? c : KC_PERM_UNKNOWN; }
+static int8_t res_norm(int8_t c)
+{
+    return c >= 0 && c <= KC_RES_USER ? c : KC_RES_UNKNOWN;
+}
+static int8_t pat_norm(int8_t c)
+{
+    return c >= 0 && c <= KC_PAT_PREFIXED ? c : KC_PAT_UNKNOWN;
+}
+static int8_t op_norm(int8_t c)
+{
+    return c >= 0 && c <= KC_OP_DESCRIBE_TOKENS ? c : KC_OP_UNKNOWN;
+}
+static int8_t perm_norm(int8_t c)
+{
+    return c >= 0 && c <= KC_PERM_ALLOW ? c : KC_PERM_UNKNOWN;
+}
 
 /* ---- Hosts and CIDRs ----------------------------------------------------------------------- */
 
@@ -427,7 +453,10 @@ int kc_auth__acl_put(kc_auth_t *a, acl_t *acl)
     return KC_AUTH_OK;
 }
 
-size_t kc_auth_acl_count(const kc_auth_t *a) { return a->n_acls; }
+size_t kc_auth_acl_count(const kc_auth_t *a)
+{
+    return a->n_acls;
+}
 
 /* ---- The state ----------------------------------------------------------------------------- */
 
@@ -686,11 +715,13 @@ static void validate_new(const kc_acl_binding_t *b, kc_auth_result_t *r)
     const int16_t bad = KC_ERR_INVALID_REQUEST;
     result_static(r, 0, NULL);
     if (rt == KC_RES_CLUSTER && !str_is(b->resource_name, KC_AUTH_CLUSTER_NAME))
-        result_static(r, bad, "The only valid name for the CLUSTER resource is " KC_AUTH_CLUSTER_NAME);
+        result_static(r, bad,
+                      "The only valid name for the CLUSTER resource is " KC_AUTH_CLUSTER_NAME);
     else if (b->resource_name.len <= 0)
         result_static(r, bad, "Invalid empty resource name");
     else if (rt == KC_RES_UNKNOWN || rt == KC_RES_ANY)
-        result_owned(r, bad, kc_auth__fmt("Invalid resourceType %s", kc_auth_resource_type_name(rt)));
+        result_owned(r, bad,
+                     kc_auth__fmt("Invalid resourceType %s", kc_auth_resource_type_name(rt)));
     else if (pt != KC_PAT_LITERAL && pt != KC_PAT_PREFIXED)
         result_owned(r, bad, kc_auth__fmt("Invalid patternType %s", kc_auth_pattern_type_name(pt)));
     else if (op == KC_OP_UNKNOWN || op == KC_OP_ANY)
@@ -707,7 +738,8 @@ static void validate_new(const kc_acl_binding_t *b, kc_auth_result_t *r)
                          kc_auth__fmt("Invalid CIDR notation for host pattern '%.*s'",
                                       (int)b->host.len, b->host.p));
     }
-    if (r->error == 0 && (b->principal.len <= 0 || !memchr(b->principal.p, ':', (size_t)b->principal.len)))
+    if (r->error == 0 &&
+        (b->principal.len <= 0 || !memchr(b->principal.p, ':', (size_t)b->principal.len)))
         result_owned(r, bad,
                      kc_auth__fmt("expected a string in format principalType:principalName but "
                                   "got %.*s",

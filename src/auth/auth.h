@@ -62,8 +62,8 @@ kc_auth_rand_t kc_auth_rand_default(void);
 
 /* A record to make durable: key and value bytes valid during the call only. value == NULL is
  * a tombstone (a removal). Returns 0, or -1 to stop (the operation then fails with ENOMEM). */
-typedef int (*kc_auth_emit_fn)(void *arg, const uint8_t *key, size_t key_len,
-                               const uint8_t *value, size_t value_len);
+typedef int (*kc_auth_emit_fn)(void *arg, const uint8_t *key, size_t key_len, const uint8_t *value,
+                               size_t value_len);
 
 #define KC_AUTH_REC_SCRAM 11
 #define KC_AUTH_REC_ACL   18
@@ -229,8 +229,8 @@ size_t kc_auth_acl_count(const kc_auth_t *a);
  * one owned by the result; NULL when none). */
 typedef struct kc_auth_result_s {
     int16_t error;
-    char *message;   /* free with kc_auth_result_clear */
-    bool owned;      /* message is malloc'd */
+    char *message; /* free with kc_auth_result_clear */
+    bool owned;    /* message is malloc'd */
 } kc_auth_result_t;
 void kc_auth_result_clear(kc_auth_result_t *r);
 
@@ -425,8 +425,7 @@ void kc_sasl_server_free(kc_sasl_server_t *s);
  * bad credentials) carries Kafka's message; any other carries Kafka's generic "Authentication
  * failed during authentication due to invalid credentials with SASL mechanism <M>". A step
  * after DONE or FAILED fails with ILLEGAL_SASL_STATE. */
-int kc_sasl_server_step(kc_sasl_server_t *s, const uint8_t *in, size_t in_len,
-                        kc_sasl_step_t *out);
+int kc_sasl_server_step(kc_sasl_server_t *s, const uint8_t *in, size_t in_len, kc_sasl_step_t *out);
 /* After DONE: User:<authorization id>. NULL before. Owned by the server. */
 const kc_principal_t *kc_sasl_server_principal(const kc_sasl_server_t *s);
 int kc_sasl_server_mech(const kc_sasl_server_t *s);

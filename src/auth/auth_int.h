@@ -75,7 +75,6 @@ int kc_auth__emit_acl_binding(kc_uuid_t id, const kc_acl_binding_t *b, kc_auth_e
 int kc_auth__emit_acl_tombstone(kc_uuid_t id, kc_auth_emit_fn emit, void *arg);
 int kc_auth__emit_scram(kc_str_t user, int8_t mechanism, const kc_scram_cred_t *c,
                         kc_auth_emit_fn emit, void *arg);
-int kc_auth__emit_scram_tombstone(kc_str_t user, int8_t mechanism, kc_auth_emit_fn emit,
-                                  void *arg);
+int kc_auth__emit_scram_tombstone(kc_str_t user, int8_t mechanism, kc_auth_emit_fn emit, void *arg);
 
 #endif

@@ -16,9 +16,8 @@ static int emit_writers(kc_writer_t *k, kc_writer_t *v, bool tombstone, kc_auth_
 {
     int rc = -1;
     if (!k->err && (tombstone || !v->err))
-        rc = emit(arg, k->buf, k->len, tombstone ? NULL : v->buf, tombstone ? 0 : v->len) == 0
-                 ? 0
-                 : -1;
+        rc = emit(arg, k->buf, k->len, tombstone ? NULL : v->buf, tombstone ? 0 : v->len) == 0 ? 0
+                                                                                               : -1;
     kc_wr_free(k);
     kc_wr_free(v);
     return rc;
@@ -86,8 +85,7 @@ int kc_auth__emit_scram(kc_str_t user, int8_t mechanism, const kc_scram_cred_t *
     return emit_writers(&k, &v, false, emit, arg);
 }
 
-int kc_auth__emit_scram_tombstone(kc_str_t user, int8_t mechanism, kc_auth_emit_fn emit,
-                                  void *arg)
+int kc_auth__emit_scram_tombstone(kc_str_t user, int8_t mechanism, kc_auth_emit_fn emit, void *arg)
 {
     kc_writer_t k, v;
     kc_wr_init(&k);

@@ -62,14 +62,17 @@ static int rand_openssl(void *arg, uint8_t *buf, size_t n)
     return RAND_bytes(buf, (int)n) == 1 ? 0 : -1;
 }
 
-kc_auth_rand_t kc_auth_rand_default(void) { return (kc_auth_rand_t){rand_openssl, NULL}; }
+kc_auth_rand_t kc_auth_rand_default(void)
+{
+    return (kc_auth_rand_t){rand_openssl, NULL};
+}
 
 /* ---- Base64, strictly as Kafka's BASE64 pattern -------------------------------------------- */
 
 static bool b64_char(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '+' || c == '/';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '/';
 }
 
 /* (?:[b64]{4})*(?:[b64]{3}=|[b64]{2}==)? ; decodes into out (cap bytes). -1 when malformed or
@@ -174,7 +177,10 @@ const kc_principal_t *kc_sasl_server_principal(const kc_sasl_server_t *s)
     return s->state == ST_DONE ? &s->principal : NULL;
 }
 
-int kc_sasl_server_mech(const kc_sasl_server_t *s) { return s->mech; }
+int kc_sasl_server_mech(const kc_sasl_server_t *s)
+{
+    return s->mech;
+}
 
 /* Fail with the generic message (a SaslException in Kafka: the client learns nothing). */
 static int fail_generic(kc_sasl_server_t *s, kc_sasl_step_t *o, const char *reason)
@@ -184,8 +190,8 @@ static int fail_generic(kc_sasl_server_t *s, kc_sasl_step_t *o, const char *reas
     snprintf(s->message, sizeof(s->message),
              "Authentication failed during %s due to invalid credentials with SASL mechanism %s",
              s->reauth ? "re-authentication" : "authentication", MECH_NAMES[s->mech]);
-    *o = (kc_sasl_step_t){KC_SASL_FAILED, NULL, 0, KC_ERR_SASL_AUTHENTICATION_FAILED, s->message,
-                          reason};
+    *o = (kc_sasl_step_t){KC_SASL_FAILED, NULL,  0, KC_ERR_SASL_AUTHENTICATION_FAILED,
+                          s->message,     reason};
     return KC_SASL_FAILED;
 }
 
@@ -229,8 +235,8 @@ static int plain_step(kc_sasl_server_t *s, const uint8_t *in, size_t n, kc_sasl_
         return fail_generic(s, o, "Authentication failed: username not specified");
     if (f[2].len == 0)
         return fail_generic(s, o, "Authentication failed: password not specified");
-    kc_str_t want = s->creds->plain_password ? s->creds->plain_password(s->creds->arg, f[1])
-                                             : KC_STR_NULL;
+    kc_str_t want =
+        s->creds->plain_password ? s->creds->plain_password(s->creds->arg, f[1]) : KC_STR_NULL;
     /* Compare in constant time over the given password's length, known user or not. */
     bool ok = want.len == f[2].len;
     const char *cmp = ok ? want.p : f[2].p;
@@ -248,7 +254,7 @@ static int plain_step(kc_sasl_server_t *s, const uint8_t *in, size_t n, kc_sasl_
 /* ---- SCRAM message pieces ------------------------------------------------------------------ */
 
 /* [\x01-\x7F] except those in `not`. */
-static bool ascii_not(char c, const char *not)
+static bool ascii_not(char c, const char * not )
 {
     unsigned char u = (unsigned char)c;
     return u >= 0x01 && u <= 0x7f && strchr(not, c) == NULL;
@@ -415,8 +421,7 @@ static bool parse_first(const char *p, size_t n, first_t *m)
         return false;
     m->name = f + 2;
     m->name_len = len - 2;
-    if (!next_field(&c, &f, &len) || !has_prefix(f, len, "r=") ||
-        !printable_ok(f + 2, len - 2))
+    if (!next_field(&c, &f, &len) || !has_prefix(f, len, "r=") || !printable_ok(f + 2, len - 2))
         return false;
     m->nonce = f + 2;
     m->nonce_len = len - 2;
@@ -433,6 +438,14 @@ static bool parse_first(const char *p, size_t n, first_t *m)
     return true;
 }
 
+/* The server's part of the nonce: 30 characters of PRINTABLE (0x21-0x7E but ','), each from one
+ * random byte (b % 93; the bias leaves over 190 bits, Kafka's has 130). 30 is the length of
+ * RFC 7677's example, which the unit test replays byte for byte. */
+#define SNONCE_LEN 30
+static const char NONCE_CHARS[] = "!\"#$%&'()*+-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~";
+_Static_assert(sizeof(NONCE_CHARS) - 1 == 93, "PRINTABLE without ','");
+
 static int scram_first(kc_sasl_server_t *s, const uint8_t *in, size_t n, kc_sasl_step_t *o)
 {
     first_t m;
@@ -442,16 +455,17 @@ static int scram_first(kc_sasl_server_t *s, const uint8_t *in, size_t n, kc_sasl
     if (s->user == NULL)
         return fail_generic(s, o, "out of memory");
     if (m.tokenauth)
-        return fail_generic(s, o, "Token Authentication failed: delegation tokens are not "
-                                  "supported");
+        return fail_generic(s, o,
+                            "Token Authentication failed: delegation tokens are not "
+                            "supported");
     const kc_scram_cred_t *c =
-        s->creds->scram ? s->creds->scram(s->creds->arg, (kc_str_t){s->user, (int32_t)s->user_len},
-                                          s->scram)
-                        : NULL;
+        s->creds->scram
+            ? s->creds->scram(s->creds->arg, (kc_str_t){s->user, (int32_t)s->user_len}, s->scram)
+            : NULL;
     if (c != NULL && c->key_len == kc_scram_key_len(s->scram)) {
         s->cred = *c;
-        s->cred.salt = c->salt_len <= sizeof(s->salt_buf) ? s->salt_buf
-                                                           : (s->salt_heap = malloc(c->salt_len));
+        s->cred.salt =
+            c->salt_len <= sizeof(s->salt_buf) ? s->salt_buf : (s->salt_heap = malloc(c->salt_len));
         if (s->cred.salt == NULL)
             return fail_generic(s, o, "out of memory");
         if (c->salt_len)
@@ -474,16 +488,18 @@ static int scram_first(kc_sasl_server_t *s, const uint8_t *in, size_t n, kc_sasl
     /* client-first-message-bare: "n=<name>,r=<nonce>" plus the extensions. */
     s->first_bare_len = 2 + m.name_len + 3 + m.nonce_len + m.bare_ext_len;
     s->first_bare = malloc(s->first_bare_len + 1);
-    /* Server nonce: 18 random bytes as 24 base64 characters (printable, no ','). */
-    uint8_t rnd[18];
-    char snonce[25];
+    /* Server nonce: SNONCE_LEN printable characters, each picked by one random byte. */
+    uint8_t rnd[SNONCE_LEN];
+    char snonce[SNONCE_LEN + 1];
     if (s->first_bare == NULL || s->rand.fill(s->rand.arg, rnd, sizeof(rnd)) != 0)
         return fail_generic(s, o, "out of memory or no randomness");
-    b64_encode(rnd, sizeof(rnd), snonce);
+    for (size_t i = 0; i < SNONCE_LEN; i++)
+        snonce[i] = NONCE_CHARS[rnd[i] % (sizeof(NONCE_CHARS) - 1)];
+    snonce[SNONCE_LEN] = '\0';
     snprintf(s->first_bare, s->first_bare_len + 1, "n=%.*s,r=%.*s%.*s", (int)m.name_len, m.name,
              (int)m.nonce_len, m.nonce, (int)m.bare_ext_len, m.bare_ext ? m.bare_ext : "");
     size_t salt64 = (s->cred.salt_len + 2) / 3 * 4;
-    size_t cap = 2 + m.nonce_len + 24 + 3 + salt64 + 3 + 12 + 1;
+    size_t cap = 2 + m.nonce_len + SNONCE_LEN + 3 + salt64 + 3 + 12 + 1;
     free(s->out);
     s->out = malloc(cap);
     s->server_first = malloc(cap);
@@ -493,7 +509,7 @@ static int scram_first(kc_sasl_server_t *s, const uint8_t *in, size_t n, kc_sasl
     k += (int)b64_encode(s->cred.salt, s->cred.salt_len, s->server_first + k);
     k += snprintf(s->server_first + k, cap - (size_t)k, ",i=%d", (int)s->cred.iterations);
     s->server_first_len = (size_t)k;
-    s->nonce_len = m.nonce_len + 24;
+    s->nonce_len = m.nonce_len + SNONCE_LEN;
     memcpy(s->out, s->server_first, (size_t)k + 1);
     s->state = ST_FINAL;
     *o = (kc_sasl_step_t){KC_SASL_CONTINUE, (const uint8_t *)s->out, (size_t)k, 0, NULL, NULL};
@@ -515,8 +531,7 @@ static bool parse_final(const char *p, size_t n, const char **nonce, size_t *non
     if (!next_field(&c, &f, &len) || !has_prefix(f, len, "c=") ||
         b64_decode(f + 2, len - 2, cb, sizeof(cb)) < 0)
         return false;
-    if (!next_field(&c, &f, &len) || !has_prefix(f, len, "r=") ||
-        !printable_ok(f + 2, len - 2))
+    if (!next_field(&c, &f, &len) || !has_prefix(f, len, "r=") || !printable_ok(f + 2, len - 2))
         return false;
     *nonce = f + 2;
     *nonce_len = len - 2;
@@ -598,8 +613,8 @@ int kc_sasl_server_step(kc_sasl_server_t *s, const uint8_t *in, size_t in_len, k
     default:
         snprintf(s->message, sizeof(s->message), "Unexpected challenge in Sasl server state %s",
                  s->state == ST_DONE ? "COMPLETE" : "FAILED");
-        *o = (kc_sasl_step_t){KC_SASL_FAILED, NULL, 0, KC_ERR_ILLEGAL_SASL_STATE, s->message,
-                              s->message};
+        *o = (kc_sasl_step_t){KC_SASL_FAILED, NULL,      0, KC_ERR_ILLEGAL_SASL_STATE,
+                              s->message,     s->message};
         return KC_SASL_FAILED;
     }
 }

@@ -306,8 +306,8 @@ int kc_auth_scram_alter(const kc_auth_t *a, const kc_scram_deletion_t *dels, siz
                 int e = kc_auth_scram_record(
                     x->name, x->mechanism, x->salt.p, x->salt.len > 0 ? (size_t)x->salt.len : 0,
                     x->salted_password.p,
-                    x->salted_password.len > 0 ? (size_t)x->salted_password.len : 0,
-                    x->iterations, emit, arg);
+                    x->salted_password.len > 0 ? (size_t)x->salted_password.len : 0, x->iterations,
+                    emit, arg);
                 rc = e == KC_AUTH_OK ? KC_AUTH_OK : KC_AUTH_ENOMEM;
             }
             out[k].user = u[i].name;
@@ -399,8 +399,7 @@ int kc_auth_scram_describe(const kc_auth_t *a, const kc_str_t *users, size_t n_u
                 if (row->n_infos == 0) {
                     row->r.error = KC_ERR_RESOURCE_NOT_FOUND;
                     row->r.message = kc_auth__fmt(
-                        "Attempt to describe a user credential that does not exist: %s",
-                        row->user);
+                        "Attempt to describe a user credential that does not exist: %s", row->user);
                 }
             }
             row->r.owned = row->r.message != NULL;

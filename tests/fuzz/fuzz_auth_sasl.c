@@ -165,7 +165,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int rc = kc_sasl_server_step(s, tok, tl, &o);
         free(tok);
         check_step(s, rc, &o);
-        if (last != KC_SASL_CONTINUE && (rc != KC_SASL_FAILED || o.error != KC_ERR_ILLEGAL_SASL_STATE))
+        if (last != KC_SASL_CONTINUE &&
+            (rc != KC_SASL_FAILED || o.error != KC_ERR_ILLEGAL_SASL_STATE))
             abort();
         if (rc == KC_SASL_CONTINUE && o.out_len > 2 && o.out_len < sizeof(nonce)) {
             const char *c = memchr(o.out, ',', o.out_len);

@@ -56,9 +56,9 @@ static inline void trecs_clear(trecs_t *r)
 static inline void trecs_apply(trecs_t *r, kc_auth_t *a)
 {
     for (size_t i = 0; i < r->n; i++)
-        assert_int_equal(kc_auth_apply(a, r->v[i].key, r->v[i].key_len, r->v[i].value,
-                                       r->v[i].value_len),
-                         KC_AUTH_OK);
+        assert_int_equal(
+            kc_auth_apply(a, r->v[i].key, r->v[i].key_len, r->v[i].value, r->v[i].value_len),
+            KC_AUTH_OK);
     trecs_clear(r);
 }
 
@@ -81,7 +81,10 @@ static inline int script_fill(void *arg, uint8_t *buf, size_t n)
     return 0;
 }
 
-static inline kc_auth_rand_t script_rand(script_t *s) { return (kc_auth_rand_t){script_fill, s}; }
+static inline kc_auth_rand_t script_rand(script_t *s)
+{
+    return (kc_auth_rand_t){script_fill, s};
+}
 
 #define S(lit) KC_STR_LIT(lit)
 

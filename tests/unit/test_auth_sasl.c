@@ -22,7 +22,7 @@
 #include "proto/errors.h"
 
 #define GENERIC_256                                                                                \
-    "Authentication failed during authentication due to invalid credentials with SASL mechanism " \
+    "Authentication failed during authentication due to invalid credentials with SASL mechanism "  \
     "SCRAM-SHA-256"
 
 /* The server's nonce alphabet (sasl.c): a random byte b picks NONCE_CHARS[b % 93]. */
@@ -56,9 +56,9 @@ static void add_user(fx_t *f, const char *user, int8_t mech, const char *passwor
                      const uint8_t *salt, size_t salt_len, int32_t iterations)
 {
     uint8_t sp[64];
-    assert_int_equal(kc_scram_salted_password(mech, kc_str_c(password), salt, salt_len,
-                                              iterations, sp),
-                     KC_AUTH_OK);
+    assert_int_equal(
+        kc_scram_salted_password(mech, kc_str_c(password), salt, salt_len, iterations, sp),
+        KC_AUTH_OK);
     trecs_t recs = {0};
     assert_int_equal(kc_auth_scram_record(kc_str_c(user), mech, salt, salt_len, sp,
                                           kc_scram_key_len(mech), iterations, trecs_emit, &recs),
@@ -115,7 +115,10 @@ static void assert_out(const kc_sasl_step_t *o, const char *want)
 
 /* ---- A SCRAM client from RFC 5802's formulas ----------------------------------------------- */
 
-static const EVP_MD *md(int8_t mech) { return mech == KC_SCRAM_SHA_256 ? EVP_sha256() : EVP_sha512(); }
+static const EVP_MD *md(int8_t mech)
+{
+    return mech == KC_SCRAM_SHA_256 ? EVP_sha256() : EVP_sha512();
+}
 
 /* Build the client-final message for server_first; nonce_prefix is prepended to the nonce
  * (librdkafka < 2.6.1 prepends its own nonce again), nonce_override replaces it. Writes the
@@ -243,9 +246,9 @@ static void test_scram_good_exchanges(void **state)
     assert_int_equal(scram_run(f, KC_SASL_SCRAM_SHA_256, "n,a=alice,n=alice,r=n1", "alice-secret",
                                NULL, NULL, &o, want, NULL),
                      KC_SASL_DONE);
-    assert_int_equal(scram_run(f, KC_SASL_SCRAM_SHA_256, "n,,n=a=2Cb=3Dc,r=n1", "odd", NULL, NULL,
-                               &o, want, &s),
-                     KC_SASL_DONE);
+    assert_int_equal(
+        scram_run(f, KC_SASL_SCRAM_SHA_256, "n,,n=a=2Cb=3Dc,r=n1", "odd", NULL, NULL, &o, want, &s),
+        KC_SASL_DONE);
     assert_string_equal(kc_sasl_server_principal(s)->text, "User:a,b=c");
     kc_sasl_server_free(s);
     assert_int_equal(scram_run(f, KC_SASL_SCRAM_SHA_256, "n,,n=alice,r=n1,ext=1,tokenauth=false",
@@ -274,9 +277,8 @@ static void test_scram_old_librdkafka_nonce(void **state)
     assert_int_equal(o.error, KC_ERR_SASL_AUTHENTICATION_FAILED);
     assert_string_equal(o.message, GENERIC_256);
     assert_string_equal(o.reason, "Invalid client nonce in the final client message.");
-    assert_int_equal(scram_run(f, KC_SASL_SCRAM_SHA_256, "n,,n=alice,r=c",
-                               "alice-secret", NULL, "cAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &o, want,
-                               NULL),
+    assert_int_equal(scram_run(f, KC_SASL_SCRAM_SHA_256, "n,,n=alice,r=c", "alice-secret", NULL,
+                               "cAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &o, want, NULL),
                      KC_SASL_FAILED);
 }
 
@@ -286,9 +288,9 @@ static void test_scram_refusals(void **state)
     kc_sasl_step_t o;
     char want[200];
     /* Wrong password: the final message fails with the generic message. */
-    assert_int_equal(scram_run(f, KC_SASL_SCRAM_SHA_256, "n,,n=alice,r=n1", "wrong", NULL, NULL,
-                               &o, want, NULL),
-                     KC_SASL_FAILED);
+    assert_int_equal(
+        scram_run(f, KC_SASL_SCRAM_SHA_256, "n,,n=alice,r=n1", "wrong", NULL, NULL, &o, want, NULL),
+        KC_SASL_FAILED);
     assert_int_equal(o.error, KC_ERR_SASL_AUTHENTICATION_FAILED);
     assert_string_equal(o.message, GENERIC_256);
     assert_string_equal(o.reason, "Invalid client credentials");
@@ -345,7 +347,8 @@ static void test_scram_unknown_user(void **state)
     assert_string_not_equal(s1, s3);
     assert_non_null(strstr(s1, ",i=4096"));
     uint8_t salt[64];
-    int n = EVP_DecodeBlock(salt, (const unsigned char *)s1 + 3, (int)(strchr(s1 + 1, ',') - s1 - 3));
+    int n =
+        EVP_DecodeBlock(salt, (const unsigned char *)s1 + 3, (int)(strchr(s1 + 1, ',') - s1 - 3));
     assert_int_equal(n - 1, 26); /* 28 characters of base64 with one '=' */
     for (int i = 0; i < 26; i++)
         assert_non_null(strchr("0123456789abcdefghijklmnopqrstuvwxyz", salt[i]));
@@ -388,8 +391,15 @@ static void test_scram_malformed(void **state)
                      KC_SASL_FAILED);
     kc_sasl_server_free(s);
     static const char *const finals[] = {
-        "", "c=biws", "c=biws,r=", "c=bi,r=n1,p=AAAA", "c=biws,p=AAAA", "c=biws,r=n1,p=AAA",
-        "c=biws,r=n1,p=AAAA,", "r=n1,c=biws,p=AAAA", "c=biws,r=n1,e x=1,p=AAAA",
+        "",
+        "c=biws",
+        "c=biws,r=",
+        "c=bi,r=n1,p=AAAA",
+        "c=biws,p=AAAA",
+        "c=biws,r=n1,p=AAA",
+        "c=biws,r=n1,p=AAAA,",
+        "r=n1,c=biws,p=AAAA",
+        "c=biws,r=n1,e x=1,p=AAAA",
     };
     for (size_t i = 0; i < sizeof(finals) / sizeof(finals[0]); i++) {
         s = server(f, KC_SASL_SCRAM_SHA_256);
@@ -457,7 +467,8 @@ static void test_plain(void **state)
     assert_int_equal(plain(f, M(""), &o, who), KC_SASL_FAILED);
 #undef M
     /* Re-authentication changes the wording. */
-    kc_sasl_server_t *s = kc_sasl_server_new(KC_SASL_PLAIN, &f->creds, script_rand(&f->script), true);
+    kc_sasl_server_t *s =
+        kc_sasl_server_new(KC_SASL_PLAIN, &f->creds, script_rand(&f->script), true);
     assert_int_equal(kc_sasl_server_step(s, (const uint8_t *)"", 0, &o), KC_SASL_FAILED);
     assert_string_equal(o.message, "Authentication failed during re-authentication due to "
                                    "invalid credentials with SASL mechanism PLAIN");

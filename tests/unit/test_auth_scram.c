@@ -55,8 +55,8 @@ static void test_stored_keys(void **state)
     const uint8_t salt[16] = {0x5b, 0x6d, 0x99, 0x68, 0x9d, 0x12, 0x35, 0x8e,
                               0xec, 0xa0, 0x4b, 0x14, 0x12, 0x36, 0xfa, 0x81};
     uint8_t sp[32];
-    assert_int_equal(
-        kc_scram_salted_password(KC_SCRAM_SHA_256, S("pencil"), salt, 16, 4096, sp), KC_AUTH_OK);
+    assert_int_equal(kc_scram_salted_password(KC_SCRAM_SHA_256, S("pencil"), salt, 16, 4096, sp),
+                     KC_AUTH_OK);
     trecs_t recs = {0};
     assert_int_equal(kc_auth_scram_record(S("user"), KC_SCRAM_SHA_256, salt, 16, sp, 32, 4096,
                                           trecs_emit, &recs),
@@ -110,8 +110,7 @@ static void alter(kc_auth_t *a, const kc_scram_deletion_t *d, size_t nd,
     trecs_t recs = {0};
     kc_scram_alter_result_t *res;
     size_t n;
-    assert_int_equal(kc_auth_scram_alter(a, d, nd, u, nu, trecs_emit, &recs, &res, &n),
-                     KC_AUTH_OK);
+    assert_int_equal(kc_auth_scram_alter(a, d, nd, u, nu, trecs_emit, &recs, &res, &n), KC_AUTH_OK);
     assert_int_equal(n, nw);
     for (size_t i = 0; i < n; i++) {
         if (!kc_str_eq_c(res[i].user, want[i].user))
@@ -245,8 +244,8 @@ static void test_records(void **state)
     kc_scram_upsertion_t u[] = {UP("alice", 1, 4096), UP("bob", 2, 4096)};
     want_t w[] = {{"alice", 0, NULL}, {"bob", 0, NULL}};
     alter(a, NULL, 0, u, 2, w, 2, 2);
-    kc_acl_binding_t acl = {KC_RES_GROUP,   KC_PAT_LITERAL, KC_OP_READ, KC_PERM_ALLOW,
-                            S("g"),         S("User:alice"), S("*")};
+    kc_acl_binding_t acl = {KC_RES_GROUP, KC_PAT_LITERAL,  KC_OP_READ, KC_PERM_ALLOW,
+                            S("g"),       S("User:alice"), S("*")};
     script_t sc = {NULL, 0, 0, 1};
     trecs_t recs = {0};
     kc_auth_result_t r;
@@ -298,8 +297,8 @@ static void test_records(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_formulas),  cmocka_unit_test(test_stored_keys),
-        cmocka_unit_test(test_alter),     cmocka_unit_test(test_describe),
+        cmocka_unit_test(test_formulas), cmocka_unit_test(test_stored_keys),
+        cmocka_unit_test(test_alter),    cmocka_unit_test(test_describe),
         cmocka_unit_test(test_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
