@@ -221,6 +221,11 @@ static int8_t perm_norm(int8_t c)
 
 const char *kc_auth_host_string(const uint8_t *addr, size_t addr_len, char buf[40])
 {
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (addr_len == 16 && memcmp(addr, mapped, 12) == 0) { /* Java gives an Inet4Address */
+        addr += 12;
+        addr_len = 4;
+    }
     if (addr_len == 4) {
         snprintf(buf, 40, "%u.%u.%u.%u", addr[0], addr[1], addr[2], addr[3]);
     } else if (addr_len == 16) {
@@ -697,12 +702,12 @@ int32_t kc_auth_supported_ops(int8_t t)
 int32_t kc_auth_authorized_ops(const kc_auth_t *a, const kc_principal_t *principal,
                                const char *host, int8_t resource_type, kc_str_t resource_name)
 {
-    int32_t supported = kc_auth_supported_ops(resource_type), out = 0;
-    for (int op = 0; op < 32; op++)
-        if ((supported & ((int32_t)1 << op)) &&
+    uint32_t supported = (uint32_t)kc_auth_supported_ops(resource_type), out = 0;
+    for (int op = 0; op <= KC_OP_DESCRIBE_TOKENS; op++)
+        if ((supported & (1u << op)) &&
             kc_auth_authorize(a, principal, host, (int8_t)op, resource_type, resource_name))
-            out |= (int32_t)1 << op;
-    return out;
+            out |= 1u << op;
+    return (int32_t)out;
 }
 
 /* ---- CreateAcls ---------------------------------------------------------------------------- */

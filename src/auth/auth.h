@@ -216,8 +216,9 @@ int32_t kc_auth_authorized_ops(const kc_auth_t *a, const kc_principal_t *princip
                                const char *host, int8_t resource_type, kc_str_t resource_name);
 
 /* Print an IPv4 (4 bytes) or IPv6 (16 bytes) address as Java's InetAddress.getHostAddress
- * does: dotted quad, or eight lowercase hex groups without zero compression
- * ("0:0:0:0:0:0:0:1"). buf must hold 40 bytes. Returns buf. */
+ * does: dotted quad (also for an IPv4-mapped IPv6 address, which Java makes an Inet4Address),
+ * or eight lowercase hex groups without zero compression ("0:0:0:0:0:0:0:1"). buf must hold
+ * 40 bytes. Returns buf. */
 const char *kc_auth_host_string(const uint8_t *addr, size_t addr_len, char buf[40]);
 
 /* Number of ACLs. */

@@ -108,6 +108,9 @@ static void test_host_string(void **state)
     assert_string_equal(kc_auth_host_string(v6, 16, buf), "0:0:0:0:0:0:0:1");
     const uint8_t v6b[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xab, 0xcd, 0, 0x0f};
     assert_string_equal(kc_auth_host_string(v6b, 16, buf), "2001:db8:0:0:0:0:abcd:f");
+    const uint8_t mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 1, 2};
+    assert_string_equal(kc_auth_host_string(mapped, 16, buf), "192.168.1.2");
+    assert_string_equal(kc_auth_host_string(v4, 3, buf), "");
 }
 
 /* ---- The authorizer's rules, as a table ---------------------------------------------------- */
