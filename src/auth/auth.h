@@ -255,9 +255,11 @@ kc_auth_result_t kc_auth_acl_filter_check(const kc_acl_binding_t *filter);
  * name matches a LITERAL ACL of that name or "*", and a PREFIXED ACL that is a prefix of it. */
 bool kc_auth_acl_filter_matches(const kc_acl_binding_t *filter, const kc_acl_binding_t *b);
 
-/* Visit the ACLs a filter matches, in the index's order (DescribeAcls). The binding's views
- * are valid during the call. Returns what the last call of fn returned if it stopped the walk
- * (non-zero), else 0. The filter must have passed kc_auth_acl_filter_check. */
+/* Visit the ACLs a filter matches, in the index's order (DescribeAcls): the bindings of one
+ * resource pattern (type, name, pattern type) come one after another, so the caller can group
+ * them into DescribeAcls' resources as it goes. The binding's views are valid during the call.
+ * Returns what the last call of fn returned if it stopped the walk (non-zero), else 0. The filter
+ * must have passed kc_auth_acl_filter_check. */
 typedef int (*kc_acl_visit_fn)(void *arg, const kc_acl_binding_t *b);
 int kc_auth_acl_describe(const kc_auth_t *a, const kc_acl_binding_t *filter, kc_acl_visit_fn fn,
                          void *arg);
