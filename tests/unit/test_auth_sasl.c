@@ -260,6 +260,41 @@ static void test_scram_good_exchanges(void **state)
                      KC_SASL_DONE);
 }
 
+/* kafka-configs --add-config 'SCRAM-SHA-512=[iterations=8192,password=...]': the client sends
+ * a salt and the salted password (AlterUserScramCredentials); the user can then log in. */
+static void test_scram_after_alter(void **state)
+{
+    fx_t *f = *state;
+    const uint8_t salt[] = "1f2v3qlbdl7zcvqzl0bl9fxq0";
+    uint8_t sp[64];
+    assert_int_equal(kc_scram_salted_password(KC_SCRAM_SHA_512, S("carol-pw"), salt, 25, 8192, sp),
+                     KC_AUTH_OK);
+    kc_scram_upsertion_t up = {S("carol"), KC_SCRAM_SHA_512, 8192, (kc_bytes_t){salt, 25},
+                               (kc_bytes_t){sp, 64}};
+    trecs_t recs = {0};
+    kc_scram_alter_result_t *res;
+    size_t n;
+    assert_int_equal(kc_auth_scram_alter(f->auth, NULL, 0, &up, 1, trecs_emit, &recs, &res, &n),
+                     KC_AUTH_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(res[0].r.error, 0);
+    kc_auth_scram_alter_free(res, n);
+    kc_sasl_step_t o;
+    char want[200];
+    /* Not before the record is applied. */
+    assert_int_equal(scram_run(f, KC_SASL_SCRAM_SHA_512, "n,,n=carol,r=k1", "carol-pw", NULL, NULL,
+                               &o, want, NULL),
+                     KC_SASL_FAILED);
+    trecs_apply(&recs, f->auth);
+    assert_int_equal(scram_run(f, KC_SASL_SCRAM_SHA_512, "n,,n=carol,r=k1", "carol-pw", NULL, NULL,
+                               &o, want, NULL),
+                     KC_SASL_DONE);
+    assert_out(&o, want);
+    assert_int_equal(scram_run(f, KC_SASL_SCRAM_SHA_256, "n,,n=carol,r=k1", "carol-pw", NULL, NULL,
+                               &o, want, NULL),
+                     KC_SASL_FAILED);
+}
+
 static void test_scram_old_librdkafka_nonce(void **state)
 {
     fx_t *f = *state;
@@ -501,6 +536,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rfc7677_example, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scram_good_exchanges, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scram_after_alter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scram_old_librdkafka_nonce, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scram_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scram_unknown_user, setup, teardown),
