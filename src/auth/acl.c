@@ -483,9 +483,9 @@ int kc_auth_configure(kc_auth_t *a, const kc_auth_conf_t *conf)
         const char *e = strchr(s, ';');
         size_t len = e ? (size_t)(e - s) : strlen(s);
         const char *b = s, *t = s + len;
-        while (b < t && (*b == ' ' || *b == '\t'))
+        while (b < t && (unsigned char)*b <= ' ') /* String.trim */
             b++;
-        while (t > b && (t[-1] == ' ' || t[-1] == '\t'))
+        while (t > b && (unsigned char)t[-1] <= ' ')
             t--;
         if (t > b) {
             char **nl = realloc(list, (n + 1) * sizeof(*nl));

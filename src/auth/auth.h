@@ -167,7 +167,8 @@ typedef struct kc_acl_binding_s {
 typedef struct kc_auth_s kc_auth_t;
 
 typedef struct kc_auth_conf_s {
-    /* super.users: principals separated by ';' (surrounding spaces ignored), NULL = none. */
+    /* super.users: principals separated by ';', each trimmed as Java's String.trim (bytes up
+     * to ' '), NULL = none. */
     const char *super_users;
     /* allow.everyone.if.no.acl.found (Kafka's default: false). */
     bool allow_if_no_acl;
