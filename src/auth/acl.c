@@ -699,6 +699,24 @@ int32_t kc_auth_supported_ops(int8_t t)
 #undef B
 }
 
+int16_t kc_auth_authorization_error(int8_t t)
+{
+    switch (t) {
+    case KC_RES_TOPIC:
+        return KC_ERR_TOPIC_AUTHORIZATION_FAILED;
+    case KC_RES_GROUP:
+        return KC_ERR_GROUP_AUTHORIZATION_FAILED;
+    case KC_RES_CLUSTER:
+        return KC_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    case KC_RES_TRANSACTIONAL_ID:
+        return KC_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    case KC_RES_DELEGATION_TOKEN:
+        return KC_ERR_DELEGATION_TOKEN_AUTHORIZATION_FAILED;
+    default:
+        return KC_ERR_UNKNOWN_SERVER_ERROR;
+    }
+}
+
 int32_t kc_auth_authorized_ops(const kc_auth_t *a, const kc_principal_t *principal,
                                const char *host, int8_t resource_type, kc_str_t resource_name)
 {

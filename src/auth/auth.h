@@ -216,6 +216,11 @@ int32_t kc_auth_supported_ops(int8_t resource_type);
 int32_t kc_auth_authorized_ops(const kc_auth_t *a, const kc_principal_t *principal,
                                const char *host, int8_t resource_type, kc_str_t resource_name);
 
+/* The error a refused check answers with (AclEntry.authorizationError): TOPIC_, GROUP_,
+ * CLUSTER_, TRANSACTIONAL_ID_ or DELEGATION_TOKEN_AUTHORIZATION_FAILED; UNKNOWN_SERVER_ERROR for
+ * a type that has none (USER, ANY, UNKNOWN). */
+int16_t kc_auth_authorization_error(int8_t resource_type);
+
 /* Print an IPv4 (4 bytes) or IPv6 (16 bytes) address as Java's InetAddress.getHostAddress
  * does: dotted quad (also for an IPv4-mapped IPv6 address, which Java makes an Inet4Address),
  * or eight lowercase hex groups without zero compression ("0:0:0:0:0:0:0:1"). buf must hold

@@ -436,6 +436,12 @@ static void test_authorized_ops(void **state)
                          BIT(KC_OP_DESCRIBE));
     assert_int_equal(kc_auth_supported_ops(T), 3576); /* what Kafka answers for a topic */
     assert_int_equal(kc_auth_supported_ops(KC_RES_ANY), 0);
+    assert_int_equal(kc_auth_authorization_error(KC_RES_TOPIC), 29);
+    assert_int_equal(kc_auth_authorization_error(KC_RES_GROUP), 30);
+    assert_int_equal(kc_auth_authorization_error(KC_RES_CLUSTER), 31);
+    assert_int_equal(kc_auth_authorization_error(KC_RES_TRANSACTIONAL_ID), 53);
+    assert_int_equal(kc_auth_authorization_error(KC_RES_DELEGATION_TOKEN), 65);
+    assert_int_equal(kc_auth_authorization_error(KC_RES_USER), -1);
     kc_auth_t *a = kc_auth_new(NULL);
     kc_acl_binding_t acls[] = {
         B(G, "g", L, "User:alice", "*", KC_OP_READ, AL),
