@@ -730,6 +730,44 @@ static void test_records_malformed(void **state)
     kc_auth_free(a);
 }
 
+static int refuse(void *arg, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
+{
+    (void)k, (void)kl, (void)v, (void)vl;
+    (*(int *)arg)++;
+    return -1;
+}
+
+/* A record that cannot be taken fails the operation; nothing changes. */
+static void test_emit_refused(void **state)
+{
+    (void)state;
+    kc_auth_t *a = kc_auth_new(NULL);
+    kc_acl_binding_t b = B(T, "t", L, "User:alice", "*", KC_OP_READ, AL);
+    add_acls(a, &b, 1);
+    script_t sc = {NULL, 0, 0, 5};
+    int calls = 0;
+    kc_auth_result_t r;
+    kc_acl_binding_t b2 = B(T, "u", L, "User:alice", "*", KC_OP_READ, AL);
+    assert_int_equal(kc_auth_acl_create(a, &b2, 1, script_rand(&sc), refuse, &calls, &r),
+                     KC_AUTH_ENOMEM);
+    kc_acl_binding_t any = B(KC_RES_ANY, NULL, KC_PAT_ANY, NULL, NULL, KC_OP_ANY, KC_PERM_ANY);
+    assert_int_equal(kc_auth_acl_delete(a, &any, 1, NULL, NULL, refuse, &calls, &r),
+                     KC_AUTH_ENOMEM);
+    assert_int_equal(kc_auth_snapshot(a, refuse, &calls), KC_AUTH_ENOMEM);
+    kc_scram_upsertion_t up = {
+        S("alice"), KC_SCRAM_SHA_256, 4096, {(const uint8_t *)"s", 1}, {(const uint8_t *)"p", 1}};
+    kc_scram_alter_result_t *res = (kc_scram_alter_result_t *)&calls;
+    size_t n = 7;
+    assert_int_equal(kc_auth_scram_alter(a, NULL, 0, &up, 1, refuse, &calls, &res, &n),
+                     KC_AUTH_ENOMEM);
+    assert_null(res);
+    assert_int_equal(n, 0);
+    assert_int_equal(calls, 4);
+    assert_int_equal(kc_auth_acl_count(a), 1);
+    assert_null(kc_auth_scram_get(a, S("alice"), KC_SCRAM_SHA_256));
+    kc_auth_free(a);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -756,6 +794,7 @@ int main(void)
         cmocka_unit_test(test_filters),
         cmocka_unit_test(test_describe_delete),
         cmocka_unit_test(test_records_malformed),
+        cmocka_unit_test(test_emit_refused),
         cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
