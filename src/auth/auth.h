@@ -394,12 +394,13 @@ int8_t kc_sasl_mech_scram(int mech);
  * from it and the name, so that it costs the same steps (and gets the same salt each time) as a
  * wrong password. */
 typedef struct kc_sasl_creds_s {
-    kc_str_t (*plain_password)(void *arg, kc_str_t user);
-    const kc_scram_cred_t *(*scram)(void *arg, kc_str_t user, int8_t mechanism);
-    void *arg;
+    kc_str_t (*plain_password)(void *plain_arg, kc_str_t user);
+    void *plain_arg;
+    const kc_scram_cred_t *(*scram)(void *scram_arg, kc_str_t user, int8_t mechanism);
+    void *scram_arg;
     uint8_t fake_secret[32];
 } kc_sasl_creds_t;
-/* A scram callback over a kc_auth_t passed as arg. */
+/* A scram callback over a kc_auth_t passed as scram_arg. */
 const kc_scram_cred_t *kc_auth_scram_lookup(void *auth, kc_str_t user, int8_t mechanism);
 
 enum {

@@ -235,8 +235,8 @@ static int plain_step(kc_sasl_server_t *s, const uint8_t *in, size_t n, kc_sasl_
         return fail_generic(s, o, "Authentication failed: username not specified");
     if (f[2].len == 0)
         return fail_generic(s, o, "Authentication failed: password not specified");
-    kc_str_t want =
-        s->creds->plain_password ? s->creds->plain_password(s->creds->arg, f[1]) : KC_STR_NULL;
+    kc_str_t want = s->creds->plain_password ? s->creds->plain_password(s->creds->plain_arg, f[1])
+                                             : KC_STR_NULL;
     /* Compare in constant time over the given password's length, known user or not. */
     bool ok = want.len == f[2].len;
     const char *cmp = ok ? want.p : f[2].p;
@@ -459,9 +459,9 @@ static int scram_first(kc_sasl_server_t *s, const uint8_t *in, size_t n, kc_sasl
                             "Token Authentication failed: delegation tokens are not "
                             "supported");
     const kc_scram_cred_t *c =
-        s->creds->scram
-            ? s->creds->scram(s->creds->arg, (kc_str_t){s->user, (int32_t)s->user_len}, s->scram)
-            : NULL;
+        s->creds->scram ? s->creds->scram(s->creds->scram_arg,
+                                          (kc_str_t){s->user, (int32_t)s->user_len}, s->scram)
+                        : NULL;
     if (c != NULL && c->key_len == kc_scram_key_len(s->scram)) {
         s->cred = *c;
         s->cred.salt =

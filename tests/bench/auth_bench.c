@@ -97,7 +97,7 @@ static void bench_scram(int mech, long runs)
     kc_scram_salted_password(sm, KC_STR_LIT("secret"), salt, 16, 4096, sp);
     kc_auth_scram_record(KC_STR_LIT("alice"), sm, salt, 16, sp, kc_scram_key_len(sm), 4096, apply,
                          a);
-    kc_sasl_creds_t creds = {NULL, kc_auth_scram_lookup, a, {0}};
+    kc_sasl_creds_t creds = {NULL, NULL, kc_auth_scram_lookup, a, {0}};
     kc_auth_rand_t rnd = {zero_fill, NULL};
     const char *first = "n,,n=alice,r=clientnonce";
     /* One exchange to learn the server-first message (the nonce is fixed by zero_fill). */

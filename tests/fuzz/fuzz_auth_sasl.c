@@ -141,7 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
     }
     have_sp = true;
-    kc_sasl_creds_t creds = {plain_pw, kc_auth_scram_lookup, a, {0}};
+    kc_sasl_creds_t creds = {plain_pw, NULL, kc_auth_scram_lookup, a, {0}};
     uint32_t counter = 1;
     kc_sasl_server_t *s =
         kc_sasl_server_new(mode, &creds, (kc_auth_rand_t){counter_fill, &counter}, false);

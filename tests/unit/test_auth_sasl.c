@@ -72,8 +72,9 @@ static int setup(void **state)
     assert_non_null(f);
     f->auth = kc_auth_new(NULL);
     f->creds.plain_password = plain_lookup;
+    f->creds.plain_arg = NULL;
     f->creds.scram = scram_lookup;
-    f->creds.arg = f;
+    f->creds.scram_arg = f;
     memset(f->creds.fake_secret, 0x5a, sizeof(f->creds.fake_secret));
     f->script = (script_t){f->script_bytes, 0, 0, 99};
     const uint8_t salt[] = "QSXCR+Q6sek8bf92";
