@@ -175,7 +175,7 @@ bench: bench-tools
 	$(Q)tests/bench/bench.py $(BENCH_ARGS) $(BUILD)
 
 bench-tools: $(BUILD)/kcoord $(BUILD)/bench/gen_log $(BUILD)/bench/kcoord-bench \
-	$(BUILD)/bench/assign_bench
+	$(BUILD)/bench/assign_bench $(BUILD)/bench/auth_bench
 
 # make bench-hostile: tests/bench/hostile.py runs every hostile case (a fresh kcoord each, a
 # probe client's longest wait, peak RSS, survival, acknowledged commits lost) against the
@@ -188,6 +188,13 @@ bench-hostile: $(BUILD)/kcoord
 	$(Q)tests/bench/hostile.py --label after --json docs/bench/hostile-after.json \
 		--before docs/bench/hostile-before.json --markdown docs/BENCHMARKS.md \
 		$(HOSTILE_ARGS) $(BUILD)/kcoord
+
+# The auth room's costs: build/bench/auth_bench [ACLS [CHECKS]] (authorizer checks per second,
+# SCRAM server exchanges per second).
+$(BUILD)/bench/auth_bench: $(BUILD)/tests/bench/auth_bench.o $(BUILD)/libkcoord.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 # The assignor benchmark (docs/assignors.md): build/bench/assign_bench [MEMBERS TOPICS PARTS RUNS]
 $(BUILD)/bench/assign_bench: $(BUILD)/tests/bench/assign_bench.o $(BUILD)/libkcoord.a

@@ -65,8 +65,8 @@ typedef struct kc_gm_config_s {
      * computed at most once per this many ms; 0 (also what a zeroed config gives): at every
      * change, as before KIP-1263. A group's consumer.assignment.interval.ms overrides it. */
     int32_t consumer_assignment_interval_ms;
-    const char *consumer_assignors;         /* group.consumer.assignors, "uniform,range"; copied */
-    int consumer_migration_policy;          /* group.consumer.migration.policy: KC_GM_MIGRATION_* */
+    const char *consumer_assignors; /* group.consumer.assignors, "uniform,range"; copied */
+    int consumer_migration_policy;  /* group.consumer.migration.policy: KC_GM_MIGRATION_* */
     /* Compute a consumer group's target assignment off the loop (through the ops' offload)
      * when its members plus the partitions of its subscribed topics reach this; 0: the
      * default, KC_GM_OFFLOAD_THRESHOLD_DEFAULT; -1: never. */
