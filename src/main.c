@@ -531,6 +531,18 @@ int main(int argc, char **argv)
     kc_coord_set_events(d.coord, &kc_obs_coord_events); /* log events count in the metrics */
     kc_net_set_events(&kc_obs_net_events);              /* and so do connection events */
     ctx.coord = d.coord;
+    /* ACL bindings and SCRAM credentials: their records in the metadata partition, which
+     * kc_coord_new has loaded. */
+    ctx.auth = kc_auth_new(&(kc_auth_conf_t){0});
+    if (ctx.auth == NULL) {
+        KC_ERROR("main", "out of memory");
+        return 1;
+    }
+    char auth_err[256];
+    if (kc_api_auth_load(&ctx, auth_err, sizeof(auth_err)) != 0) {
+        KC_ERROR("main", "%s; refusing to start", auth_err);
+        return 1;
+    }
     d.api = &ctx;
     kc_server_opts_t opts = {
         .max_request_bytes = conf.socket_request_max_bytes,
@@ -607,6 +619,7 @@ int main(int argc, char **argv)
     }
     uv_run(&d.loop, UV_RUN_DEFAULT);
     kc_server_free(d.server);
+    kc_auth_free(ctx.auth);
     int close_rc = uv_loop_close(&d.loop);
     if (close_rc != 0)
         KC_WARN("main", "event loop closed with handles still open");

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "api/request.h"
+#include "auth/auth.h"
 #include "coord/coord.h"
 #include "net/net.h"
 #include "proto/errors.h"
@@ -25,6 +26,7 @@ typedef struct kc_api_ctx_s {
     const kc_conf_t *conf;
     uv_loop_t *loop;   /* for handlers that park a request on a timer (Fetch) */
     kc_coord_t *coord; /* the partitions with their groups and offsets */
+    kc_auth_t *auth;   /* ACL bindings and SCRAM credentials, kept in the metadata partition */
 } kc_api_ctx_t;
 
 /* A request being answered: where the answer goes and how to encode it. Lives in the
@@ -111,6 +113,35 @@ int kc_api_fail(const kc_api_call_t *call, const void *request, void *resp, int1
 
 /* The classic groups' parked answers (groups.c), for kc_coord_new. */
 extern const kc_coord_replies_t kc_api_group_replies;
+
+/* ---- The security records (authstore.c) ------------------------------------------------------
+ *
+ * ACL bindings and SCRAM credentials change only through records: kc_auth_acl_create,
+ * kc_auth_acl_delete, kc_auth_scram_alter and kc_auth_scram_record emit them (through
+ * kc_api_auth_collect into a batch), kc_api_auth_commit appends the batch to the metadata
+ * partition (kc_meta_append) and, once it is durable, applies it to ctx->auth. So the state
+ * never holds what the log does not, and a cluster can replicate exactly these records. */
+typedef struct kc_api_auth_batch_s {
+    kc_meta_rec_t *recs; /* keys and values owned by the batch */
+    size_t n, cap;
+    bool failed; /* out of memory while collecting: the commit fails, nothing is written */
+} kc_api_auth_batch_t;
+
+/* A kc_auth_emit_fn: copies one record into the batch `arg`. Returns 0, or KC_AUTH_ENOMEM. */
+int kc_api_auth_collect(void *arg, const uint8_t *key, size_t key_len, const uint8_t *value,
+                        size_t value_len);
+
+/* Appends the batch to the metadata partition and applies it to ctx->auth. Returns 0 (also for an
+ * empty batch), KAFKA_STORAGE_ERROR when the log could not take it, UNKNOWN_SERVER_ERROR when out
+ * of memory; nothing changes then. The batch is left as it was: free it with
+ * kc_api_auth_batch_free. */
+int16_t kc_api_auth_commit(kc_api_ctx_t *ctx, kc_api_auth_batch_t *b);
+void kc_api_auth_batch_free(kc_api_auth_batch_t *b);
+
+/* At start, after the coordinator has loaded: applies every live ACL and SCRAM record of the
+ * metadata partition to ctx->auth. Returns 0, or -1 with a message in err when a record does
+ * not decode (the data directory is not one this kcoord wrote). */
+int kc_api_auth_load(kc_api_ctx_t *ctx, char *err, size_t errlen);
 
 /* Metadata's auto-creation (topics.c), for a request that allows it: add the unknown topic
  * `name` to the catalog with num.partitions partitions, when auto.create.topics.enable is on and

@@ -1,0 +1,104 @@
+/* authstore.c - the security records: from the auth room's emitters to the metadata partition
+ * and back into the ACL and credential state (the contract is in api.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "util/diag.h"
+
+int kc_api_auth_collect(void *arg, const uint8_t *key, size_t key_len, const uint8_t *value,
+                        size_t value_len)
+{
+    kc_api_auth_batch_t *b = arg;
+    if (b->failed)
+        return KC_AUTH_ENOMEM;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4;
+        kc_meta_rec_t *r = realloc(b->recs, cap * sizeof(*r));
+        if (r == NULL) {
+            b->failed = true;
+            return KC_AUTH_ENOMEM;
+        }
+        b->recs = r;
+        b->cap = cap;
+    }
+    uint8_t *k = malloc(key_len ? key_len : 1);
+    uint8_t *v = value != NULL ? malloc(value_len ? value_len : 1) : NULL;
+    if (k == NULL || (value != NULL && v == NULL)) {
+        free(k);
+        free(v);
+        b->failed = true;
+        return KC_AUTH_ENOMEM;
+    }
+    memcpy(k, key, key_len);
+    if (value != NULL)
+        memcpy(v, value, value_len);
+    b->recs[b->n++] = (kc_meta_rec_t){
+        .key = k, .key_len = key_len, .value = v, .value_len = value != NULL ? value_len : 0};
+    return 0;
+}
+
+int16_t kc_api_auth_commit(kc_api_ctx_t *ctx, kc_api_auth_batch_t *b)
+{
+    if (b->failed)
+        return KC_ERR_UNKNOWN_SERVER_ERROR;
+    if (b->n == 0)
+        return KC_ERR_NONE;
+    if (ctx->coord == NULL || ctx->auth == NULL)
+        return KC_ERR_KAFKA_STORAGE_ERROR;
+    int16_t err = kc_meta_append(ctx->coord, b->recs, b->n);
+    if (err != KC_ERR_NONE)
+        return err;
+    for (size_t i = 0; i < b->n; i++) {
+        const kc_meta_rec_t *r = &b->recs[i];
+        int rc = kc_auth_apply(ctx->auth, r->key, r->key_len, r->value, r->value_len);
+        if (rc != KC_AUTH_OK) /* the records were made by the auth room a moment ago */
+            KC_ERROR("api",
+                     "a security record written to %s-0 did not apply (%d); the state "
+                     "catches up at the next start",
+                     KC_META_TOPIC, rc);
+    }
+    return KC_ERR_NONE;
+}
+
+void kc_api_auth_batch_free(kc_api_auth_batch_t *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        free((void *)b->recs[i].key);
+        free((void *)b->recs[i].value);
+    }
+    free(b->recs);
+    *b = (kc_api_auth_batch_t){0};
+}
+
+typedef struct load_s {
+    kc_auth_t *auth;
+    size_t bad;
+    size_t n;
+} load_t;
+
+static int load_one(void *arg, const kc_meta_rec_t *rec)
+{
+    load_t *l = arg;
+    if (kc_auth_apply(l->auth, rec->key, rec->key_len, rec->value, rec->value_len) != KC_AUTH_OK)
+        l->bad++;
+    else
+        l->n++;
+    return 0;
+}
+
+int kc_api_auth_load(kc_api_ctx_t *ctx, char *err, size_t errlen)
+{
+    static const int16_t types[] = {KC_AUTH_REC_SCRAM, KC_AUTH_REC_ACL};
+    load_t l = {.auth = ctx->auth};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        kc_meta_each(ctx->coord, types[i], load_one, &l);
+    if (l.bad > 0) {
+        snprintf(err, errlen, "%zu security records of %s-0 do not decode", l.bad, KC_META_TOPIC);
+        return -1;
+    }
+    if (l.n > 0)
+        KC_INFO("api", "loaded %zu ACL and SCRAM records from %s-0", l.n, KC_META_TOPIC);
+    return 0;
+}
