@@ -94,6 +94,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "compat"))
 sys.path.insert(0, ROOT)
 from tests.support import kcoord  # noqa: E402
 import kwire  # noqa: E402
+import secure  # noqa: E402
 
 KAFKA_REF = os.path.join(ROOT, "scripts", "kafka-ref")
 RK_MEMBER = os.path.join(ROOT, "tests", "compat", "rk_member.py")
@@ -1272,7 +1273,20 @@ def make_clients(venv_python):
                       "(c0, c2) and librdkafka-consumer (c1, c3) members", protocol="consumer")
     mixed848.parts = [java848, rk848]
     diff = Client("raw-diff", "diff", "differential raw-request checker")
-    return [debian, wheel, java, mixed, rk848, java848, mixed848, tools, diff]
+    labels = {"debian": "librdkafka 2.0.2 (Debian) over SASL_SSL (tests/compat/rk_secure.py)",
+              "wheel": "librdkafka 2.16 (the wheel) over SASL_SSL (tests/compat/rk_secure.py)",
+              "kcat": "kcat (Debian, librdkafka 2.0.2) over SASL_SSL",
+              "java": "Java kafka-clients 4.4.0 via VerifiableConsumer with a client config",
+              "tools": "Kafka 4.4.0 AclCommand, ConfigCommand, ConsumerGroupCommand with "
+                       "--command-config"}
+    sec = []
+    for name, kind, _ in secure.CLIENTS:
+        label = labels[kind] if name != "secure-refusal" else \
+            "refusals seen by librdkafka 2.16 (the wheel)"
+        c = Client(name, "secure", label)
+        c.secure_kind = kind
+        sec.append(c)
+    return [debian, wheel, java, mixed, rk848, java848, mixed848, tools, diff] + sec
 
 
 def all_cells(clients):
@@ -1286,6 +1300,8 @@ def all_cells(clients):
                                      else MIXED_SCENARIOS)]
         elif c.kind == "tools":
             out += [(c, s) for s in TOOL_SCENARIOS]
+        elif c.kind == "secure":
+            out += [(c, s) for name, _, s in secure.cells() if name == c.name]
         else:
             out.append((c, "requests"))
     return out
@@ -1332,7 +1348,10 @@ def run_cell(client, scenario, server, workdir):
     t0 = time.monotonic()
     status = "pass"
     try:
-        SCENARIOS[scenario](cell)
+        if client.kind == "secure":
+            secure.run(cell)
+        else:
+            SCENARIOS[scenario](cell)
     except NotApplicable as e:
         status = "n/a"
         cell.note(str(e))
@@ -1613,6 +1632,46 @@ KNOWN_DIFFERENCES = [
 ]
 
 
+MATERIAL = []
+
+
+def run_secure_cells(cells, sname, kc, workdir, results, started):
+    """The security cells (tests/compat/secure.py) on one side, against one secured server
+    started for them and stopped after them. When it cannot be set up, each cell fails with
+    the reason."""
+    if not cells:
+        return
+    try:
+        if not MATERIAL:
+            MATERIAL.append(secure.Material(workdir))
+    except RuntimeError as e:
+        raise SetupError("certificates: %s" % e)
+    if sname == "kcoord":
+        server = secure.SecuredKcoord(kc.binary, workdir, MATERIAL[0])
+    else:
+        server = secure.SecuredKafka(workdir, MATERIAL[0])
+    started.append(server)
+    why = None
+    t0 = time.monotonic()
+    try:
+        server.start()
+        log("compat: secured %s at SASL_SSL %s, SSL %s (set up in %.1f s)"
+            % (sname, server.sasl, server.ssl, time.monotonic() - t0))
+    except (SetupError, Fail, kwire.KwireError) as e:
+        why = str(e)
+        log("compat: the secured %s could not be set up: %s" % (sname, why[:600]))
+    for client, scenario in cells:
+        if why is None:
+            report_cell(run_cell(client, scenario, server, workdir), results)
+            continue
+        cell = Cell(client, scenario, server, workdir)
+        cell.status, cell.seconds = "FAIL", 0.0
+        cell.notes.append("secured %s not set up: %s" % (sname, why.splitlines()[0][:200]))
+        report_cell(cell, results)
+    server.stop()
+    started.remove(server)
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="compat", description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1654,8 +1713,10 @@ def main(argv):
             c.env = TOOLS_ENV
     workdir = tempfile.mkdtemp(prefix="kcoord-compat-")
     t_start = time.monotonic()
-    topics = {topic_name(c.name, s) for c, s in cells}
+    topics = {topic_name(c.name, s) for c, s in cells if c.kind != "secure"}
+    secure.C = sys.modules[__name__]
     kc = Kcoord(binary, workdir, topics)
+    plain_needed = any(c.kind != "secure" for c, _ in cells)  # the unsecured servers
     kafka = Kafka(workdir, topics)
     started = []
     results = {}
@@ -1673,7 +1734,7 @@ def main(argv):
                 raise SetupError("%s not found: run make first" % binary)
             need = {c.name for c, _ in cells}
             used = [c for c in clients if c.name in need]
-            if any(c.kind in ("java", "tools", "mixed") for c in used) or \
+            if any(c.kind in ("java", "tools", "mixed", "secure") for c in used) or \
                     "kafka" in servers or \
                     "raw-diff" in need:
                 kafka_ref_env()
@@ -1682,10 +1743,10 @@ def main(argv):
                     if part not in used:
                         used.append(part)
             probe_versions(used, venv_python)
-            if "kafka" in servers:
+            if "kafka" in servers and plain_needed:
                 kafka.begin()
                 started.append(kafka)
-            if "kcoord" in servers:
+            if "kcoord" in servers and plain_needed:
                 kc.start()
                 started.append(kc)
                 log("compat: kcoord %s at %s; logs in %s" % (kc.describe(), kc.bootstrap,
@@ -1697,7 +1758,7 @@ def main(argv):
         order = [s for s in ("kcoord", "kafka") if s in servers]
         for sname in order:
             server = kc if sname == "kcoord" else kafka
-            if sname == "kafka":
+            if sname == "kafka" and plain_needed:
                 try:
                     kafka.finish_start()
                 except SetupError as e:
@@ -1711,7 +1772,8 @@ def main(argv):
             # The classic cells one after the other (their timings are tight), then the
             # consumer-protocol cells side by side: they mostly wait for 5 s heartbeats and
             # 45 s sessions, each in its own group, the longest (kill) first.
-            serial = [(c, s) for c, s in cells if c.kind != "diff" and c.protocol != "consumer"]
+            serial = [(c, s) for c, s in cells
+                      if c.kind not in ("diff", "secure") and c.protocol != "consumer"]
             side = sorted([(c, s) for c, s in cells if c.protocol == "consumer"],
                           key=lambda cs: cs[1] != "kill")
             for client, scenario in serial:
@@ -1724,6 +1786,8 @@ def main(argv):
                         report_cell(f.result(), results)
                 finally:
                     pool.shutdown(wait=False, cancel_futures=True)
+            run_secure_cells([(c, s) for c, s in cells if c.kind == "secure"], sname, kc,
+                             workdir, results, started)
         if any(c.kind == "diff" for c, _ in cells):
             if len(order) == 2:
                 status, note = run_raw_diff(kc, kafka, workdir)
@@ -1746,6 +1810,7 @@ def main(argv):
         return 130
 
     seconds = time.monotonic() - t_start
+    secure.compare_refusals(results)
     tool_diffs = compare_tool_outputs(results)
     regress, both, passed, failed = [], [], 0, 0
     for key, by in results.items():

@@ -5,7 +5,9 @@ The command scripts/kafka-ref runs this file; suites may also import it as tests
 
     scripts/kafka-ref fetch
     scripts/kafka-ref start [--partitions N] [--initial-delay MS] [--dir D] [--heap SIZE]
-                            [--timeout S]
+                            [--timeout S] [--secure --keystore PEM --truststore PEM
+                            [--scram USER=PASSWORD]... [--plain USER=PASSWORD]...
+                            [--super-user PRINCIPAL]...] [--set KEY=VALUE]...
     scripts/kafka-ref stop [--keep] [--timeout S]
     scripts/kafka-ref status
     scripts/kafka-ref env
@@ -34,6 +36,25 @@ are set alike on both servers: --partitions N is offsets.topic.num.partitions (d
 Kafka's) and --initial-delay MS is group.initial.rebalance.delay.ms (default 3000, as Kafka's).
 The broker runs detached; its output is <dir>/logs/server.log.
 
+start --secure: the broker gets two more listeners, as a secured Kafka has them, on free ports
+of 127.0.0.1 and printed as KAFKA_REF_SASL_SSL=127.0.0.1:PORT and KAFKA_REF_SSL=127.0.0.1:PORT:
+    SASL_SSL  SASL over TLS, sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN
+    SSL       TLS with ssl.client.auth=required (mTLS; the principal is the certificate's
+              RFC 2253 subject, User:CN=...,O=...)
+PLAINTEXT stays (bootstrap, inter-broker) beside the CONTROLLER listener; both are PLAINTEXT,
+so User:ANONYMOUS is a super user (the broker reaches its controller as that principal).
+Both TLS listeners use --keystore, one PEM file with the private key (PKCS#8, unencrypted,
+as `openssl req -nodes` writes it) and the certificate chain (ssl.keystore.type=PEM), and
+--truststore, a PEM file of trusted CA certificates (ssl.truststore.type=PEM). ACLs are on:
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer, super.users
+the --super-user principals (and User:ANONYMOUS), allow.everyone.if.no.acl.found false.
+--scram USER=PASSWORD: SCRAM-SHA-256 and SCRAM-SHA-512 credentials written at format time
+(`kafka-storage format --add-scram`); more can be added later with kafka-configs.
+--plain USER=PASSWORD: a PLAIN user, in the SASL_SSL listener's
+listener.name.sasl_ssl.plain.sasl.jaas.config (PlainLoginModule user_USER="PASSWORD").
+--set KEY=VALUE: any other broker setting, after those above (a later one wins); e.g.
+--set allow.everyone.if.no.acl.found=true.
+
 stop: SIGTERM, then SIGKILL when it has not exited after --timeout (default 60 s) seconds;
 removes the temporary directory, unless --keep or the directory was given with --dir.
 
@@ -47,6 +68,8 @@ env: prints shell assignments, for `eval "$(scripts/kafka-ref env)"`:
     KAFKA_REF_DATA      its log.dirs, the __consumer_offsets-N home (only while one runs)
     KAFKA_REF_DIR       its directory                                (only while one runs)
     KAFKA_REF_PID       its process id                               (only while one runs)
+    KAFKA_REF_SASL_SSL  127.0.0.1:PORT of its SASL_SSL listener   (only with start --secure)
+    KAFKA_REF_SSL       127.0.0.1:PORT of its mTLS listener       (only with start --secure)
 
 run-class: runs `java -cp <jars> MAIN ARGS...` with a quiet Log4j2 configuration (warnings and
 errors on stderr) and passes its exit status through. Useful classes (Kafka 4.3 and later):
@@ -315,6 +338,84 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 """
 
+SECURE_PROPERTIES = """\
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport},\
+SASL_SSL://127.0.0.1:{sport},SSL://127.0.0.1:{tport}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:{sport},\
+SSL://127.0.0.1:{tport}
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,\
+SSL:SSL
+sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN
+ssl.keystore.type=PEM
+ssl.keystore.location={keystore}
+ssl.truststore.type=PEM
+ssl.truststore.location={truststore}
+listener.name.ssl.ssl.client.auth=required
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users={super_users}
+allow.everyone.if.no.acl.found=false
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=\
+org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=\
+org.apache.kafka.common.security.scram.ScramLoginModule required;
+"""
+
+
+def jaas_value(text):
+    """text as a Java properties value: backslashes and the line end escaped."""
+    return text.replace("\\", "\\\\")
+
+
+def user_pair(arg, what):
+    user, sep, password = arg.partition("=")
+    if not sep or not user or not password or any(c in user for c in ",=[]\"\\ "):
+        raise Failure("%s %r: give USER=PASSWORD (the user without , = [ ] quotes or spaces)"
+                      % (what, arg))
+    if any(c in password for c in ",[]\"\\\n"):
+        raise Failure("%s %r: a password without , [ ] quotes, backslashes or line ends"
+                      % (what, arg))
+    return user, password
+
+
+def secure_properties(args, ports):
+    """The settings --secure adds (they replace the plain listener lines)."""
+    for what, path in (("--keystore", args.keystore), ("--truststore", args.truststore)):
+        if not path or not os.path.isfile(path):
+            raise Failure("--secure needs %s, a PEM file (%s is not one)" % (what, path))
+    port, cport, sport, tport = ports
+    supers = ["User:ANONYMOUS"] + [p for p in args.super_user if p != "User:ANONYMOUS"]
+    text = SECURE_PROPERTIES.format(port=port, cport=cport, sport=sport, tport=tport,
+                                    keystore=os.path.abspath(args.keystore),
+                                    truststore=os.path.abspath(args.truststore),
+                                    super_users=";".join(supers))
+    # Kafka needs a JAAS entry for every enabled mechanism: PLAIN's lists its users (none
+    # when no --plain is given).
+    users = " ".join('user_%s="%s"' % user_pair(u, "--plain") for u in args.plain)
+    text += ("listener.name.sasl_ssl.plain.sasl.jaas.config="
+             "org.apache.kafka.common.security.plain.PlainLoginModule required %s;\n"
+             % jaas_value(users))
+    return text
+
+
+def scram_format_args(args):
+    out = []
+    for u in args.scram:
+        user, password = user_pair(u, "--scram")
+        for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            out += ["--add-scram", "%s=[name=%s,password=%s]" % (mech, user, password)]
+    return out
+
+
+def extra_properties(args):
+    lines = []
+    for kv in args.set:
+        k, sep, v = kv.partition("=")
+        if not sep or not k.strip():
+            raise Failure("--set %r: give KEY=VALUE" % kv)
+        lines.append("%s=%s" % (k.strip(), v.replace("\n", "\\n")))
+    return "".join(line + "\n" for line in lines)
+
+
 SERVER_LOG4J2 = """\
 rootLogger.level=INFO
 rootLogger.appenderRef.o.ref=STDOUT
@@ -334,6 +435,10 @@ def start(args):
         raise Failure("--partitions must be at least 1")
     if args.initial_delay < 0:
         raise Failure("--initial-delay must not be negative")
+    if not args.secure and (args.keystore or args.truststore or args.scram or args.plain or
+                            args.super_user):
+        raise Failure("--keystore, --truststore, --scram, --plain and --super-user go with "
+                      "--secure")
     st = running_state()
     if st is not None:
         raise Failure("a broker already runs from %s (pid %d, %s); stop it first, or set "
@@ -355,19 +460,26 @@ def start(args):
         data = os.path.join(work, "data")
         logs = os.path.join(work, "logs")
         os.makedirs(logs)
-        port, cport = free_ports(2)
+        ports = free_ports(4 if args.secure else 2)
+        port, cport = ports[:2]
         config = os.path.join(work, "server.properties")
         with open(config, "w") as f:
             f.write(SERVER_PROPERTIES.format(cport=cport, port=port, data=data,
                                              partitions=args.partitions,
                                              initial_delay=args.initial_delay))
+            if args.secure:
+                f.write(secure_properties(args, ports))
+            f.write(extra_properties(args))
+        listeners = {}
+        if args.secure:
+            listeners = {"SASL_SSL": "127.0.0.1:%d" % ports[2], "SSL": "127.0.0.1:%d" % ports[3]}
         log4j = os.path.join(work, "log4j2.properties")
         with open(log4j, "w") as f:
             f.write(SERVER_LOG4J2)
         java = [java_bin()] + extra_java_opts()
         fmt = subprocess.run(java + ["-Dlog4j2.configurationFile=" + tools_log4j2(), "-cp",
                                      class_path(), "kafka.tools.StorageTool", "format", "-t",
-                                     cluster_id(), "-c", config],
+                                     cluster_id(), "-c", config] + scram_format_args(args),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if fmt.returncode != 0:
             raise Failure("formatting the storage failed (exit %d):\n%s"
@@ -382,7 +494,7 @@ def start(args):
         st = {"pid": proc.pid, "bootstrap": "127.0.0.1:%d" % port, "controller": cport,
               "dir": work, "data": data, "log": server_log, "config": config, "owned": owned,
               "version": VERSION, "partitions": args.partitions,
-              "initial_delay": args.initial_delay}
+              "initial_delay": args.initial_delay, "listeners": listeners}
         tmp = state_file() + ".tmp"
         with open(tmp, "w") as f:
             json.dump(st, f, indent=1)
@@ -408,6 +520,8 @@ def start(args):
         say("Kafka %s started in %.1f s: pid %d, bootstrap 127.0.0.1:%d, dir %s"
             % (VERSION, time.monotonic() - t0, proc.pid, port, work))
         print("KAFKA_REF_BOOTSTRAP=127.0.0.1:%d" % port)
+        for name, addr in sorted(listeners.items()):
+            print("KAFKA_REF_%s=%s" % (name, addr))
     except BaseException:
         if proc is not None and proc.poll() is None:
             proc.kill()
@@ -474,6 +588,8 @@ def env(_args):
         print("KAFKA_REF_DATA='%s'" % st["data"])
         print("KAFKA_REF_DIR='%s'" % st["dir"])
         print("KAFKA_REF_PID=%d" % st["pid"])
+        for name, addr in sorted((st.get("listeners") or {}).items()):
+            print("KAFKA_REF_%s=%s" % (name, addr))
 
 
 def run_class(argv):
@@ -499,6 +615,18 @@ def main(argv):
     p.add_argument("--dir", help="the broker's directory (empty or missing; kept at stop)")
     p.add_argument("--heap", default="1g", help="JVM heap (default 1g)")
     p.add_argument("--timeout", type=int, default=180, help="start timeout in s (default 180)")
+    p.add_argument("--secure", action="store_true",
+                   help="add SASL_SSL and mTLS listeners, with ACLs on")
+    p.add_argument("--keystore", help="PEM key and certificate chain (with --secure)")
+    p.add_argument("--truststore", help="PEM CA certificates (with --secure)")
+    p.add_argument("--scram", action="append", default=[], metavar="USER=PASSWORD",
+                   help="a SCRAM-SHA-256/512 user made at format time (with --secure)")
+    p.add_argument("--plain", action="append", default=[], metavar="USER=PASSWORD",
+                   help="a PLAIN user of the SASL_SSL listener (with --secure)")
+    p.add_argument("--super-user", action="append", default=[], metavar="PRINCIPAL",
+                   help="a super.users principal, e.g. User:admin (with --secure)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other broker setting (a later one wins)")
     p = sub.add_parser("stop")
     p.add_argument("--keep", action="store_true", help="keep the broker's directory")
     p.add_argument("--timeout", type=int, default=60, help="SIGKILL after S s (default 60)")
