@@ -20,6 +20,9 @@ Clients (the first part of a cell's name):
     kafka-tools        Kafka's ConsumerGroupCommand and BrokerApiVersionsCommand
     raw-diff           the differential raw-request checker (tests/compat/compat_diff.py),
                        when present
+    secure-*           security cells (SASL_SSL SCRAM and PLAIN, mTLS, Kafka's ACL and SCRAM
+                       tools, refusals) on one secured server per side, run after that side's
+                       other cells: tests/compat/secure.py describes them
 
 Consumer scenarios (every consumer client runs each one):
     split    3 members subscribe to a 6-partition topic: each partition has exactly one owner
@@ -1561,6 +1564,8 @@ def write_doc(path, results, clients, meta, apiversions, tool_diffs):
     for s in KIP848_SCENARIOS:
         L.append("- **%s**: %s." % (s, KIP848_TEXT.get(s) or SCENARIO_TEXT[s]))
     L.append("")
+    if any(k[0].startswith("secure-") for k in results):
+        L.extend(secure.doc_section())
     L.append("## Known differences")
     L.append("")
     for d in KNOWN_DIFFERENCES:

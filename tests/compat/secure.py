@@ -109,6 +109,34 @@ TEXT = {
 }
 
 
+def doc_section():
+    """The security cells' part of docs/COMPATIBILITY.md: the set-up and each scenario."""
+    L = ["### Security (SASL_SSL, mTLS, ACLs)", "",
+         "The secure-* cells run against one secured server per side, configured alike with "
+         "Kafka's setting names (kcoord with `--set`, Kafka with `scripts/kafka-ref start "
+         "--secure`): listeners `PLAINTEXT` (the suite's own observations; "
+         "`User:ANONYMOUS` is a super user, as Kafka's broker reaches its controller over it), "
+         "`SASL_SSL` (`sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN`, PLAIN users "
+         "admin and bob in `listener.name.sasl_ssl.plain.sasl.jaas.config`) and `SSL` with "
+         "`ssl.client.auth=required`; PEM keystore and truststore made by openssl at run time; "
+         "`authorizer.class.name=%s`, `super.users=User:ANONYMOUS;User:admin`, "
+         "`allow.everyone.if.no.acl.found=false`. The same set-up then runs on both through "
+         "Kafka's tools as the admin: `kafka-configs` adds alice's SCRAM-SHA-256 and "
+         "SCRAM-SHA-512 credentials (one mechanism per command: Kafka refuses two credentials "
+         "of one user in one AlterUserScramCredentials request), `kafka-acls` gives User:alice, "
+         "User:bob and `%s` READ on the groups and topics prefixed `%s`. Refusals are judged "
+         "by the error librdkafka 2.16 reports (its names; local errors start with `_`)."
+         % (AUTHORIZER, MTLS_PRINCIPAL, PREFIX), ""]
+    for s in sorted({s for _, _, s in cells()}, key=list(TEXT).index):
+        L.append("- **%s**: %s." % (s, TEXT[s]))
+    L.append("")
+    L.append("librdkafka before 2.6.1 (Debian 12's 2.0.2, and kcat) sends a longer SCRAM "
+             "client nonce than Kafka 4 accepts: Kafka refuses it, kcoord accepts it as Kafka "
+             "3.9 did. On Kafka those cells expect the refusal.")
+    L.append("")
+    return L
+
+
 def cells():
     return [(name, kind, s) for name, kind, scen in CLIENTS for s in scen]
 
