@@ -9,6 +9,12 @@
     tests/bench/bench.py --only-compaction [--quick] [--compaction-before OLD_BUILD
                   --compaction-note TEXT] [--output FILE] [BUILD_DIR]
     tests/bench/bench.py --only-member-memory [--quick] [--no-kafka] [--output FILE] [BUILD_DIR]
+    tests/bench/bench.py --only-security [--quick] [--no-kafka] [--output FILE] [BUILD_DIR]
+
+Security (the section of security_bench.SECURITY_HEADING; only with --only-security, which
+replaces only that section): commit throughput and join time over SASL_SSL (SCRAM-SHA-512, ACLs
+on) against plaintext, kcoord and Kafka side by side, and handshakes per second (TLS, and
+TLS+SCRAM); tests/bench/security_bench.py says how.
 
 Writes docs/BENCHMARKS.md (with --quick: BUILD_DIR/bench/BENCHMARKS-quick.md, so that a smoke
 run never replaces the real report; --output FILE chooses). It has two parts.
@@ -2598,6 +2604,38 @@ def interrupted(_signum, _frame):
     raise KeyboardInterrupt()
 
 
+def security_main(args, argv, build):
+    """--only-security: tests/bench/security_bench.py's runs, and only its section replaced."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import security_bench
+    binary = os.path.join(build, "kcoord")
+    if not os.access(binary, os.X_OK):
+        print("bench: %s is missing; run make" % binary, file=sys.stderr)
+        return 1
+    output = args.output or (os.path.join(build, "bench", "BENCHMARKS-quick.md") if args.quick
+                             else os.path.join(ROOT, "docs", "BENCHMARKS.md"))
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    t0 = time.monotonic()
+    try:
+        results, plan = security_bench.run(os.path.abspath(binary), args.quick,
+                                           not args.no_kafka)
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 1
+    elapsed = time.monotonic() - t0
+    command = " ".join(["tests/bench/bench.py"] + argv[1:])
+    splice_section(output, security_bench.SECURITY_HEADING,
+                   security_bench.section(results, plan, started.strftime("%Y-%m-%d %H:%M UTC"),
+                                          git_revision(), command, elapsed),
+                   security_bench.SECURITY_TOP_LINE)
+    bad = [s for s, r in results.items() if "error" in r]
+    print("bench: replaced the security section of %s in %.0f s%s"
+          % (os.path.relpath(output, ROOT), elapsed,
+             "" if not bad else "; did not run on: " + ", ".join(bad)))
+    return 1 if bad else 0
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="tests/bench/bench.py", description="kcoord's benchmarks")
     ap.add_argument("--quick", action="store_true", help="a short smoke run")
@@ -2632,6 +2670,9 @@ def main(argv):
     ap.add_argument("--only-member-memory", action="store_true",
                     help="run only the memory-per-member runs and replace only their section "
                     "of the report, keeping the rest of the page as it is")
+    ap.add_argument("--only-security", action="store_true",
+                    help="run only the security runs (SASL_SSL against plaintext, handshakes "
+                    "per second) and replace only their section of the report")
     ap.add_argument("--output", help="the report (default docs/BENCHMARKS.md, or "
                     "BUILD_DIR/bench/BENCHMARKS-quick.md with --quick)")
     ap.add_argument("build", nargs="?", default="build")
@@ -2643,6 +2684,8 @@ def main(argv):
     if args.only_compaction:
         return compaction_main(args, argv, build, args.output or os.path.join(
             ROOT, "docs", "BENCHMARKS.md"), "quick" if args.quick else "full")
+    if args.only_security:
+        return security_main(args, argv, build)
     kcoord = os.path.join(build, "kcoord")
     gen_log = os.path.join(build, "bench", "gen_log")
     tool = os.path.join(build, "bench", "kcoord-bench")
