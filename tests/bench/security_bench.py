@@ -47,7 +47,7 @@ SECURITY_HEADING = "## Security: SASL_SSL against plaintext, and handshakes per 
 SECURITY_TOP_LINE = ("- Security (its own section, *%s*): `tests/bench/bench.py --only-security` "
                      "runs just it and replaces just that section, which says when and at which "
                      "commit it ran." % SECURITY_HEADING[3:])
-PLANS = {"full": {"clients": 4, "commits": 2000, "rounds": 3, "joins": 10, "handshakes": 300},
+PLANS = {"full": {"clients": 4, "commits": 5000, "rounds": 5, "joins": 20, "handshakes": 500},
          "quick": {"clients": 2, "commits": 300, "rounds": 1, "joins": 3, "handshakes": 40}}
 USER, PASSWORD = secure.SCRAM_USER
 TOOLS_ENV_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
