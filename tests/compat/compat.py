@@ -1060,7 +1060,7 @@ def group_view(cell):
     """The server's view of a group that may be a classic or a consumer group: ("consumer",
     ConsumerGroupDescribe) or, when the server says it is no consumer group, ("classic",
     DescribeGroups)."""
-    g = kwire.consumer_group_describe(cell.server.bootstrap, cell.group)
+    g = kwire.consumer_group_describe(cell.server.bootstrap, cell.group, version=1)
     if g["error"] == kwire.NONE:
         return "consumer", g
     if g["error"] != kwire.GROUP_ID_NOT_FOUND:
@@ -1120,6 +1120,9 @@ def clients_split(members):
         if not m.alive():
             raise Fail("%s exited (status %s):\n%s"
                        % (member_label(m), m.proc.returncode, tail(m.logpath)))
+        e = m.find("error")
+        if e is not None and "_FATAL" in str(e.get("error")):
+            raise Fail("%s: %s" % (member_label(m), e["error"]))
     held = {m.client_id: m.held for m in members}
     owned = sorted(p for s in held.values() for p in s)
     lo = PARTITIONS // len(members)
@@ -1157,6 +1160,12 @@ def mixed_settled(cell, members, kind):
         return "server says %s (target %s), clients %s" % (
             {c: sorted(a) for c, a in seen.items()}, {c: sorted(a) for c, a in target.items()},
             {c: sorted(a) for c, a in held.items()})
+    if got == "consumer":
+        # ConsumerGroupDescribe v1 (KIP-1099): 0 for a classic member, 1 for a consumer one.
+        types = {gm["client_id"]: gm["member_type"] for gm in g["members"]}
+        want = {m.client_id: 1 if m.client.protocol == "consumer" else 0 for m in members}
+        if types != want:
+            raise Fail("ConsumerGroupDescribe v1: member types %s, want %s" % (types, want))
     return True
 
 
@@ -1547,7 +1556,8 @@ SCENARIO_TEXT = {
                "the last consumer member, has left). After every close and every return the "
                "group settles: each partition exactly one owner, an even share each, and the "
                "server (ConsumerGroupDescribe, or DescribeGroups for a classic group) shows a "
-               "Stable group of the expected kind with the same assignment (and target); the "
+               "Stable group of the expected kind with the same assignment (and target, and each "
+               "member's type, classic or consumer: ConsumerGroupDescribe v1); the "
                "committed offsets are the expected ones, and librdkafka members commit the "
                "partitions they hold after each return. Throughout, the members' rebalance "
                "callbacks, replayed in the order of their timestamps, never show a partition "

@@ -7,7 +7,8 @@ the observer depends on no client library under test:
 
     FindCoordinator v1, DescribeGroups v4, OffsetFetch v3, OffsetCommit v2, Metadata v1,
     CreateTopics v2,
-    ConsumerGroupDescribe v0 and ConsumerGroupHeartbeat v0 (KIP-848 consumer groups;
+    ConsumerGroupDescribe v0 and v1 (KIP-1099: member types), ConsumerGroupHeartbeat v0
+    (KIP-848 consumer groups;
     flexible in every version)
 
 Every call opens its own connection, sends one request and reads one response (header v0, or
@@ -158,12 +159,13 @@ def describe_group(addr, group):
     return g
 
 
-def consumer_group_describe(addr, group):
-    """ConsumerGroupDescribe v0 of one KIP-848 consumer group: a dict with error, state,
-    group_epoch, assignment_epoch, assignor and members (each member_id, instance_id,
-    member_epoch, client_id, topics, assignment and target, both {topic: [partitions]})."""
+def consumer_group_describe(addr, group, version=0):
+    """ConsumerGroupDescribe v0 (or v1) of one KIP-848 consumer group: a dict with error,
+    state, group_epoch, assignment_epoch, assignor and members (each member_id, instance_id,
+    member_epoch, client_id, topics, assignment and target, both {topic: [partitions]}, and
+    with v1 member_type: 0 classic, 1 consumer)."""
     coord = find_coordinator(addr, group)
-    r = ask(coord, "ConsumerGroupDescribe", 0, group_ids=[group],
+    r = ask(coord, "ConsumerGroupDescribe", version, group_ids=[group],
             include_authorized_operations=False)
 
     def assignment(a):
@@ -177,7 +179,8 @@ def consumer_group_describe(addr, group):
                 "member_epoch": m.member_epoch, "client_id": m.client_id,
                 "client_host": m.client_host, "topics": m.subscribed_topic_names,
                 "regex": m.subscribed_topic_regex, "assignment": assignment(m.assignment),
-                "target": assignment(m.target_assignment)}
+                "target": assignment(m.target_assignment),
+                "member_type": m.member_type if version >= 1 else None}
 
     groups = [{"error": g.error_code, "message": g.error_message, "group": g.group_id,
                "state": g.group_state, "group_epoch": g.group_epoch,
