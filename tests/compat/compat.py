@@ -59,10 +59,11 @@ Tool scenarios: kafka-tools/describe (--list, --describe --members/--offsets/--s
 on an active group), kafka-tools/reset-delete (--reset-offsets --execute, --delete-offsets,
 --delete), kafka-tools/api-versions (BrokerApiVersionsCommand; kcoord's answer goes into the
 document), kafka-tools/group-configs (ConfigCommand --entity-type groups: --alter --add-config,
---describe, --delete-config). raw-diff/requests runs tests/compat/compat_diff.py once with both servers' addresses
-(--kcoord, --kafka); its exit status is the cell's result. Every ConsumerGroupCommand output
-of a cell is also compared, normalised, with the same command's output on Kafka, and the
-document lists any difference.
+--describe, --delete-config). raw-diff/requests runs tests/compat/compat_diff.py once with both
+servers' addresses (--kcoord, --kafka); its exit status is the cell's result. Every
+ConsumerGroupCommand and ConfigCommand output of a cell is also compared, normalised, with the
+same command's output on Kafka (of a --list, only the cell's own group), and the document lists
+any difference.
 
 Each cell is judged twice: by what the clients report (rebalance callbacks, commit results, tool
 output) and by what the server says about the group (tests/compat/kwire.py: DescribeGroups and

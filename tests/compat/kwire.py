@@ -6,10 +6,8 @@ asks the server, with fixed old request versions that Kafka 4.x and kcoord both 
 the observer depends on no client library under test:
 
     FindCoordinator v1, DescribeGroups v4, OffsetFetch v3, OffsetCommit v2, Metadata v1,
-    CreateTopics v2,
-    ConsumerGroupDescribe v0 and v1 (KIP-1099: member types), ConsumerGroupHeartbeat v0
-    (KIP-848 consumer groups;
-    flexible in every version)
+    CreateTopics v2, ConsumerGroupDescribe v0 and v1 (v1: KIP-1099 member types) and
+    ConsumerGroupHeartbeat v0 (KIP-848 consumer groups; flexible in every version)
 
 Every call opens its own connection, sends one request and reads one response (header v0, or
 v1 for the flexible ConsumerGroupDescribe), and raises KwireError on a socket error, a short or garbled
