@@ -1201,6 +1201,18 @@ def seed_offsets(cell):
     return want
 
 
+def wait_empty_classic(cell, want):
+    """Once every member has left: an Empty classic group, its offsets kept."""
+    def empty():
+        kind, g = group_view(cell)
+        if (kind, g["state"], len(g["members"])) == ("classic", "Empty", 0):
+            return True
+        return "a %s group, state %s, %d members" % (kind, g["state"], len(g["members"]))
+
+    wait_until("the group is an Empty classic group once every member left", empty, timeout=10)
+    check_offsets("offsets of the Empty group (OffsetFetch)", cell.offsets(), want)
+
+
 def sc_rolling(cell):
     """3 classic members; each in turn closes (the 2 others take its partitions) and comes
     back with group.protocol=consumer; then each in turn goes back to classic. The group
@@ -1227,10 +1239,10 @@ def sc_rolling(cell):
                    % (phase, i, new.protocol))
             commits += commit_held(cell, ms[i], want, 1000 * (len(times) * 3 + i + 1))
         times[phase] = time.monotonic() - t0
-    check_offsets("offsets at the end (OffsetFetch)", cell.offsets(), want)
     for m in ms:
         m.stop()
     check_owners(cell)
+    wait_empty_classic(cell, want)
     cell.note("upgrade in %.0f s, downgrade in %.0f s: a consumer group from c0's return, "
               "classic again when c2 left; at every step one owner per partition and the "
               "server agreeing; offsets kept (%s)"
@@ -1259,6 +1271,7 @@ def sc_join_leave(cell):
     settle(cell, [ms[0]], "classic", want, "c2 (consumer, the last one) left")
     ms[0].stop()
     check_owners(cell)
+    wait_empty_classic(cell, want)
     cell.note("c1 and c2 joined c0 in %.0f s (a consumer group), left one by one (classic "
               "again when c2 left); at every step one owner per partition and the server "
               "agreeing; offsets kept (%d commits by c2)" % (joined, commits))
@@ -1560,14 +1573,16 @@ SCENARIO_TEXT = {
                "Stable group of the expected kind with the same assignment (and target, and each "
                "member's type, classic or consumer: ConsumerGroupDescribe v1); the "
                "committed offsets are the expected ones, and librdkafka members commit the "
-               "partitions they hold after each return. Throughout, the members' rebalance "
+               "partitions they hold after each return; once all have left, the group is an Empty "
+               "classic group with its offsets. Throughout, the members' rebalance "
                "callbacks, replayed in the order of their timestamps, never show a partition "
                "assigned to a member before the member that held it revoked it",
     "join-leave": "a classic Java member (c0) alone gets the topic; a consumer-protocol Java "
                   "member (c1) joins (the group becomes a consumer group with a classic "
                   "member), then a consumer-protocol librdkafka member (c2); c1 leaves, then "
                   "c2 (the last consumer member: a classic group again). Each step is judged "
-                  "as in rolling, and c2 commits the partitions it holds after each step",
+                  "as in rolling, c2 commits the partitions it holds after each step, and when "
+                  "c0 has left too the group is an Empty classic group with its offsets",
     "requests": "the differential raw-request checker: the same requests to both servers, the "
                 "answers compared",
 }
