@@ -72,6 +72,9 @@ static const char *const flush_policies[] = {"always", "interval", "never", NULL
 static const char *const compression_codecs[] = {"none", "zstd", NULL};
 /* The server-side assignors of src/group/assignor.c. */
 static const char *const consumer_assignors[] = {"uniform", "range", NULL};
+/* In KC_CONF_MIGRATION_* order. */
+static const char *const migration_policies[] = {"bidirectional", "upgrade", "downgrade",
+                                                 "disabled", NULL};
 
 static const setting_t settings[] = {
     {.name = "listeners",
@@ -342,6 +345,16 @@ static const setting_t settings[] = {
      .values = consumer_assignors,
      .doc = "The server-side assignors consumer groups may ask for (their group.remote.assignor), "
             "comma-separated; the first is used when no member asks for one."},
+    {.name = "group.consumer.migration.policy",
+     .type = T_ENUM,
+     .off = OFF(group_consumer_migration_policy),
+     .def = "bidirectional",
+     .values = migration_policies,
+     .doc = "Online migration between the classic and the consumer protocol, as Kafka's "
+            "setting: bidirectional (default), upgrade (a classic group with members becomes a "
+            "consumer group when a consumer-protocol member joins), downgrade (a consumer group "
+            "becomes a classic group when its last consumer-protocol member leaves) or "
+            "disabled (neither, and classic members may not join a consumer group)."},
     {.name = "group.consumer.assignor.offload.enable",
      .type = T_BOOL,
      .off = OFF(group_consumer_assignor_offload_enable),

@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 51
+#define KC_CONF_N_SETTINGS 52
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -48,6 +48,13 @@ enum { KC_CONF_LOG_TEXT = 0, KC_CONF_LOG_JSON = 1 };
 /* Values of kc_conf_t.log_flush_policy and offsets_topic_compression_codec. */
 enum { KC_CONF_FLUSH_ALWAYS = 0, KC_CONF_FLUSH_INTERVAL = 1, KC_CONF_FLUSH_NEVER = 2 };
 enum { KC_CONF_CODEC_NONE = 0, KC_CONF_CODEC_ZSTD = 1 };
+/* group.consumer.migration.policy, in the order of group.h's KC_GM_MIGRATION_*. */
+enum {
+    KC_CONF_MIGRATION_BIDIRECTIONAL = 0,
+    KC_CONF_MIGRATION_UPGRADE = 1,
+    KC_CONF_MIGRATION_DOWNGRADE = 2,
+    KC_CONF_MIGRATION_DISABLED = 3,
+};
 
 /* One entry of the `topics` setting. */
 typedef struct kc_conf_topic_s {
@@ -95,6 +102,7 @@ typedef struct kc_conf_s {
     int32_t group_consumer_max_session_timeout_ms;    /* group.consumer.max.session.timeout.ms */
     int32_t group_consumer_max_size;                  /* group.consumer.max.size */
     char *group_consumer_assignors; /* group.consumer.assignors: "uniform,range"; first = default */
+    int group_consumer_migration_policy; /* group.consumer.migration.policy: KC_CONF_MIGRATION_* */
     bool group_consumer_assignor_offload_enable;       /* group.consumer.assignor.offload.enable */
     int64_t group_consumer_assignor_offload_threshold; /* ...offload.threshold (kcoord's) */
     int32_t group_consumer_regex_max_bytes;            /* ...regex.max.bytes (kcoord's) */

@@ -403,6 +403,13 @@ static int on_offload(void *ctx, kc_gm_job_t *job)
     return 0;
 }
 
+/* The settings table's migration policies are the group room's, in the same order. */
+_Static_assert((int)KC_CONF_MIGRATION_BIDIRECTIONAL == (int)KC_GM_MIGRATION_BIDIRECTIONAL &&
+                   (int)KC_CONF_MIGRATION_UPGRADE == (int)KC_GM_MIGRATION_UPGRADE &&
+                   (int)KC_CONF_MIGRATION_DOWNGRADE == (int)KC_GM_MIGRATION_DOWNGRADE &&
+                   (int)KC_CONF_MIGRATION_DISABLED == (int)KC_GM_MIGRATION_DISABLED,
+               "group.consumer.migration.policy values");
+
 static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
 {
     const kc_conf_t *conf = p->coord->conf;
@@ -417,6 +424,7 @@ static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
         .consumer_session_timeout_ms = conf->group_consumer_session_timeout_ms,
         .consumer_max_size = conf->group_consumer_max_size,
         .consumer_assignors = conf->group_consumer_assignors,
+        .consumer_migration_policy = conf->group_consumer_migration_policy,
         .consumer_offload_threshold = !conf->group_consumer_assignor_offload_enable ? -1
                                       : conf->group_consumer_assignor_offload_threshold > 0
                                           ? conf->group_consumer_assignor_offload_threshold

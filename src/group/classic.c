@@ -168,6 +168,15 @@ protoset_t *kc_classic_protoset_one(kc_str_t name, kc_bytes_t metadata)
     return protoset_new(&req);
 }
 
+protoset_t *kc_classic_protoset_from(const kc_join_group_request_protocol_t *v, int32_t n)
+{
+    kc_join_group_request_t req;
+    memset(&req, 0, sizeof(req));
+    req.protocols.v = (kc_join_group_request_protocol_t *)v;
+    req.protocols.n = n;
+    return protoset_new(&req);
+}
+
 static int32_t protoset_find(const protoset_t *ps, kc_str_t name)
 {
     for (int32_t i = 0; ps && i < ps->n; i++)
@@ -345,6 +354,11 @@ static kc_str_t select_protocol(group_t *g)
     if (best < 0) /* no common protocol: cannot happen when joins were checked */
         return ps->n > 0 ? ps->v[0].name : KC_STR_NULL;
     return ps->v[best].name;
+}
+
+kc_str_t kc_classic_select_protocol(group_t *g)
+{
+    return select_protocol(g);
 }
 
 /* ---- Members ---------------------------------------------------------------------------- */
@@ -1997,13 +2011,9 @@ static void do_join(kc_gm_t *gm, const join_req_t *jr, req_t *rq)
         return;
     }
     bool unknown_member = !kc_text_set(jr->member_id);
-    /* An empty consumer group of this id becomes a classic group; one with members refuses
-     * (the manager's conversion rules). */
+    /* An empty consumer group of this id becomes a classic group (the manager's conversion
+     * rules; a consumer group with members took the JoinGroup in kc_gm_join). */
     int16_t conv = kc_manager_classic_join(gm, req->group_id, unknown_member);
-    if (conv == KC_ERR_INCONSISTENT_GROUP_PROTOCOL)
-        refused(gm, KC_GM_REFUSED_PROTOCOL, req->group_id,
-                "a classic member (JoinGroup) in a consumer group that has members: kcoord "
-                "does not mix the protocols in one group (INCONSISTENT_GROUP_PROTOCOL)");
     if (conv == KC_ERR_COORDINATOR_NOT_AVAILABLE) {
         reply_join_oom(rq, jr->member_id);
         return;
@@ -2137,17 +2147,8 @@ static void do_sync(kc_gm_t *gm, int16_t version, const kc_sync_group_request_t 
         reply_sync_error(rq, KC_ERR_INVALID_GROUP_ID);
         return;
     }
+    /* The manager sent a SyncGroup for a consumer group to the consumer machine. */
     group_t *g = kc_classic_find_group(gm, req->group_id);
-    if (!g) {
-        /* GroupMetadataManager.classicGroupSyncToConsumerGroup: no member of a kcoord consumer
-         * group uses the classic protocol. */
-        int16_t err = kc_manager_classic_member_check(
-            gm, req->group_id, req->member_id, version >= 3 ? req->group_instance_id : KC_STR_NULL);
-        if (err >= 0) {
-            reply_sync_error(rq, err);
-            return;
-        }
-    }
     if (!g || g->state == KC_GROUP_EMPTY) {
         reply_sync_error(rq, KC_ERR_UNKNOWN_MEMBER_ID);
         return;
@@ -2273,12 +2274,8 @@ void kc_classic_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
         return;
     }
     group_t *g = kc_classic_find_group(gm, req->group_id);
-    if (!g) {
-        /* GroupMetadataManager.classicGroupHeartbeatToConsumerGroup: no member of a kcoord
-         * consumer group uses the classic protocol. */
-        int16_t err = kc_manager_classic_member_check(
-            gm, req->group_id, req->member_id, version >= 3 ? req->group_instance_id : KC_STR_NULL);
-        resp->error_code = err >= 0 ? err : KC_ERR_UNKNOWN_MEMBER_ID;
+    if (!g) { /* (a consumer group's Heartbeat went to the consumer machine) */
+        resp->error_code = KC_ERR_UNKNOWN_MEMBER_ID;
         return;
     }
     if (g->state == KC_GROUP_DEAD) {

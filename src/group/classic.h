@@ -72,4 +72,19 @@ void kc_classic_destroy(kc_gm_t *gm, kc_ghead_t *h);
 int kc_classic_kind(const kc_gm_t *gm, kc_str_t id);
 void kc_classic_remove(kc_gm_t *gm, kc_time_t now, kc_str_t id, bool tombstone, const char *reason);
 
+/* For the upgrade (manager.h): the classic group `id` as a kc_conv_group_t copied into `a`
+ * (0; -1 when out of memory or there is no such group), and its removal once converted: its
+ * GroupMetadata tombstone, its parked JoinGroup and SyncGroup answered REBALANCE_IN_PROGRESS. */
+int kc_classic_export(const kc_gm_t *gm, kc_str_t id, kc_arena_t *a, kc_conv_group_t *out);
+void kc_classic_convert_away(kc_gm_t *gm, kc_time_t now, kc_str_t id);
+
+/* For the downgrade (manager.h): a Stable classic group built from `cv` (Kafka's
+ * ClassicGroup.fromConsumerGroup: generation = the group epoch, protocol type "consumer", the
+ * protocol the members have in common, each member's assignment from cv), put in the map, its
+ * GroupMetadata record written, its members' sessions started; then a rebalance when
+ * `rebalance` (cause KC_RB_DOWNGRADE, `member_id` and `reason` for the history). 0, or -1 when
+ * out of memory (nothing changed). */
+int kc_classic_import(kc_gm_t *gm, kc_time_t now, const kc_conv_group_t *cv, bool rebalance,
+                      kc_str_t member_id, const char *reason);
+
 #endif

@@ -198,6 +198,12 @@ kc_bytes_t kc_classic_arena_bytes(kc_arena_t *a, kc_bytes_t b, bool *oom);
  * the metadata of the group's selected protocol, so that is all the member supports. */
 protoset_t *kc_classic_protoset_one(kc_str_t name, kc_bytes_t metadata);
 
+/* A protocol set with copies of v[0..n) (NULL when out of memory). */
+protoset_t *kc_classic_protoset_from(const kc_join_group_request_protocol_t *v, int32_t n);
+
+/* Kafka's ClassicGroup.selectProtocol over the group's members. */
+kc_str_t kc_classic_select_protocol(group_t *g);
+
 /* Drop one reference to `ps` (NULL: nothing), freeing it with the last. */
 void kc_classic_protoset_unref(protoset_t *ps);
 

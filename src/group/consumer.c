@@ -57,11 +57,12 @@
  * the group is next Stable or Empty (rb_settle) or a newer bump comes first.
  *
  * Files: this file holds the groups and members, the plan/commit/apply primitives, the heartbeat
- * (do_heartbeat: eight steps over one hbs_t), fencing and timers; assignment.c the partition
- * sets, reconcile.c a member's reconciliation, target.c subscriptions, regexes and assignment
- * jobs, consumer_load.c replay, consumer_admin.c offsets, admin and views; consumer_group.h the
- * data they share. The manager (manager.c) owns the groups' map and heap; what this machine
- * needs of a classic group of the same id goes through the manager's conversions (manager.h).
+ * (kc_consumer_run_heartbeat: eight steps over one hbs_t), fencing and timers; assignment.c the
+ * partition sets, reconcile.c a member's reconciliation, target.c subscriptions, regexes and
+ * assignment jobs, consumer_load.c replay, consumer_admin.c offsets, admin and views;
+ * consumer_group.h the data they share. The manager (manager.c) owns the groups' map and heap; what
+ * this machine needs of a classic group of the same id goes through the manager's conversions
+ * (manager.h).
  *
  * Extending: request handling validates first and fills a plan; only commit() changes state.
  * New records get an act kind, an encoder and an apply primitive that replay shares.
@@ -156,12 +157,18 @@ cmeta_t *kc_consumer_meta_new(const cmeta_t *src)
                    kc_text_space(src->regex) + kc_text_space(src->assignor);
     for (int32_t i = 0; i < n; i++)
         total += kc_text_space(tmp[i]);
+    int32_t np = src->classic && src->n_protocols > 0 ? src->n_protocols : 0;
+    total += (size_t)np * sizeof(kc_classic_protocol_t);
+    for (int32_t i = 0; i < np; i++)
+        total += kc_text_space(src->protocols[i].name) +
+                 (src->protocols[i].metadata.len > 0 ? (size_t)src->protocols[i].metadata.len : 0);
     cmeta_t *m = calloc(1, total);
     if (!m) {
         free(tmp);
         return NULL;
     }
-    kc_str_t *topics = (kc_str_t *)(m + 1);
+    kc_classic_protocol_t *protos = (kc_classic_protocol_t *)(m + 1);
+    kc_str_t *topics = (kc_str_t *)(protos + np);
     char *cur = (char *)(topics + n);
     m->instance_id = kc_text_put(&cur, src->instance_id);
     m->rack_id = kc_text_put(&cur, src->rack_id);
@@ -176,6 +183,17 @@ cmeta_t *kc_consumer_meta_new(const cmeta_t *src)
     m->rebalance_timeout_ms = src->rebalance_timeout_ms;
     m->classic = src->classic;
     m->classic_session_timeout_ms = src->classic_session_timeout_ms;
+    for (int32_t i = 0; i < np; i++) {
+        const kc_classic_protocol_t *sp = &src->protocols[i];
+        protos[i].name = kc_text_put(&cur, sp->name);
+        int32_t len = sp->metadata.len > 0 ? sp->metadata.len : 0;
+        if (len > 0)
+            memcpy(cur, sp->metadata.p, (size_t)len);
+        protos[i].metadata = (kc_bytes_t){(const uint8_t *)cur, len};
+        cur += len;
+    }
+    m->protocols = np > 0 ? protos : NULL;
+    m->n_protocols = np;
     free(tmp);
     return m;
 }
@@ -201,13 +219,27 @@ static bool topics_eq(const cmeta_t *a, const cmeta_t *b)
     return true;
 }
 
+static bool protocols_eq(const cmeta_t *a, const cmeta_t *b)
+{
+    if (a->n_protocols != b->n_protocols)
+        return false;
+    for (int32_t i = 0; i < a->n_protocols; i++) {
+        const kc_classic_protocol_t *x = &a->protocols[i], *y = &b->protocols[i];
+        if (!kc_str_eq(x->name, y->name) || x->metadata.len != y->metadata.len ||
+            (x->metadata.len > 0 && memcmp(x->metadata.p, y->metadata.p, (size_t)x->metadata.len)))
+            return false;
+    }
+    return true;
+}
+
 static bool meta_eq(const cmeta_t *a, const cmeta_t *b)
 {
     return kc_str_eq(a->instance_id, b->instance_id) && kc_str_eq(a->rack_id, b->rack_id) &&
            kc_str_eq(a->client_id, b->client_id) && kc_str_eq(a->client_host, b->client_host) &&
            kc_str_eq(a->regex, b->regex) && kc_str_eq(a->assignor, b->assignor) &&
            a->rebalance_timeout_ms == b->rebalance_timeout_ms && a->classic == b->classic &&
-           a->classic_session_timeout_ms == b->classic_session_timeout_ms && topics_eq(a, b);
+           a->classic_session_timeout_ms == b->classic_session_timeout_ms && topics_eq(a, b) &&
+           protocols_eq(a, b);
 }
 
 bool kc_consumer_meta_has_topic(const cmeta_t *m, kc_str_t topic)
@@ -378,6 +410,7 @@ cmember_t *kc_consumer_member_alloc(kc_str_t id)
     m->state = MS_STABLE;
     m->session_deadline = NEVER;
     m->rebalance_deadline = NEVER;
+    m->classic_deadline = NEVER;
     kc_heap_node_init(&m->session_node);
     kc_heap_node_init(&m->rebalance_node);
     return m;
@@ -506,8 +539,10 @@ static int64_t group_earliest(const cgroup_t *g)
  * comes up), so a heartbeat costs O(1). The member is in the group, whose heaps have room. */
 void kc_consumer_set_session(cgroup_t *g, cmember_t *m)
 {
+    /* A classic member's session is the one its JoinGroup asked for, as in Kafka. */
+    int32_t t = m->meta->classic ? m->meta->classic_session_timeout_ms : session_timeout(g->c);
     m->last_hb_ms = g->c->now;
-    m->session_deadline = g->c->now + session_timeout(g->c);
+    m->session_deadline = g->c->now + t;
     kc_heap_arm(&g->sessions, &m->session_node, m->session_deadline);
     arm(g, m->session_deadline);
 }
@@ -519,6 +554,24 @@ void kc_consumer_set_rebalance(cgroup_t *g, cmember_t *m)
     m->rebalance_epoch = m->epoch;
     kc_heap_arm(&g->rebalances, &m->rebalance_node, m->rebalance_deadline);
     arm(g, m->rebalance_deadline);
+}
+
+void kc_consumer_set_classic_timer(cgroup_t *g, cmember_t *m, int kind, int32_t ms, bool if_absent)
+{
+    if (if_absent && m->classic_timer == kind && m->classic_deadline != NEVER)
+        return;
+    m->classic_timer = (int8_t)kind;
+    m->classic_deadline = g->c->now + (ms > 0 ? ms : 0);
+    kc_heap_arm(&g->sessions, &m->session_node, m->classic_deadline);
+    arm(g, m->classic_deadline);
+}
+
+void kc_consumer_cancel_classic_timer(cmember_t *m, int kind)
+{
+    if (m->classic_timer == kind) {
+        m->classic_timer = CT_NONE;
+        m->classic_deadline = NEVER; /* its heap key is left early, moved when it comes up */
+    }
 }
 
 /* Room in the group's timer heaps for one more member. 0, or -1 when out of memory. */
@@ -697,7 +750,14 @@ void kc_consumer_act_encode(plan_t *p, act_t *a, kc_str_t gid, int64_t now)
             v.subscribed_topic_regex = m->regex;
             v.rebalance_timeout_ms = m->rebalance_timeout_ms;
             v.server_assignor = m->assignor;
+            kc_classic_member_metadata_t cm;
             v.classic_member_metadata = NULL;
+            if (m->classic) {
+                cm.session_timeout_ms = m->classic_session_timeout_ms;
+                cm.supported_protocols.v = (kc_classic_protocol_t *)m->protocols;
+                cm.supported_protocols.n = m->n_protocols;
+                v.classic_member_metadata = &cm;
+            }
             kc_wr_i16(&vw, 0);
             kc_consumer_group_member_metadata_value_encode(&vw, 0, &v);
         }
@@ -1111,7 +1171,7 @@ void kc_consumer_plan_target(plan_t *p, kc_str_t member_id, asg_t *asg, int64_t 
 
 /* Kafka's Uuid.randomUuid().toString(): 16 random bytes in URL-safe base64 without padding
  * (22 characters, never starting with '-'), from `a`. */
-static kc_str_t random_member_id(kc_consumer_t *c, kc_arena_t *a)
+kc_str_t kc_consumer_random_member_id(kc_consumer_t *c, kc_arena_t *a)
 {
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     char *p = kc_arena_alloc(a, 23);
@@ -1208,9 +1268,25 @@ hb_fail(hb_t *h, int16_t err, const char *fmt, ...)
     }
 }
 
+/* hb_fail with a message whose format names the group (one %.*s), a format chosen at run
+ * time (the manager's refusal messages). */
+static void hb_fail_v(hb_t *h, int16_t err, const char *fmt, kc_str_t gid)
+{
+    char buf[512];
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#endif
+    snprintf(buf, sizeof(buf), fmt, SV(gid));
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+    hb_fail(h, err, "%s", buf);
+}
+
 /* A request refused for a reason its user must act on: logged at info once per group and
  * reason, not once per request. */
-static void refused(kc_consumer_t *c, int kind, kc_str_t group_id, kc_str_t reason)
+void kc_consumer_refused(kc_consumer_t *c, int kind, kc_str_t group_id, kc_str_t reason)
 {
     (&c->gm->stats)->refused[kind]++;
     if (kc_notes_first(&c->notes, group_id, reason)) {
@@ -1226,6 +1302,34 @@ static void hb_oom(hb_t *h)
     KC_ERROR("group", "consumer group %.*s: out of memory handling a heartbeat",
              SV(h->q->group_id));
     hb_fail(h, KC_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
+}
+
+/* Kafka's throwIfRegularExpressionIsInvalid, with kcoord's bounds (regex.h): 0, or -1 with
+ * the answer filled. */
+static int check_regex(hb_t *h, kc_str_t gid, kc_str_t regex)
+{
+    char why[256];
+    int rxrc = kc_rx_cache_check(h->c->rx, regex.p, (size_t)regex.len, why, sizeof(why));
+    if (rxrc == KC_RX_OOM) {
+        hb_oom(h);
+        return -1;
+    }
+    if (rxrc == KC_RX_OK)
+        return 0;
+    /* A long pattern is shown cut, so that the reason fits the message. */
+    int shown = regex.len > 200 ? 200 : (int)regex.len;
+    const char *more = regex.len > 200 ? "..." : "";
+    if (rxrc == KC_RX_FULL)
+        hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
+                "SubscribedTopicRegex `%.*s%s` cannot be used: %s.", shown, regex.p, more, why);
+    else
+        hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
+                "SubscribedTopicRegex `%.*s%s` is not a valid regular expression: %s.", shown,
+                regex.p, more, why);
+    kc_consumer_refused(
+        h->c, rxrc == KC_RX_FULL ? KC_GM_REFUSED_REGEX_LIMIT : KC_GM_REFUSED_REGEX_INVALID, gid,
+        h->r->error_message);
+    return -1;
 }
 
 /* Kafka's throwIfConsumerGroupMemberEpochIsInvalid: 0 or FENCED_MEMBER_EPOCH (message set). */
@@ -1374,8 +1478,12 @@ static cmeta_t *updated_meta(const hb_t *h, const cmeta_t *base)
         m.regex = q->subscribed_topic_regex;
     m.client_id = h->client_id.len >= 0 ? h->client_id : KC_STR_EMPTY;
     m.client_host = h->client_host.len >= 0 ? h->client_host : KC_STR_EMPTY;
-    m.classic = false;
-    m.classic_session_timeout_ms = 0;
+    m.classic = h->cj != NULL;
+    m.classic_session_timeout_ms = h->cj ? h->cj->session_timeout_ms : 0;
+    m.protocols = h->cj ? h->cj->protocols : NULL;
+    m.n_protocols = h->cj ? h->cj->n_protocols : 0;
+    if (h->cj)
+        m.regex = KC_STR_EMPTY; /* a classic member has no regular expression */
     return kc_consumer_meta_new(&m);
 }
 
@@ -1410,17 +1518,30 @@ static int hb_group(hb_t *h, hbs_t *s)
             return -1;
         }
         if (kind == KC_CLASSIC_ACTIVE && s->create) {
-            /* kcoord does not convert groups with members (Kafka's migration policy
-             * "disabled" answers the same). */
-            refused(s->c, KC_GM_REFUSED_PROTOCOL, s->gid,
-                    KC_STR_LIT("a consumer-protocol member (ConsumerGroupHeartbeat) in a classic "
-                               "group that has members: kcoord does not convert it "
-                               "(GROUP_ID_NOT_FOUND)"));
-            hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND,
-                    "Cannot upgrade classic group %.*s to consumer group because online upgrade "
-                    "is disabled.",
-                    SV(s->gid));
-            return -1;
+            /* Kafka's validateOnlineUpgrade and convertToConsumerGroup (the manager's). Kafka
+             * converts in the heartbeat's own write, so a heartbeat refused later leaves the
+             * group classic: its one later refusal of a new member, an invalid regular
+             * expression, is checked before converting. */
+            const char *why = NULL;
+            kc_str_t joining = s->q->member_id.len > 0 ? s->q->member_id : KC_STR_NULL;
+            kc_str_t rx = h->version >= 1 ? s->q->subscribed_topic_regex : KC_STR_NULL;
+            int16_t err = kc_manager_upgrade_check(s->c->gm, s->gid, &why);
+            if (!err && kc_text_set(rx) && check_regex(h, s->gid, rx) != 0)
+                return -1;
+            if (!err)
+                err = kc_manager_upgrade(s->c->gm, s->gid, joining, h->a, &why);
+            if (err == KC_ERR_GROUP_ID_NOT_FOUND) {
+                hb_fail_v(h, err, why, s->gid);
+                kc_consumer_refused(s->c, KC_GM_REFUSED_PROTOCOL, s->gid, h->r->error_message);
+                return -1;
+            }
+            if (err) {
+                hb_oom(h);
+                return -1;
+            }
+            s->g = kc_consumer_find_group(s->c, s->gid);
+            s->p.g = s->g;
+            return 0;
         }
         if (kind != KC_CLASSIC_NONE && !s->create) {
             hb_fail(h, KC_ERR_GROUP_ID_NOT_FOUND, "Group %.*s is not a consumer group.",
@@ -1445,7 +1566,9 @@ static int hb_member(hb_t *h, hbs_t *s)
 {
     /* Kafka's throwIfConsumerGroupIsFull. */
     s->mid = s->q->member_id.len >= 0 ? s->q->member_id : KC_STR_EMPTY;
-    if (s->g->n_members >= max_size(s->c) &&
+    bool known_static = h->cj && s->q->instance_id.len >= 0 &&
+                        kc_consumer_find_static(s->g, s->q->instance_id) != NULL;
+    if (!known_static && s->g->n_members >= max_size(s->c) &&
         (s->mid.len == 0 || !kc_consumer_find_member(s->g, s->mid))) {
         hb_fail(h, KC_ERR_GROUP_MAX_SIZE_REACHED,
                 "The consumer group has reached its maximum capacity of %d members.",
@@ -1453,7 +1576,7 @@ static int hb_member(hb_t *h, hbs_t *s)
         return -1;
     }
     if (s->mid.len == 0) { /* v0: the coordinator names the member */
-        s->mid = random_member_id(s->c, h->a);
+        s->mid = kc_consumer_random_member_id(s->c, h->a);
         if (s->mid.len < 0) {
             hb_oom(h);
             return -1;
@@ -1469,14 +1592,14 @@ static int hb_member(hb_t *h, hbs_t *s)
                     SV(s->mid), SV(s->gid));
             return -1;
         }
-        if (s->old && check_epoch(h, s->old, s->q->member_epoch, &s->owned) != 0)
+        if (s->old && !h->cj && check_epoch(h, s->old, s->q->member_epoch, &s->owned) != 0)
             return -1;
     } else {
         cmember_t *st = kc_consumer_find_static(s->g, s->inst);
         if (s->create) {
             if (!st) {
                 s->old = kc_consumer_find_member(s->g, s->mid);
-            } else if (st->epoch != STATIC_LEAVE_EPOCH && !st->meta->classic) {
+            } else if (!h->cj && st->epoch != STATIC_LEAVE_EPOCH && !st->meta->classic) {
                 KC_DEBUG("group",
                          "consumer group %.*s: static member %.*s with instance id %.*s cannot "
                          "join: the instance id is owned by member %.*s",
@@ -1504,7 +1627,7 @@ static int hb_member(hb_t *h, hbs_t *s)
                         SV(s->mid), SV(s->inst), SV(st->id));
                 return -1;
             }
-            if (check_epoch(h, st, s->q->member_epoch, &s->owned) != 0)
+            if (!h->cj && check_epoch(h, st, s->q->member_epoch, &s->owned) != 0)
                 return -1;
             s->old = st;
         }
@@ -1579,34 +1702,8 @@ static int hb_metadata(hb_t *h, hbs_t *s)
         s->names_changed = !topics_eq(s->base, s->upd);
         s->regex_changed = !kc_str_eq(s->base->regex, s->upd->regex);
         if (s->regex_changed && kc_text_set(s->upd->regex) &&
-            regex_users(s->g, s->upd->regex) == 0) {
-            /* Kafka's throwIfRegularExpressionIsInvalid, with kcoord's bounds (regex.h). */
-            char why[256];
-            int rxrc = kc_rx_cache_check(s->c->rx, s->upd->regex.p, (size_t)s->upd->regex.len, why,
-                                         sizeof(why));
-            if (rxrc == KC_RX_OOM) {
-                hb_oom(h);
-                return -1;
-            }
-            if (rxrc != KC_RX_OK) {
-                /* A long pattern is shown cut, so that the reason fits the message. */
-                int shown = s->upd->regex.len > 200 ? 200 : (int)s->upd->regex.len;
-                const char *more = s->upd->regex.len > 200 ? "..." : "";
-                if (rxrc == KC_RX_FULL)
-                    hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
-                            "SubscribedTopicRegex `%.*s%s` cannot be used: %s.", shown,
-                            s->upd->regex.p, more, why);
-                else
-                    hb_fail(h, KC_ERR_INVALID_REGULAR_EXPRESSION,
-                            "SubscribedTopicRegex `%.*s%s` is not a valid regular expression: %s.",
-                            shown, s->upd->regex.p, more, why);
-                refused(s->c,
-                        rxrc == KC_RX_FULL ? KC_GM_REFUSED_REGEX_LIMIT
-                                           : KC_GM_REFUSED_REGEX_INVALID,
-                        s->gid, h->r->error_message);
-                return -1;
-            }
-        }
+            regex_users(s->g, s->upd->regex) == 0 && check_regex(h, s->gid, s->upd->regex) != 0)
+            return -1;
         cmeta_t *copy = kc_consumer_meta_new(s->upd);
         if (!copy) {
             hb_oom(h);
@@ -1782,7 +1879,7 @@ static int hb_answer(hb_t *h, hbs_t *s)
                 "The heartbeat would write a %zu-byte record, larger than message.max.bytes "
                 "(%d).",
                 big, (int)record_max(s->c));
-        refused(s->c, KC_GM_REFUSED_RECORD_SIZE, s->gid, h->r->error_message);
+        kc_consumer_refused(s->c, KC_GM_REFUSED_RECORD_SIZE, s->gid, h->r->error_message);
         return -1;
     }
 
@@ -1837,7 +1934,7 @@ static int hb_answer(hb_t *h, hbs_t *s)
     return 0;
 }
 
-static void do_heartbeat(hb_t *h)
+void kc_consumer_run_heartbeat(hb_t *h)
 {
     static int (*const steps[])(hb_t *, hbs_t *) = {
         hb_group,       hb_member, hb_member_view, hb_metadata,
@@ -1849,7 +1946,9 @@ static void do_heartbeat(hb_t *h)
     s.q = h->q;
     s.now = h->c->wall;
     s.gid = h->q->group_id;
-    s.create = h->q->member_epoch == 0;
+    /* A classic JoinGroup creates a dynamic member (Kafka's getOrMaybeCreateMember), and a
+     * static one only without a member id. */
+    s.create = h->cj ? h->q->instance_id.len < 0 || h->cj->unknown_member : h->q->member_epoch == 0;
     s.owned = (owned_t){h->q->topic_partitions.v, h->q->topic_partitions.n};
     s.p = (plan_t){.c = h->c};
     s.cur = (mview_t){0, 0, MS_STABLE, NULL, NULL};
@@ -1869,6 +1968,11 @@ int kc_consumer_fence(kc_consumer_t *c, cgroup_t *g, cmember_t **ms, size_t n, c
 {
     if (n == 0)
         return 0;
+    /* Kafka's consumerGroupFenceMembers: when only classic members remain, the group may
+     * become a classic group instead. */
+    int down = kc_consumer_maybe_downgrade(c, g, ms, n, reason);
+    if (down != 0)
+        return down;
     plan_t p = {.c = c, .g = g};
     p.rb_set = true;
     p.rb_cause = cause;
@@ -1973,13 +2077,13 @@ static void do_leave(hb_t *h)
         return;
     }
     KC_DEBUG("group", "consumer group %.*s: member %.*s leaves", SV(gid), SV(m->id));
-    if (kc_consumer_fence(c, g, &m, 1, "the member left the group", KC_RB_MEMBER_LEFT) != 0)
+    if (kc_consumer_fence(c, g, &m, 1, "the member left the group", KC_RB_MEMBER_LEFT) < 0)
         hb_oom(h);
 }
 
 /* Kafka's createGroupTombstoneRecords: the order matters (current assignments, target
  * assignments, the target epoch, member metadata, partition metadata, the group epoch). */
-static void plan_delete(plan_t *p, int64_t now)
+void kc_consumer_plan_delete(plan_t *p, int64_t now)
 {
     cgroup_t *g = p->g;
     for (const cmember_t *m = g->head; m; m = m->next)
@@ -2002,7 +2106,7 @@ int16_t kc_consumer_delete(kc_consumer_t *c, kc_time_t now, kc_str_t id, const c
     if (g->n_members > 0)
         return KC_ERR_NON_EMPTY_GROUP;
     plan_t p = {.c = c, .g = g};
-    plan_delete(&p, c->wall);
+    kc_consumer_plan_delete(&p, c->wall);
     if (p.oom) {
         kc_consumer_plan_free(&p);
         KC_ERROR("group", "consumer group %.*s: out of memory deleting it", SV(id));
@@ -2030,6 +2134,13 @@ void kc_consumer_drop(kc_consumer_t *c, kc_str_t id)
  * otherwise, or when the budget ran out. A key left early (a renewed session, a rebalance
  * timer cancelled) is moved to the real deadline, or dropped, when it comes up: one O(log n)
  * step, counted as work. Keys are never later than deadlines. */
+/* When a member's entry in the session heap is due: its session, or a classic member's join
+ * or sync timeout when that comes first. */
+static int64_t session_due(const cmember_t *m)
+{
+    return m->classic_deadline < m->session_deadline ? m->classic_deadline : m->session_deadline;
+}
+
 static cmember_t *due_member(cgroup_t *g, bool session, int64_t *budget)
 {
     kc_consumer_t *c = g->c;
@@ -2038,7 +2149,7 @@ static cmember_t *due_member(cgroup_t *g, bool session, int64_t *budget)
     while ((top = kc_heap_top(h)) != NULL && top->key <= c->now) {
         cmember_t *m = session ? kc_heap_entry(top, cmember_t, session_node)
                                : kc_heap_entry(top, cmember_t, rebalance_node);
-        int64_t d = session ? m->session_deadline : m->rebalance_deadline;
+        int64_t d = session ? session_due(m) : m->rebalance_deadline;
         if (d == top->key)
             return m;
         if (*budget <= 0)
@@ -2054,7 +2165,7 @@ static cmember_t *due_member(cgroup_t *g, bool session, int64_t *budget)
 
 /* Fire the group's due timers, earliest first, while the tick's budget lasts; each is found
  * in O(log n) through the group's heaps. */
-static void run_group_timers(cgroup_t *g, int64_t *budget)
+static bool run_group_timers(cgroup_t *g, int64_t *budget)
 {
     kc_consumer_t *c = g->c;
     kc_gm_stats_t *st = (&c->gm->stats);
@@ -2063,19 +2174,26 @@ static void run_group_timers(cgroup_t *g, int64_t *budget)
         cmember_t *sm = due_member(g, true, budget);
         cmember_t *rm = *budget > 0 ? due_member(g, false, budget) : NULL;
         if (*budget <= 0)
-            return;
+            return false;
         size_t n = 0;
         char reason[160];
         bool session;
-        if (sm && (!rm || sm->session_deadline <= rm->rebalance_deadline)) {
-            /* This member's session ended first; so did every other one due by now. */
+        if (sm && (!rm || session_due(sm) <= rm->rebalance_deadline)) {
+            /* This member's session ended first; so did every other one due by now. A classic
+             * member's join or sync timeout fences it the same way (Kafka's reasons). */
             session = true;
-            snprintf(reason, sizeof(reason), "the member session expired");
+            snprintf(reason, sizeof(reason), "%s",
+                     sm->classic_deadline > sm->session_deadline ? "the member session expired"
+                     : sm->classic_timer == CT_JOIN
+                         ? "the classic member failed to join within the rebalance timeout"
+                         : "the member failed to sync within timeout");
             for (cmember_t *m = sm; m && *budget > 0 && n < FENCE_BATCH;
                  m = due_member(g, true, budget)) {
                 (*budget)--;
                 st->timers_examined++;
                 m->session_deadline = NEVER;
+                m->classic_deadline = NEVER;
+                m->classic_timer = CT_NONE;
                 kc_heap_remove(&g->sessions, &m->session_node);
                 batch[n++] = m;
             }
@@ -2091,11 +2209,14 @@ static void run_group_timers(cgroup_t *g, int64_t *budget)
                      (int)rm->epoch, (int)rm->meta->rebalance_timeout_ms);
             batch[n++] = rm;
         } else {
-            return;
+            return false;
         }
         st->timers_fired += n;
-        if (kc_consumer_fence(c, g, batch, n, reason,
-                              session ? KC_RB_SESSION_TIMEOUT : KC_RB_SYNC_TIMEOUT) != 0) {
+        int rc = kc_consumer_fence(c, g, batch, n, reason,
+                                   session ? KC_RB_SESSION_TIMEOUT : KC_RB_SYNC_TIMEOUT);
+        if (rc == 1)
+            return true; /* downgraded to a classic group: g is gone */
+        if (rc != 0) {
             /* Out of memory: try again in a second (the members are still in the group, so
              * its heaps have room). */
             for (size_t i = 0; i < n; i++) {
@@ -2108,9 +2229,10 @@ static void run_group_timers(cgroup_t *g, int64_t *budget)
                     kc_heap_arm(&g->rebalances, &m->rebalance_node, m->rebalance_deadline);
                 }
             }
-            return;
+            return false;
         }
     }
+    return false;
 }
 
 /* ---- Life ---------------------------------------------------------------------------------- */
@@ -2175,11 +2297,11 @@ void kc_consumer_heartbeat(kc_consumer_t *c, kc_time_t now, int16_t version,
         resp->error_message = msg;
         return;
     }
-    hb_t h = {c, version, req, client_id, client_host, a, resp};
+    hb_t h = {c, version, req, client_id, client_host, a, resp, NULL};
     if (req->member_epoch == LEAVE_EPOCH || req->member_epoch == STATIC_LEAVE_EPOCH)
         do_leave(&h);
     else
-        do_heartbeat(&h);
+        kc_consumer_run_heartbeat(&h);
 }
 
 /* ---- For the manager (consumer.h) ---------------------------------------------------------- */
@@ -2188,7 +2310,8 @@ int64_t kc_consumer_timers(kc_consumer_t *c, kc_ghead_t *h, kc_time_t now, int64
 {
     kc_consumer_set_time(c, now);
     cgroup_t *g = kc_heap_entry(h, cgroup_t, gh);
-    run_group_timers(g, budget);
+    if (run_group_timers(g, budget))
+        return KC_GROUP_GONE;
     return group_earliest(g);
 }
 

@@ -41,12 +41,34 @@ bool kc_consumer_is_empty(const kc_consumer_t *c, kc_str_t id);
  * turning it into a classic group). Returns 0, GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP. */
 int16_t kc_consumer_delete(kc_consumer_t *c, kc_time_t now, kc_str_t id, const char *reason);
 
+/* The upgrade's consumer half (manager.h's kc_manager_upgrade): build the consumer group of
+ * the classic group `cv` (Kafka's ConsumerGroup.fromClassicGroup), in no map yet, its records
+ * encoded. 0 with *out; GROUP_ID_NOT_FOUND with *why (Kafka's message, a format with one
+ * %.*s) when a member's subscription or assignment cannot be read or a custom assignor's user
+ * data would be lost; COORDINATOR_NOT_AVAILABLE when out of memory. Then exactly one of
+ * kc_consumer_import_commit (the group is in, its records emitted, its members' sessions
+ * started) or kc_consumer_import_free. `member_id`: the consumer-protocol member whose
+ * heartbeat converts (for the rebalance history). */
+typedef struct kc_cimport_s kc_cimport_t;
+int16_t kc_consumer_import_prepare(kc_consumer_t *c, const kc_conv_group_t *cv, kc_str_t member_id,
+                                   kc_cimport_t **out, const char **why);
+void kc_consumer_import_commit(kc_consumer_t *c, kc_cimport_t *im);
+void kc_consumer_import_free(kc_cimport_t *im);
+
 /* Forget a consumer group without records (a GroupMetadata record replayed for its id). */
 void kc_consumer_drop(kc_consumer_t *c, kc_str_t id);
 
-/* The classic APIs on a consumer group (see group.h). */
-int16_t kc_consumer_classic_member_check(const kc_consumer_t *c, kc_str_t id, kc_str_t member_id,
-                                         kc_str_t instance_id);
+/* The classic APIs on a consumer group (see group.h): a classic member's JoinGroup,
+ * SyncGroup and Heartbeat (consumer_classic.c), answered at once, and LeaveGroup. */
+void kc_consumer_classic_join(kc_consumer_t *c, kc_time_t now, int16_t version,
+                              const kc_join_group_request_t *req, kc_str_t client_id,
+                              kc_str_t client_host, kc_arena_t *a, kc_join_group_response_t *resp);
+void kc_consumer_classic_sync(kc_consumer_t *c, kc_time_t now, int16_t version,
+                              const kc_sync_group_request_t *req, kc_arena_t *a,
+                              kc_sync_group_response_t *resp);
+void kc_consumer_classic_heartbeat(kc_consumer_t *c, kc_time_t now, int16_t version,
+                                   const kc_heartbeat_request_t *req,
+                                   kc_heartbeat_response_t *resp);
 void kc_consumer_classic_leave(kc_consumer_t *c, kc_time_t now, kc_str_t id,
                                const kc_member_identity_t *ids, int32_t n, int16_t *errors);
 

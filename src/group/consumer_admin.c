@@ -115,25 +115,6 @@ bool kc_consumer_subscribed(const kc_consumer_t *c, kc_str_t id, kc_str_t topic)
     return false;
 }
 
-/* Kafka's validateConsumerGroupMember, then "does not use the classic protocol". */
-int16_t kc_consumer_classic_member_check(const kc_consumer_t *c, kc_str_t id, kc_str_t member_id,
-                                         kc_str_t instance_id)
-{
-    const cgroup_t *g = kc_consumer_find_group(c, id);
-    if (!g)
-        return KC_ERR_UNKNOWN_MEMBER_ID;
-    const cmember_t *m;
-    if (instance_id.len < 0) {
-        m = kc_consumer_find_member(g, member_id);
-    } else {
-        m = kc_consumer_find_static(g, instance_id);
-        if (m && !kc_str_eq(m->id, member_id))
-            return KC_ERR_FENCED_INSTANCE_ID;
-    }
-    (void)m; /* kcoord's consumer groups have no classic members */
-    return KC_ERR_UNKNOWN_MEMBER_ID;
-}
-
 /* Kafka's classicGroupLeaveToConsumerGroup: the named members are fenced together. */
 void kc_consumer_classic_leave(kc_consumer_t *c, kc_time_t now, kc_str_t id,
                                const kc_member_identity_t *ids, int32_t n, int16_t *errors)
@@ -169,7 +150,7 @@ void kc_consumer_classic_leave(kc_consumer_t *c, kc_time_t now, kc_str_t id,
             valid[nv++] = m;
     }
     if (nv > 0 && kc_consumer_fence(c, g, valid, nv, "the members left through LeaveGroup",
-                                    KC_RB_MEMBER_LEFT) != 0)
+                                    KC_RB_MEMBER_LEFT) < 0)
         for (int32_t i = 0; i < n; i++)
             errors[i] = KC_ERR_COORDINATOR_NOT_AVAILABLE;
     if (n > 0 && !valid)
@@ -377,6 +358,13 @@ size_t kc_consumer_dump(const kc_consumer_t *c, kc_str_t group_id, char *buf, si
         dput_asg(&b, m->assigned);
         dput(&b, " revoking ");
         dput_asg(&b, m->revoking);
+        if (mt->classic) { /* ClassicMemberMetadata */
+            dput(&b, " classic session %d protocols [", (int)mt->classic_session_timeout_ms);
+            for (int32_t k = 0; k < mt->n_protocols; k++)
+                dput(&b, "%s%.*s:%d", k ? "," : "", SV(mt->protocols[k].name),
+                     (int)mt->protocols[k].metadata.len);
+            dput(&b, "]");
+        }
         dput(&b, "\n");
     }
     for (size_t i = 0; i < nt; i++) {
@@ -524,6 +512,17 @@ int kc_consumer_json_group(const kc_consumer_t *c, int64_t mono_ms, kc_str_t id,
         kc_text_json_str(emit, arg, mt->assignor);
         kc_text_json_lit(emit, arg, ",\"rebalance_timeout_ms\":");
         kc_text_json_i64(emit, arg, mt->rebalance_timeout_ms);
+        if (mt->classic) { /* a classic member of the consumer group */
+            kc_text_json_lit(emit, arg, ",\"classic\":{\"session_timeout_ms\":");
+            kc_text_json_i64(emit, arg, mt->classic_session_timeout_ms);
+            kc_text_json_lit(emit, arg, ",\"protocols\":[");
+            for (int32_t k = 0; k < mt->n_protocols; k++) {
+                if (k)
+                    emit(arg, ",", 1);
+                kc_text_json_str(emit, arg, mt->protocols[k].name);
+            }
+            kc_text_json_lit(emit, arg, "]}");
+        }
         emit(arg, "}", 1);
     }
     kc_text_json_lit(emit, arg, "],\"rebalances\":");

@@ -20,6 +20,7 @@
 #include "group/regex.h"
 #include "group/strmap.h"
 #include "group/text.h"
+#include "proto/gen_consumer.h"
 #include "proto/gen_records.h"
 #include "util/heap.h"
 #include "util/diag.h"
@@ -91,8 +92,14 @@ typedef struct cmeta_s {
     int32_t rebalance_timeout_ms;
     int32_t n_topics;
     const kc_str_t *topics; /* subscribed topic names: sorted by bytes, distinct */
-    bool classic;           /* a member that joined with the classic protocol (loaded only) */
+    /* A member that uses the classic protocol (Kafka's ClassicMemberMetadata, the tagged field
+     * of its metadata record): its session timeout and the protocols of its JoinGroup (name
+     * and ConsumerProtocolSubscription bytes), in the request's order; the first one names
+     * the protocol its JoinGroup and SyncGroup answers carry. */
+    bool classic;
     int32_t classic_session_timeout_ms;
+    int32_t n_protocols;
+    const kc_classic_protocol_t *protocols;
 } cmeta_t;
 
 typedef struct cmember_s {
@@ -106,9 +113,17 @@ typedef struct cmember_s {
     int64_t rebalance_deadline;
     int32_t rebalance_epoch; /* the epoch the rebalance timer was armed for */
     int64_t last_hb_ms;      /* when its session was last renewed (for introspection) */
+    /* A classic member's join or sync timeout (Kafka's consumerGroupJoinKey / SyncKey timers:
+     * both fence it), NEVER when none runs; it shares the session heap, whose key is no later
+     * than the earlier of the two deadlines. */
+    int64_t classic_deadline;
+    int8_t classic_timer; /* CT_* */
     /* In the group's heaps, keyed no later than the deadlines above. */
     kc_heap_node_t session_node, rebalance_node;
 } cmember_t;
+
+/* Which classic timer runs (cmember_t.classic_timer). */
+enum { CT_NONE = 0, CT_JOIN = 1, CT_SYNC = 2 };
 
 /* A member's target assignment (kept apart from the member: replay may see it first). */
 typedef struct ctarget_s {
@@ -277,6 +292,15 @@ struct kc_gm_job_s {
     uint64_t run_ns;
 };
 
+/* A classic JoinGroup run through the heartbeat's steps (consumer_classic.c): what the
+ * member's metadata takes from it. */
+typedef struct cjoin_s {
+    bool unknown_member; /* it came without a member id (a static member may replace) */
+    int32_t session_timeout_ms;
+    const kc_classic_protocol_t *protocols; /* the JoinGroup's protocols, in its order */
+    int32_t n_protocols;
+} cjoin_t;
+
 /* The heartbeat being answered. */
 typedef struct hb_s {
     kc_consumer_t *c;
@@ -285,6 +309,7 @@ typedef struct hb_s {
     kc_str_t client_id, client_host;
     kc_arena_t *a;
     kc_consumer_group_heartbeat_response_t *r;
+    const cjoin_t *cj; /* a classic member's JoinGroup (NULL: a ConsumerGroupHeartbeat) */
 } hb_t;
 
 /* Kafka's consumerGroupHeartbeat for a join (epoch 0) or a regular heartbeat. */
@@ -332,7 +357,51 @@ typedef struct dbuf_s {
     size_t len, used;
 } dbuf_t;
 
+/* ---- Defined in consumer_classic.c ---- */
+
+/* The version a ConsumerProtocol metadata starts with (-1: too short). */
+int16_t kc_consumer_protocol_version(kc_bytes_t metadata);
+
+/* Decode a ConsumerProtocolSubscription (version-prefixed; a newer version is read as the
+ * newest this side knows, as Kafka's generated readers do) into `out`, from `a`. 0, or -1
+ * when malformed. */
+int kc_consumer_decode_subscription(kc_bytes_t metadata, kc_arena_t *a,
+                                    kc_consumer_protocol_subscription_t *out);
+
+/* `asg` as a ConsumerProtocolAssignment of `version` (clamped to 0-3) with topic names from
+ * `tv` (Kafka's prepareAssignment), from `a`; *oom set when out of memory. */
+kc_bytes_t kc_consumer_encode_assignment(const asg_t *asg, const kc_gm_topics_t *tv,
+                                         int16_t version, kc_arena_t *a, bool *oom);
+
+/* Kafka's validateOnlineDowngradeWithFencedMembers and convertToClassicGroup, before fencing
+ * members ms[0..n): when only classic members would remain and the manager allows it, the
+ * group's tombstones are written and the classic group of the remaining members takes its
+ * place, rebalancing. 1 when converted (`g` is freed), 0 when not (nothing changed). */
+int kc_consumer_maybe_downgrade(kc_consumer_t *c, cgroup_t *g, cmember_t **ms, size_t n,
+                                const char *reason);
+
 /* ---- Defined in consumer.c ---- */
+
+/* Kafka's createGroupTombstoneRecords: plan every tombstone of the plan's group. */
+void kc_consumer_plan_delete(plan_t *p, int64_t now);
+
+/* Kafka's consumerGroupHeartbeat, or with h->cj its classicGroupJoinToConsumerGroup: the
+ * heartbeat's steps, answer in h->r (error_code, member id and epoch). */
+void kc_consumer_run_heartbeat(hb_t *h);
+
+/* A request refused for a reason its user must act on: counted (KC_GM_REFUSED_*), logged at
+ * info once per group and reason. */
+void kc_consumer_refused(kc_consumer_t *c, int kind, kc_str_t group_id, kc_str_t reason);
+
+/* Kafka's Uuid.randomUuid().toString() from `a` (a null view when out of memory). */
+kc_str_t kc_consumer_random_member_id(kc_consumer_t *c, kc_arena_t *a);
+
+/* Arm a classic member's join or sync timeout (CT_JOIN, CT_SYNC) `ms` from now; with
+ * `if_absent`, a running join timeout is kept as it is (Kafka's scheduleIfAbsent). */
+void kc_consumer_set_classic_timer(cgroup_t *g, cmember_t *m, int kind, int32_t ms, bool if_absent);
+
+/* Stop a classic member's join or sync timeout (CT_JOIN, CT_SYNC) if that one runs. */
+void kc_consumer_cancel_classic_timer(cmember_t *m, int kind);
 
 extern const char *const kc_consumer_state_names[];
 
@@ -463,7 +532,8 @@ void kc_consumer_plan_target(plan_t *p, kc_str_t member_id, asg_t *asg, int64_t 
 
 /* Kafka's consumerGroupFenceMembers: remove the members (their records' tombstones) and bump
  * the group epoch with the metadata hash of what the others subscribe to. 0, or -1 when out
- * of memory (nothing changed). */
+ * of memory (nothing changed), or 1 when the group became a classic group instead
+ * (kc_consumer_maybe_downgrade: `g` is freed). */
 int kc_consumer_fence(kc_consumer_t *c, cgroup_t *g, cmember_t **ms, size_t n, const char *reason,
                       int cause);
 

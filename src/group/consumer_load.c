@@ -87,6 +87,10 @@ static int replay_member_meta(cgroup_t *g, kc_str_t member_id,
     if (v->classic_member_metadata) {
         src.classic = true;
         src.classic_session_timeout_ms = v->classic_member_metadata->session_timeout_ms;
+        src.protocols = v->classic_member_metadata->supported_protocols.v;
+        src.n_protocols = v->classic_member_metadata->supported_protocols.n > 0
+                              ? v->classic_member_metadata->supported_protocols.n
+                              : 0;
     }
     cmeta_t *meta = kc_consumer_meta_new(&src);
     cmember_t *m = meta ? replay_member(g, member_id) : NULL;

@@ -62,6 +62,7 @@ typedef struct kc_gm_config_s {
     int32_t consumer_session_timeout_ms;    /* group.consumer.session.timeout.ms, 45000 */
     int32_t consumer_max_size;              /* group.consumer.max.size, 2147483647 */
     const char *consumer_assignors;         /* group.consumer.assignors, "uniform,range"; copied */
+    int consumer_migration_policy;          /* group.consumer.migration.policy: KC_GM_MIGRATION_* */
     /* Compute a consumer group's target assignment off the loop (through the ops' offload)
      * when its members plus the partitions of its subscribed topics reach this; 0: the
      * default, KC_GM_OFFLOAD_THRESHOLD_DEFAULT; -1: never. */
@@ -82,6 +83,14 @@ typedef struct kc_gm_config_s {
      * summary line is then rate-limited, since a failing disk reloads again and again. */
     bool reload;
 } kc_gm_config_t;
+
+/* group.consumer.migration.policy (Kafka's ConsumerGroupMigrationPolicy); 0 is the default. */
+enum {
+    KC_GM_MIGRATION_BIDIRECTIONAL = 0,
+    KC_GM_MIGRATION_UPGRADE = 1,
+    KC_GM_MIGRATION_DOWNGRADE = 2,
+    KC_GM_MIGRATION_DISABLED = 3,
+};
 
 #define KC_GM_TICK_BUDGET_DEFAULT 512
 
@@ -414,7 +423,8 @@ int kc_gm_json_summary(const kc_gm_t *gm, kc_str_t group_id, kc_emit_fn emit, vo
  *  otherwise "assignment_bytes":N instead),"last_heartbeat_age_ms"; a classic member also
  *  "leader","session_timeout_ms","rebalance_timeout_ms"; a consumer member also
  *  "pending_revocation","target_assignment" (like "assignment"),"member_epoch","state",
- *  "subscribed_topics","subscribed_regex","assignor","rebalance_timeout_ms"}],
+ *  "subscribed_topics","subscribed_regex","assignor","rebalance_timeout_ms", and when it uses
+ *  the classic protocol (a mixed group) "classic":{"session_timeout_ms","protocols":[names]}}],
  *  "rebalances":[{"generation" (null while a classic join phase runs),"start_ms","end_ms" (0
  *  while it runs),"duration_ms" (so far, while it runs),"cause" (kc_rb_cause_name),
  *  "member_id","reason" (null when none),"outcome" (null while it runs, then "stable", "empty"
@@ -435,12 +445,17 @@ enum {
     KC_RB_LEADER_REJOINED,  /* the leader of a Stable classic group rejoined */
     KC_RB_SYNC_TIMEOUT,     /* members did not sync in time (classic), or a consumer member did
                              * not revoke within its rebalance timeout and was fenced */
+    KC_RB_UPGRADE,          /* a classic group became a consumer group (a consumer-protocol
+                             * member joined it: member_id) */
+    KC_RB_DOWNGRADE,        /* a consumer group became a classic group (its last
+                             * consumer-protocol member left: member_id) */
     KC_RB_OTHER,
     KC_RB_CAUSES
 };
 
 /* "member_joined", "member_left", "session_timeout", "static_member_replaced",
- * "metadata_changed", "leader_rejoined", "sync_timeout", "other" ("other" out of range). */
+ * "metadata_changed", "leader_rejoined", "sync_timeout", "upgrade", "downgrade", "other"
+ * ("other" out of range). */
 const char *kc_rb_cause_name(int cause);
 
 /* How many rebalances each group remembers. */

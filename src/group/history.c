@@ -17,7 +17,8 @@
 
 static const char *const rb_cause_names[KC_RB_CAUSES] = {
     "member_joined",    "member_left",     "session_timeout", "static_member_replaced",
-    "metadata_changed", "leader_rejoined", "sync_timeout",    "other",
+    "metadata_changed", "leader_rejoined", "sync_timeout",    "upgrade",
+    "downgrade",        "other",
 };
 
 const char *kc_rb_cause_name(int cause)
@@ -212,7 +213,7 @@ static void tput_names(tbuf_t *t, const char *label, const kc_history_names_t *l
 /* "session timeout of member X" and the like. */
 static void tput_cause(tbuf_t *t, const kc_history_entry_t *e)
 {
-    static const char *const with_member[KC_RB_CAUSES] = {
+    static const char *const with_member[] = {
         "member %.*s joined",
         "member %.*s left",
         "session timeout of member %.*s",
@@ -220,8 +221,12 @@ static void tput_cause(tbuf_t *t, const kc_history_entry_t *e)
         "metadata changed by member %.*s",
         "leader %.*s rejoined",
         "sync timeout of member %.*s",
+        "upgrade to the consumer protocol as member %.*s joined",
+        "downgrade to the classic protocol as member %.*s left",
         "other (member %.*s)",
     };
+    _Static_assert(sizeof(with_member) / sizeof(with_member[0]) == KC_RB_CAUSES,
+                   "one text per cause");
     int cause = e->cause >= 0 && e->cause < KC_RB_CAUSES ? e->cause : KC_RB_OTHER;
     if (e->member_id.len >= 0)
         tput(t, with_member[cause], SV(e->member_id));

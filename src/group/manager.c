@@ -214,6 +214,8 @@ void kc_gm_tick(kc_gm_t *gm, kc_time_t now)
         int64_t next = h->kind == KC_KIND_CLASSIC
                            ? kc_classic_timers(gm, h, &budget[KC_KIND_CLASSIC])
                            : kc_consumer_timers(gm->consumer, h, now, &budget[KC_KIND_CONSUMER]);
+        if (next == KC_GROUP_GONE)
+            continue; /* converted to the other kind: h is freed, the new group armed itself */
         kc_manager_disarm(gm, h); /* arming may have put it back */
         requeue(gm, h, next, &deferred);
     }
@@ -236,18 +238,35 @@ int kc_gm_join(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_join_group_
                kc_str_t client_id, kc_str_t client_host, void *waiter, kc_arena_t *a,
                kc_join_group_response_t *resp)
 {
+    /* Kafka's classicGroupJoin: a consumer group with members takes the classic member
+     * (classicGroupJoinToConsumerGroup); an empty one becomes a classic group. */
+    if (is_consumer(gm, req->group_id) && !kc_consumer_is_empty(gm->consumer, req->group_id)) {
+        set_time(gm, now);
+        kc_consumer_classic_join(gm->consumer, now, version, req, client_id, client_host, a, resp);
+        return KC_GM_ANSWERED;
+    }
     return kc_classic_join(gm, now, version, req, client_id, client_host, waiter, a, resp);
 }
 
 int kc_gm_sync(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_sync_group_request_t *req,
                void *waiter, kc_arena_t *a, kc_sync_group_response_t *resp)
 {
+    if (is_consumer(gm, req->group_id)) { /* classicGroupSyncToConsumerGroup */
+        set_time(gm, now);
+        kc_consumer_classic_sync(gm->consumer, now, version, req, a, resp);
+        return KC_GM_ANSWERED;
+    }
     return kc_classic_sync(gm, now, version, req, waiter, a, resp);
 }
 
 void kc_gm_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version, const kc_heartbeat_request_t *req,
                      kc_heartbeat_response_t *resp)
 {
+    if (is_consumer(gm, req->group_id)) { /* classicGroupHeartbeatToConsumerGroup */
+        set_time(gm, now);
+        kc_consumer_classic_heartbeat(gm->consumer, now, version, req, resp);
+        return;
+    }
     kc_classic_heartbeat(gm, now, version, req, resp);
 }
 
@@ -412,12 +431,14 @@ void kc_gm_load_complete(kc_gm_t *gm, kc_time_t now)
 /* ---- Conversions between kinds
  * --------------------------------------------------------------------
  *
- * Today kcoord converts only empty groups, as Kafka does with its migration policy
- * "disabled": an empty consumer group becomes a classic group when a classic member joins, an
- * empty classic group becomes a consumer group when a consumer-protocol member joins (the
+ * As Kafka 4.4's GroupMetadataManager, under group.consumer.migration.policy: an empty group
+ * of either kind becomes the other kind when a member of the other protocol joins it (the
  * consumer machine decides that from kc_manager_classic_kind and calls
- * kc_manager_classic_remove), and a group with members of one kind refuses members of the
- * other. Upgrading and downgrading groups with members goes here.
+ * kc_manager_classic_remove); a classic group with members becomes a consumer group when a
+ * consumer-protocol member joins and the policy allows upgrades (kc_manager_upgrade: the
+ * classic machine exports the group, the consumer machine builds it); a consumer group takes
+ * classic members (kc_gm_join routes them to consumer_classic.c) unless the policy is
+ * "disabled".
  */
 
 int kc_manager_classic_kind(const kc_gm_t *gm, kc_str_t id)
@@ -433,14 +454,12 @@ void kc_manager_classic_remove(kc_gm_t *gm, kc_time_t now, kc_str_t id, bool tom
 
 int16_t kc_manager_classic_join(kc_gm_t *gm, kc_str_t id, bool unknown_member)
 {
-    /* GroupMetadataManager.classicGroupJoin on a consumer group. Kafka bridges classic members
-     * into a consumer group that has members; kcoord does not, and refuses them as Kafka
-     * refuses a group of another type. An empty consumer group becomes a classic group (its
-     * tombstones first), as in Kafka. */
+    /* GroupMetadataManager.classicGroupJoinToClassicGroup on an empty consumer group: it
+     * becomes a classic group (its tombstones first), as in Kafka. */
     if (!is_consumer(gm, id))
         return 0;
     if (!kc_consumer_is_empty(gm->consumer, id))
-        return KC_ERR_INCONSISTENT_GROUP_PROTOCOL;
+        return KC_ERR_INCONSISTENT_GROUP_PROTOCOL; /* (kc_gm_join routed those away) */
     if (!unknown_member)
         return KC_ERR_UNKNOWN_MEMBER_ID;
     if (kc_consumer_delete(gm->consumer, gm_time(gm), id,
@@ -449,12 +468,80 @@ int16_t kc_manager_classic_join(kc_gm_t *gm, kc_str_t id, bool unknown_member)
     return 0;
 }
 
-int16_t kc_manager_classic_member_check(const kc_gm_t *gm, kc_str_t id, kc_str_t member_id,
-                                        kc_str_t instance_id)
+int16_t kc_manager_upgrade_check(const kc_gm_t *gm, kc_str_t id, const char **why)
 {
-    if (!is_consumer(gm, id))
-        return -1;
-    return kc_consumer_classic_member_check(gm->consumer, id, member_id, instance_id);
+    /* Kafka's validateOnlineUpgrade. */
+    int policy = gm->cfg.consumer_migration_policy;
+    int32_t max = gm->cfg.consumer_max_size > 0 ? gm->cfg.consumer_max_size : INT32_MAX;
+    kc_group_info_t info;
+    if (policy != KC_GM_MIGRATION_BIDIRECTIONAL && policy != KC_GM_MIGRATION_UPGRADE) {
+        *why = "Cannot upgrade classic group %.*s to consumer group because online upgrade is "
+               "disabled.";
+        return KC_ERR_GROUP_ID_NOT_FOUND;
+    }
+    if (kc_classic_info(gm, id, &info) != 0)
+        return KC_ERR_COORDINATOR_NOT_AVAILABLE; /* (the caller saw it: cannot happen) */
+    if (!kc_str_eq(info.protocol_type, KC_STR_LIT("consumer"))) {
+        *why = "Cannot upgrade classic group %.*s to consumer group because the group does not "
+               "use the consumer embedded protocol.";
+        return KC_ERR_GROUP_ID_NOT_FOUND;
+    }
+    if (info.n_members > max) {
+        *why = "Cannot upgrade classic group %.*s to consumer group because the group size "
+               "exceeds the consumer group maximum size.";
+        return KC_ERR_GROUP_ID_NOT_FOUND;
+    }
+    return 0;
+}
+
+int16_t kc_manager_upgrade(kc_gm_t *gm, kc_str_t id, kc_str_t member_id, kc_arena_t *a,
+                           const char **why)
+{
+    kc_conv_group_t cv;
+    int16_t err = kc_manager_upgrade_check(gm, id, why);
+    if (err)
+        return err;
+    if (kc_classic_export(gm, id, a, &cv) != 0)
+        return KC_ERR_COORDINATOR_NOT_AVAILABLE;
+    /* Kafka's convertToConsumerGroup: the consumer group is prepared first (it may still be
+     * refused), then the classic group goes, then the consumer group's records. */
+    kc_cimport_t *im = NULL;
+    err = kc_consumer_import_prepare(gm->consumer, &cv, member_id, &im, why);
+    if (err)
+        return err;
+    kc_classic_convert_away(gm, gm_time(gm), id);
+    kc_consumer_import_commit(gm->consumer, im);
+    KC_INFO("group",
+            "group %.*s: converted the classic group (%d members, generation %d) to a "
+            "consumer group",
+            (int)id.len, id.p, (int)cv.n, (int)cv.generation);
+    return 0;
+}
+
+bool kc_manager_downgrade_allowed(const kc_gm_t *gm, int32_t remaining)
+{
+    int policy = gm->cfg.consumer_migration_policy;
+    int32_t max = gm->cfg.max_size > 0 ? gm->cfg.max_size : INT32_MAX;
+    if (remaining <= 0)
+        return false;
+    if (policy != KC_GM_MIGRATION_BIDIRECTIONAL && policy != KC_GM_MIGRATION_DOWNGRADE) {
+        KC_DEBUG("group", "cannot downgrade a consumer group: the online downgrade is disabled");
+        return false;
+    }
+    return remaining <= max;
+}
+
+int kc_manager_downgrade(kc_gm_t *gm, const kc_conv_group_t *cv, bool rebalance, kc_str_t member_id,
+                         const char *reason)
+{
+    int rc = kc_classic_import(gm, gm_time(gm), cv, rebalance, member_id, reason);
+    if (rc == 0)
+        KC_INFO("group",
+                "group %.*s: converted the consumer group (%d members, epoch %d) to a classic "
+                "group%s",
+                (int)cv->id.len, cv->id.p, (int)cv->n, (int)cv->generation,
+                rebalance ? ", rebalancing" : "");
+    return rc;
 }
 
 bool kc_manager_classic_leave(kc_gm_t *gm, kc_str_t id, const kc_member_identity_t *ids, int32_t n,

@@ -64,6 +64,10 @@ static inline size_t kc_manager_record_bytes(size_t key_len, size_t value_len)
     return KC_MANAGER_RECORD_OVERHEAD + key_len + value_len;
 }
 
+/* What a machine's timers return when they converted their group to the other kind: the
+ * group is freed (the new one is in the map and the heap). */
+#define KC_GROUP_GONE INT64_MIN
+
 /* The manager's random number generator (seeded by kc_gm_set_seed in tests). */
 uint64_t kc_manager_random(kc_gm_t *gm);
 
@@ -108,17 +112,58 @@ int kc_manager_classic_kind(const kc_gm_t *gm, kc_str_t id);
 void kc_manager_classic_remove(kc_gm_t *gm, kc_time_t now, kc_str_t id, bool tombstone,
                                const char *reason);
 
-/* A classic JoinGroup for `id` while `id` may name a consumer group (Kafka's classicGroupJoin
- * on a consumer group). 0: the id is free for a classic group (an empty consumer group was
- * deleted with its tombstones, as in Kafka); INCONSISTENT_GROUP_PROTOCOL: a consumer group with
- * members, which kcoord does not bridge classic members into; UNKNOWN_MEMBER_ID: a member id
- * was given for an empty consumer group; COORDINATOR_NOT_AVAILABLE: out of memory. */
+/* A classic JoinGroup for `id` while `id` may name an empty consumer group (Kafka's
+ * classicGroupJoinToClassicGroup on it; a consumer group with members got the JoinGroup from
+ * kc_gm_join already). 0: the id is free for a classic group (an empty consumer group was
+ * deleted with its tombstones, as in Kafka); UNKNOWN_MEMBER_ID: a member id was given for an
+ * empty consumer group; COORDINATOR_NOT_AVAILABLE: out of memory. */
 int16_t kc_manager_classic_join(kc_gm_t *gm, kc_str_t id, bool unknown_member);
 
-/* The answer a classic SyncGroup or Heartbeat gets from the consumer group `id` (no member of a
- * kcoord consumer group uses the classic protocol), or -1 when `id` names no consumer group. */
-int16_t kc_manager_classic_member_check(const kc_gm_t *gm, kc_str_t id, kc_str_t member_id,
-                                        kc_str_t instance_id);
+/* A group between kinds (an upgrade or a downgrade): what one kind hands the other, every view
+ * copied into the arena of the request that converts, so it outlives the group it came from. */
+typedef struct kc_conv_member_s {
+    kc_str_t id, instance_id, client_id, client_host;
+    int32_t session_timeout_ms, rebalance_timeout_ms;
+    const kc_join_group_request_protocol_t *protocols; /* its JoinGroup's, in their order */
+    int32_t n_protocols;
+    /* Upgrade: its current ConsumerProtocolAssignment (empty: none yet). Downgrade: the
+     * metadata's version decides the encoding of the assignment the classic group gets. */
+    kc_bytes_t assignment;
+} kc_conv_member_t;
+
+typedef struct kc_conv_group_s {
+    kc_str_t id;
+    int32_t generation;     /* upgrade: the classic generation; downgrade: the group epoch */
+    kc_str_t protocol_type; /* the classic group's (upgrade) */
+    kc_str_t protocol_name; /* the classic group's selected protocol (null: none yet) */
+    kc_conv_member_t *v;
+    int32_t n;
+} kc_conv_group_t;
+
+/* Kafka's validateOnlineUpgrade and convertToConsumerGroup, for the classic group `id` (with
+ * members, KC_CLASSIC_ACTIVE) that a ConsumerGroupHeartbeat joining it (member `member_id`)
+ * wants: 0 when the group is now a consumer group (the classic group's tombstone, its parked
+ * JoinGroup and SyncGroup answered REBALANCE_IN_PROGRESS, the consumer group's records with
+ * every member's current assignment kept); GROUP_ID_NOT_FOUND with *why, Kafka's message (a
+ * format with one %.*s, the group id), when it may not be converted;
+ * COORDINATOR_NOT_AVAILABLE when out of memory (nothing changed). `a` holds the copies. */
+int16_t kc_manager_upgrade(kc_gm_t *gm, kc_str_t id, kc_str_t member_id, kc_arena_t *a,
+                           const char **why);
+
+/* kc_manager_upgrade's validation alone (Kafka's validateOnlineUpgrade): 0 or, with *why,
+ * GROUP_ID_NOT_FOUND. */
+int16_t kc_manager_upgrade_check(const kc_gm_t *gm, kc_str_t id, const char **why);
+
+/* Kafka's validateOnlineDowngradeWithFencedMembers, the manager's part: whether the policy
+ * allows downgrades and `remaining` members fit group.max.size (the consumer machine checks
+ * that every remaining member uses the classic protocol). */
+bool kc_manager_downgrade_allowed(const kc_gm_t *gm, int32_t remaining);
+
+/* Kafka's convertToClassicGroup, after the consumer group's tombstones: the classic group of
+ * `cv`, rebalancing when `rebalance` (member_id and reason name it in the history). 0, or -1
+ * when out of memory. */
+int kc_manager_downgrade(kc_gm_t *gm, const kc_conv_group_t *cv, bool rebalance, kc_str_t member_id,
+                         const char *reason);
 
 /* A classic LeaveGroup for the consumer group `id`: the members named are fenced (the admin
  * client's "remove members"). false when `id` names no consumer group. */

@@ -1523,10 +1523,14 @@ static int16_t classic_join(fx_t *f, const char *group, const char *member, int 
     return resp.error_code;
 }
 
+/* With group.consumer.migration.policy=disabled (Kafka 4.4): groups of one kind never take
+ * members of the other, only empty groups change kind. The other policies: test_mixed.c. */
 static void test_classic_interplay(void **state)
 {
     (void)state;
-    fx_t *f = fx_new();
+    kc_gm_config_t cfg = default_cfg();
+    cfg.consumer_migration_policy = KC_GM_MIGRATION_DISABLED;
+    fx_t *f = fx_new_cfg(&cfg);
     send_hb(f, &(req_t){.member = "m1", .epoch = 0, .topics = "t"});
     int rc;
     /* JoinGroup to a consumer group with members: refused. */
@@ -1582,7 +1586,7 @@ static void test_classic_interplay(void **state)
     assert_int_equal(classic_join(f, "cg", "", &rc), KC_ERR_MEMBER_ID_REQUIRED);
     r = send_hb(f, &(req_t){.group = "cg", .member = "m3", .epoch = 0, .topics = "t"});
     assert_int_equal(r.error_code, 0); /* only a pending member: the group is still Empty */
-    fx_t *f2 = fx_new();
+    fx_t *f2 = fx_new_cfg(&cfg);
     kc_join_group_request_t req;
     kc_join_group_request_init(&req);
     req.group_id = KC_STR_LIT("cg");

@@ -197,6 +197,7 @@ static void test_defaults(void **state)
                              "group.consumer.max.session.timeout.ms=60000  # default\n"
                              "group.consumer.max.size=2147483647  # default\n"
                              "group.consumer.assignors=uniform,range  # default\n"
+                             "group.consumer.migration.policy=bidirectional  # default\n"
                              "group.consumer.assignor.offload.enable=true  # default\n"
                              "group.consumer.assignor.offload.threshold=10000  # default\n"
                              "group.consumer.regex.max.bytes=16384  # default\n"
@@ -392,6 +393,16 @@ static void test_enum(void **state)
     set_bad(&c, "log.level", "inf", NULL);
     set_bad(&c, "log.level", " info", NULL);
     assert_int_equal(c.log_level, KC_CONF_LOG_DEBUG);
+    assert_int_equal(c.group_consumer_migration_policy, KC_CONF_MIGRATION_BIDIRECTIONAL);
+    set_ok(&c, "group.consumer.migration.policy", "upgrade");
+    assert_int_equal(c.group_consumer_migration_policy, KC_CONF_MIGRATION_UPGRADE);
+    set_ok(&c, "group.consumer.migration.policy", "downgrade");
+    assert_int_equal(c.group_consumer_migration_policy, KC_CONF_MIGRATION_DOWNGRADE);
+    set_ok(&c, "group.consumer.migration.policy", "DISABLED");
+    assert_int_equal(c.group_consumer_migration_policy, KC_CONF_MIGRATION_DISABLED);
+    set_bad(&c, "group.consumer.migration.policy", "both",
+            "one of bidirectional, upgrade, downgrade, disabled");
+    assert_int_equal(c.group_consumer_migration_policy, KC_CONF_MIGRATION_DISABLED);
     kc_conf_free(&c);
 }
 
@@ -986,6 +997,7 @@ static void test_precedence(void **state)
                              "group.consumer.max.session.timeout.ms=60000  # default\n"
                              "group.consumer.max.size=2147483647  # default\n"
                              "group.consumer.assignors=uniform,range  # default\n"
+                             "group.consumer.migration.policy=bidirectional  # default\n"
                              "group.consumer.assignor.offload.enable=true  # default\n"
                              "group.consumer.assignor.offload.threshold=10000  # default\n"
                              "group.consumer.regex.max.bytes=16384  # default\n"
@@ -1130,6 +1142,7 @@ static void test_doc_content(void **state)
                                  "group.consumer.max.session.timeout.ms=60000  # default\n"
                                  "group.consumer.max.size=2147483647  # default\n"
                                  "group.consumer.assignors=uniform,range  # default\n"
+                                 "group.consumer.migration.policy=bidirectional  # default\n"
                                  "group.consumer.assignor.offload.enable=true  # default\n"
                                  "group.consumer.assignor.offload.threshold=10000  # default\n"
                                  "group.consumer.regex.max.bytes=16384  # default\n"

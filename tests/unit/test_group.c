@@ -3283,9 +3283,11 @@ __attribute__((format(printf, 2, 3))) static void assert_has(const char *hay, co
 static void test_rb_causes_names(void **state)
 {
     (void)state;
-    static const char *const names[] = {
-        "member_joined",    "member_left",     "session_timeout", "static_member_replaced",
-        "metadata_changed", "leader_rejoined", "sync_timeout",    "other"};
+    static const char *const names[] = {"member_joined",    "member_left",
+                                        "session_timeout",  "static_member_replaced",
+                                        "metadata_changed", "leader_rejoined",
+                                        "sync_timeout",     "upgrade",
+                                        "downgrade",        "other"};
     for (int i = 0; i < KC_RB_CAUSES; i++)
         assert_string_equal(kc_rb_cause_name(i), names[i]);
     assert_string_equal(kc_rb_cause_name(-1), "other");
