@@ -17,7 +17,12 @@ Clients (the first part of a cell's name):
     java-consumer      VerifiableConsumer with --group-protocol consumer (KIP-848)
     mixed-consumer     one consumer-protocol group of java-consumer and librdkafka-consumer
                        members
-    kafka-tools        Kafka's ConsumerGroupCommand and BrokerApiVersionsCommand
+    java-migration     VerifiableConsumer members restarted, one at a time, between
+                       --group-protocol classic and consumer (one group of both kinds)
+    librdkafka-migration  the same with the wheel's librdkafka (group.protocol)
+    mixed-protocol     one group of a classic java, a java-consumer and a
+                       librdkafka-consumer member
+    kafka-tools        Kafka's ConsumerGroupCommand, BrokerApiVersionsCommand and ConfigCommand
     raw-diff           the differential raw-request checker (tests/compat/compat_diff.py),
                        when present
     secure-*           security cells (SASL_SSL SCRAM and PLAIN, mTLS, Kafka's ACL and SCRAM
@@ -46,13 +51,22 @@ revoke callbacks name only the partitions that move to it), leave, kill (after t
 through ConsumerGroupDescribe; static-leader and cooperative are n/a. Both servers keep Kafka's
 defaults for consumer groups (45 s sessions, 5 s heartbeats, the uniform assignor). These cells
 run side by side, up to --jobs (default 8) at once, after the classic cells of each server.
+Mixed-group scenarios: rolling (java-migration, librdkafka-migration: 3 classic members are
+restarted one at a time with the consumer protocol, then back to classic) and join-leave
+(mixed-protocol); after every close and every start the group must settle with one owner per
+partition, the server agreeing (ConsumerGroupDescribe or DescribeGroups, whichever kind the
+group is then) and the committed offsets kept; the members' callbacks, replayed in timestamp
+order, never show a partition given to a member before its previous owner revoked it. They run
+side by side with the consumer-protocol cells.
 Tool scenarios: kafka-tools/describe (--list, --describe --members/--offsets/--state, refusals
 on an active group), kafka-tools/reset-delete (--reset-offsets --execute, --delete-offsets,
 --delete), kafka-tools/api-versions (BrokerApiVersionsCommand; kcoord's answer goes into the
-document). raw-diff/requests runs tests/compat/compat_diff.py once with both servers' addresses
-(--kcoord, --kafka); its exit status is the cell's result. Every ConsumerGroupCommand output
-of a cell is also compared, normalised, with the same command's output on Kafka, and the
-document lists any difference.
+document), kafka-tools/group-configs (ConfigCommand --entity-type groups: --alter --add-config,
+--describe, --delete-config). raw-diff/requests runs tests/compat/compat_diff.py once with both
+servers' addresses (--kcoord, --kafka); its exit status is the cell's result. Every
+ConsumerGroupCommand and ConfigCommand output of a cell is also compared, normalised, with the
+same command's output on Kafka (of a --list, only the cell's own group), and the document lists
+any difference.
 
 Each cell is judged twice: by what the clients report (rebalance callbacks, commit results, tool
 output) and by what the server says about the group (tests/compat/kwire.py: DescribeGroups and
@@ -130,7 +144,7 @@ KIP848_SCENARIOS = ["incremental", "leave", "kill", "static", "static-leader", "
 KIP848_MIXED_SCENARIOS = ["incremental", "leave", "kill", "static"]
 JAVA_ASSIGNORS = {"cooperative-sticky":
                   "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"}
-TOOL_SCENARIOS = ["describe", "reset-delete", "api-versions"]
+TOOL_SCENARIOS = ["describe", "reset-delete", "api-versions", "group-configs"]
 QUICK = {"split", "leave", "commit", "describe"}
 
 SERVERS = ["kcoord", "kafka"]
@@ -192,12 +206,14 @@ def clean_env(extra=None):
     return env
 
 
-def spawn(args, logpath, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=None):
+def spawn(args, logpath, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=None,
+          stderr=None):
     """Start a child in its own session (a Ctrl-C reaches only this script, which then ends
-    every child), stderr to logpath."""
+    every child), stderr to logpath (or where stderr says)."""
     err = open(logpath, "ab")
     try:
-        p = subprocess.Popen(args, stdin=stdin, stdout=stdout, stderr=err, env=env or clean_env(),
+        p = subprocess.Popen(args, stdin=stdin, stdout=stdout, stderr=stderr or err,
+                             env=env or clean_env(),
                              start_new_session=True, cwd=ROOT)
     finally:
         err.close()
@@ -205,11 +221,12 @@ def spawn(args, logpath, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=N
     return p
 
 
-def run_tool(args, logpath, timeout=90, env=None):
-    """Run a command to its end: (exit status, stdout + stderr as text)."""
+def run_tool(args, logpath, timeout=90, env=None, stderr=None):
+    """Run a command to its end: (exit status, its stdout as text; also its stderr with
+    stderr=subprocess.STDOUT)."""
     with open(logpath, "ab") as lf:
         lf.write(("$ %s\n" % " ".join(shlex.quote(a) for a in args)).encode())
-    p = spawn(args, logpath, stdout=subprocess.PIPE, env=env)
+    p = spawn(args, logpath, stdout=subprocess.PIPE, env=env, stderr=stderr)
     try:
         out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -246,6 +263,19 @@ def wait_until(what, cond, timeout=WAIT_S, interval=0.1):
         if time.monotonic() >= deadline:
             raise Fail("%s: not within %d s; last: %s" % (what, timeout, state))
         time.sleep(interval)
+
+
+def retrying(what, fn, timeout=WAIT_S):
+    """fn() once the server answers it without a retriable coordinator error (a fresh Kafka
+    creates its offsets topic on the first FindCoordinator)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return fn()
+        except kwire.KwireRetry as e:
+            if time.monotonic() >= deadline:
+                raise Fail("%s: not within %d s; last: %s" % (what, timeout, e))
+            time.sleep(0.2)
 
 
 # ---- servers ---------------------------------------------------------------------------------
@@ -625,12 +655,21 @@ class Cell:
 
     def tool(self, *args, timeout=90):
         """Run ConsumerGroupCommand against this cell's server: its output. The output is also
-        kept, normalised, to be compared with the other server's."""
+        kept, normalised, to be compared with the other server's; of a --list, only the header
+        and this cell's group are compared. The other groups of the run are not the cell's to
+        judge, and their states depend on the moment: a static member that closed in an
+        earlier cell stays in its group until its session times out (30 s), about when the
+        tool cells list the groups, so one server may list that group Stable and the other,
+        a moment later, Empty."""
         rc, out = run_tool([KAFKA_REF, "run-class", CGC, "--bootstrap-server",
                             self.server.bootstrap] + list(args),
                            os.path.join(self.dir, "tools.log"), timeout, env=TOOLS_ENV)
+        kept = out
+        if "--list" in args:
+            kept = "\n".join(l for l in out.splitlines()
+                             if l.split()[:1] in ([self.group], ["GROUP"]))
         self.extra.setdefault("tool_outputs", []).append(
-            (" ".join(args), normalise(out, self.server.bootstrap)))
+            (" ".join(args), normalise(kept, self.server.bootstrap)))
         return out
 
 
@@ -1019,6 +1058,229 @@ def sc_empty(cell):
     cell.note("Empty %s; offsets kept" % ("at once" if dt < 0.5 else "after %.1f s" % dt))
 
 
+# ---- mixed groups: classic and consumer-protocol members in one group -------------------------
+
+
+def group_view(cell):
+    """The server's view of a group that may be a classic or a consumer group: ("consumer",
+    ConsumerGroupDescribe) or, when the server says it is no consumer group, ("classic",
+    DescribeGroups)."""
+    g = kwire.consumer_group_describe(cell.server.bootstrap, cell.group, version=1)
+    if g["error"] == kwire.NONE:
+        return "consumer", g
+    if g["error"] != kwire.GROUP_ID_NOT_FOUND:
+        raise kwire.KwireError("ConsumerGroupDescribe(%s): error %d %s"
+                               % (cell.group, g["error"], g["message"] or ""))
+    return "classic", kwire.describe_group(cell.server.bootstrap, cell.group)
+
+
+def member_label(m):
+    """A member process: its client id, protocol and start number (c0.4: the 4th process the
+    cell started)."""
+    return "%s (%s)" % (os.path.basename(m.logpath)[:-len(".log")], m.client.name)
+
+
+def check_owners(cell):
+    """Every rebalance callback of every member the cell started, the stopped ones included,
+    replayed in the order of the clients' own timestamps (one clock: the clients run on one
+    machine): raises Fail at the first partition assigned to a member while another member
+    still held it. A member gives up a partition when its revoke (or lost) callback has run,
+    which it does before the server may give the partition to another member: on a classic
+    member's rejoin, in a consumer member's acknowledging heartbeat, or before its LeaveGroup;
+    an exit without a callback gives up what it held at its shutdown_complete."""
+    evs = []
+    for m in cell.members:
+        with m.lock:
+            events = list(m.events)
+        for e in events:
+            name, ts = e.get("name"), e.get("timestamp")
+            if ts is None or name not in ("partitions_assigned", "partitions_revoked",
+                                          "shutdown_complete"):
+                continue
+            ps = [p["partition"] for p in e.get("partitions") or []
+                  if isinstance(p, dict) and p.get("topic") == cell.topic]
+            evs.append((ts, 1 if name == "partitions_assigned" else 0, member_label(m), name,
+                        ps))
+    evs.sort(key=lambda x: (x[0], x[1]))
+    owner = {}
+    for ts, _, who, name, ps in evs:
+        if name == "shutdown_complete":
+            owner = {p: w for p, w in owner.items() if w != who}
+        elif name == "partitions_revoked":
+            for p in ps:
+                if owner.get(p) == who:
+                    del owner[p]
+        else:
+            for p in ps:
+                if owner.get(p, who) != who:
+                    raise Fail("partition %d assigned to %s at %d while %s still held it"
+                               % (p, who, ts, owner[p]))
+                owner[p] = who
+
+
+def clients_split(members):
+    """None when the members' own views split the topic (every partition exactly one owner,
+    an even share each); otherwise what they hold."""
+    for m in members:
+        if not m.alive():
+            raise Fail("%s exited (status %s):\n%s"
+                       % (member_label(m), m.proc.returncode, tail(m.logpath)))
+        e = m.find("error")
+        if e is not None and "_FATAL" in str(e.get("error")):
+            raise Fail("%s: %s" % (member_label(m), e["error"]))
+    held = {m.client_id: m.held for m in members}
+    owned = sorted(p for s in held.values() for p in s)
+    lo = PARTITIONS // len(members)
+    if owned != list(range(PARTITIONS)) or \
+            any(len(s) not in (lo, -(-PARTITIONS // len(members))) for s in held.values()):
+        return "clients hold %s" % {c: sorted(s) for c, s in held.items()}
+    return None
+
+
+def mixed_settled(cell, members, kind):
+    """True when the members split the topic and the server agrees: a Stable group of the
+    expected kind (classic or consumer) with these members, each one's assignment (and, in a
+    consumer group, its target) what its client holds. A partition in two members'
+    assignments in one answer of the server fails at once."""
+    check_owners(cell)
+    why = clients_split(members)
+    if why:
+        return why
+    held = {m.client_id: frozenset(m.held) for m in members}
+    got, g = group_view(cell)
+    seen, target = {}, {}
+    for gm in g["members"]:
+        seen[gm["client_id"]] = frozenset(gm["assignment"].get(cell.topic, []))
+        target[gm["client_id"]] = frozenset(gm.get("target", gm["assignment"]).get(cell.topic,
+                                                                                   []))
+    dup = [p for p in range(PARTITIONS) if sum(1 for a in seen.values() if p in a) > 1]
+    if dup:
+        raise Fail("the server assigns partitions %s to two members: %s"
+                   % (dup, {c: sorted(a) for c, a in seen.items()}))
+    if got != kind:
+        return "server: a %s group, want %s" % (got, kind)
+    if g["state"].lower() != "stable" or len(g["members"]) != len(members):
+        return "server: state %s, %d members" % (g["state"], len(g["members"]))
+    if seen != held or target != held:
+        return "server says %s (target %s), clients %s" % (
+            {c: sorted(a) for c, a in seen.items()}, {c: sorted(a) for c, a in target.items()},
+            {c: sorted(a) for c, a in held.items()})
+    if got == "consumer":
+        # ConsumerGroupDescribe v1 (KIP-1099): 0 for a classic member, 1 for a consumer one.
+        types = {gm["client_id"]: gm["member_type"] for gm in g["members"]}
+        want = {m.client_id: 1 if m.client.protocol == "consumer" else 0 for m in members}
+        if types != want:
+            raise Fail("ConsumerGroupDescribe v1: member types %s, want %s" % (types, want))
+    return True
+
+
+def settle(cell, members, kind, want, what):
+    """Wait until the group settles (mixed_settled), then check the committed offsets: the
+    seconds it took."""
+    t0 = time.monotonic()
+    wait_until(what, lambda: mixed_settled(cell, members, kind))
+    check_offsets("offsets after: %s (OffsetFetch)" % what, cell.offsets(), want)
+    return time.monotonic() - t0
+
+
+def commit_held(cell, m, want, base):
+    """A librdkafka member commits the partitions it holds (offset base + partition); want
+    follows. Java's VerifiableConsumer commits only what it consumed: nothing here."""
+    if m.client.kind != "rk":
+        return 0
+    offsets = {p: (base + p, "%s-%d" % (m.client_id, base + p)) for p in sorted(m.held)}
+    m.commit(offsets)
+    meta = m.wait_event("startup_complete").get("commit_metadata")
+    want.update({p: (o, mt if meta else None) for p, (o, mt) in offsets.items()})
+    return 1
+
+
+def seed_offsets(cell):
+    """Offsets committed before any member joins (the group is empty then), to be kept through
+    every step."""
+    want = {p: (100 + 10 * p, "compat-%d" % p) for p in range(PARTITIONS)}
+    retrying("OffsetCommit", lambda: kwire.commit_offsets(cell.server.bootstrap, cell.group,
+                                                          cell.topic, want))
+    check_offsets("seeded offsets (OffsetFetch)", cell.offsets(), want)
+    return want
+
+
+def wait_empty_classic(cell, want):
+    """Once every member has left: an Empty classic group, its offsets kept."""
+    def empty():
+        kind, g = group_view(cell)
+        if (kind, g["state"], len(g["members"])) == ("classic", "Empty", 0):
+            return True
+        return "a %s group, state %s, %d members" % (kind, g["state"], len(g["members"]))
+
+    wait_until("the group is an Empty classic group once every member left", empty, timeout=10)
+    check_offsets("offsets of the Empty group (OffsetFetch)", cell.offsets(), want)
+
+
+def sc_rolling(cell):
+    """3 classic members; each in turn closes (the 2 others take its partitions) and comes
+    back with group.protocol=consumer; then each in turn goes back to classic. The group
+    becomes a consumer group when the first consumer member joins, and a classic group again
+    when the last consumer member leaves."""
+    classic, consumer = cell.client.parts
+    want = seed_offsets(cell)
+    ms = [Member(cell, classic, i) for i in range(3)]
+    settle(cell, ms, "classic", want, "3 classic members split the topic")
+    commits, times = 0, {}
+    for phase, new in (("upgrade", consumer), ("downgrade", classic)):
+        t0 = time.monotonic()
+        for i in range(3):
+            ms[i].stop()
+            rest = ms[:i] + ms[i + 1:]
+            # Upgrading, the group is classic until c0 comes back as a consumer member;
+            # downgrading, it is a consumer group until c2, the last consumer member, leaves.
+            kind = ("classic" if i == 0 else "consumer") if phase == "upgrade" else \
+                ("consumer" if i < 2 else "classic")
+            settle(cell, rest, kind, want, "%s: the 2 others take c%d's partitions" % (phase, i))
+            ms[i] = Member(cell, new, i)
+            kind = "consumer" if phase == "upgrade" else ("consumer" if i < 2 else "classic")
+            settle(cell, ms, kind, want, "%s: c%d back with group.protocol=%s"
+                   % (phase, i, new.protocol))
+            commits += commit_held(cell, ms[i], want, 1000 * (len(times) * 3 + i + 1))
+        times[phase] = time.monotonic() - t0
+    for m in ms:
+        m.stop()
+    check_owners(cell)
+    wait_empty_classic(cell, want)
+    cell.note("upgrade in %.0f s, downgrade in %.0f s: a consumer group from c0's return, "
+              "classic again when c2 left; at every step one owner per partition and the "
+              "server agreeing; offsets kept (%s)"
+              % (times["upgrade"], times["downgrade"],
+                 "%d commits by the members" % commits if commits else "seeded before"))
+
+
+def sc_join_leave(cell):
+    """A classic Java member alone, then a consumer Java member and a consumer librdkafka
+    member join (the group becomes a consumer group); the consumer Java member leaves, then the
+    librdkafka one (the group is classic again)."""
+    want = seed_offsets(cell)
+    parts = cell.client.parts
+    ms = [Member(cell, parts[0], 0)]
+    settle(cell, ms, "classic", want, "c0 (classic) alone gets the topic")
+    t0 = time.monotonic()
+    for i in (1, 2):
+        ms.append(Member(cell, parts[i], i))
+        settle(cell, ms, "consumer", want, "c%d (%s) joined" % (i, parts[i].name))
+    commits = commit_held(cell, ms[2], want, 1000)
+    joined = time.monotonic() - t0
+    ms[1].stop()
+    settle(cell, [ms[0], ms[2]], "consumer", want, "c1 (consumer) left")
+    commits += commit_held(cell, ms[2], want, 2000)
+    ms[2].stop()
+    settle(cell, [ms[0]], "classic", want, "c2 (consumer, the last one) left")
+    ms[0].stop()
+    check_owners(cell)
+    wait_empty_classic(cell, want)
+    cell.note("c1 and c2 joined c0 in %.0f s (a consumer group), left one by one (classic "
+              "again when c2 left); at every step one owner per partition and the server "
+              "agreeing; offsets kept (%d commits by c2)" % (joined, commits))
+
+
 # ---- tool scenarios --------------------------------------------------------------------------
 
 
@@ -1142,6 +1404,92 @@ def sc_reset_delete(cell):
     cell.note("reset to earliest, 2 offsets deleted, group deleted (then GROUP_ID_NOT_FOUND)")
 
 
+CONFIGS = "org.apache.kafka.tools.ConfigCommand"
+
+
+def configs_tool(cell, *args):
+    """ConfigCommand on this cell's group: (exit status, output). The output is kept,
+    normalised, to be compared with the other server's, as ConsumerGroupCommand's is."""
+    args = ["--bootstrap-server", cell.server.bootstrap, "--entity-type", "groups"] + list(args)
+    rc, out = run_tool([KAFKA_REF, "run-class", CONFIGS] + args,
+                       os.path.join(cell.dir, "tools.log"), env=TOOLS_ENV,
+                       stderr=subprocess.STDOUT)
+    shown = [a for a in args[2:]]
+    cell.extra.setdefault("tool_outputs", []).append(
+        ("kafka-configs " + " ".join(shown).replace(cell.group, "G"),
+         normalise(out.replace(cell.group, "G"), cell.server.bootstrap)))
+    return rc, out
+
+
+def group_configs(out):
+    """{key: value} of a ConfigCommand --describe of one group."""
+    got = {}
+    for line in out.splitlines():
+        m = re.match(r"^\s+([a-z.]+)=(\S*) sensitive=", line)
+        if m:
+            got[m.group(1)] = m.group(2)
+    return got
+
+
+def heartbeat_interval(cell):
+    """The heartbeat interval the server gives a consumer member joining the group now (a
+    ConsumerGroupHeartbeat join, then a leave)."""
+    r = retrying("ConsumerGroupHeartbeat", lambda: kwire.consumer_group_heartbeat(
+        cell.server.bootstrap, cell.group, topics=[cell.topic]))
+    if r["error"] != kwire.NONE:
+        raise Fail("ConsumerGroupHeartbeat join: error %d %s" % (r["error"], r["message"]))
+    kwire.consumer_group_heartbeat(cell.server.bootstrap, cell.group, r["member_id"], -1)
+    return r["heartbeat_interval_ms"]
+
+
+def sc_group_configs(cell):
+    """kafka-configs on a group: set the consumer group's session timeout and heartbeat
+    interval, describe them, see a joining member get the interval, have an out-of-bounds value
+    refused, delete them."""
+    name = ["--entity-name", cell.group]
+    rc, out = configs_tool(cell, *name, "--describe")
+    if rc != 0 or group_configs(out):
+        raise Fail("--describe of a group without configs (exit %d):\n%s" % (rc, out))
+    keys = {"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"}
+    rc, out = configs_tool(cell, *name, "--alter", "--add-config",
+                           ",".join("%s=%s" % kv for kv in sorted(keys.items())))
+    if rc != 0 or "Completed updating config" not in out:
+        raise Fail("--alter --add-config (exit %d):\n%s" % (rc, out))
+    rc, out = configs_tool(cell, *name, "--describe")
+    if rc != 0 or group_configs(out) != keys:
+        raise Fail("--describe after --add-config (exit %d): %s\n%s"
+                   % (rc, group_configs(out), out))
+    rc, out = configs_tool(cell, "--describe")
+    if rc != 0 or ("group %s " % cell.group) not in out:
+        raise Fail("--describe of every group does not name %s (exit %d):\n%s"
+                   % (cell.group, rc, out))
+    hb = heartbeat_interval(cell)
+    if hb != 6000:
+        raise Fail("a member joining after the change gets a %d ms heartbeat interval, not "
+                   "6000" % hb)
+    # Below group.consumer.min.session.timeout.ms (45000, Kafka's default): refused.
+    rc, out = configs_tool(cell, *name, "--alter", "--add-config",
+                           "consumer.session.timeout.ms=1000")
+    if rc == 0 or "InvalidConfigurationException" not in out:
+        raise Fail("an out-of-bounds session timeout was not refused (exit %d):\n%s" % (rc, out))
+    rc, out = configs_tool(cell, *name, "--describe")
+    if group_configs(out) != keys:
+        raise Fail("the refused change altered the configs: %s" % group_configs(out))
+    rc, out = configs_tool(cell, *name, "--alter", "--delete-config", ",".join(sorted(keys)))
+    if rc != 0 or "Completed updating config" not in out:
+        raise Fail("--alter --delete-config (exit %d):\n%s" % (rc, out))
+    rc, out = configs_tool(cell, *name, "--describe")
+    if rc != 0 or group_configs(out):
+        raise Fail("--describe after --delete-config (exit %d):\n%s" % (rc, out))
+    hb = heartbeat_interval(cell)
+    if hb != CONSUMER_HEARTBEAT_MS:
+        raise Fail("after --delete-config a joining member gets a %d ms heartbeat interval, not "
+                   "the server's %d" % (hb, CONSUMER_HEARTBEAT_MS))
+    cell.note("--add-config of consumer.session.timeout.ms and consumer.heartbeat.interval.ms "
+              "(a joining member gets the new interval), --describe (of the group and of every "
+              "group), an out-of-bounds value refused, --delete-config")
+
+
 API_LINE = re.compile(r"^\s*(\w+)\((\d+)\): (.*?),?$")
 GROUP_APIS = ["FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup",
               "OffsetCommit", "OffsetFetch", "ListGroups", "DescribeGroups", "DeleteGroups",
@@ -1173,6 +1521,7 @@ SCENARIOS = {
     "cooperative": sc_cooperative, "static-leader": sc_static_leader,
     "incremental": sc_incremental,
     "reset-delete": sc_reset_delete, "api-versions": sc_api_versions,
+    "group-configs": sc_group_configs, "rolling": sc_rolling, "join-leave": sc_join_leave,
 }
 
 SCENARIO_TEXT = {
@@ -1210,6 +1559,34 @@ SCENARIO_TEXT = {
                     "of 2 partitions, --delete, then --delete again fails with "
                     "GroupIdNotFoundException",
     "api-versions": "BrokerApiVersionsCommand: every group API is usable",
+    "group-configs": "ConfigCommand (kafka-configs --entity-type groups) on a group: "
+                     "--alter --add-config of consumer.session.timeout.ms=50000 and "
+                     "consumer.heartbeat.interval.ms=6000, --describe of the group and of every "
+                     "group, a member joining then gets a 6000 ms heartbeat interval "
+                     "(ConsumerGroupHeartbeat), consumer.session.timeout.ms=1000 is refused "
+                     "(InvalidConfigurationException: below group.consumer.min.session.timeout.ms"
+                     "), --delete-config, and a member joining then gets the server's 5000 ms",
+    "rolling": "a rolling upgrade, then a rolling downgrade, of a 3-member group: offsets are "
+               "committed before any member joins; 3 classic members split the topic; each in "
+               "turn closes (the 2 others take its partitions) and comes back with "
+               "group.protocol=consumer (the group becomes a consumer group when c0 comes "
+               "back), then each in turn goes back to classic (a classic group again once c2, "
+               "the last consumer member, has left). After every close and every return the "
+               "group settles: each partition exactly one owner, an even share each, and the "
+               "server (ConsumerGroupDescribe, or DescribeGroups for a classic group) shows a "
+               "Stable group of the expected kind with the same assignment (and target, and each "
+               "member's type, classic or consumer: ConsumerGroupDescribe v1); the "
+               "committed offsets are the expected ones, and librdkafka members commit the "
+               "partitions they hold after each return; once all have left, the group is an Empty "
+               "classic group with its offsets. Throughout, the members' rebalance "
+               "callbacks, replayed in the order of their timestamps, never show a partition "
+               "assigned to a member before the member that held it revoked it",
+    "join-leave": "a classic Java member (c0) alone gets the topic; a consumer-protocol Java "
+                  "member (c1) joins (the group becomes a consumer group with a classic "
+                  "member), then a consumer-protocol librdkafka member (c2); c1 leaves, then "
+                  "c2 (the last consumer member: a classic group again). Each step is judged "
+                  "as in rolling, c2 commits the partitions it holds after each step, and when "
+                  "c0 has left too the group is an Empty classic group with its offsets",
     "requests": "the differential raw-request checker: the same requests to both servers, the "
                 "answers compared",
 }
@@ -1275,6 +1652,17 @@ def make_clients(venv_python):
     mixed848 = Client("mixed-consumer", "mixed", "one consumer-protocol group of java-consumer "
                       "(c0, c2) and librdkafka-consumer (c1, c3) members", protocol="consumer")
     mixed848.parts = [java848, rk848]
+    javamig = Client("java-migration", "migrate", "Java kafka-clients 4.4.0 via "
+                     "VerifiableConsumer, each member restarted from group.protocol=classic "
+                     "to consumer and back", protocol="mixed")
+    javamig.parts = [java, java848]
+    rkmig = Client("librdkafka-migration", "migrate", "librdkafka of the wheel, each member "
+                   "restarted from group.protocol=classic to consumer and back",
+                   venv_python, protocol="mixed")
+    rkmig.parts = [wheel, rk848]
+    mixp = Client("mixed-protocol", "migrate", "one group of a classic java (c0), a "
+                  "java-consumer (c1) and a librdkafka-consumer (c2) member", protocol="mixed")
+    mixp.parts = [java, java848, rk848]
     diff = Client("raw-diff", "diff", "differential raw-request checker")
     labels = {"debian": "librdkafka 2.0.2 (Debian) over SASL_SSL (tests/compat/rk_secure.py)",
               "wheel": "librdkafka 2.16 (the wheel) over SASL_SSL (tests/compat/rk_secure.py)",
@@ -1289,7 +1677,8 @@ def make_clients(venv_python):
         c = Client(name, "secure", label)
         c.secure_kind = kind
         sec.append(c)
-    return [debian, wheel, java, mixed, rk848, java848, mixed848, tools, diff] + sec
+    return [debian, wheel, java, mixed, rk848, java848, mixed848, javamig, rkmig, mixp, tools,
+            diff] + sec
 
 
 def all_cells(clients):
@@ -1301,6 +1690,8 @@ def all_cells(clients):
         elif c.kind == "mixed":
             out += [(c, s) for s in (KIP848_MIXED_SCENARIOS if c.protocol == "consumer"
                                      else MIXED_SCENARIOS)]
+        elif c.kind == "migrate":
+            out.append((c, "rolling" if len(c.parts) == 2 else "join-leave"))
         elif c.kind == "tools":
             out += [(c, s) for s in TOOL_SCENARIOS]
         elif c.kind == "secure":
@@ -1408,6 +1799,8 @@ def compare_tool_outputs(results):
         ko, ro = k.extra.get("tool_outputs", []), r.extra.get("tool_outputs", [])
         if not ko or not ro:
             continue
+        tool = "ConfigCommand" if ko[0][0].startswith("kafka-configs") else \
+            "ConsumerGroupCommand"
         n = 0
         for (cmd, kl), (cmd2, rl) in zip(ko, ro):
             if cmd != cmd2 or kl == rl:
@@ -1417,11 +1810,11 @@ def compare_tool_outputs(results):
                           [l for l in kl if l not in rl], [l for l in rl if l not in kl]))
         same = min(len(ko), len(ro)) - n
         if n:
-            k.extra["compare"] = ("ConsumerGroupCommand output differs from Kafka's in %d of "
-                                  "%d commands (below)" % (n, min(len(ko), len(ro))))
+            k.extra["compare"] = ("%s output differs from Kafka's in %d of %d commands "
+                                  "(below)" % (tool, n, min(len(ko), len(ro))))
         else:
-            k.extra["compare"] = "ConsumerGroupCommand output as Kafka's (%d command%s)" % (
-                same, "" if same == 1 else "s")
+            k.extra["compare"] = "%s output as Kafka's (%d command%s)" % (
+                tool, same, "" if same == 1 else "s")
         if len(ko) != len(ro):
             k.extra["compare"] += "; %d commands on kcoord, %d on Kafka" % (len(ko), len(ro))
     return diffs
@@ -1564,6 +1957,8 @@ def write_doc(path, results, clients, meta, apiversions, tool_diffs):
     for s in KIP848_SCENARIOS:
         L.append("- **%s**: %s." % (s, KIP848_TEXT.get(s) or SCENARIO_TEXT[s]))
     L.append("")
+    return [debian, wheel, java, mixed, rk848, java848, mixed848, javamig, rkmig, mixp, tools,
+            diff]
     if any(k[0].startswith("secure-") for k in results):
         L.extend(secure.doc_section())
     L.append("## Known differences")
@@ -1571,11 +1966,11 @@ def write_doc(path, results, clients, meta, apiversions, tool_diffs):
     for d in KNOWN_DIFFERENCES:
         L.append("- " + d)
     L.append("")
-    L.append("## ConsumerGroupCommand output, kcoord vs Kafka")
+    L.append("## ConsumerGroupCommand and ConfigCommand output, kcoord vs Kafka")
     L.append("")
-    L.append("Every ConsumerGroupCommand run of a cell is compared with the same run against "
-             "Kafka, once the address, generated member ids and Java stack frames are masked "
-             "and the lines sorted (Kafka prints rows in hash-map order).")
+    L.append("Every ConsumerGroupCommand or ConfigCommand run of a cell is compared with the "
+             "same run against Kafka, once the address, generated member ids and Java stack "
+             "frames are masked and the lines sorted (Kafka prints rows in hash-map order).")
     L.append("")
     if not tool_diffs:
         L.append("No differences.")
@@ -1607,7 +2002,11 @@ def write_doc(path, results, clients, meta, apiversions, tool_diffs):
 KIP848_TEXT = {
     "leave": "one of 3 members closes (SIGTERM: revoke, then a ConsumerGroupHeartbeat with "
              "member epoch -1): the 2 others take its partitions long before its 45 s session "
-             "could expire",
+             "could expire. Neither server hastens the others: each hears of its new partitions "
+             "in the answer to its next regular heartbeat, so the time varies from a fraction "
+             "of a second to the 5 s interval with how the members' heartbeats happen to be "
+             "phased (a fraction when the closing member was the last to get its partitions, "
+             "the others' next heartbeats then being almost due)",
     "kill": "one of 3 members is killed with SIGKILL: the 2 others take its partitions after "
             "the 45 s session timeout (counted from its last heartbeat, at most one 5 s "
             "interval before the kill), not before; they hear of it at their next heartbeat, so "
@@ -1739,7 +2138,7 @@ def main(argv):
                 raise SetupError("%s not found: run make first" % binary)
             need = {c.name for c, _ in cells}
             used = [c for c in clients if c.name in need]
-            if any(c.kind in ("java", "tools", "mixed", "secure") for c in used) or \
+            if any(c.kind in ("java", "tools", "mixed", "migrate", "secure") for c in used) or \
                     "kafka" in servers or \
                     "raw-diff" in need:
                 kafka_ref_env()
@@ -1775,11 +2174,12 @@ def main(argv):
                 if client.kind != "diff":
                     results.setdefault((client.name, scenario), {})
             # The classic cells one after the other (their timings are tight), then the
-            # consumer-protocol cells side by side: they mostly wait for 5 s heartbeats and
-            # 45 s sessions, each in its own group, the longest (kill) first.
+            # consumer-protocol and mixed cells side by side: they mostly wait for 5 s
+            # heartbeats and 45 s sessions, each in its own group, the longest (kill) first.
+            side_protocols = ("consumer", "mixed")
             serial = [(c, s) for c, s in cells
-                      if c.kind not in ("diff", "secure") and c.protocol != "consumer"]
-            side = sorted([(c, s) for c, s in cells if c.protocol == "consumer"],
+                      if c.kind not in ("diff", "secure") and c.protocol not in side_protocols]
+            side = sorted([(c, s) for c, s in cells if c.protocol in side_protocols],
                           key=lambda cs: cs[1] != "kill")
             for client, scenario in serial:
                 report_cell(run_cell(client, scenario, server, workdir), results)

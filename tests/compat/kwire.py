@@ -5,8 +5,9 @@ commit results) and, separately, by what the server itself says about the group.
 asks the server, with fixed old request versions that Kafka 4.x and kcoord both serve, so that
 the observer depends on no client library under test:
 
-    FindCoordinator v1, DescribeGroups v4, OffsetFetch v3, Metadata v1, CreateTopics v2,
-    ConsumerGroupDescribe v0 (KIP-848 consumer groups; flexible in every version)
+    FindCoordinator v1, DescribeGroups v4, OffsetFetch v3, OffsetCommit v2, Metadata v1,
+    CreateTopics v2, ConsumerGroupDescribe v0 and v1 (v1: KIP-1099 member types) and
+    ConsumerGroupHeartbeat v0 (KIP-848 consumer groups; flexible in every version)
 
 Every call opens its own connection, sends one request and reads one response (header v0, or
 v1 for the flexible ConsumerGroupDescribe), and raises KwireError on a socket error, a short or garbled
@@ -156,12 +157,13 @@ def describe_group(addr, group):
     return g
 
 
-def consumer_group_describe(addr, group):
-    """ConsumerGroupDescribe v0 of one KIP-848 consumer group: a dict with error, state,
-    group_epoch, assignment_epoch, assignor and members (each member_id, instance_id,
-    member_epoch, client_id, topics, assignment and target, both {topic: [partitions]})."""
+def consumer_group_describe(addr, group, version=0):
+    """ConsumerGroupDescribe v0 (or v1) of one KIP-848 consumer group: a dict with error,
+    state, group_epoch, assignment_epoch, assignor and members (each member_id, instance_id,
+    member_epoch, client_id, topics, assignment and target, both {topic: [partitions]}, and
+    with v1 member_type: 0 classic, 1 consumer)."""
     coord = find_coordinator(addr, group)
-    r = ask(coord, "ConsumerGroupDescribe", 0, group_ids=[group],
+    r = ask(coord, "ConsumerGroupDescribe", version, group_ids=[group],
             include_authorized_operations=False)
 
     def assignment(a):
@@ -175,7 +177,8 @@ def consumer_group_describe(addr, group):
                 "member_epoch": m.member_epoch, "client_id": m.client_id,
                 "client_host": m.client_host, "topics": m.subscribed_topic_names,
                 "regex": m.subscribed_topic_regex, "assignment": assignment(m.assignment),
-                "target": assignment(m.target_assignment)}
+                "target": assignment(m.target_assignment),
+                "member_type": m.member_type if version >= 1 else None}
 
     groups = [{"error": g.error_code, "message": g.error_message, "group": g.group_id,
                "state": g.group_state, "group_epoch": g.group_epoch,
@@ -188,6 +191,22 @@ def consumer_group_describe(addr, group):
     if g["error"] in RETRIABLE:
         raise KwireRetry("ConsumerGroupDescribe(%s): error %d" % (group, g["error"]))
     return g
+
+
+def consumer_group_heartbeat(addr, group, member_id="", epoch=0, topics=None):
+    """One ConsumerGroupHeartbeat v0: a join (epoch 0, empty member id: the server names the
+    member) subscribing to topics, or a leave (epoch -1). A dict with error, message,
+    member_id, member_epoch and heartbeat_interval_ms."""
+    coord = find_coordinator(addr, group)
+    joining = epoch == 0
+    r = ask(coord, "ConsumerGroupHeartbeat", 0, group_id=group, member_id=member_id,
+            member_epoch=epoch, rebalance_timeout_ms=300000 if joining else -1,
+            subscribed_topic_names=list(topics or []) if joining else None,
+            topic_partitions=[] if joining else None)
+    if r.error_code in RETRIABLE:
+        raise KwireRetry("ConsumerGroupHeartbeat(%s): error %d" % (group, r.error_code))
+    return {"error": r.error_code, "message": r.error_message, "member_id": r.member_id,
+            "member_epoch": r.member_epoch, "heartbeat_interval_ms": r.heartbeat_interval_ms}
 
 
 def fetch_offsets(addr, group):
@@ -209,6 +228,24 @@ def fetch_offsets(addr, group):
             if p.committed_offset >= 0:
                 out[(t.name, p.partition_index)] = (p.committed_offset, p.metadata)
     return out
+
+
+def commit_offsets(addr, group, topic, offsets):
+    """Commit {partition: (offset, metadata)} of one topic as an administrator would
+    (OffsetCommit v2, generation -1, no member id: accepted while the group has no members).
+    Raises KwireError unless every partition was committed."""
+    coord = find_coordinator(addr, group)
+    r = ask(coord, "OffsetCommit", 2, group_id=group, generation_id_or_member_epoch=-1,
+            member_id="", retention_time_ms=-1,
+            topics=[dict(name=topic, partitions=[
+                dict(partition_index=p, committed_offset=o, committed_metadata=m or "")
+                for p, (o, m) in sorted(offsets.items())])])
+    bad = {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions
+           if p.error_code != NONE}
+    if any(e in RETRIABLE for e in bad.values()):
+        raise KwireRetry("OffsetCommit(%s): errors %s" % (group, bad))
+    if bad:
+        raise KwireError("OffsetCommit(%s): errors %s" % (group, bad))
 
 
 def metadata(addr, topics):
