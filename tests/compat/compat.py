@@ -1957,8 +1957,21 @@ def write_doc(path, results, clients, meta, apiversions, tool_diffs):
     for s in KIP848_SCENARIOS:
         L.append("- **%s**: %s." % (s, KIP848_TEXT.get(s) or SCENARIO_TEXT[s]))
     L.append("")
-    return [debian, wheel, java, mixed, rk848, java848, mixed848, javamig, rkmig, mixp, tools,
-            diff]
+    L.append("### Mixed groups (classic and consumer-protocol members)")
+    L.append("")
+    L.append("The clients java-migration and librdkafka-migration restart the members of one "
+             "group, one at a time, from `group.protocol=classic` to `consumer` and back "
+             "(rolling); mixed-protocol has classic and consumer-protocol members of different "
+             "clients in one group (join-leave). A consumer-protocol member joining a classic "
+             "group converts it into a consumer group, which serves its classic members "
+             "through JoinGroup, SyncGroup and Heartbeat; when its last consumer-protocol "
+             "member leaves, it is converted back (`group.consumer.migration.policy`, "
+             "`bidirectional` by default on both servers). These cells run side by side with "
+             "the consumer-protocol ones.")
+    L.append("")
+    for s in ("rolling", "join-leave"):
+        L.append("- **%s**: %s." % (s, SCENARIO_TEXT[s]))
+    L.append("")
     if any(k[0].startswith("secure-") for k in results):
         L.extend(secure.doc_section())
     L.append("## Known differences")
