@@ -120,6 +120,12 @@ const char *__wrap_kc_conn_peer(const kc_conn_t *c)
     return "127.0.0.1:40000";
 }
 
+const char *__wrap_kc_conn_principal(const kc_conn_t *c)
+{
+    (void)c;
+    return "User:ANONYMOUS";
+}
+
 static int f_fsync(void *ctx, int fd)
 {
     (void)ctx;
