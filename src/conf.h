@@ -161,9 +161,9 @@ typedef struct kc_conf_s {
     char *ssl_cipher_suites;                 /* ssl.cipher.suites */
     char *ssl_principal_mapping_rules;       /* ssl.principal.mapping.rules */
     int64_t ssl_handshake_timeout_ms;        /* ssl.handshake.timeout.ms (kcoord's) */
-    char *authorizer_class_name;         /* authorizer.class.name: "" or KC_CONF_AUTHORIZER */
-    char *super_users;                   /* super.users: "User:a;User:b", validated */
-    bool allow_everyone_if_no_acl_found; /* allow.everyone.if.no.acl.found */
+    char *authorizer_class_name;             /* authorizer.class.name: "" or KC_CONF_AUTHORIZER */
+    char *super_users;                       /* super.users: "User:a;User:b", validated */
+    bool allow_everyone_if_no_acl_found;     /* allow.everyone.if.no.acl.found */
     char *metrics_listener; /* metrics.listener: "" (off) or one host:port for the HTTP listener */
     int32_t metrics_max_connections;    /* metrics.max.connections */
     int64_t metrics_request_timeout_ms; /* metrics.request.timeout.ms */
