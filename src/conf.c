@@ -1837,11 +1837,41 @@ out:
     return rc;
 }
 
+/* Whether host (a listener's, without brackets) is a loopback address or name. */
+static bool loopback_host(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
+/* With an authorizer, the HTTP listener shows member hosts and offsets to whoever reaches it,
+ * with no principal to check: bound beyond loopback it must hold HTTPS and a bearer token
+ * (whose holders see every group, as a super user would). */
+static int check_metrics_exposure(const kc_conf_t *c, char *err, size_t errlen)
+{
+    kc_listener_t l;
+    size_t n = 0;
+    char ignored[256];
+    if (c->authorizer_class_name[0] == '\0' ||
+        kc_conf_parse_listeners(c->metrics_listener, &l, 1, &n, ignored, sizeof ignored) != 0 ||
+        n != 1 || loopback_host(l.host) ||
+        (c->metrics_ssl_enabled && c->metrics_bearer_token[0] != '\0'))
+        return 0;
+    seterr(err, errlen,
+           "metrics.listener (%s) is not a loopback address: with authorizer.class.name set it "
+           "needs metrics.ssl.enabled=true and metrics.bearer.token, since /v1/groups shows "
+           "member hosts and offsets that the ACLs protect",
+           c->metrics_listener);
+    return -1;
+}
+
 int kc_conf_check(const kc_conf_t *c, char *err, size_t errlen)
 {
     size_t i;
 
     if (check_listener_names(c, err, errlen) != 0)
+        return -1;
+    if (check_metrics_exposure(c, err, errlen) != 0)
         return -1;
 
     for (i = 0; i < sizeof rules / sizeof rules[0]; i++) {

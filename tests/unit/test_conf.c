@@ -1395,6 +1395,23 @@ static void test_authorizer(void **state)
     set_bad(&c, "super.users", "User:admin;bob", "\"bob\", which is not a principal");
     set_ok(&c, "allow.everyone.if.no.acl.found", "true");
     assert_true(c.allow_everyone_if_no_acl_found);
+    /* With an authorizer, an HTTP listener beyond loopback needs HTTPS and a token. */
+    set_ok(&c, "authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer");
+    check_is(&c, NULL);
+    set_ok(&c, "metrics.listener", "0.0.0.0:9404");
+    check_is(&c, "metrics.listener (0.0.0.0:9404) is not a loopback address: with "
+                 "authorizer.class.name set it needs metrics.ssl.enabled=true and "
+                 "metrics.bearer.token, since /v1/groups shows member hosts and offsets that "
+                 "the ACLs protect");
+    set_ok(&c, "metrics.ssl.enabled", "true");
+    set_ok(&c, "metrics.bearer.token", "t0ken");
+    check_is(&c, NULL);
+    set_ok(&c, "metrics.listener", "[::1]:9404");
+    set_ok(&c, "metrics.bearer.token", "");
+    check_is(&c, NULL);
+    set_ok(&c, "authorizer.class.name", "");
+    set_ok(&c, "metrics.listener", "0.0.0.0:9404");
+    check_is(&c, NULL);
     kc_conf_free(&c);
 }
 
