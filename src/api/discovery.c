@@ -287,10 +287,14 @@ int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
     resp->endpoint_type = q->endpoint_type;
     resp->cluster_id = kc_str_c(ctx->catalog->cluster_id);
     resp->controller_id = ctx->node_id;
-    resp->cluster_authorized_operations =
-        q->include_cluster_authorized_operations
-            ? kc_api_authorized_ops(call, KC_RES_CLUSTER, KC_STR_LIT(KC_AUTH_CLUSTER_NAME))
-            : INT32_MIN;
+    /* KafkaApis.handleDescribeCluster: the cluster's operations when asked, 0 without
+     * CLUSTER DESCRIBE. */
+    resp->cluster_authorized_operations = INT32_MIN;
+    if (q->include_cluster_authorized_operations)
+        resp->cluster_authorized_operations =
+            kc_api_authorized_cluster(call, KC_OP_DESCRIBE)
+                ? kc_api_authorized_ops(call, KC_RES_CLUSTER, KC_STR_LIT(KC_AUTH_CLUSTER_NAME))
+                : 0;
     kc_describe_cluster_broker_t *b = kc_arena_alloc(a, sizeof(*b));
     if (b == NULL)
         return -1;

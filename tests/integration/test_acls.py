@@ -498,6 +498,11 @@ class AclTest(unittest.TestCase):
     def test_describe_cluster_operations(self):
         r = self.a.ask("DescribeCluster", 1, include_cluster_authorized_operations=True)
         self.assertEqual((r.error_code, r.cluster_authorized_operations), (0, 0))
+        # Without DESCRIBE on the cluster, 0 whatever else is allowed.
+        self.allow(CREATE, CLUSTER, "kafka-cluster")
+        r = self.a.ask("DescribeCluster", 1, include_cluster_authorized_operations=True)
+        self.assertEqual(r.cluster_authorized_operations, 0)
+        self.su.ask("DeleteAcls", 3, filters=[self.added.pop()])
         self.allow(ALTER, CLUSTER, "kafka-cluster")
         r = self.a.ask("DescribeCluster", 1, include_cluster_authorized_operations=True)
         self.assertEqual(r.cluster_authorized_operations, (1 << ALTER) | (1 << DESCRIBE))
