@@ -138,6 +138,13 @@ static int describe_visit(void *arg, const kc_acl_binding_t *b)
     return d->oom ? -1 : 0;
 }
 
+/* Whether a filter holds an UNKNOWN (0) code, which Kafka's request parsers refuse. */
+static bool filter_unknown(const kc_acl_binding_t *f)
+{
+    return f->resource_type == KC_RES_UNKNOWN || f->pattern_type == KC_PAT_UNKNOWN ||
+           f->operation == KC_OP_UNKNOWN || f->permission == KC_PERM_UNKNOWN;
+}
+
 int kc_api_describe_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                          kc_arena_t *a, void *out)
 {
@@ -160,12 +167,16 @@ int kc_api_describe_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
                           .resource_name = q->resource_name_filter,
                           .principal = q->principal_filter,
                           .host = q->host_filter};
+    /* Kafka's request parser refuses an UNKNOWN filter element and closes the connection
+     * (DescribeAclsRequest.validate). */
+    if (filter_unknown(&f))
+        return KC_API_CLOSE;
+    /* A code Kafka does not know reads as UNKNOWN there, and its authorizer's filter then
+     * matches nothing: an empty success. */
+    resp->error_message = KC_STR_EMPTY; /* Kafka's success answer carries "" */
     kc_auth_result_t check = kc_auth_acl_filter_check(&f);
-    if (check.error != KC_ERR_NONE) {
-        resp->error_code = check.error;
-        resp->error_message = check.message ? kc_str_c(check.message) : KC_STR_NULL;
+    if (check.error != KC_ERR_NONE)
         return KC_API_DONE;
-    }
     describe_t d = {.a = a};
     kc_auth_acl_describe(ctx->auth, &f, describe_visit, &d);
     if (d.n_acls == 0)
@@ -187,8 +198,8 @@ int kc_api_describe_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
 
 static kc_str_t result_message(kc_arena_t *a, const kc_auth_result_t *r)
 {
-    if (r->message == NULL)
-        return KC_STR_NULL;
+    if (r->message == NULL) /* Kafka's AclCreationResult of a success carries "" */
+        return r->error == KC_ERR_NONE ? KC_STR_EMPTY : KC_STR_NULL;
     bool oom = false;
     kc_str_t s = dup_str(a, kc_str_c(r->message), &oom);
     return oom ? KC_STR_NULL : s;
@@ -219,6 +230,25 @@ int kc_api_create_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
     if (all != KC_ERR_NONE) {
         for (int32_t i = 0; i < n; i++)
             res[i] = (kc_acl_creation_result_t){all, kc_str_c(all_msg)};
+        return KC_API_DONE;
+    }
+    /* Kafka's request parser refuses an UNKNOWN (0) code in a creation, closing the
+     * connection (CreateAclsRequest.validate); a MATCH or ANY pattern type, an ANY operation
+     * or permission cannot even be made a binding (AclBinding's constructors throw), which
+     * fails the whole request with UNKNOWN_SERVER_ERROR. */
+    bool unbuildable = false;
+    for (int32_t i = 0; i < n; i++) {
+        const kc_acl_creation_t *c = &q->creations.v[i];
+        if (c->resource_type == KC_RES_UNKNOWN || c->resource_pattern_type == KC_PAT_UNKNOWN ||
+            c->operation == KC_OP_UNKNOWN || c->permission_type == KC_PERM_UNKNOWN)
+            return KC_API_CLOSE;
+        if (c->resource_pattern_type == KC_PAT_ANY || c->resource_pattern_type == KC_PAT_MATCH ||
+            c->operation == KC_OP_ANY || c->permission_type == KC_PERM_ANY)
+            unbuildable = true;
+    }
+    if (unbuildable) {
+        for (int32_t i = 0; i < n; i++)
+            res[i] = (kc_acl_creation_result_t){KC_ERR_UNKNOWN_SERVER_ERROR, KC_STR_NULL};
         return KC_API_DONE;
     }
     for (int32_t i = 0; i < n; i++) {
@@ -330,6 +360,8 @@ int kc_api_delete_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
                                   .resource_name = x->resource_name_filter,
                                   .principal = x->principal_filter,
                                   .host = x->host_filter};
+        if (filter_unknown(&f[i])) /* DeleteAclsRequest.validate, as DescribeAcls */
+            return KC_API_CLOSE;
     }
     deleted_t d = {.a = a, .res = res, .cap = cap};
     kc_api_auth_batch_t batch = {0};
@@ -344,7 +376,8 @@ int kc_api_delete_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
                 (kc_delete_acls_filter_result_t){.error_code = err, .error_message = KC_STR_NULL};
         } else {
             res[i].error_code = r[i].error;
-            res[i].error_message = result_message(a, &r[i]);
+            /* Kafka's DeleteAcls filter result of a success carries null. */
+            res[i].error_message = r[i].message != NULL ? result_message(a, &r[i]) : KC_STR_NULL;
         }
         if (rc == KC_AUTH_OK)
             kc_auth_result_clear(&r[i]);

@@ -251,7 +251,37 @@ class AclTest(unittest.TestCase):
         # Kafka's validation: a CLUSTER resource is named kafka-cluster.
         bad = dict(acl, resource_type=CLUSTER, resource_name="c")
         r = self.su.ask("CreateAcls", 3, creations=[bad])
-        self.assertEqual(r.results[0].error_code, 42)  # INVALID_REQUEST
+        self.assertEqual((r.results[0].error_code, r.results[0].error_message),
+                         (42, "The only valid name for the CLUSTER resource is kafka-cluster"))
+
+    def test_acl_apis_answer_as_kafka_4_4(self):
+        """What Kafka 4.4's broker answered to the same requests (compared by hand with
+        StandardAuthorizer): "" messages on success, a MATCH pattern or an ANY operation fails
+        the whole CreateAcls with UNKNOWN_SERVER_ERROR, an UNKNOWN (0) code closes the
+        connection, a code Kafka does not know matches nothing."""
+        acl = dict(resource_type=GROUP, resource_name="k44", resource_pattern_type=LITERAL,
+                   principal="User:k44", host="*", operation=READ, permission_type=ALLOW)
+        r = self.su.ask("CreateAcls", 3, creations=[acl, dict(acl, resource_pattern_type=2)])
+        self.assertEqual([(x.error_code, x.error_message) for x in r.results],
+                         [(-1, None), (-1, None)])
+        r = self.su.ask("CreateAcls", 3, creations=[acl])
+        self.assertEqual([(x.error_code, x.error_message) for x in r.results], [(0, "")])
+        f = dict(resource_type_filter=GROUP, resource_name_filter="k44", pattern_type_filter=1,
+                 principal_filter=None, host_filter=None, operation=ANY_OP, permission_type=1)
+        r = self.su.ask("DescribeAcls", 3, **f)
+        self.assertEqual((r.error_code, r.error_message, len(r.resources)), (0, "", 1))
+        r = self.su.ask("DescribeAcls", 3, **dict(f, operation=99))
+        self.assertEqual((r.error_code, r.error_message, r.resources), (0, "", []))
+        for api, req in (("DescribeAcls", dict(f, operation=0)),
+                         ("DeleteAcls", dict(filters=[dict(f, pattern_type_filter=0)])),
+                         ("CreateAcls", dict(creations=[dict(acl, permission_type=0)]))):
+            c = self.tls(self.admin)
+            with self.assertRaises((EOFError, OSError), msg=api):
+                c.ask(api, 3, **req)
+            c.s.close()
+        r = self.su.ask("DeleteAcls", 3, filters=[f])
+        self.assertEqual([(x.error_code, x.error_message, len(x.matching_acls))
+                          for x in r.filter_results], [(0, None, 1)])
 
     # ---- the per-API matrix -------------------------------------------------------------------
 
