@@ -104,7 +104,7 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(UNIT_SUPPORT_OBJS) $(BUILD)/lib
 # header comment).
 $(BUILD)/tests/unit/test_api: LDFLAGS_ALL += -Wl,--wrap=kc_slot_reply,--wrap=kc_slot_close \
 	-Wl,--wrap=kc_slot_arena,--wrap=kc_conn_peer,--wrap=malloc,--wrap=realloc \
-	-Wl,--wrap=kc_coord_hold,--wrap=kc_api_fail
+	-Wl,--wrap=kc_coord_hold,--wrap=kc_api_fail,--wrap=kc_conn_principal
 
 $(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(INTEG_SUPPORT_OBJS) $(BUILD)/libkcoord.a
 	@echo "  LD      $@"

@@ -80,6 +80,8 @@ static const char *const pem_only[] = {"PEM", NULL};
 static const char *const tls_protocols[] = {"TLSv1.2", "TLSv1.3", NULL};
 
 static int check_protocol_map(const char *v, char *prob, size_t problen);
+static int check_authorizer(const char *v, char *prob, size_t problen);
+static int check_super_users(const char *v, char *prob, size_t problen);
 
 /* The server-side assignors of src/group/assignor.c. */
 static const char *const consumer_assignors[] = {"uniform", "range", NULL};
@@ -645,6 +647,30 @@ static const setting_t settings[] = {
      .flags = F_LISTENER,
      .doc = "kcoord's own: a TLS handshake not finished this long after the connection was "
             "accepted closes that connection (kcoord_tls_failures_total)."},
+    {.name = "authorizer.class.name",
+     .type = T_STRING,
+     .off = OFF(authorizer_class_name),
+     .def = "",
+     .flags = F_EMPTY_OK,
+     .check = check_authorizer,
+     .doc = "The authorizer, as Kafka's setting of the same name: empty (every client may do "
+            "everything, and the ACL APIs answer SECURITY_DISABLED) or "
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer (every request is checked "
+            "against the ACLs, kept in kcoord's metadata partition, with Kafka's rules)."},
+    {.name = "super.users",
+     .type = T_STRING,
+     .off = OFF(super_users),
+     .def = "",
+     .flags = F_EMPTY_OK,
+     .check = check_super_users,
+     .doc = "Principals the authorizer lets do everything, as Kafka's: Type:name entries "
+            "separated by ';', e.g. User:admin;User:CN=ops,O=example."},
+    {.name = "allow.everyone.if.no.acl.found",
+     .type = T_BOOL,
+     .off = OFF(allow_everyone_if_no_acl_found),
+     .def = "false",
+     .doc = "With an authorizer: whether a resource that has no ACL at all is open to everyone "
+            "(Kafka's setting; false denies it to all but super.users)."},
     {.name = "metrics.listener",
      .type = T_LISTENERS,
      .off = OFF(metrics_listener),
@@ -1135,6 +1161,43 @@ static int walk_protocol_map(const char *v, const char *want, char *prob, size_t
 static int check_protocol_map(const char *v, char *prob, size_t problen)
 {
     return walk_protocol_map(v, NULL, prob, problen);
+}
+
+/* authorizer.class.name: kcoord has one authorizer, Kafka's StandardAuthorizer. */
+static int check_authorizer(const char *v, char *prob, size_t problen)
+{
+    if (*v == '\0' || strcmp(v, KC_CONF_AUTHORIZER) == 0)
+        return 0;
+    seterr(prob, problen, "is not an authorizer kcoord has (expected empty or %s)",
+           KC_CONF_AUTHORIZER);
+    return -1;
+}
+
+/* super.users as StandardAuthorizer reads it: split at ';', each entry trimmed (bytes up to
+ * ' ', as Java's String.trim), empty entries skipped, the others "Type:name"
+ * (SecurityUtils.parseKafkaPrincipal: a ':' is required). */
+static int check_super_users(const char *v, char *prob, size_t problen)
+{
+    char q[QUOTE_MAX];
+    for (const char *b = v; *b != '\0';) {
+        const char *e = strchr(b, ';');
+        if (e == NULL)
+            e = b + strlen(b);
+        const char *tb = b, *te = e;
+        while (tb < te && (unsigned char)*tb <= ' ')
+            tb++;
+        while (te > tb && (unsigned char)te[-1] <= ' ')
+            te--;
+        if (te > tb && memchr(tb, ':', (size_t)(te - tb)) == NULL) {
+            seterr(prob, problen,
+                   "has \"%s\", which is not a principal (expected Type:name entries separated by "
+                   "';')",
+                   quote_n(q, tb, (size_t)(te - tb)));
+            return -1;
+        }
+        b = *e == ';' ? e + 1 : e;
+    }
+    return 0;
 }
 
 int kc_conf_listener_protocol(const kc_conf_t *c, const char *name)
@@ -1774,11 +1837,41 @@ out:
     return rc;
 }
 
+/* Whether host (a listener's, without brackets) is a loopback address or name. */
+static bool loopback_host(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
+/* With an authorizer, the HTTP listener shows member hosts and offsets to whoever reaches it,
+ * with no principal to check: bound beyond loopback it must hold HTTPS and a bearer token
+ * (whose holders see every group, as a super user would). */
+static int check_metrics_exposure(const kc_conf_t *c, char *err, size_t errlen)
+{
+    kc_listener_t l;
+    size_t n = 0;
+    char ignored[256];
+    if (c->authorizer_class_name[0] == '\0' ||
+        kc_conf_parse_listeners(c->metrics_listener, &l, 1, &n, ignored, sizeof ignored) != 0 ||
+        n != 1 || loopback_host(l.host) ||
+        (c->metrics_ssl_enabled && c->metrics_bearer_token[0] != '\0'))
+        return 0;
+    seterr(err, errlen,
+           "metrics.listener (%s) is not a loopback address: with authorizer.class.name set it "
+           "needs metrics.ssl.enabled=true and metrics.bearer.token, since /v1/groups shows "
+           "member hosts and offsets that the ACLs protect",
+           c->metrics_listener);
+    return -1;
+}
+
 int kc_conf_check(const kc_conf_t *c, char *err, size_t errlen)
 {
     size_t i;
 
     if (check_listener_names(c, err, errlen) != 0)
+        return -1;
+    if (check_metrics_exposure(c, err, errlen) != 0)
         return -1;
 
     for (i = 0; i < sizeof rules / sizeof rules[0]; i++) {

@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 71
+#define KC_CONF_N_SETTINGS 74
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -61,6 +61,9 @@ enum {
     KC_CONF_SEC_SASL_PLAINTEXT = 2,
     KC_CONF_SEC_SASL_SSL = 3,
 };
+
+/* The one authorizer kcoord has (authorizer.class.name). */
+#define KC_CONF_AUTHORIZER "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 /* One per-listener setting, listener.name.<name>.<setting>. */
 typedef struct kc_conf_override_s {
@@ -158,6 +161,9 @@ typedef struct kc_conf_s {
     char *ssl_cipher_suites;                 /* ssl.cipher.suites */
     char *ssl_principal_mapping_rules;       /* ssl.principal.mapping.rules */
     int64_t ssl_handshake_timeout_ms;        /* ssl.handshake.timeout.ms (kcoord's) */
+    char *authorizer_class_name;             /* authorizer.class.name: "" or KC_CONF_AUTHORIZER */
+    char *super_users;                       /* super.users: "User:a;User:b", validated */
+    bool allow_everyone_if_no_acl_found;     /* allow.everyone.if.no.acl.found */
     char *metrics_listener; /* metrics.listener: "" (off) or one host:port for the HTTP listener */
     int32_t metrics_max_connections;    /* metrics.max.connections */
     int64_t metrics_request_timeout_ms; /* metrics.request.timeout.ms */

@@ -533,7 +533,8 @@ int main(int argc, char **argv)
     ctx.coord = d.coord;
     /* ACL bindings and SCRAM credentials: their records in the metadata partition, which
      * kc_coord_new has loaded. */
-    ctx.auth = kc_auth_new(&(kc_auth_conf_t){0});
+    ctx.auth = kc_auth_new(&(kc_auth_conf_t){
+        .super_users = conf.super_users, .allow_if_no_acl = conf.allow_everyone_if_no_acl_found});
     if (ctx.auth == NULL) {
         KC_ERROR("main", "out of memory");
         return 1;

@@ -37,7 +37,9 @@ typedef struct kc_api_call_s {
     int16_t version;
     int flexible;
     int32_t correlation_id;
-    kc_str_t client_host; /* the peer's address as Kafka shows it: "/127.0.0.1" */
+    kc_str_t client_host;  /* the peer's address as Kafka shows it: "/127.0.0.1" */
+    const char *principal; /* the connection's principal ("User:ANONYMOUS"); NULL: anonymous */
+    char acl_host[40];     /* the peer's address as the authorizer matches it ("" until asked) */
     struct kc_api_ctx_s *ctx;
     const void *request; /* the decoded request body */
     /* Partitions whose records this reply depends on (see kc_api_partition). */
@@ -142,6 +144,25 @@ void kc_api_auth_batch_free(kc_api_auth_batch_t *b);
  * metadata partition to ctx->auth. Returns 0, or -1 with a message in err when a record does
  * not decode (the data directory is not one this kcoord wrote). */
 int kc_api_auth_load(kc_api_ctx_t *ctx, char *err, size_t errlen);
+
+/* ---- Authorization (acls.c) -----------------------------------------------------------------
+ *
+ * Every handler asks, for the principal and peer address of its call, what Kafka's KafkaApis
+ * asks of the authorizer (authorizer.class.name). With no authorizer everything is allowed and
+ * the authorized operations are the supported ones (AuthHelper.authorizedOperations). */
+
+/* Whether an authorizer is configured. */
+bool kc_api_acl_on(const kc_api_ctx_t *ctx);
+
+/* May the call's principal, from its peer's address, do `op` on the resource (type, name)? */
+bool kc_api_authorized(kc_api_call_t *call, int8_t op, int8_t resource_type, kc_str_t name);
+
+/* The same for the cluster resource (kafka-cluster). */
+bool kc_api_authorized_cluster(kc_api_call_t *call, int8_t op);
+
+/* The authorized_operations bit field of a resource for the call (Int.MIN is the caller's when
+ * the request did not ask). */
+int32_t kc_api_authorized_ops(kc_api_call_t *call, int8_t resource_type, kc_str_t name);
 
 /* Metadata's auto-creation (topics.c), for a request that allows it: add the unknown topic
  * `name` to the catalog with num.partitions partitions, when auto.create.topics.enable is on and

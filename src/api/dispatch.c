@@ -236,6 +236,7 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     call->flexible = req.flexible;
     call->correlation_id = req.correlation_id;
     call->client_host = client_host(conn, a);
+    call->principal = kc_conn_principal(conn);
     call->ctx = ctx;
     call->request = req.body;
     call->start_ns = uv_hrtime();

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "proto/wire.h"
+#include "proto/gen_acls.h"
 #include "proto/gen_admin.h"
 #include "proto/gen_configs.h"
 #include "proto/gen_consumer.h"

@@ -22,6 +22,9 @@ def _differs(enc, v, x):
 
 
 APIS = {  # name: (key, min version, max version, first flexible version or None)
+    'DescribeAcls': (29, 1, 3, 2),
+    'CreateAcls': (30, 1, 3, 2),
+    'DeleteAcls': (31, 1, 3, 2),
     'ListGroups': (16, 0, 5, 3),
     'DescribeGroups': (15, 0, 6, 5),
     'DeleteGroups': (42, 0, 2, 2),
@@ -47,6 +50,528 @@ APIS = {  # name: (key, min version, max version, first flexible version or None
     'Fetch': (1, 4, 18, 12),
     'Produce': (0, 3, 13, 9),
 }
+
+
+def _init_describe_acls_request():
+    return Msg(
+        resource_type_filter=0,
+        resource_name_filter="",
+        pattern_type_filter=3,
+        principal_filter="",
+        host_filter="",
+        operation=0,
+        permission_type=0,
+    )
+
+
+def _enc_describe_acls_request(w, v, m):
+    flex = v >= 2
+    w.i8(m.get('resource_type_filter', 0))
+    w.str_(m.get('resource_name_filter', ""), flex)
+    w.i8(m.get('pattern_type_filter', 3))
+    w.str_(m.get('principal_filter', ""), flex)
+    w.str_(m.get('host_filter', ""), flex)
+    w.i8(m.get('operation', 0))
+    w.i8(m.get('permission_type', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_acls_request(r, v):
+    flex = v >= 2
+    m = _init_describe_acls_request()
+    m['resource_type_filter'] = r.i8()
+    m['resource_name_filter'] = r.str_(flex)
+    m['pattern_type_filter'] = r.i8()
+    m['principal_filter'] = r.str_(flex)
+    m['host_filter'] = r.str_(flex)
+    m['operation'] = r.i8()
+    m['permission_type'] = r.i8()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_acls_response():
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        resources=[],
+    )
+
+
+def _enc_describe_acls_response(w, v, m):
+    flex = v >= 2
+    w.i32(m.get('throttle_time_ms', 0))
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    xs = m.get('resources', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_acls_resource(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_acls_response(r, v):
+    flex = v >= 2
+    m = _init_describe_acls_response()
+    m['throttle_time_ms'] = r.i32()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array resources")
+    m['resources'] = None if n < 0 else [
+            _dec_describe_acls_resource(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_acls_resource():
+    return Msg(
+        resource_type=0,
+        resource_name="",
+        pattern_type=3,
+        acls=[],
+    )
+
+
+def _enc_describe_acls_resource(w, v, m):
+    flex = v >= 2
+    w.i8(m.get('resource_type', 0))
+    x = m.get('resource_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('pattern_type', 3))
+    xs = m.get('acls', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_acl_description(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_acls_resource(r, v):
+    flex = v >= 2
+    m = _init_describe_acls_resource()
+    m['resource_type'] = r.i8()
+    m['resource_name'] = r.str_(flex)
+    m['pattern_type'] = r.i8()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array acls")
+    m['acls'] = None if n < 0 else [
+            _dec_acl_description(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_acl_description():
+    return Msg(
+        principal="",
+        host="",
+        operation=0,
+        permission_type=0,
+    )
+
+
+def _enc_acl_description(w, v, m):
+    flex = v >= 2
+    x = m.get('principal', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    x = m.get('host', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('operation', 0))
+    w.i8(m.get('permission_type', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_acl_description(r, v):
+    flex = v >= 2
+    m = _init_acl_description()
+    m['principal'] = r.str_(flex)
+    m['host'] = r.str_(flex)
+    m['operation'] = r.i8()
+    m['permission_type'] = r.i8()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_create_acls_request():
+    return Msg(
+        creations=[],
+    )
+
+
+def _enc_create_acls_request(w, v, m):
+    flex = v >= 2
+    xs = m.get('creations', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_acl_creation(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_create_acls_request(r, v):
+    flex = v >= 2
+    m = _init_create_acls_request()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array creations")
+    m['creations'] = None if n < 0 else [
+            _dec_acl_creation(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_acl_creation():
+    return Msg(
+        resource_type=0,
+        resource_name="",
+        resource_pattern_type=3,
+        principal="",
+        host="",
+        operation=0,
+        permission_type=0,
+    )
+
+
+def _enc_acl_creation(w, v, m):
+    flex = v >= 2
+    w.i8(m.get('resource_type', 0))
+    x = m.get('resource_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('resource_pattern_type', 3))
+    x = m.get('principal', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    x = m.get('host', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('operation', 0))
+    w.i8(m.get('permission_type', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_acl_creation(r, v):
+    flex = v >= 2
+    m = _init_acl_creation()
+    m['resource_type'] = r.i8()
+    m['resource_name'] = r.str_(flex)
+    m['resource_pattern_type'] = r.i8()
+    m['principal'] = r.str_(flex)
+    m['host'] = r.str_(flex)
+    m['operation'] = r.i8()
+    m['permission_type'] = r.i8()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_create_acls_response():
+    return Msg(
+        throttle_time_ms=0,
+        results=[],
+    )
+
+
+def _enc_create_acls_response(w, v, m):
+    flex = v >= 2
+    w.i32(m.get('throttle_time_ms', 0))
+    xs = m.get('results', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_acl_creation_result(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_create_acls_response(r, v):
+    flex = v >= 2
+    m = _init_create_acls_response()
+    m['throttle_time_ms'] = r.i32()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array results")
+    m['results'] = None if n < 0 else [
+            _dec_acl_creation_result(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_acl_creation_result():
+    return Msg(
+        error_code=0,
+        error_message=None,
+    )
+
+
+def _enc_acl_creation_result(w, v, m):
+    flex = v >= 2
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_acl_creation_result(r, v):
+    flex = v >= 2
+    m = _init_acl_creation_result()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_delete_acls_request():
+    return Msg(
+        filters=[],
+    )
+
+
+def _enc_delete_acls_request(w, v, m):
+    flex = v >= 2
+    xs = m.get('filters', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_delete_acls_filter(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_delete_acls_request(r, v):
+    flex = v >= 2
+    m = _init_delete_acls_request()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array filters")
+    m['filters'] = None if n < 0 else [
+            _dec_delete_acls_filter(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_delete_acls_filter():
+    return Msg(
+        resource_type_filter=0,
+        resource_name_filter="",
+        pattern_type_filter=3,
+        principal_filter="",
+        host_filter="",
+        operation=0,
+        permission_type=0,
+    )
+
+
+def _enc_delete_acls_filter(w, v, m):
+    flex = v >= 2
+    w.i8(m.get('resource_type_filter', 0))
+    w.str_(m.get('resource_name_filter', ""), flex)
+    w.i8(m.get('pattern_type_filter', 3))
+    w.str_(m.get('principal_filter', ""), flex)
+    w.str_(m.get('host_filter', ""), flex)
+    w.i8(m.get('operation', 0))
+    w.i8(m.get('permission_type', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_delete_acls_filter(r, v):
+    flex = v >= 2
+    m = _init_delete_acls_filter()
+    m['resource_type_filter'] = r.i8()
+    m['resource_name_filter'] = r.str_(flex)
+    m['pattern_type_filter'] = r.i8()
+    m['principal_filter'] = r.str_(flex)
+    m['host_filter'] = r.str_(flex)
+    m['operation'] = r.i8()
+    m['permission_type'] = r.i8()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_delete_acls_response():
+    return Msg(
+        throttle_time_ms=0,
+        filter_results=[],
+    )
+
+
+def _enc_delete_acls_response(w, v, m):
+    flex = v >= 2
+    w.i32(m.get('throttle_time_ms', 0))
+    xs = m.get('filter_results', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_delete_acls_filter_result(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_delete_acls_response(r, v):
+    flex = v >= 2
+    m = _init_delete_acls_response()
+    m['throttle_time_ms'] = r.i32()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array filter_results")
+    m['filter_results'] = None if n < 0 else [
+            _dec_delete_acls_filter_result(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_delete_acls_filter_result():
+    return Msg(
+        error_code=0,
+        error_message=None,
+        matching_acls=[],
+    )
+
+
+def _enc_delete_acls_filter_result(w, v, m):
+    flex = v >= 2
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    xs = m.get('matching_acls', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_delete_acls_matching_acl(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_delete_acls_filter_result(r, v):
+    flex = v >= 2
+    m = _init_delete_acls_filter_result()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array matching_acls")
+    m['matching_acls'] = None if n < 0 else [
+            _dec_delete_acls_matching_acl(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_delete_acls_matching_acl():
+    return Msg(
+        error_code=0,
+        error_message=None,
+        resource_type=0,
+        resource_name="",
+        pattern_type=3,
+        principal="",
+        host="",
+        operation=0,
+        permission_type=0,
+    )
+
+
+def _enc_delete_acls_matching_acl(w, v, m):
+    flex = v >= 2
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    w.i8(m.get('resource_type', 0))
+    x = m.get('resource_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('pattern_type', 3))
+    x = m.get('principal', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    x = m.get('host', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('operation', 0))
+    w.i8(m.get('permission_type', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_delete_acls_matching_acl(r, v):
+    flex = v >= 2
+    m = _init_delete_acls_matching_acl()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    m['resource_type'] = r.i8()
+    m['resource_name'] = r.str_(flex)
+    m['pattern_type'] = r.i8()
+    m['principal'] = r.str_(flex)
+    m['host'] = r.str_(flex)
+    m['operation'] = r.i8()
+    m['permission_type'] = r.i8()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
 
 
 def _init_list_groups_request():
@@ -6772,6 +7297,96 @@ def _dec_produce_node_endpoint(r, v):
             tag, size = r.uvarint(), r.uvarint()
             body = Reader(r.take(size))
     return m
+
+
+def encode_describe_acls_request(version, m=None, **fields):
+    """DescribeAclsRequest v1-3 (flexible 2+): the body."""
+    _check_version('DescribeAclsRequest', version, 1, 3)
+    w = Writer()
+    _enc_describe_acls_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_acls_request(version, data):
+    """DescribeAclsRequest v1-3 from bytes or a Reader: a Msg."""
+    _check_version('DescribeAclsRequest', version, 1, 3)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_acls_request(r, version)
+
+
+def encode_describe_acls_response(version, m=None, **fields):
+    """DescribeAclsResponse v1-3 (flexible 2+): the body."""
+    _check_version('DescribeAclsResponse', version, 1, 3)
+    w = Writer()
+    _enc_describe_acls_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_acls_response(version, data):
+    """DescribeAclsResponse v1-3 from bytes or a Reader: a Msg."""
+    _check_version('DescribeAclsResponse', version, 1, 3)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_acls_response(r, version)
+
+
+def encode_create_acls_request(version, m=None, **fields):
+    """CreateAclsRequest v1-3 (flexible 2+): the body."""
+    _check_version('CreateAclsRequest', version, 1, 3)
+    w = Writer()
+    _enc_create_acls_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_create_acls_request(version, data):
+    """CreateAclsRequest v1-3 from bytes or a Reader: a Msg."""
+    _check_version('CreateAclsRequest', version, 1, 3)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_create_acls_request(r, version)
+
+
+def encode_create_acls_response(version, m=None, **fields):
+    """CreateAclsResponse v1-3 (flexible 2+): the body."""
+    _check_version('CreateAclsResponse', version, 1, 3)
+    w = Writer()
+    _enc_create_acls_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_create_acls_response(version, data):
+    """CreateAclsResponse v1-3 from bytes or a Reader: a Msg."""
+    _check_version('CreateAclsResponse', version, 1, 3)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_create_acls_response(r, version)
+
+
+def encode_delete_acls_request(version, m=None, **fields):
+    """DeleteAclsRequest v1-3 (flexible 2+): the body."""
+    _check_version('DeleteAclsRequest', version, 1, 3)
+    w = Writer()
+    _enc_delete_acls_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_delete_acls_request(version, data):
+    """DeleteAclsRequest v1-3 from bytes or a Reader: a Msg."""
+    _check_version('DeleteAclsRequest', version, 1, 3)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_delete_acls_request(r, version)
+
+
+def encode_delete_acls_response(version, m=None, **fields):
+    """DeleteAclsResponse v1-3 (flexible 2+): the body."""
+    _check_version('DeleteAclsResponse', version, 1, 3)
+    w = Writer()
+    _enc_delete_acls_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_delete_acls_response(version, data):
+    """DeleteAclsResponse v1-3 from bytes or a Reader: a Msg."""
+    _check_version('DeleteAclsResponse', version, 1, 3)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_delete_acls_response(r, version)
 
 
 def encode_list_groups_request(version, m=None, **fields):

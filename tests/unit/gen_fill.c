@@ -47,6 +47,19 @@ static int32_t count_(uint32_t *s, int nullable)
     return (int32_t)k;
 }
 
+static void fill_describe_acls_request(kc_describe_acls_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_acls_response(kc_describe_acls_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_acls_resource(kc_describe_acls_resource_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_acl_description(kc_acl_description_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_create_acls_request(kc_create_acls_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_acl_creation(kc_acl_creation_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_create_acls_response(kc_create_acls_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_acl_creation_result(kc_acl_creation_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_delete_acls_request(kc_delete_acls_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_delete_acls_filter(kc_delete_acls_filter_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_delete_acls_response(kc_delete_acls_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_delete_acls_filter_result(kc_delete_acls_filter_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_delete_acls_matching_acl(kc_delete_acls_matching_acl_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_list_groups_request(kc_list_groups_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_list_groups_response(kc_list_groups_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_listed_group(kc_listed_group_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
@@ -201,6 +214,288 @@ static void fill_partition_produce_response(kc_partition_produce_response_t *m, 
 static void fill_batch_index_and_error_message(kc_batch_index_and_error_message_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_produce_leader_id_and_epoch(kc_produce_leader_id_and_epoch_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_produce_node_endpoint(kc_produce_node_endpoint_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+
+static void fill_describe_acls_request(kc_describe_acls_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->resource_type_filter = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name_filter = str_(a, s, (1));
+    }
+    if (1) {
+        m->pattern_type_filter = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->principal_filter = str_(a, s, (1));
+    }
+    if (1) {
+        m->host_filter = str_(a, s, (1));
+    }
+    if (1) {
+        m->operation = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->permission_type = (int8_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_describe_acls_response(kc_describe_acls_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->resources.n = n_;
+        m->resources.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_acls_resource_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_acls_resource(&m->resources.v[i_], a, v, s);
+    }
+}
+
+static void fill_describe_acls_resource(kc_describe_acls_resource_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->resource_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name = str_(a, s, 0);
+    }
+    if (1) {
+        m->pattern_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->acls.n = n_;
+        m->acls.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_acl_description_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_acl_description(&m->acls.v[i_], a, v, s);
+    }
+}
+
+static void fill_acl_description(kc_acl_description_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->principal = str_(a, s, 0);
+    }
+    if (1) {
+        m->host = str_(a, s, 0);
+    }
+    if (1) {
+        m->operation = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->permission_type = (int8_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_create_acls_request(kc_create_acls_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->creations.n = n_;
+        m->creations.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_acl_creation_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_acl_creation(&m->creations.v[i_], a, v, s);
+    }
+}
+
+static void fill_acl_creation(kc_acl_creation_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->resource_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name = str_(a, s, 0);
+    }
+    if (1) {
+        m->resource_pattern_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->principal = str_(a, s, 0);
+    }
+    if (1) {
+        m->host = str_(a, s, 0);
+    }
+    if (1) {
+        m->operation = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->permission_type = (int8_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_create_acls_response(kc_create_acls_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->results.n = n_;
+        m->results.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_acl_creation_result_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_acl_creation_result(&m->results.v[i_], a, v, s);
+    }
+}
+
+static void fill_acl_creation_result(kc_acl_creation_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+}
+
+static void fill_delete_acls_request(kc_delete_acls_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->filters.n = n_;
+        m->filters.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_delete_acls_filter_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_delete_acls_filter(&m->filters.v[i_], a, v, s);
+    }
+}
+
+static void fill_delete_acls_filter(kc_delete_acls_filter_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->resource_type_filter = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name_filter = str_(a, s, (1));
+    }
+    if (1) {
+        m->pattern_type_filter = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->principal_filter = str_(a, s, (1));
+    }
+    if (1) {
+        m->host_filter = str_(a, s, (1));
+    }
+    if (1) {
+        m->operation = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->permission_type = (int8_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_delete_acls_response(kc_delete_acls_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->filter_results.n = n_;
+        m->filter_results.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_delete_acls_filter_result_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_delete_acls_filter_result(&m->filter_results.v[i_], a, v, s);
+    }
+}
+
+static void fill_delete_acls_filter_result(kc_delete_acls_filter_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->matching_acls.n = n_;
+        m->matching_acls.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_delete_acls_matching_acl_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_delete_acls_matching_acl(&m->matching_acls.v[i_], a, v, s);
+    }
+}
+
+static void fill_delete_acls_matching_acl(kc_delete_acls_matching_acl_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+    if (1) {
+        m->resource_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name = str_(a, s, 0);
+    }
+    if (1) {
+        m->pattern_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->principal = str_(a, s, 0);
+    }
+    if (1) {
+        m->host = str_(a, s, 0);
+    }
+    if (1) {
+        m->operation = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->permission_type = (int8_t)(next_(s) - (1u << 22));
+    }
+}
 
 static void fill_list_groups_request(kc_list_groups_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
 {
@@ -3429,6 +3724,30 @@ void kc_fill_sample(const kc_codec_t *c, void *m, kc_arena_t *a, int16_t v, uint
 {
     uint32_t s = seed;
     c->init(m);
+    if (strcmp(c->name, "DescribeAclsRequest") == 0) {
+        fill_describe_acls_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DescribeAclsResponse") == 0) {
+        fill_describe_acls_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "CreateAclsRequest") == 0) {
+        fill_create_acls_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "CreateAclsResponse") == 0) {
+        fill_create_acls_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DeleteAclsRequest") == 0) {
+        fill_delete_acls_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DeleteAclsResponse") == 0) {
+        fill_delete_acls_response(m, a, v, &s);
+        return;
+    }
     if (strcmp(c->name, "ListGroupsRequest") == 0) {
         fill_list_groups_request(m, a, v, &s);
         return;

@@ -232,6 +232,9 @@ static void test_defaults(void **state)
                         "ssl.cipher.suites=  # default\n"
                         "ssl.principal.mapping.rules=DEFAULT  # default\n"
                         "ssl.handshake.timeout.ms=10000  # default\n"
+                        "authorizer.class.name=  # default\n"
+                        "super.users=  # default\n"
+                        "allow.everyone.if.no.acl.found=false  # default\n"
                         "metrics.listener=127.0.0.1:9404  # default\n"
                         "metrics.max.connections=16  # default\n"
                         "metrics.request.timeout.ms=10000  # default\n"
@@ -1189,6 +1192,9 @@ static void test_precedence(void **state)
                         "ssl.cipher.suites=  # default\n"
                         "ssl.principal.mapping.rules=DEFAULT  # default\n"
                         "ssl.handshake.timeout.ms=10000  # default\n"
+                        "authorizer.class.name=  # default\n"
+                        "super.users=  # default\n"
+                        "allow.everyone.if.no.acl.found=false  # default\n"
                         "metrics.listener=127.0.0.1:9404  # default\n"
                         "metrics.max.connections=16  # default\n"
                         "metrics.request.timeout.ms=10000  # default\n"
@@ -1355,6 +1361,9 @@ static void test_doc_content(void **state)
                         "ssl.cipher.suites=  # default\n"
                         "ssl.principal.mapping.rules=DEFAULT  # default\n"
                         "ssl.handshake.timeout.ms=10000  # default\n"
+                        "authorizer.class.name=  # default\n"
+                        "super.users=  # default\n"
+                        "allow.everyone.if.no.acl.found=false  # default\n"
                         "metrics.listener=127.0.0.1:9404  # default\n"
                         "metrics.max.connections=16  # default\n"
                         "metrics.request.timeout.ms=10000  # default\n"
@@ -1367,6 +1376,45 @@ static void test_doc_content(void **state)
 }
 
 /* The HTTP listener's bounds: defaults, and each end of their ranges. */
+/* The authorizer settings: Kafka's names, its one authorizer, super.users as Kafka parses it. */
+static void test_authorizer(void **state)
+{
+    kc_conf_t c;
+
+    (void)state;
+    kc_conf_init(&c);
+    assert_string_equal(c.authorizer_class_name, "");
+    assert_string_equal(c.super_users, "");
+    assert_false(c.allow_everyone_if_no_acl_found);
+    set_ok(&c, "authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer");
+    set_ok(&c, "authorizer.class.name", "");
+    set_bad(&c, "authorizer.class.name", "kafka.security.authorizer.AclAuthorizer",
+            "not an authorizer kcoord has");
+    set_ok(&c, "super.users", "User:admin; User:CN=ops,O=example ;;");
+    assert_string_equal(c.super_users, "User:admin; User:CN=ops,O=example ;;");
+    set_bad(&c, "super.users", "User:admin;bob", "\"bob\", which is not a principal");
+    set_ok(&c, "allow.everyone.if.no.acl.found", "true");
+    assert_true(c.allow_everyone_if_no_acl_found);
+    /* With an authorizer, an HTTP listener beyond loopback needs HTTPS and a token. */
+    set_ok(&c, "authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer");
+    check_is(&c, NULL);
+    set_ok(&c, "metrics.listener", "0.0.0.0:9404");
+    check_is(&c, "metrics.listener (0.0.0.0:9404) is not a loopback address: with "
+                 "authorizer.class.name set it needs metrics.ssl.enabled=true and "
+                 "metrics.bearer.token, since /v1/groups shows member hosts and offsets that "
+                 "the ACLs protect");
+    set_ok(&c, "metrics.ssl.enabled", "true");
+    set_ok(&c, "metrics.bearer.token", "t0ken");
+    check_is(&c, NULL);
+    set_ok(&c, "metrics.listener", "[::1]:9404");
+    set_ok(&c, "metrics.bearer.token", "");
+    check_is(&c, NULL);
+    set_ok(&c, "authorizer.class.name", "");
+    set_ok(&c, "metrics.listener", "0.0.0.0:9404");
+    check_is(&c, NULL);
+    kc_conf_free(&c);
+}
+
 static void test_metrics_bounds(void **state)
 {
     kc_conf_t c;
@@ -1420,6 +1468,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_markdown_is_current),
         cmocka_unit_test(test_doc_content),
         cmocka_unit_test(test_metrics_bounds),
+        cmocka_unit_test(test_authorizer),
     };
 
     if (argc == 2 && strcmp(argv[1], "--write-doc") == 0) {
