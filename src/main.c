@@ -217,9 +217,8 @@ static void on_sighup(uv_signal_t *h, int signum)
     }
 }
 
-/* The security protocol of every listener: PLAINTEXT and SSL are served; a SASL one is refused
- * (SASL is not served yet, and such a listener must never serve clients without
- * authentication). 0, or 2 after printing the error. */
+/* The security protocol of every listener (all four are served; the SASL settings are checked
+ * by kc_api_sasl_new). 0, or 2 after printing the error. */
 static int check_protocols(const kc_conf_t *conf, const kc_listener_t *ls, size_t n, int *proto)
 {
     char err[512];
@@ -230,17 +229,8 @@ static int check_protocols(const kc_conf_t *conf, const kc_listener_t *ls, size_
         return 2;
     }
     kc_net_principal_rules_free(rules);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         proto[i] = kc_conf_listener_protocol(conf, ls[i].name);
-        if (proto[i] == KC_CONF_SEC_SASL_PLAINTEXT || proto[i] == KC_CONF_SEC_SASL_SSL) {
-            fprintf(stderr,
-                    "kcoord: listener.security.protocol.map: listener %s is mapped to %s, but "
-                    "kcoord does not serve SASL yet; refusing to start rather than serve its "
-                    "clients without authentication\n",
-                    ls[i].name, kc_conf_protocol_name(proto[i]));
-            return 2;
-        }
-    }
     return 0;
 }
 
@@ -510,7 +500,7 @@ int main(int argc, char **argv)
     uv_loop_init(&d.loop);
     for (size_t i = 0; i < n_listeners; i++) {
         d.tls_name[i] = listeners[i].name;
-        if (proto[i] == KC_CONF_SEC_SSL &&
+        if ((proto[i] == KC_CONF_SEC_SSL || proto[i] == KC_CONF_SEC_SASL_SSL) &&
             (d.tls[i] = tls_for(&d.loop, &conf, listeners[i].name)) == NULL) {
             for (size_t k = 0; k < i; k++)
                 kc_net_tls_close(d.tls[k]);
@@ -542,6 +532,14 @@ int main(int argc, char **argv)
     if (kc_api_auth_load(&ctx, auth_err, sizeof(auth_err)) != 0) {
         KC_ERROR("main", "%s; refusing to start", auth_err);
         return 1;
+    }
+    const char *names[MAX_LISTENERS];
+    for (size_t i = 0; i < n_listeners; i++)
+        names[i] = listeners[i].name;
+    ctx.sasl = kc_api_sasl_new(&conf, names, proto, n_listeners, ctx.auth, err, sizeof(err));
+    if (ctx.sasl == NULL) {
+        fprintf(stderr, "kcoord: %s\n", err);
+        return 2;
     }
     d.api = &ctx;
     kc_server_opts_t opts = {
@@ -619,6 +617,7 @@ int main(int argc, char **argv)
     }
     uv_run(&d.loop, UV_RUN_DEFAULT);
     kc_server_free(d.server);
+    kc_api_sasl_free(ctx.sasl);
     kc_auth_free(ctx.auth);
     int close_rc = uv_loop_close(&d.loop);
     if (close_rc != 0)

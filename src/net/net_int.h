@@ -132,7 +132,11 @@ struct kc_conn_s {
     uint8_t *wcipher;      /* the ciphertext of the write in flight */
     char *principal;       /* "User:<name>" from a client certificate, or NULL: anonymous */
     bool tls_ready;        /* the handshake finished */
-    bool tls_pumping;      /* inside tls_pump: do not enter it again */
+    /* The application's state of this connection (the SASL exchange), freed with it. */
+    void *app;
+    void (*app_free)(void *);
+    uint32_t frame_min, frame_max; /* kc_conn_set_frames: 0 = the server's limits */
+    bool tls_pumping;              /* inside tls_pump: do not enter it again */
 
     int open_handles; /* tcp (+ linger timer, + handshake timer) not yet closed */
     bool reading;

@@ -232,6 +232,11 @@ static void test_defaults(void **state)
                         "ssl.cipher.suites=  # default\n"
                         "ssl.principal.mapping.rules=DEFAULT  # default\n"
                         "ssl.handshake.timeout.ms=10000  # default\n"
+                        "sasl.enabled.mechanisms=  # default\n"
+                        "plain.sasl.jaas.config=  # default\n"
+                        "connections.max.reauth.ms=0  # default\n"
+                        "connection.failed.authentication.delay.ms=100  # default\n"
+                        "sasl.server.max.receive.size=524288  # default\n"
                         "metrics.listener=127.0.0.1:9404  # default\n"
                         "metrics.max.connections=16  # default\n"
                         "metrics.request.timeout.ms=10000  # default\n"
@@ -789,9 +794,9 @@ static void test_listener_names(void **state)
     static const struct {
         const char *key, *want;
     } bad_keys[] = {
-        {"listener.name.ssl.node.id", "takes the ssl.* settings"},
-        {"listener.name.ssl", "takes the ssl.* settings"},
-        {"listener.name..ssl.client.auth", "takes the ssl.* settings"},
+        {"listener.name.ssl.node.id", "takes the ssl.* and SASL settings"},
+        {"listener.name.ssl", "takes the ssl.* and SASL settings"},
+        {"listener.name..ssl.client.auth", "takes the ssl.* and SASL settings"},
         {"listener.name.s-l.ssl.client.auth", "only letters, digits and '_'"},
     };
     for (size_t i = 0; i < sizeof bad_keys / sizeof bad_keys[0]; i++) {
@@ -1189,6 +1194,11 @@ static void test_precedence(void **state)
                         "ssl.cipher.suites=  # default\n"
                         "ssl.principal.mapping.rules=DEFAULT  # default\n"
                         "ssl.handshake.timeout.ms=10000  # default\n"
+                        "sasl.enabled.mechanisms=  # default\n"
+                        "plain.sasl.jaas.config=  # default\n"
+                        "connections.max.reauth.ms=0  # default\n"
+                        "connection.failed.authentication.delay.ms=100  # default\n"
+                        "sasl.server.max.receive.size=524288  # default\n"
                         "metrics.listener=127.0.0.1:9404  # default\n"
                         "metrics.max.connections=16  # default\n"
                         "metrics.request.timeout.ms=10000  # default\n"
@@ -1355,6 +1365,11 @@ static void test_doc_content(void **state)
                         "ssl.cipher.suites=  # default\n"
                         "ssl.principal.mapping.rules=DEFAULT  # default\n"
                         "ssl.handshake.timeout.ms=10000  # default\n"
+                        "sasl.enabled.mechanisms=  # default\n"
+                        "plain.sasl.jaas.config=  # default\n"
+                        "connections.max.reauth.ms=0  # default\n"
+                        "connection.failed.authentication.delay.ms=100  # default\n"
+                        "sasl.server.max.receive.size=524288  # default\n"
                         "metrics.listener=127.0.0.1:9404  # default\n"
                         "metrics.max.connections=16  # default\n"
                         "metrics.request.timeout.ms=10000  # default\n"

@@ -1,0 +1,139 @@
+/* scram.c - DescribeUserScramCredentials (50) and AlterUserScramCredentials (51): the SCRAM
+ * credentials SASL listeners check, kept as records of the metadata partition.
+ *
+ * The logic (validation, Kafka's messages and result order) is the auth room's
+ * (kc_auth_scram_describe, kc_auth_scram_alter); an alteration's records are made durable by
+ * kc_api_auth_commit before the answer, and applied to ctx->auth once they are. Kafka requires
+ * CLUSTER DESCRIBE (describe) and CLUSTER ALTER (alter) for these APIs; an authorizer check goes
+ * at the top of each handler, before anything is read or changed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "util/diag.h"
+
+/* A message of the auth room (valid until its result is freed) copied into the arena. */
+static kc_str_t message(kc_arena_t *a, const kc_auth_result_t *r)
+{
+    if (r->message == NULL)
+        return KC_STR_NULL;
+    char *m = kc_arena_dup(a, r->message, strlen(r->message) + 1);
+    return m != NULL ? kc_str_c(m) : KC_STR_NULL;
+}
+
+int kc_api_describe_user_scram_credentials(kc_api_ctx_t *ctx, kc_api_call_t *call,
+                                           const kc_request_t *req, kc_arena_t *a, void *resp_)
+{
+    (void)call;
+    const kc_describe_user_scram_credentials_request_t *rq = req->body;
+    kc_describe_user_scram_credentials_response_t *resp = resp_;
+    size_t n_users = rq->users.n > 0 ? (size_t)rq->users.n : 0;
+    kc_str_t *users = n_users > 0 ? kc_arena_alloc(a, n_users * sizeof(*users)) : NULL;
+    if (n_users > 0 && users == NULL)
+        return KC_API_CLOSE;
+    for (size_t i = 0; i < n_users; i++)
+        users[i] = rq->users.v[i].name;
+    kc_scram_describe_row_t *rows = NULL;
+    size_t n_rows = 0;
+    if (ctx->auth == NULL ||
+        kc_auth_scram_describe(ctx->auth, users, n_users, &rows, &n_rows) != KC_AUTH_OK) {
+        resp->error_code = KC_ERR_UNKNOWN_SERVER_ERROR;
+        return KC_API_DONE;
+    }
+    kc_describe_user_scram_credentials_result_t *out =
+        n_rows > 0 ? kc_arena_alloc(a, n_rows * sizeof(*out)) : NULL;
+    int rc = n_rows > 0 && out == NULL ? KC_API_CLOSE : KC_API_DONE;
+    for (size_t i = 0; rc == KC_API_DONE && i < n_rows; i++) {
+        kc_describe_user_scram_credentials_result_t *r = &out[i];
+        const kc_scram_describe_row_t *row = &rows[i];
+        char *user = kc_arena_dup(a, row->user, row->user_len + 1);
+        kc_credential_info_t *infos =
+            row->n_infos > 0 ? kc_arena_alloc(a, row->n_infos * sizeof(*infos)) : NULL;
+        if (user == NULL || (row->n_infos > 0 && infos == NULL)) {
+            rc = KC_API_CLOSE;
+            break;
+        }
+        for (size_t k = 0; k < row->n_infos; k++)
+            infos[k] = (kc_credential_info_t){.mechanism = row->infos[k].mechanism,
+                                              .iterations = row->infos[k].iterations};
+        *r = (kc_describe_user_scram_credentials_result_t){
+            .user = {user, (int32_t)row->user_len},
+            .error_code = row->r.error,
+            .error_message = message(a, &row->r),
+            .credential_infos = {infos, (int32_t)row->n_infos},
+        };
+    }
+    kc_auth_scram_describe_free(rows, n_rows);
+    resp->results.v = out;
+    resp->results.n = (int32_t)n_rows;
+    return rc;
+}
+
+int kc_api_alter_user_scram_credentials(kc_api_ctx_t *ctx, kc_api_call_t *call,
+                                        const kc_request_t *req, kc_arena_t *a, void *resp_)
+{
+    (void)call;
+    const kc_alter_user_scram_credentials_request_t *rq = req->body;
+    kc_alter_user_scram_credentials_response_t *resp = resp_;
+    size_t n_dels = rq->deletions.n > 0 ? (size_t)rq->deletions.n : 0;
+    size_t n_ups = rq->upsertions.n > 0 ? (size_t)rq->upsertions.n : 0;
+    kc_scram_deletion_t *dels = n_dels > 0 ? kc_arena_alloc(a, n_dels * sizeof(*dels)) : NULL;
+    kc_scram_upsertion_t *ups = n_ups > 0 ? kc_arena_alloc(a, n_ups * sizeof(*ups)) : NULL;
+    if ((n_dels > 0 && dels == NULL) || (n_ups > 0 && ups == NULL))
+        return KC_API_CLOSE;
+    for (size_t i = 0; i < n_dels; i++)
+        dels[i] = (kc_scram_deletion_t){.name = rq->deletions.v[i].name,
+                                        .mechanism = rq->deletions.v[i].mechanism};
+    for (size_t i = 0; i < n_ups; i++) {
+        const kc_scram_credential_upsertion_t *u = &rq->upsertions.v[i];
+        ups[i] = (kc_scram_upsertion_t){.name = u->name,
+                                        .mechanism = u->mechanism,
+                                        .iterations = u->iterations,
+                                        .salt = u->salt,
+                                        .salted_password = u->salted_password};
+    }
+    kc_api_auth_batch_t batch = {0};
+    kc_scram_alter_result_t *results = NULL;
+    size_t n_results = 0;
+    int16_t commit = KC_ERR_UNKNOWN_SERVER_ERROR;
+    if (ctx->auth != NULL &&
+        kc_auth_scram_alter(ctx->auth, dels, n_dels, ups, n_ups, kc_api_auth_collect, &batch,
+                            &results, &n_results) == KC_AUTH_OK)
+        commit = kc_api_auth_commit(ctx, &batch); /* durable (and applied) before the answer */
+    kc_api_auth_batch_free(&batch);
+    if (results == NULL && n_results == 0 && commit != KC_ERR_NONE) {
+        /* nothing validated: every user named gets the error */
+        size_t n = n_dels + n_ups;
+        kc_alter_user_scram_credentials_result_t *out =
+            n > 0 ? kc_arena_alloc(a, n * sizeof(*out)) : NULL;
+        if (n > 0 && out == NULL)
+            return KC_API_CLOSE;
+        for (size_t i = 0; i < n; i++)
+            out[i] = (kc_alter_user_scram_credentials_result_t){
+                .user = i < n_dels ? dels[i].name : ups[i - n_dels].name,
+                .error_code = commit,
+                .error_message = KC_STR_NULL};
+        resp->results.v = out;
+        resp->results.n = (int32_t)n;
+        return KC_API_DONE;
+    }
+    kc_alter_user_scram_credentials_result_t *out =
+        n_results > 0 ? kc_arena_alloc(a, n_results * sizeof(*out)) : NULL;
+    int rc = n_results > 0 && out == NULL ? KC_API_CLOSE : KC_API_DONE;
+    for (size_t i = 0; rc == KC_API_DONE && i < n_results; i++) {
+        const kc_scram_alter_result_t *r = &results[i];
+        bool accepted = r->r.error == KC_ERR_NONE;
+        out[i] = (kc_alter_user_scram_credentials_result_t){
+            .user = r->user,
+            .error_code = accepted ? commit : r->r.error,
+            .error_message = accepted ? KC_STR_NULL : message(a, &r->r)};
+    }
+    if (commit != KC_ERR_NONE)
+        KC_ERROR_LIMITED("api", "AlterUserScramCredentials: the records were not stored (%d)",
+                         commit);
+    kc_auth_scram_alter_free(results, n_results);
+    resp->results.v = out;
+    resp->results.n = (int32_t)n_results;
+    return rc;
+}
