@@ -569,6 +569,8 @@ int main(int argc, char **argv)
                                    .name = listeners[i].name,
                                    .protocol = proto[i],
                                    .tls = d.tls[i]};
+        if (proto[i] == KC_CONF_SEC_SASL_PLAINTEXT || proto[i] == KC_CONF_SEC_SASL_SSL)
+            lo.first_frames_max = (uint32_t)conf.sasl_server_max_receive_size;
         rc = kc_server_listen_on(d.server, &lo, &port, &ep);
         if (rc != 0) {
             KC_ERROR("main", "listeners: cannot listen on %s:%d: %s", listeners[i].host,

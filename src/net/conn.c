@@ -1082,6 +1082,8 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
         return;
     }
     KC_DEBUG("net", "accepted %s on listener %s", c->peer, kc_conn_listener(c));
+    if (c->ep != NULL && c->ep->first_frames_max != 0)
+        kc_conn_set_frames(c, KC_NET_MIN_FRAME, c->ep->first_frames_max);
     if (c->ep != NULL && (c->ep->protocol == KC_NET_SSL || c->ep->protocol == KC_NET_SASL_SSL)) {
         if ((c->ssl = kc_tls_new_conn(c->ep->tls)) == NULL ||
             (c->hs_timer = malloc(sizeof(*c->hs_timer))) == NULL) {

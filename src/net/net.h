@@ -177,6 +177,8 @@ typedef struct kc_net_listen_opts_s {
     int protocol;      /* a KC_NET_* */
     kc_net_tls_t *tls; /* for KC_NET_SSL and KC_NET_SASL_SSL: not owned, outlives the server's
                         * connections */
+    uint32_t first_frames_max; /* when not 0, the frame size limit of a new connection until
+                                * kc_conn_set_frames changes it (sasl.server.max.receive.size) */
 } kc_net_listen_opts_t;
 
 /* A listener's identity, kept by the server until kc_server_free. */

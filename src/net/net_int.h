@@ -21,8 +21,9 @@ struct kc_net_endpoint_s {
     struct kc_net_endpoint_s *next;
     char *name;
     int protocol;
-    kc_net_tls_t *tls; /* KC_NET_SSL: not owned */
-    char *adv_host;    /* NULL until kc_net_endpoint_advertise */
+    kc_net_tls_t *tls;         /* KC_NET_SSL: not owned */
+    uint32_t first_frames_max; /* kc_net_listen_opts_t's */
+    char *adv_host;            /* NULL until kc_net_endpoint_advertise */
     int32_t adv_port;
 };
 

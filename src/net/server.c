@@ -254,6 +254,7 @@ int kc_server_listen_on(kc_server_t *s, const kc_net_listen_opts_t *o, int *boun
     }
     ep->protocol = o->protocol;
     ep->tls = tls ? o->tls : NULL;
+    ep->first_frames_max = o->first_frames_max;
     ep->next = s->endpoints;
     s->endpoints = ep;
     if (epp != NULL)
