@@ -495,6 +495,22 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    /* ACL bindings and SCRAM credentials (loaded from the metadata partition below), and the
+     * SASL listeners' settings, checked before anything is opened. */
+    kc_auth_t *auth = kc_auth_new(&(kc_auth_conf_t){0});
+    const char *names[MAX_LISTENERS];
+    for (size_t i = 0; i < n_listeners; i++)
+        names[i] = listeners[i].name;
+    kc_api_sasl_t *sasl =
+        auth != NULL ? kc_api_sasl_new(&conf, names, proto, n_listeners, auth, err, sizeof(err))
+                     : NULL;
+    if (sasl == NULL) {
+        fprintf(stderr, "kcoord: %s\n", auth != NULL ? err : "out of memory");
+        kc_auth_free(auth);
+        kc_catalog_free(&catalog);
+        kc_conf_free(&conf);
+        return 2;
+    }
     daemon_t d;
     memset(&d, 0, sizeof(d));
     uv_loop_init(&d.loop);
@@ -506,13 +522,19 @@ int main(int argc, char **argv)
                 kc_net_tls_close(d.tls[k]);
             uv_run(&d.loop, UV_RUN_DEFAULT);
             uv_loop_close(&d.loop);
+            kc_api_sasl_free(sasl);
+            kc_auth_free(auth);
             kc_catalog_free(&catalog);
             kc_conf_free(&conf);
             return 2;
         }
     }
-    kc_api_ctx_t ctx = {
-        .node_id = conf.node_id, .catalog = &catalog, .conf = &conf, .loop = &d.loop};
+    kc_api_ctx_t ctx = {.node_id = conf.node_id,
+                        .catalog = &catalog,
+                        .conf = &conf,
+                        .loop = &d.loop,
+                        .auth = auth,
+                        .sasl = sasl};
     d.coord = kc_coord_new(&d.loop, &conf, &catalog, &kc_api_group_replies, NULL);
     if (d.coord == NULL) {
         KC_ERROR("main", "out of memory");
@@ -523,23 +545,10 @@ int main(int argc, char **argv)
     ctx.coord = d.coord;
     /* ACL bindings and SCRAM credentials: their records in the metadata partition, which
      * kc_coord_new has loaded. */
-    ctx.auth = kc_auth_new(&(kc_auth_conf_t){0});
-    if (ctx.auth == NULL) {
-        KC_ERROR("main", "out of memory");
-        return 1;
-    }
     char auth_err[256];
     if (kc_api_auth_load(&ctx, auth_err, sizeof(auth_err)) != 0) {
         KC_ERROR("main", "%s; refusing to start", auth_err);
         return 1;
-    }
-    const char *names[MAX_LISTENERS];
-    for (size_t i = 0; i < n_listeners; i++)
-        names[i] = listeners[i].name;
-    ctx.sasl = kc_api_sasl_new(&conf, names, proto, n_listeners, ctx.auth, err, sizeof(err));
-    if (ctx.sasl == NULL) {
-        fprintf(stderr, "kcoord: %s\n", err);
-        return 2;
     }
     d.api = &ctx;
     kc_server_opts_t opts = {

@@ -476,5 +476,41 @@ class SaslTest(unittest.TestCase):
         self.assert_nothing_changed("g-exp")
 
 
+class StartupTest(unittest.TestCase):
+    def refused(self, *sets):
+        d = tempfile.mkdtemp(prefix="kc-sasl-start-")
+        try:
+            p = subprocess.run(kcoord.args(os.path.join(d, "data"), *sets),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=kcoord.quiet_env(), timeout=30)
+            return p.returncode, p.stderr
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def test_settings_refused(self):
+        lst = "listeners=SASL_PLAINTEXT://127.0.0.1:0"
+        cases = [
+            ((lst,), "listener SASL_PLAINTEXT: sasl.enabled.mechanisms is empty"),
+            ((lst, "sasl.enabled.mechanisms=GSSAPI"),
+             'sasl.enabled.mechanisms: "GSSAPI" names "GSSAPI", which is not a valid value'),
+            ((lst, "sasl.enabled.mechanisms=PLAIN"),
+             "listener SASL_PLAINTEXT: PLAIN is enabled but no plain.sasl.jaas.config gives its "
+             "users"),
+            ((lst, "sasl.enabled.mechanisms=PLAIN",
+              "listener.name.sasl_plaintext.plain.sasl.jaas.config=x.Y required user_a=\"b\";"),
+             '"[hidden]" is not a JAAS configuration: the login module must be '
+             "org.apache.kafka.common.security.plain.PlainLoginModule, not x.Y"),
+            ((lst, "sasl.enabled.mechanisms=PLAIN", "plain.sasl.jaas.config=" + JAAS[:-1]),
+             '"[hidden]" is not a JAAS configuration: expected an option name or \';\''),
+            ((lst, "sasl.server.max.receive.size=0"), "sasl.server.max.receive.size"),
+        ]
+        for sets, want in cases:
+            with self.subTest(sets=sets):
+                rc, err = self.refused(*sets)
+                self.assertEqual(rc, 2, err)
+                self.assertIn(want, err)
+                self.assertNotIn("secret", err)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
