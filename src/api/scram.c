@@ -7,6 +7,7 @@
  * CLUSTER DESCRIBE (describe) and CLUSTER ALTER (alter) for these APIs; an authorizer check goes
  * at the top of each handler, before anything is read or changed.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,4 +137,57 @@ int kc_api_alter_user_scram_credentials(kc_api_ctx_t *ctx, kc_api_call_t *call,
     resp->results.v = out;
     resp->results.n = (int32_t)n_results;
     return rc;
+}
+
+/* DescribeClientQuotas: kcoord enforces no client quotas, so every valid filter matches no
+ * entity. The filter is validated as Kafka's broker does (ClientQuotaCache): a repeated entity
+ * type, an empty one, one other than user, client-id or ip, and ip combined with another are
+ * refused. Kafka requires CLUSTER DESCRIBE_CONFIGS (the check goes first). */
+int kc_api_describe_client_quotas(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                                  kc_arena_t *a, void *resp_)
+{
+    (void)ctx;
+    (void)call;
+    const kc_describe_client_quotas_request_t *rq = req->body;
+    kc_describe_client_quotas_response_t *resp = resp_;
+    bool ip = false;
+    for (int32_t i = 0; i < rq->components.n; i++) {
+        kc_str_t t = rq->components.v[i].entity_type;
+        int16_t err = KC_ERR_NONE;
+        char msg[200];
+        bool dup = false;
+        for (int32_t k = 0; k < i; k++)
+            dup = dup || (rq->components.v[k].entity_type.len == t.len &&
+                          memcmp(rq->components.v[k].entity_type.p, t.p, (size_t)t.len) == 0);
+        int n = t.len > 100 ? 100 : t.len;
+        if (dup) {
+            err = KC_ERR_INVALID_REQUEST;
+            snprintf(msg, sizeof msg, "Duplicate %.*s filter component entity type", n, t.p);
+        } else if (t.len <= 0) {
+            err = KC_ERR_INVALID_REQUEST;
+            snprintf(msg, sizeof msg, "Unexpected empty filter component entity type");
+        } else if (!kc_str_eq_c(t, "user") && !kc_str_eq_c(t, "client-id") &&
+                   !kc_str_eq_c(t, "ip")) {
+            err = KC_ERR_UNSUPPORTED_VERSION;
+            snprintf(msg, sizeof msg, "Custom entity type %.*s not supported", n, t.p);
+        }
+        ip = ip || kc_str_eq_c(t, "ip");
+        if (err == KC_ERR_NONE && ip && rq->components.n > 1 && i == rq->components.n - 1) {
+            err = KC_ERR_INVALID_REQUEST;
+            snprintf(msg, sizeof msg,
+                     "Invalid entity filter component combination, IP filter component should "
+                     "not be used with User or ClientId filter component.");
+        }
+        if (err != KC_ERR_NONE) {
+            char *m = kc_arena_dup(a, msg, strlen(msg) + 1);
+            resp->error_code = err;
+            resp->error_message = m != NULL ? kc_str_c(m) : KC_STR_NULL;
+            resp->entries.v = NULL;
+            resp->entries.n = -1;
+            return KC_API_DONE;
+        }
+    }
+    resp->entries.v = NULL;
+    resp->entries.n = 0;
+    return KC_API_DONE;
 }

@@ -334,6 +334,17 @@ static size_t w_alter_user_scram_credentials_response_size(int16_t v, const void
 static void w_alter_user_scram_credentials_response_set_errors(void *m, int16_t v, int16_t err) { kc_alter_user_scram_credentials_response_set_errors(m, v, err); }
 static void w_alter_user_scram_credentials_response_fail(void *m, int16_t v, int16_t err) { kc_alter_user_scram_credentials_response_fail(m, v, err); }
 static size_t w_alter_user_scram_credentials_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_alter_user_scram_credentials_response_walk_errors(m, v, fn, arg); }
+static void w_describe_client_quotas_request_init(void *m) { kc_describe_client_quotas_request_init(m); }
+static int w_describe_client_quotas_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_client_quotas_request_decode(r, a, v, m); }
+static void w_describe_client_quotas_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_client_quotas_request_encode(w, v, m); }
+static size_t w_describe_client_quotas_request_size(int16_t v, const void *m) { return kc_describe_client_quotas_request_size(v, m); }
+static void w_describe_client_quotas_response_init(void *m) { kc_describe_client_quotas_response_init(m); }
+static int w_describe_client_quotas_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_client_quotas_response_decode(r, a, v, m); }
+static void w_describe_client_quotas_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_client_quotas_response_encode(w, v, m); }
+static size_t w_describe_client_quotas_response_size(int16_t v, const void *m) { return kc_describe_client_quotas_response_size(v, m); }
+static void w_describe_client_quotas_response_set_errors(void *m, int16_t v, int16_t err) { kc_describe_client_quotas_response_set_errors(m, v, err); }
+static void w_describe_client_quotas_response_fail(void *m, int16_t v, int16_t err) { kc_describe_client_quotas_response_fail(m, v, err); }
+static size_t w_describe_client_quotas_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_describe_client_quotas_response_walk_errors(m, v, fn, arg); }
 static void w_create_topics_request_init(void *m) { kc_create_topics_request_init(m); }
 static int w_create_topics_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_create_topics_request_decode(r, a, v, m); }
 static void w_create_topics_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_create_topics_request_encode(w, v, m); }
@@ -479,6 +490,10 @@ const kc_api_info_t kc_api_table[] = {
      {"OffsetDeleteRequest", sizeof(kc_offset_delete_request_t), w_offset_delete_request_init, w_offset_delete_request_decode, w_offset_delete_request_encode, w_offset_delete_request_size},
      {"OffsetDeleteResponse", sizeof(kc_offset_delete_response_t), w_offset_delete_response_init, w_offset_delete_response_decode, w_offset_delete_response_encode, w_offset_delete_response_size},
      w_offset_delete_response_set_errors, w_offset_delete_response_fail, w_offset_delete_response_walk_errors},
+    {48, "DescribeClientQuotas", 0, 1, 1,
+     {"DescribeClientQuotasRequest", sizeof(kc_describe_client_quotas_request_t), w_describe_client_quotas_request_init, w_describe_client_quotas_request_decode, w_describe_client_quotas_request_encode, w_describe_client_quotas_request_size},
+     {"DescribeClientQuotasResponse", sizeof(kc_describe_client_quotas_response_t), w_describe_client_quotas_response_init, w_describe_client_quotas_response_decode, w_describe_client_quotas_response_encode, w_describe_client_quotas_response_size},
+     w_describe_client_quotas_response_set_errors, w_describe_client_quotas_response_fail, w_describe_client_quotas_response_walk_errors},
     {50, "DescribeUserScramCredentials", 0, 0, 0,
      {"DescribeUserScramCredentialsRequest", sizeof(kc_describe_user_scram_credentials_request_t), w_describe_user_scram_credentials_request_init, w_describe_user_scram_credentials_request_decode, w_describe_user_scram_credentials_request_encode, w_describe_user_scram_credentials_request_size},
      {"DescribeUserScramCredentialsResponse", sizeof(kc_describe_user_scram_credentials_response_t), w_describe_user_scram_credentials_response_init, w_describe_user_scram_credentials_response_decode, w_describe_user_scram_credentials_response_encode, w_describe_user_scram_credentials_response_size},

@@ -918,3 +918,377 @@ void kc_alter_user_scram_credentials_response_fail(kc_alter_user_scram_credentia
     kc_alter_user_scram_credentials_response_set_errors(m, v, err);
 }
 
+static void component_data_init(kc_component_data_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->entity_type = KC_STR_EMPTY;
+    m->match = KC_STR_EMPTY;
+}
+
+static void component_data_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_component_data_t *m)
+{
+    (void)a;
+    (void)v;
+    component_data_init(m);
+    m->entity_type = ((v >= 1) ? kc_rd_cstr(r, 0) : kc_rd_str(r, 0));
+    m->match_type = kc_rd_i8(r);
+    m->match = ((v >= 1) ? kc_rd_cstr(r, 1) : kc_rd_str(r, 1));
+    if ((v >= 1)) {
+        kc_rd_skip_tags(r);
+    }
+}
+
+static void component_data_encode(kc_writer_t *w, int16_t v, const kc_component_data_t *m)
+{
+    (void)v;
+    if ((v >= 1)) kc_wr_cstr(w, (m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type)); else kc_wr_str(w, (m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type));
+    kc_wr_i8(w, m->match_type);
+    if ((v >= 1)) kc_wr_cstr(w, m->match); else kc_wr_str(w, m->match);
+    if ((v >= 1)) {
+        kc_wr_uvarint(w, 0);
+    }
+}
+
+static size_t component_data_size(int16_t v, const kc_component_data_t *m)
+{
+    size_t sz_ = 0;
+    (void)v;
+    (void)m;
+    sz_ += ((v >= 1) ? kc_uvarint_size((uint32_t)((m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type).len + 1)) + (size_t)((m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type).len > 0 ? (m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type).len : 0) : (size_t)(2 + ((m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type).len > 0 ? (m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type).len : 0)));
+    sz_ += 1;
+    sz_ += ((v >= 1) ? kc_uvarint_size((uint32_t)(m->match.len + 1)) + (size_t)(m->match.len > 0 ? m->match.len : 0) : (size_t)(2 + (m->match.len > 0 ? m->match.len : 0)));
+    if ((v >= 1)) {
+        uint32_t nt_ = 0;
+        sz_ += kc_uvarint_size(nt_);
+    }
+    return sz_;
+}
+
+void kc_describe_client_quotas_request_init(kc_describe_client_quotas_request_t *m)
+{
+    memset(m, 0, sizeof(*m));
+}
+
+int kc_describe_client_quotas_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_describe_client_quotas_request_t *m)
+{
+    (void)a;
+    (void)v;
+    if (v < 0 || v > 1) {
+        kc_rd_fail(r, KC_RD_INVALID);
+        return -1;
+    }
+    kc_describe_client_quotas_request_init(m);
+    {
+        int32_t n_ = (v >= 1) ? kc_rd_carray_len(r, 0, 4) : kc_rd_array_len(r, 0, 4);
+        m->components.n = n_;
+        m->components.v = kc_rd_alloc_array(r, a, n_, sizeof(kc_component_data_t));
+        for (int32_t i_ = 0; i_ < n_ && !r->err; i_++)
+            component_data_decode(r, a, v, &m->components.v[i_]);
+    }
+    m->strict = kc_rd_bool(r);
+    if ((v >= 1)) {
+        kc_rd_skip_tags(r);
+    }
+    return r->err ? -1 : 0;
+}
+
+void kc_describe_client_quotas_request_encode(kc_writer_t *w, int16_t v, const kc_describe_client_quotas_request_t *m)
+{
+    (void)v;
+    {
+        int32_t n_ = m->components.n < 0 && !(0) ? 0 : m->components.n;
+        if ((v >= 1)) kc_wr_carray_len(w, n_); else kc_wr_array_len(w, n_);
+        for (int32_t i_ = 0; i_ < n_; i_++) {
+            component_data_encode(w, v, &m->components.v[i_]);
+        }
+    }
+    kc_wr_bool(w, m->strict);
+    if ((v >= 1)) {
+        kc_wr_uvarint(w, 0);
+    }
+}
+
+size_t kc_describe_client_quotas_request_size(int16_t v, const kc_describe_client_quotas_request_t *m)
+{
+    size_t sz_ = 0;
+    (void)v;
+    (void)m;
+    {
+        int32_t n_ = m->components.n < 0 && !(0) ? 0 : m->components.n;
+        sz_ += (v >= 1) ? kc_uvarint_size((uint32_t)(n_ + 1)) : 4;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            sz_ += component_data_size(v, &m->components.v[i_]);
+    }
+    sz_ += 1;
+    if ((v >= 1)) {
+        uint32_t nt_ = 0;
+        sz_ += kc_uvarint_size(nt_);
+    }
+    return sz_;
+}
+
+static void entity_data_init(kc_entity_data_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->entity_type = KC_STR_EMPTY;
+    m->entity_name = KC_STR_EMPTY;
+}
+
+static void entity_data_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_entity_data_t *m)
+{
+    (void)a;
+    (void)v;
+    entity_data_init(m);
+    m->entity_type = ((v >= 1) ? kc_rd_cstr(r, 0) : kc_rd_str(r, 0));
+    m->entity_name = ((v >= 1) ? kc_rd_cstr(r, 1) : kc_rd_str(r, 1));
+    if ((v >= 1)) {
+        kc_rd_skip_tags(r);
+    }
+}
+
+static void entity_data_encode(kc_writer_t *w, int16_t v, const kc_entity_data_t *m)
+{
+    (void)v;
+    if ((v >= 1)) kc_wr_cstr(w, (m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type)); else kc_wr_str(w, (m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type));
+    if ((v >= 1)) kc_wr_cstr(w, m->entity_name); else kc_wr_str(w, m->entity_name);
+    if ((v >= 1)) {
+        kc_wr_uvarint(w, 0);
+    }
+}
+
+static size_t entity_data_size(int16_t v, const kc_entity_data_t *m)
+{
+    size_t sz_ = 0;
+    (void)v;
+    (void)m;
+    sz_ += ((v >= 1) ? kc_uvarint_size((uint32_t)((m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type).len + 1)) + (size_t)((m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type).len > 0 ? (m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type).len : 0) : (size_t)(2 + ((m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type).len > 0 ? (m->entity_type.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->entity_type).len : 0)));
+    sz_ += ((v >= 1) ? kc_uvarint_size((uint32_t)(m->entity_name.len + 1)) + (size_t)(m->entity_name.len > 0 ? m->entity_name.len : 0) : (size_t)(2 + (m->entity_name.len > 0 ? m->entity_name.len : 0)));
+    if ((v >= 1)) {
+        uint32_t nt_ = 0;
+        sz_ += kc_uvarint_size(nt_);
+    }
+    return sz_;
+}
+
+static void value_data_init(kc_value_data_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->key = KC_STR_EMPTY;
+}
+
+static void value_data_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_value_data_t *m)
+{
+    (void)a;
+    (void)v;
+    value_data_init(m);
+    m->key = ((v >= 1) ? kc_rd_cstr(r, 0) : kc_rd_str(r, 0));
+    m->value = kc_rd_f64(r);
+    if ((v >= 1)) {
+        kc_rd_skip_tags(r);
+    }
+}
+
+static void value_data_encode(kc_writer_t *w, int16_t v, const kc_value_data_t *m)
+{
+    (void)v;
+    if ((v >= 1)) kc_wr_cstr(w, (m->key.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->key)); else kc_wr_str(w, (m->key.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->key));
+    kc_wr_f64(w, m->value);
+    if ((v >= 1)) {
+        kc_wr_uvarint(w, 0);
+    }
+}
+
+static size_t value_data_size(int16_t v, const kc_value_data_t *m)
+{
+    size_t sz_ = 0;
+    (void)v;
+    (void)m;
+    sz_ += ((v >= 1) ? kc_uvarint_size((uint32_t)((m->key.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->key).len + 1)) + (size_t)((m->key.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->key).len > 0 ? (m->key.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->key).len : 0) : (size_t)(2 + ((m->key.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->key).len > 0 ? (m->key.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->key).len : 0)));
+    sz_ += 8;
+    if ((v >= 1)) {
+        uint32_t nt_ = 0;
+        sz_ += kc_uvarint_size(nt_);
+    }
+    return sz_;
+}
+
+static void entry_data_init(kc_entry_data_t *m)
+{
+    memset(m, 0, sizeof(*m));
+}
+
+static void entry_data_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_entry_data_t *m)
+{
+    (void)a;
+    (void)v;
+    entry_data_init(m);
+    {
+        int32_t n_ = (v >= 1) ? kc_rd_carray_len(r, 0, 3) : kc_rd_array_len(r, 0, 3);
+        m->entity.n = n_;
+        m->entity.v = kc_rd_alloc_array(r, a, n_, sizeof(kc_entity_data_t));
+        for (int32_t i_ = 0; i_ < n_ && !r->err; i_++)
+            entity_data_decode(r, a, v, &m->entity.v[i_]);
+    }
+    {
+        int32_t n_ = (v >= 1) ? kc_rd_carray_len(r, 0, 10) : kc_rd_array_len(r, 0, 10);
+        m->values.n = n_;
+        m->values.v = kc_rd_alloc_array(r, a, n_, sizeof(kc_value_data_t));
+        for (int32_t i_ = 0; i_ < n_ && !r->err; i_++)
+            value_data_decode(r, a, v, &m->values.v[i_]);
+    }
+    if ((v >= 1)) {
+        kc_rd_skip_tags(r);
+    }
+}
+
+static void entry_data_encode(kc_writer_t *w, int16_t v, const kc_entry_data_t *m)
+{
+    (void)v;
+    {
+        int32_t n_ = m->entity.n < 0 && !(0) ? 0 : m->entity.n;
+        if ((v >= 1)) kc_wr_carray_len(w, n_); else kc_wr_array_len(w, n_);
+        for (int32_t i_ = 0; i_ < n_; i_++) {
+            entity_data_encode(w, v, &m->entity.v[i_]);
+        }
+    }
+    {
+        int32_t n_ = m->values.n < 0 && !(0) ? 0 : m->values.n;
+        if ((v >= 1)) kc_wr_carray_len(w, n_); else kc_wr_array_len(w, n_);
+        for (int32_t i_ = 0; i_ < n_; i_++) {
+            value_data_encode(w, v, &m->values.v[i_]);
+        }
+    }
+    if ((v >= 1)) {
+        kc_wr_uvarint(w, 0);
+    }
+}
+
+static size_t entry_data_size(int16_t v, const kc_entry_data_t *m)
+{
+    size_t sz_ = 0;
+    (void)v;
+    (void)m;
+    {
+        int32_t n_ = m->entity.n < 0 && !(0) ? 0 : m->entity.n;
+        sz_ += (v >= 1) ? kc_uvarint_size((uint32_t)(n_ + 1)) : 4;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            sz_ += entity_data_size(v, &m->entity.v[i_]);
+    }
+    {
+        int32_t n_ = m->values.n < 0 && !(0) ? 0 : m->values.n;
+        sz_ += (v >= 1) ? kc_uvarint_size((uint32_t)(n_ + 1)) : 4;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            sz_ += value_data_size(v, &m->values.v[i_]);
+    }
+    if ((v >= 1)) {
+        uint32_t nt_ = 0;
+        sz_ += kc_uvarint_size(nt_);
+    }
+    return sz_;
+}
+
+void kc_describe_client_quotas_response_init(kc_describe_client_quotas_response_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->error_message = KC_STR_NULL;
+}
+
+int kc_describe_client_quotas_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_describe_client_quotas_response_t *m)
+{
+    (void)a;
+    (void)v;
+    if (v < 0 || v > 1) {
+        kc_rd_fail(r, KC_RD_INVALID);
+        return -1;
+    }
+    kc_describe_client_quotas_response_init(m);
+    m->throttle_time_ms = kc_rd_i32(r);
+    m->error_code = kc_rd_i16(r);
+    m->error_message = ((v >= 1) ? kc_rd_cstr(r, 1) : kc_rd_str(r, 1));
+    {
+        int32_t n_ = (v >= 1) ? kc_rd_carray_len(r, 1, 3) : kc_rd_array_len(r, 1, 3);
+        m->entries.n = n_;
+        m->entries.v = kc_rd_alloc_array(r, a, n_, sizeof(kc_entry_data_t));
+        for (int32_t i_ = 0; i_ < n_ && !r->err; i_++)
+            entry_data_decode(r, a, v, &m->entries.v[i_]);
+    }
+    if ((v >= 1)) {
+        kc_rd_skip_tags(r);
+    }
+    return r->err ? -1 : 0;
+}
+
+void kc_describe_client_quotas_response_encode(kc_writer_t *w, int16_t v, const kc_describe_client_quotas_response_t *m)
+{
+    (void)v;
+    kc_wr_i32(w, m->throttle_time_ms);
+    kc_wr_i16(w, m->error_code);
+    if ((v >= 1)) kc_wr_cstr(w, m->error_message); else kc_wr_str(w, m->error_message);
+    {
+        int32_t n_ = m->entries.n < 0 && !(1) ? 0 : m->entries.n;
+        if ((v >= 1)) kc_wr_carray_len(w, n_); else kc_wr_array_len(w, n_);
+        for (int32_t i_ = 0; i_ < n_; i_++) {
+            entry_data_encode(w, v, &m->entries.v[i_]);
+        }
+    }
+    if ((v >= 1)) {
+        kc_wr_uvarint(w, 0);
+    }
+}
+
+size_t kc_describe_client_quotas_response_size(int16_t v, const kc_describe_client_quotas_response_t *m)
+{
+    size_t sz_ = 0;
+    (void)v;
+    (void)m;
+    sz_ += 4;
+    sz_ += 2;
+    sz_ += ((v >= 1) ? kc_uvarint_size((uint32_t)(m->error_message.len + 1)) + (size_t)(m->error_message.len > 0 ? m->error_message.len : 0) : (size_t)(2 + (m->error_message.len > 0 ? m->error_message.len : 0)));
+    {
+        int32_t n_ = m->entries.n < 0 && !(1) ? 0 : m->entries.n;
+        sz_ += (v >= 1) ? kc_uvarint_size((uint32_t)(n_ + 1)) : 4;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            sz_ += entry_data_size(v, &m->entries.v[i_]);
+    }
+    if ((v >= 1)) {
+        uint32_t nt_ = 0;
+        sz_ += kc_uvarint_size(nt_);
+    }
+    return sz_;
+}
+
+void kc_describe_client_quotas_response_set_errors(kc_describe_client_quotas_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+size_t kc_describe_client_quotas_response_walk_errors(const kc_describe_client_quotas_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+static void describe_client_quotas_response_reset(kc_describe_client_quotas_response_t *m, int16_t v)
+{
+    kc_describe_client_quotas_response_t d_; /* the defaults */
+    kc_describe_client_quotas_response_init(&d_);
+    (void)v;
+    m->entries = d_.entries;
+}
+
+void kc_describe_client_quotas_response_fail(kc_describe_client_quotas_response_t *m, int16_t v, int16_t err)
+{
+    describe_client_quotas_response_reset(m, v);
+    kc_describe_client_quotas_response_set_errors(m, v, err);
+}
+

@@ -150,4 +150,52 @@ void kc_alter_user_scram_credentials_response_set_errors(kc_alter_user_scram_cre
 void kc_alter_user_scram_credentials_response_fail(kc_alter_user_scram_credentials_response_t *m, int16_t v, int16_t err);
 size_t kc_alter_user_scram_credentials_response_walk_errors(const kc_alter_user_scram_credentials_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
+/* API 48 DescribeClientQuotas, versions 0-1, flexible from 1. */
+#define KC_API_DESCRIBE_CLIENT_QUOTAS 48
+typedef struct kc_component_data_s {
+    kc_str_t entity_type;
+    int8_t match_type;
+    kc_str_t match;
+} kc_component_data_t;
+
+typedef struct kc_describe_client_quotas_request_s {
+    struct { kc_component_data_t *v; int32_t n; } components;
+    bool strict;
+} kc_describe_client_quotas_request_t;
+
+void kc_describe_client_quotas_request_init(kc_describe_client_quotas_request_t *m);
+int kc_describe_client_quotas_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_describe_client_quotas_request_t *m);
+void kc_describe_client_quotas_request_encode(kc_writer_t *w, int16_t v, const kc_describe_client_quotas_request_t *m);
+size_t kc_describe_client_quotas_request_size(int16_t v, const kc_describe_client_quotas_request_t *m);
+
+typedef struct kc_entity_data_s {
+    kc_str_t entity_type;
+    kc_str_t entity_name;
+} kc_entity_data_t;
+
+typedef struct kc_value_data_s {
+    kc_str_t key;
+    double value;
+} kc_value_data_t;
+
+typedef struct kc_entry_data_s {
+    struct { kc_entity_data_t *v; int32_t n; } entity;
+    struct { kc_value_data_t *v; int32_t n; } values;
+} kc_entry_data_t;
+
+typedef struct kc_describe_client_quotas_response_s {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    kc_str_t error_message;
+    struct { kc_entry_data_t *v; int32_t n; } entries;
+} kc_describe_client_quotas_response_t;
+
+void kc_describe_client_quotas_response_init(kc_describe_client_quotas_response_t *m);
+int kc_describe_client_quotas_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_describe_client_quotas_response_t *m);
+void kc_describe_client_quotas_response_encode(kc_writer_t *w, int16_t v, const kc_describe_client_quotas_response_t *m);
+size_t kc_describe_client_quotas_response_size(int16_t v, const kc_describe_client_quotas_response_t *m);
+void kc_describe_client_quotas_response_set_errors(kc_describe_client_quotas_response_t *m, int16_t v, int16_t err);
+void kc_describe_client_quotas_response_fail(kc_describe_client_quotas_response_t *m, int16_t v, int16_t err);
+size_t kc_describe_client_quotas_response_walk_errors(const kc_describe_client_quotas_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
+
 #endif

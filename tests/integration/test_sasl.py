@@ -15,8 +15,10 @@ Cases:
   fails, never skips, without it), over SASL_PLAINTEXT and SASL_SSL with PLAIN, SCRAM-SHA-256 and
   SCRAM-SHA-512: join a group, commit, read the commit back; kcat with SCRAM-SHA-512 (metadata);
 - librdkafka 2.16 re-authenticating when the session ends (KIP-368) while it keeps committing;
-- SCRAM credentials created with AlterUserScramCredentials (and Kafka's kafka-configs, through
-  scripts/kafka-ref, when its jars are present), described, and surviving a restart;
+- SCRAM credentials created with AlterUserScramCredentials, described, and surviving a
+  restart; Kafka's kafka-configs (through scripts/kafka-ref; skipped, saying so, without java
+  and its jars) adding, describing (DescribeClientQuotas then DescribeUserScramCredentials) and
+  deleting one; DescribeClientQuotas' filter refusals (kcoord has no quotas: no entries);
 - refusals, each with Kafka's exact error and nothing changed on the server: a wrong password and
   an unknown user (PLAIN and SCRAM), an unknown mechanism, a plaintext client on a SASL port (its
   first request is not ApiVersions or SaslHandshake), another request after ApiVersions, a request
@@ -43,7 +45,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 os.environ.setdefault("KC_TEST_BIN", os.path.join(ROOT, "build", "kcoord"))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tests.support import gen_wire, kcoord, wire  # noqa: E402
+from tests.support import gen_wire, kafka_ref, kcoord, wire  # noqa: E402
 import test_tls  # noqa: E402
 
 CLIENT = os.path.join(ROOT, "tests", "integration", "sasl_client.py")
@@ -317,7 +319,7 @@ class SaslTest(unittest.TestCase):
         r = wire.ask(self.ports[0], "admin", "DescribeUserScramCredentials", 0, users=None)
         self.assertNotIn("dave", [x.user for x in r.results])
 
-    def test_scram_survives_restart_and_kafka_configs(self):
+    def test_scram_survives_restart(self):
         port = kcoord.free_port()
         d = tempfile.mkdtemp(prefix="kc-sasl-restart-")
         sets = ["listeners=PLAINTEXT://127.0.0.1:%d" % port, "offsets.topic.num.partitions=1",
@@ -327,16 +329,6 @@ class SaslTest(unittest.TestCase):
             try:
                 self.assertEqual(alter_scram(port, "erin", "SCRAM-SHA-512", "erin-scram"),
                                  [("erin", 0, None)])
-                jars = os.path.expanduser("~/.cache/kcoord/kafka-ref")
-                if os.path.isdir(jars):  # Kafka's own tool, when the reference jars are here
-                    p = subprocess.run(
-                        [os.path.join(ROOT, "scripts", "kafka-ref"), "run-class",
-                         "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server",
-                         "127.0.0.1:%d" % port, "--alter", "--add-config",
-                         "SCRAM-SHA-256=[iterations=8192,password=frank-scram]",
-                         "--entity-type", "users", "--entity-name", "frank"],
-                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
-                    self.assertIn("Completed updating config for user frank.", p.stdout)
             finally:
                 self.assertEqual(k.stop(), 0)
             sets[0] = "listeners=SASL_PLAINTEXT://127.0.0.1:%d" % port
@@ -347,14 +339,57 @@ class SaslTest(unittest.TestCase):
                     r, _, sc = self.scram_login(c, "SCRAM-SHA-512", "erin", "erin-scram")
                     self.assertEqual(r.error_code, 0, r)
                     self.assertEqual(r.auth_bytes, b"v=" + base64.b64encode(sc.server_sig))
-                if os.path.isdir(os.path.expanduser("~/.cache/kcoord/kafka-ref")):
-                    with wire.Conn(port, "after") as c:
-                        r, _, _ = self.scram_login(c, "SCRAM-SHA-256", "frank", "frank-scram")
-                        self.assertEqual(r.error_code, 0, r)
             finally:
                 self.assertEqual(k.stop(), 0)
         finally:
             shutil.rmtree(d, ignore_errors=True)
+
+    @unittest.skipUnless(shutil.which(kafka_ref.java_bin()) is not None and
+                         kafka_ref.cache_complete(),
+                         "Kafka's kafka-configs needs java and the reference jars "
+                         "(scripts/kafka-ref fetch)")
+    def test_kafka_configs(self):
+        def configs(*args):
+            p = subprocess.run(
+                [os.path.join(ROOT, "scripts", "kafka-ref"), "run-class",
+                 "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server",
+                 "127.0.0.1:%d" % self.ports[0]] + list(args),
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout)
+            return p.stdout
+        out = configs("--alter", "--add-config",
+                      "SCRAM-SHA-256=[iterations=8192,password=frank-scram]",
+                      "--entity-type", "users", "--entity-name", "frank")
+        self.assertIn("Completed updating config for user frank.", out)
+        out = configs("--describe", "--entity-type", "users")
+        self.assertIn("SCRAM credential configs for user-principal 'frank' are "
+                      "SCRAM-SHA-256=iterations=8192", out)
+        self.assertIn("SCRAM credential configs for user-principal 'carol' are "
+                      "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=8192", out)
+        with wire.Conn(self.ports[1], "frank") as c:
+            r, _, _ = self.scram_login(c, "SCRAM-SHA-256", "frank", "frank-scram")
+            self.assertEqual(r.error_code, 0, r)
+        out = configs("--alter", "--delete-config", "SCRAM-SHA-256", "--entity-type", "users",
+                      "--entity-name", "frank")
+        with wire.Conn(self.ports[1], "frank") as c:
+            r, _, _ = self.scram_login(c, "SCRAM-SHA-256", "frank", "frank-scram")
+            self.assertEqual(r.error_code, 58)
+
+    def test_describe_client_quotas(self):
+        def ask(*components):
+            return wire.ask(self.ports[0], "q", "DescribeClientQuotas", 1, strict=False,
+                            components=[{"entity_type": t, "match_type": 2, "match": None}
+                                        for t in components])
+        r = ask("user")
+        self.assertEqual((r.error_code, r.entries), (0, []))
+        for comps, err, msg in [
+                (("user", "user"), 42, "Duplicate user filter component entity type"),
+                (("",), 42, "Unexpected empty filter component entity type"),
+                (("group",), 35, "Custom entity type group not supported"),
+                (("ip", "user"), 42, "Invalid entity filter component combination, IP filter "
+                 "component should not be used with User or ClientId filter component.")]:
+            r = ask(*comps)
+            self.assertEqual((r.error_code, r.error_message, r.entries), (err, msg, None))
 
     # ---- refusals ----
 

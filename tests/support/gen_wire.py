@@ -45,6 +45,7 @@ APIS = {  # name: (key, min version, max version, first flexible version or None
     'SaslAuthenticate': (36, 0, 2, 2),
     'DescribeUserScramCredentials': (50, 0, 0, 0),
     'AlterUserScramCredentials': (51, 0, 0, 0),
+    'DescribeClientQuotas': (48, 0, 1, 1),
     'CreateTopics': (19, 2, 7, 5),
     'DeleteTopics': (20, 0, 6, 4),
     'ListOffsets': (2, 1, 11, 6),
@@ -5499,6 +5500,218 @@ def _dec_alter_user_scram_credentials_result(r, v):
     return m
 
 
+def _init_describe_client_quotas_request():
+    return Msg(
+        components=[],
+        strict=False,
+    )
+
+
+def _enc_describe_client_quotas_request(w, v, m):
+    flex = v >= 1
+    xs = m.get('components', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_component_data(w, v, x)
+    w.boolean(m.get('strict', False))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_client_quotas_request(r, v):
+    flex = v >= 1
+    m = _init_describe_client_quotas_request()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array components")
+    m['components'] = None if n < 0 else [
+            _dec_component_data(r, v) for _ in range(n)]
+    m['strict'] = r.boolean()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_component_data():
+    return Msg(
+        entity_type="",
+        match_type=0,
+        match="",
+    )
+
+
+def _enc_component_data(w, v, m):
+    flex = v >= 1
+    x = m.get('entity_type', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('match_type', 0))
+    w.str_(m.get('match', ""), flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_component_data(r, v):
+    flex = v >= 1
+    m = _init_component_data()
+    m['entity_type'] = r.str_(flex)
+    m['match_type'] = r.i8()
+    m['match'] = r.str_(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_client_quotas_response():
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        entries=[],
+    )
+
+
+def _enc_describe_client_quotas_response(w, v, m):
+    flex = v >= 1
+    w.i32(m.get('throttle_time_ms', 0))
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    xs = m.get('entries', [])
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_entry_data(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_client_quotas_response(r, v):
+    flex = v >= 1
+    m = _init_describe_client_quotas_response()
+    m['throttle_time_ms'] = r.i32()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    n = r.array_len(flex)
+    m['entries'] = None if n < 0 else [
+            _dec_entry_data(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_entry_data():
+    return Msg(
+        entity=[],
+        values=[],
+    )
+
+
+def _enc_entry_data(w, v, m):
+    flex = v >= 1
+    xs = m.get('entity', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_entity_data(w, v, x)
+    xs = m.get('values', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_value_data(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_entry_data(r, v):
+    flex = v >= 1
+    m = _init_entry_data()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array entity")
+    m['entity'] = None if n < 0 else [
+            _dec_entity_data(r, v) for _ in range(n)]
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array values")
+    m['values'] = None if n < 0 else [
+            _dec_value_data(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_entity_data():
+    return Msg(
+        entity_type="",
+        entity_name="",
+    )
+
+
+def _enc_entity_data(w, v, m):
+    flex = v >= 1
+    x = m.get('entity_type', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.str_(m.get('entity_name', ""), flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_entity_data(r, v):
+    flex = v >= 1
+    m = _init_entity_data()
+    m['entity_type'] = r.str_(flex)
+    m['entity_name'] = r.str_(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_value_data():
+    return Msg(
+        key="",
+        value=0.0,
+    )
+
+
+def _enc_value_data(w, v, m):
+    flex = v >= 1
+    x = m.get('key', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.f64(m.get('value', 0.0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_value_data(r, v):
+    flex = v >= 1
+    m = _init_value_data()
+    m['key'] = r.str_(flex)
+    m['value'] = r.f64()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
 def _init_create_topics_request():
     return Msg(
         topics=[],
@@ -8241,6 +8454,36 @@ def decode_alter_user_scram_credentials_response(version, data):
     _check_version('AlterUserScramCredentialsResponse', version, 0, 0)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_alter_user_scram_credentials_response(r, version)
+
+
+def encode_describe_client_quotas_request(version, m=None, **fields):
+    """DescribeClientQuotasRequest v0-1 (flexible 1+): the body."""
+    _check_version('DescribeClientQuotasRequest', version, 0, 1)
+    w = Writer()
+    _enc_describe_client_quotas_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_client_quotas_request(version, data):
+    """DescribeClientQuotasRequest v0-1 from bytes or a Reader: a Msg."""
+    _check_version('DescribeClientQuotasRequest', version, 0, 1)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_client_quotas_request(r, version)
+
+
+def encode_describe_client_quotas_response(version, m=None, **fields):
+    """DescribeClientQuotasResponse v0-1 (flexible 1+): the body."""
+    _check_version('DescribeClientQuotasResponse', version, 0, 1)
+    w = Writer()
+    _enc_describe_client_quotas_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_client_quotas_response(version, data):
+    """DescribeClientQuotasResponse v0-1 from bytes or a Reader: a Msg."""
+    _check_version('DescribeClientQuotasResponse', version, 0, 1)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_client_quotas_response(r, version)
 
 
 def encode_create_topics_request(version, m=None, **fields):
