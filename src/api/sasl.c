@@ -383,8 +383,8 @@ static void raw_token(kc_api_ctx_t *ctx, kc_conn_t *conn, sasl_conn_t *st, kc_sl
 bool kc_api_sasl_frame(kc_api_ctx_t *ctx, kc_conn_t *conn, kc_slot_t *slot, const uint8_t *frame,
                        size_t len)
 {
-    if (!is_sasl(conn))
-        return false;
+    if (ctx->sasl == NULL || ctx->sasl->n == 0 || !is_sasl(conn))
+        return false; /* no SASL listener: nothing to check */
     sasl_conn_t *st = conn_state(ctx, conn);
     if (st == NULL) {
         kc_slot_close(slot, "no SASL state for the connection");
@@ -429,7 +429,8 @@ bool kc_api_sasl_frame(kc_api_ctx_t *ctx, kc_conn_t *conn, kc_slot_t *slot, cons
 int kc_api_sasl_admit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                       kc_arena_t *a, void *resp)
 {
-    (void)ctx;
+    if (ctx->sasl == NULL || ctx->sasl->n == 0)
+        return KC_API_DONE;
     kc_conn_t *conn = kc_slot_conn(call->slot);
     if (conn == NULL || !is_sasl(conn))
         return KC_API_DONE;
