@@ -4,8 +4,10 @@
  * connection's application state). Until the client has authenticated only this file decides
  * what a frame may be:
  *   - the first request must be ApiVersions or SaslHandshake; anything else (another API, bytes
- *     that are not a Kafka request) closes the connection without an answer; after ApiVersions
- *     only SaslHandshake may come (a second ApiVersions closes it too);
+ *     that are not a Kafka request) closes the connection without an answer; after a valid
+ *     ApiVersions only SaslHandshake may come (a second ApiVersions closes it too), after one
+ *     answered with an error (a version not served, invalid software fields) the client may
+ *     try ApiVersions again;
  *   - SaslHandshake v0 makes the next frames raw SASL tokens (int32 length, no header), v1 makes
  *     them SaslAuthenticate requests; a mechanism the listener has not enabled is answered
  *     UNSUPPORTED_SASL_MECHANISM with the enabled list, then the connection closes;
@@ -440,9 +442,15 @@ int kc_api_sasl_admit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t
     int16_t key = req->api_key;
     switch (st->state) {
     case S_HANDSHAKE_OR_VERSIONS:
-        if (key == KC_API_API_VERSIONS) {
-            st->state = S_HANDSHAKE;
-            return KC_API_DONE;
+        if (key == KC_API_API_VERSIONS) { /* answered here: only a valid one moves on */
+            if (kc_api_api_versions(ctx, call, req, a, resp) != KC_API_DONE) {
+                kc_slot_close(call->slot, NULL);
+                return KC_API_PARKED;
+            }
+            if (((const kc_api_versions_response_t *)resp)->error_code == KC_ERR_NONE)
+                st->state = S_HANDSHAKE;
+            kc_api_call_reply(call, resp);
+            return KC_API_PARKED;
         }
         /* fall through */
     case S_HANDSHAKE:

@@ -257,7 +257,12 @@ class SaslTest(unittest.TestCase):
 
     def test_wire_v0_raw_tokens_and_versions(self):
         with wire.Conn(self.ports[1], "raw") as c:
+            # an ApiVersions answered with an error may be sent again (Kafka's authenticator)
+            r = c.ask("ApiVersions", 3, client_software_name="bad name!",
+                      client_software_version="1")
+            self.assertEqual(r.error_code, 42)  # INVALID_REQUEST
             r = c.ask("ApiVersions", 3, client_software_name="t", client_software_version="1")
+            self.assertEqual(r.error_code, 0)
             keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
             self.assertEqual(keys[SASL_HANDSHAKE], (0, 1))
             self.assertEqual(keys[SASL_AUTHENTICATE], (0, 2))
