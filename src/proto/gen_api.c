@@ -323,6 +323,61 @@ static void w_consumer_group_current_member_assignment_value_init(void *m) { kc_
 static int w_consumer_group_current_member_assignment_value_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_consumer_group_current_member_assignment_value_decode(r, a, v, m); }
 static void w_consumer_group_current_member_assignment_value_encode(kc_writer_t *w, int16_t v, const void *m) { kc_consumer_group_current_member_assignment_value_encode(w, v, m); }
 static size_t w_consumer_group_current_member_assignment_value_size(int16_t v, const void *m) { return kc_consumer_group_current_member_assignment_value_size(v, m); }
+static void w_sasl_handshake_request_init(void *m) { kc_sasl_handshake_request_init(m); }
+static int w_sasl_handshake_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_sasl_handshake_request_decode(r, a, v, m); }
+static void w_sasl_handshake_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_sasl_handshake_request_encode(w, v, m); }
+static size_t w_sasl_handshake_request_size(int16_t v, const void *m) { return kc_sasl_handshake_request_size(v, m); }
+static void w_sasl_handshake_response_init(void *m) { kc_sasl_handshake_response_init(m); }
+static int w_sasl_handshake_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_sasl_handshake_response_decode(r, a, v, m); }
+static void w_sasl_handshake_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_sasl_handshake_response_encode(w, v, m); }
+static size_t w_sasl_handshake_response_size(int16_t v, const void *m) { return kc_sasl_handshake_response_size(v, m); }
+static void w_sasl_handshake_response_set_errors(void *m, int16_t v, int16_t err) { kc_sasl_handshake_response_set_errors(m, v, err); }
+static void w_sasl_handshake_response_fail(void *m, int16_t v, int16_t err) { kc_sasl_handshake_response_fail(m, v, err); }
+static size_t w_sasl_handshake_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_sasl_handshake_response_walk_errors(m, v, fn, arg); }
+static void w_sasl_authenticate_request_init(void *m) { kc_sasl_authenticate_request_init(m); }
+static int w_sasl_authenticate_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_sasl_authenticate_request_decode(r, a, v, m); }
+static void w_sasl_authenticate_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_sasl_authenticate_request_encode(w, v, m); }
+static size_t w_sasl_authenticate_request_size(int16_t v, const void *m) { return kc_sasl_authenticate_request_size(v, m); }
+static void w_sasl_authenticate_response_init(void *m) { kc_sasl_authenticate_response_init(m); }
+static int w_sasl_authenticate_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_sasl_authenticate_response_decode(r, a, v, m); }
+static void w_sasl_authenticate_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_sasl_authenticate_response_encode(w, v, m); }
+static size_t w_sasl_authenticate_response_size(int16_t v, const void *m) { return kc_sasl_authenticate_response_size(v, m); }
+static void w_sasl_authenticate_response_set_errors(void *m, int16_t v, int16_t err) { kc_sasl_authenticate_response_set_errors(m, v, err); }
+static void w_sasl_authenticate_response_fail(void *m, int16_t v, int16_t err) { kc_sasl_authenticate_response_fail(m, v, err); }
+static size_t w_sasl_authenticate_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_sasl_authenticate_response_walk_errors(m, v, fn, arg); }
+static void w_describe_user_scram_credentials_request_init(void *m) { kc_describe_user_scram_credentials_request_init(m); }
+static int w_describe_user_scram_credentials_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_user_scram_credentials_request_decode(r, a, v, m); }
+static void w_describe_user_scram_credentials_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_user_scram_credentials_request_encode(w, v, m); }
+static size_t w_describe_user_scram_credentials_request_size(int16_t v, const void *m) { return kc_describe_user_scram_credentials_request_size(v, m); }
+static void w_describe_user_scram_credentials_response_init(void *m) { kc_describe_user_scram_credentials_response_init(m); }
+static int w_describe_user_scram_credentials_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_user_scram_credentials_response_decode(r, a, v, m); }
+static void w_describe_user_scram_credentials_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_user_scram_credentials_response_encode(w, v, m); }
+static size_t w_describe_user_scram_credentials_response_size(int16_t v, const void *m) { return kc_describe_user_scram_credentials_response_size(v, m); }
+static void w_describe_user_scram_credentials_response_set_errors(void *m, int16_t v, int16_t err) { kc_describe_user_scram_credentials_response_set_errors(m, v, err); }
+static void w_describe_user_scram_credentials_response_fail(void *m, int16_t v, int16_t err) { kc_describe_user_scram_credentials_response_fail(m, v, err); }
+static size_t w_describe_user_scram_credentials_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_describe_user_scram_credentials_response_walk_errors(m, v, fn, arg); }
+static void w_alter_user_scram_credentials_request_init(void *m) { kc_alter_user_scram_credentials_request_init(m); }
+static int w_alter_user_scram_credentials_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_alter_user_scram_credentials_request_decode(r, a, v, m); }
+static void w_alter_user_scram_credentials_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_alter_user_scram_credentials_request_encode(w, v, m); }
+static size_t w_alter_user_scram_credentials_request_size(int16_t v, const void *m) { return kc_alter_user_scram_credentials_request_size(v, m); }
+static void w_alter_user_scram_credentials_response_init(void *m) { kc_alter_user_scram_credentials_response_init(m); }
+static int w_alter_user_scram_credentials_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_alter_user_scram_credentials_response_decode(r, a, v, m); }
+static void w_alter_user_scram_credentials_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_alter_user_scram_credentials_response_encode(w, v, m); }
+static size_t w_alter_user_scram_credentials_response_size(int16_t v, const void *m) { return kc_alter_user_scram_credentials_response_size(v, m); }
+static void w_alter_user_scram_credentials_response_set_errors(void *m, int16_t v, int16_t err) { kc_alter_user_scram_credentials_response_set_errors(m, v, err); }
+static void w_alter_user_scram_credentials_response_fail(void *m, int16_t v, int16_t err) { kc_alter_user_scram_credentials_response_fail(m, v, err); }
+static size_t w_alter_user_scram_credentials_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_alter_user_scram_credentials_response_walk_errors(m, v, fn, arg); }
+static void w_describe_client_quotas_request_init(void *m) { kc_describe_client_quotas_request_init(m); }
+static int w_describe_client_quotas_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_client_quotas_request_decode(r, a, v, m); }
+static void w_describe_client_quotas_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_client_quotas_request_encode(w, v, m); }
+static size_t w_describe_client_quotas_request_size(int16_t v, const void *m) { return kc_describe_client_quotas_request_size(v, m); }
+static void w_describe_client_quotas_response_init(void *m) { kc_describe_client_quotas_response_init(m); }
+static int w_describe_client_quotas_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_client_quotas_response_decode(r, a, v, m); }
+static void w_describe_client_quotas_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_client_quotas_response_encode(w, v, m); }
+static size_t w_describe_client_quotas_response_size(int16_t v, const void *m) { return kc_describe_client_quotas_response_size(v, m); }
+static void w_describe_client_quotas_response_set_errors(void *m, int16_t v, int16_t err) { kc_describe_client_quotas_response_set_errors(m, v, err); }
+static void w_describe_client_quotas_response_fail(void *m, int16_t v, int16_t err) { kc_describe_client_quotas_response_fail(m, v, err); }
+static size_t w_describe_client_quotas_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_describe_client_quotas_response_walk_errors(m, v, fn, arg); }
 static void w_create_topics_request_init(void *m) { kc_create_topics_request_init(m); }
 static int w_create_topics_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_create_topics_request_decode(r, a, v, m); }
 static void w_create_topics_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_create_topics_request_encode(w, v, m); }
@@ -432,6 +487,10 @@ const kc_api_info_t kc_api_table[] = {
      {"ListGroupsRequest", sizeof(kc_list_groups_request_t), w_list_groups_request_init, w_list_groups_request_decode, w_list_groups_request_encode, w_list_groups_request_size},
      {"ListGroupsResponse", sizeof(kc_list_groups_response_t), w_list_groups_response_init, w_list_groups_response_decode, w_list_groups_response_encode, w_list_groups_response_size},
      w_list_groups_response_set_errors, w_list_groups_response_fail, w_list_groups_response_walk_errors},
+    {17, "SaslHandshake", 0, 1, -1,
+     {"SaslHandshakeRequest", sizeof(kc_sasl_handshake_request_t), w_sasl_handshake_request_init, w_sasl_handshake_request_decode, w_sasl_handshake_request_encode, w_sasl_handshake_request_size},
+     {"SaslHandshakeResponse", sizeof(kc_sasl_handshake_response_t), w_sasl_handshake_response_init, w_sasl_handshake_response_decode, w_sasl_handshake_response_encode, w_sasl_handshake_response_size},
+     w_sasl_handshake_response_set_errors, w_sasl_handshake_response_fail, w_sasl_handshake_response_walk_errors},
     {18, "ApiVersions", 0, 4, 3,
      {"ApiVersionsRequest", sizeof(kc_api_versions_request_t), w_api_versions_request_init, w_api_versions_request_decode, w_api_versions_request_encode, w_api_versions_request_size},
      {"ApiVersionsResponse", sizeof(kc_api_versions_response_t), w_api_versions_response_init, w_api_versions_response_decode, w_api_versions_response_encode, w_api_versions_response_size},
@@ -460,6 +519,10 @@ const kc_api_info_t kc_api_table[] = {
      {"DescribeConfigsRequest", sizeof(kc_describe_configs_request_t), w_describe_configs_request_init, w_describe_configs_request_decode, w_describe_configs_request_encode, w_describe_configs_request_size},
      {"DescribeConfigsResponse", sizeof(kc_describe_configs_response_t), w_describe_configs_response_init, w_describe_configs_response_decode, w_describe_configs_response_encode, w_describe_configs_response_size},
      w_describe_configs_response_set_errors, w_describe_configs_response_fail, w_describe_configs_response_walk_errors},
+    {36, "SaslAuthenticate", 0, 2, 2,
+     {"SaslAuthenticateRequest", sizeof(kc_sasl_authenticate_request_t), w_sasl_authenticate_request_init, w_sasl_authenticate_request_decode, w_sasl_authenticate_request_encode, w_sasl_authenticate_request_size},
+     {"SaslAuthenticateResponse", sizeof(kc_sasl_authenticate_response_t), w_sasl_authenticate_response_init, w_sasl_authenticate_response_decode, w_sasl_authenticate_response_encode, w_sasl_authenticate_response_size},
+     w_sasl_authenticate_response_set_errors, w_sasl_authenticate_response_fail, w_sasl_authenticate_response_walk_errors},
     {42, "DeleteGroups", 0, 2, 2,
      {"DeleteGroupsRequest", sizeof(kc_delete_groups_request_t), w_delete_groups_request_init, w_delete_groups_request_decode, w_delete_groups_request_encode, w_delete_groups_request_size},
      {"DeleteGroupsResponse", sizeof(kc_delete_groups_response_t), w_delete_groups_response_init, w_delete_groups_response_decode, w_delete_groups_response_encode, w_delete_groups_response_size},
@@ -472,6 +535,18 @@ const kc_api_info_t kc_api_table[] = {
      {"OffsetDeleteRequest", sizeof(kc_offset_delete_request_t), w_offset_delete_request_init, w_offset_delete_request_decode, w_offset_delete_request_encode, w_offset_delete_request_size},
      {"OffsetDeleteResponse", sizeof(kc_offset_delete_response_t), w_offset_delete_response_init, w_offset_delete_response_decode, w_offset_delete_response_encode, w_offset_delete_response_size},
      w_offset_delete_response_set_errors, w_offset_delete_response_fail, w_offset_delete_response_walk_errors},
+    {48, "DescribeClientQuotas", 0, 1, 1,
+     {"DescribeClientQuotasRequest", sizeof(kc_describe_client_quotas_request_t), w_describe_client_quotas_request_init, w_describe_client_quotas_request_decode, w_describe_client_quotas_request_encode, w_describe_client_quotas_request_size},
+     {"DescribeClientQuotasResponse", sizeof(kc_describe_client_quotas_response_t), w_describe_client_quotas_response_init, w_describe_client_quotas_response_decode, w_describe_client_quotas_response_encode, w_describe_client_quotas_response_size},
+     w_describe_client_quotas_response_set_errors, w_describe_client_quotas_response_fail, w_describe_client_quotas_response_walk_errors},
+    {50, "DescribeUserScramCredentials", 0, 0, 0,
+     {"DescribeUserScramCredentialsRequest", sizeof(kc_describe_user_scram_credentials_request_t), w_describe_user_scram_credentials_request_init, w_describe_user_scram_credentials_request_decode, w_describe_user_scram_credentials_request_encode, w_describe_user_scram_credentials_request_size},
+     {"DescribeUserScramCredentialsResponse", sizeof(kc_describe_user_scram_credentials_response_t), w_describe_user_scram_credentials_response_init, w_describe_user_scram_credentials_response_decode, w_describe_user_scram_credentials_response_encode, w_describe_user_scram_credentials_response_size},
+     w_describe_user_scram_credentials_response_set_errors, w_describe_user_scram_credentials_response_fail, w_describe_user_scram_credentials_response_walk_errors},
+    {51, "AlterUserScramCredentials", 0, 0, 0,
+     {"AlterUserScramCredentialsRequest", sizeof(kc_alter_user_scram_credentials_request_t), w_alter_user_scram_credentials_request_init, w_alter_user_scram_credentials_request_decode, w_alter_user_scram_credentials_request_encode, w_alter_user_scram_credentials_request_size},
+     {"AlterUserScramCredentialsResponse", sizeof(kc_alter_user_scram_credentials_response_t), w_alter_user_scram_credentials_response_init, w_alter_user_scram_credentials_response_decode, w_alter_user_scram_credentials_response_encode, w_alter_user_scram_credentials_response_size},
+     w_alter_user_scram_credentials_response_set_errors, w_alter_user_scram_credentials_response_fail, w_alter_user_scram_credentials_response_walk_errors},
     {60, "DescribeCluster", 0, 2, 0,
      {"DescribeClusterRequest", sizeof(kc_describe_cluster_request_t), w_describe_cluster_request_init, w_describe_cluster_request_decode, w_describe_cluster_request_encode, w_describe_cluster_request_size},
      {"DescribeClusterResponse", sizeof(kc_describe_cluster_response_t), w_describe_cluster_response_init, w_describe_cluster_response_decode, w_describe_cluster_response_encode, w_describe_cluster_response_size},

@@ -15,6 +15,7 @@
 #include "proto/gen_headers.h"
 #include "proto/gen_offsets.h"
 #include "proto/gen_records.h"
+#include "proto/gen_security.h"
 #include "proto/gen_topics.h"
 
 /* Generic access to one generated message: its in-memory size and its codec functions

@@ -525,6 +525,35 @@ class AclTest(unittest.TestCase):
         self.su.ask("IncrementalAlterConfigs", 1, resources=[dict(alter, configs=[
             dict(name="consumer.session.timeout.ms", config_operation=1, value=None)])])
 
+    def test_scram_and_quota_apis_need_the_cluster(self):
+        """Kafka's checks: DescribeUserScramCredentials CLUSTER DESCRIBE,
+        AlterUserScramCredentials CLUSTER ALTER (every named user refused, once, sorted) and
+        DescribeClientQuotas CLUSTER DESCRIBE_CONFIGS; nothing is stored without them."""
+        r = self.a.ask("DescribeUserScramCredentials", 0, users=None)
+        self.assertEqual((r.error_code, r.error_message),
+                         (CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."))
+        up = dict(name="zed", mechanism=1, iterations=4096, salt=b"s" * 16,
+                  salted_password=b"p" * 32)
+        r = self.a.ask("AlterUserScramCredentials", 0,
+                       deletions=[dict(name="amy", mechanism=2)],
+                       upsertions=[up, dict(up, mechanism=2)])
+        self.assertEqual([(x.user, x.error_code) for x in r.results],
+                         [("amy", CLUSTER_AUTHORIZATION_FAILED),
+                          ("zed", CLUSTER_AUTHORIZATION_FAILED)])
+        r = self.su.ask("DescribeUserScramCredentials", 0, users=[dict(name="zed")])
+        self.assertEqual(r.results[0].error_code, 91)  # RESOURCE_NOT_FOUND: nothing stored
+        r = self.a.ask("DescribeClientQuotas", 1, components=[], strict=False)
+        self.assertEqual(r.error_code, CLUSTER_AUTHORIZATION_FAILED)
+        self.allow(ALTER, CLUSTER, "kafka-cluster")
+        r = self.a.ask("AlterUserScramCredentials", 0, deletions=[], upsertions=[up])
+        self.assertEqual([(x.user, x.error_code) for x in r.results], [("zed", 0)])
+        self.allow(DESCRIBE_CONFIGS, CLUSTER, "kafka-cluster")
+        r = self.a.ask("DescribeClientQuotas", 1, components=[], strict=False)
+        self.assertEqual(r.error_code, 0)
+        r = self.su.ask("AlterUserScramCredentials", 0, upsertions=[],
+                        deletions=[dict(name="zed", mechanism=1)])
+        self.assertEqual(r.results[0].error_code, 0)
+
     def test_describe_cluster_operations(self):
         r = self.a.ask("DescribeCluster", 1, include_cluster_authorized_operations=True)
         self.assertEqual((r.error_code, r.cluster_authorized_operations), (0, 0))

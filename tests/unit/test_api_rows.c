@@ -307,6 +307,24 @@ static uint32_t old_walk(int16_t key, int16_t version, const void *resp)
         }
         break;
     }
+    case KC_API_SASL_HANDSHAKE:
+        kc_obs_error(key, ((const kc_sasl_handshake_response_t *)resp)->error_code);
+        break;
+    case KC_API_SASL_AUTHENTICATE:
+        kc_obs_error(key, ((const kc_sasl_authenticate_response_t *)resp)->error_code);
+        break;
+    case KC_API_DESCRIBE_USER_SCRAM_CREDENTIALS: {
+        const kc_describe_user_scram_credentials_response_t *r = resp;
+        kc_obs_error(key, r->error_code);
+        COUNT_EACH(key, r->results);
+        break;
+    }
+    case KC_API_DESCRIBE_CLIENT_QUOTAS:
+        kc_obs_error(key, ((const kc_describe_client_quotas_response_t *)resp)->error_code);
+        break;
+    case KC_API_ALTER_USER_SCRAM_CREDENTIALS:
+        COUNT_EACH(key, ((const kc_alter_user_scram_credentials_response_t *)resp)->results);
+        break;
     default:
         break;
     }

@@ -232,6 +232,11 @@ static void test_defaults(void **state)
                         "ssl.cipher.suites=  # default\n"
                         "ssl.principal.mapping.rules=DEFAULT  # default\n"
                         "ssl.handshake.timeout.ms=10000  # default\n"
+                        "sasl.enabled.mechanisms=  # default\n"
+                        "plain.sasl.jaas.config=  # default\n"
+                        "connections.max.reauth.ms=0  # default\n"
+                        "connection.failed.authentication.delay.ms=100  # default\n"
+                        "sasl.server.max.receive.size=524288  # default\n"
                         "authorizer.class.name=  # default\n"
                         "super.users=  # default\n"
                         "allow.everyone.if.no.acl.found=false  # default\n"
@@ -658,6 +663,63 @@ static void test_parse_listeners(void **state)
     }
 }
 
+/* kc_conf_jaas_options: Kafka's JAAS syntax for one login module, options in order. */
+typedef struct jaas_opts_s {
+    char text[512];
+} jaas_opts_t;
+
+static int jaas_collect(void *arg, const char *key, const char *value)
+{
+    jaas_opts_t *o = arg;
+    size_t n = strlen(o->text);
+    snprintf(o->text + n, sizeof o->text - n, "%s=%s|", key, value);
+    return strcmp(key, "stop") == 0 ? 7 : 0;
+}
+
+static void test_jaas(void **state)
+{
+    (void)state;
+    static const char *const mod = "org.apache.kafka.common.security.plain.PlainLoginModule";
+    static const struct {
+        const char *text, *want; /* want: the options, or the error */
+        int rc;
+    } cases[] = {
+        {"org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"a-s\" "
+         "username=admin password=\"p\\\"q\\\\r\";",
+         "user_alice=a-s|username=admin|password=p\"q\\r|", 0},
+        {"  org.apache.kafka.common.security.plain.PlainLoginModule optional /* c */ // c\n"
+         "  user_x=\"\" ; ",
+         "user_x=|", 0},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule sufficient;", "", 0},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule required stop=1 after=2;",
+         "stop=1|", 7},
+        {"", "expected a login module name", -1},
+        {"x.Y required a=\"b\";", "the login module must be " /* ... */, -1},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule maybe a=b;",
+         "control flag must be required, requisite, sufficient or optional", -1},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule required a=\"b\"",
+         "expected an option name or ';'", -1},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule required a;",
+         "option a: expected =value", -1},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule required a=\"unterminated;",
+         "option a: expected =value", -1},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule required a=b; "
+         "org.apache.kafka.common.security.plain.PlainLoginModule required c=d;",
+         "expected one login module: text follows its ';'", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        jaas_opts_t o = {{0}};
+        char err[256] = "";
+        int rc = kc_conf_jaas_options(cases[i].text, mod, jaas_collect, &o, err, sizeof err);
+        assert_int_equal(rc, cases[i].rc);
+        if (rc >= 0)
+            assert_string_equal(o.text, cases[i].want);
+        else
+            assert_non_null(strstr(err, cases[i].want));
+        assert_null(strstr(err, "a-s")); /* values are never quoted in messages */
+    }
+}
+
 static void test_listener_settings(void **state)
 {
     kc_conf_t c;
@@ -792,9 +854,9 @@ static void test_listener_names(void **state)
     static const struct {
         const char *key, *want;
     } bad_keys[] = {
-        {"listener.name.ssl.node.id", "takes the ssl.* settings"},
-        {"listener.name.ssl", "takes the ssl.* settings"},
-        {"listener.name..ssl.client.auth", "takes the ssl.* settings"},
+        {"listener.name.ssl.node.id", "takes the ssl.* and SASL settings"},
+        {"listener.name.ssl", "takes the ssl.* and SASL settings"},
+        {"listener.name..ssl.client.auth", "takes the ssl.* and SASL settings"},
         {"listener.name.s-l.ssl.client.auth", "only letters, digits and '_'"},
     };
     for (size_t i = 0; i < sizeof bad_keys / sizeof bad_keys[0]; i++) {
@@ -1192,6 +1254,11 @@ static void test_precedence(void **state)
                         "ssl.cipher.suites=  # default\n"
                         "ssl.principal.mapping.rules=DEFAULT  # default\n"
                         "ssl.handshake.timeout.ms=10000  # default\n"
+                        "sasl.enabled.mechanisms=  # default\n"
+                        "plain.sasl.jaas.config=  # default\n"
+                        "connections.max.reauth.ms=0  # default\n"
+                        "connection.failed.authentication.delay.ms=100  # default\n"
+                        "sasl.server.max.receive.size=524288  # default\n"
                         "authorizer.class.name=  # default\n"
                         "super.users=  # default\n"
                         "allow.everyone.if.no.acl.found=false  # default\n"
@@ -1361,6 +1428,11 @@ static void test_doc_content(void **state)
                         "ssl.cipher.suites=  # default\n"
                         "ssl.principal.mapping.rules=DEFAULT  # default\n"
                         "ssl.handshake.timeout.ms=10000  # default\n"
+                        "sasl.enabled.mechanisms=  # default\n"
+                        "plain.sasl.jaas.config=  # default\n"
+                        "connections.max.reauth.ms=0  # default\n"
+                        "connection.failed.authentication.delay.ms=100  # default\n"
+                        "sasl.server.max.receive.size=524288  # default\n"
                         "authorizer.class.name=  # default\n"
                         "super.users=  # default\n"
                         "allow.everyone.if.no.acl.found=false  # default\n"
@@ -1468,6 +1540,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_markdown_is_current),
         cmocka_unit_test(test_doc_content),
         cmocka_unit_test(test_metrics_bounds),
+        cmocka_unit_test(test_jaas),
         cmocka_unit_test(test_authorizer),
     };
 
