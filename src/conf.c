@@ -40,7 +40,8 @@ typedef enum vtype_e {
     T_LISTENERS, /* char * member, owned; a kc_conf_parse_listeners list, each port in min..max */
     T_TOPICS,    /* kc_conf_topic_t * at off and size_t count at off_n; partitions in min..max */
     T_NAMES,     /* char * member, owned: a comma-separated, non-empty list of distinct names
-                  * from values[] (exact case), stored without blanks */
+                  * from values[] (exact case), stored without blanks; with F_EMPTY_OK also
+                  * empty (or blanks: stored as "") */
 } vtype_t;
 
 #define F_EMPTY_OK 0x1u  /* "" (or, for lists, only blanks) is a valid value */
@@ -77,9 +78,13 @@ static const char *const compression_codecs[] = {"none", "zstd", NULL};
 /* In KC_CONF_SSL_CLIENT_AUTH_* order. */
 static const char *const ssl_client_auths[] = {"none", "requested", "required", NULL};
 static const char *const pem_only[] = {"PEM", NULL};
+static const char *const sasl_mechanisms[] = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", NULL};
 static const char *const tls_protocols[] = {"TLSv1.2", "TLSv1.3", NULL};
 
 static int check_protocol_map(const char *v, char *prob, size_t problen);
+static int check_plain_jaas(const char *v, char *prob, size_t problen);
+static int check_authorizer(const char *v, char *prob, size_t problen);
+static int check_super_users(const char *v, char *prob, size_t problen);
 
 /* The server-side assignors of src/group/assignor.c. */
 static const char *const consumer_assignors[] = {"uniform", "range", NULL};
@@ -119,10 +124,9 @@ static const setting_t settings[] = {
      .check = check_protocol_map,
      .doc = "Comma-separated NAME:PROTOCOL pairs giving each listener name its security "
             "protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. Every name in listeners must "
-            "have one. SASL is not served yet: a listener mapped to SASL_PLAINTEXT or SASL_SSL "
-            "stops start-up rather than serve clients without authentication. The ssl.* "
-            "settings can be given for one listener as listener.name.<name>.<setting> (name in "
-            "lower case), which wins over the plain setting for that listener."},
+            "have one. The ssl.* and SASL settings can be given for one listener as "
+            "listener.name.<name>.<setting> (name in lower case), which wins over the plain "
+            "setting for that listener."},
     {.name = "node.id",
      .type = T_INT,
      .off = OFF(node_id),
@@ -645,6 +649,83 @@ static const setting_t settings[] = {
      .flags = F_LISTENER,
      .doc = "kcoord's own: a TLS handshake not finished this long after the connection was "
             "accepted closes that connection (kcoord_tls_failures_total)."},
+    {.name = "sasl.enabled.mechanisms",
+     .type = T_NAMES,
+     .off = OFF(sasl_enabled_mechanisms),
+     .def = "",
+     .values = sasl_mechanisms,
+     .flags = F_EMPTY_OK | F_LISTENER,
+     .doc = "The SASL mechanisms SASL_PLAINTEXT and SASL_SSL listeners accept, in the order "
+            "SaslHandshake lists them: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. Kafka's default, "
+            "GSSAPI (Kerberos), is not implemented by kcoord, so the default is empty and a SASL "
+            "listener without mechanisms stops start-up rather than accept no one."},
+    {.name = "plain.sasl.jaas.config",
+     .type = T_STRING,
+     .off = OFF(plain_sasl_jaas_config),
+     .def = "",
+     .check = check_plain_jaas,
+     .flags = F_EMPTY_OK | F_LISTENER | F_SECRET,
+     .doc = "The PLAIN users, in Kafka's JAAS form: "
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            "user_alice=\"alice-secret\" user_bob=\"bob-secret\"; (each user_<name> option is "
+            "a user and its password; other options are ignored). Usually given for one "
+            "listener, as Kafka's listener.name.<name>.plain.sasl.jaas.config; without a "
+            "prefix it applies to every SASL listener. A listener with PLAIN enabled and no "
+            "users accepts no PLAIN client."},
+    {.name = "connections.max.reauth.ms",
+     .type = T_LONG,
+     .off = OFF(connections_max_reauth_ms),
+     .def = "0",
+     .min = 0,
+     .max = INT64_MAX,
+     .unit = "milliseconds",
+     .flags = F_LISTENER,
+     .doc = "The lifetime of a SASL session (KIP-368), sent to clients as SessionLifetimeMs: "
+            "before it ends the client re-authenticates on the same connection with the same "
+            "principal, and a connection whose session has ended is closed at its next request. "
+            "0: sessions do not end."},
+    {.name = "connection.failed.authentication.delay.ms",
+     .type = T_INT,
+     .off = OFF(connection_failed_authentication_delay_ms),
+     .def = "100",
+     .min = 0,
+     .max = INT32_MAX,
+     .unit = "milliseconds",
+     .doc = "How long a failed SASL authentication waits before its error is answered and the "
+            "connection closed, to slow down password guessing."},
+    {.name = "sasl.server.max.receive.size",
+     .type = T_INT,
+     .off = OFF(sasl_server_max_receive_size),
+     .def = "524288",
+     .min = 1,
+     .max = INT32_MAX,
+     .unit = "bytes",
+     .doc = "The largest request or SASL token a client that has not authenticated yet may "
+            "send; a larger one closes the connection."},
+    {.name = "authorizer.class.name",
+     .type = T_STRING,
+     .off = OFF(authorizer_class_name),
+     .def = "",
+     .flags = F_EMPTY_OK,
+     .check = check_authorizer,
+     .doc = "The authorizer, as Kafka's setting of the same name: empty (every client may do "
+            "everything, and the ACL APIs answer SECURITY_DISABLED) or "
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer (every request is checked "
+            "against the ACLs, kept in kcoord's metadata partition, with Kafka's rules)."},
+    {.name = "super.users",
+     .type = T_STRING,
+     .off = OFF(super_users),
+     .def = "",
+     .flags = F_EMPTY_OK,
+     .check = check_super_users,
+     .doc = "Principals the authorizer lets do everything, as Kafka's: Type:name entries "
+            "separated by ';', e.g. User:admin;User:CN=ops,O=example."},
+    {.name = "allow.everyone.if.no.acl.found",
+     .type = T_BOOL,
+     .off = OFF(allow_everyone_if_no_acl_found),
+     .def = "false",
+     .doc = "With an authorizer: whether a resource that has no ACL at all is open to everyone "
+            "(Kafka's setting; false denies it to all but super.users)."},
     {.name = "metrics.listener",
      .type = T_LISTENERS,
      .off = OFF(metrics_listener),
@@ -1137,6 +1218,43 @@ static int check_protocol_map(const char *v, char *prob, size_t problen)
     return walk_protocol_map(v, NULL, prob, problen);
 }
 
+/* authorizer.class.name: kcoord has one authorizer, Kafka's StandardAuthorizer. */
+static int check_authorizer(const char *v, char *prob, size_t problen)
+{
+    if (*v == '\0' || strcmp(v, KC_CONF_AUTHORIZER) == 0)
+        return 0;
+    seterr(prob, problen, "is not an authorizer kcoord has (expected empty or %s)",
+           KC_CONF_AUTHORIZER);
+    return -1;
+}
+
+/* super.users as StandardAuthorizer reads it: split at ';', each entry trimmed (bytes up to
+ * ' ', as Java's String.trim), empty entries skipped, the others "Type:name"
+ * (SecurityUtils.parseKafkaPrincipal: a ':' is required). */
+static int check_super_users(const char *v, char *prob, size_t problen)
+{
+    char q[QUOTE_MAX];
+    for (const char *b = v; *b != '\0';) {
+        const char *e = strchr(b, ';');
+        if (e == NULL)
+            e = b + strlen(b);
+        const char *tb = b, *te = e;
+        while (tb < te && (unsigned char)*tb <= ' ')
+            tb++;
+        while (te > tb && (unsigned char)te[-1] <= ' ')
+            te--;
+        if (te > tb && memchr(tb, ':', (size_t)(te - tb)) == NULL) {
+            seterr(prob, problen,
+                   "has \"%s\", which is not a principal (expected Type:name entries separated by "
+                   "';')",
+                   quote_n(q, tb, (size_t)(te - tb)));
+            return -1;
+        }
+        b = *e == ';' ? e + 1 : e;
+    }
+    return 0;
+}
+
 int kc_conf_listener_protocol(const kc_conf_t *c, const char *name)
 {
     return walk_protocol_map(c->listener_security_protocol_map, name, NULL, 0);
@@ -1499,8 +1617,14 @@ static int parse_value(kc_conf_t *c, const setting_t *s, const char *v, char *pr
         *(size_t *)((char *)c + s->off_n) = n;
         return 0;
     case T_NAMES:
-        if (parse_names(s, v, &str, prob, problen) != 0)
+        if ((s->flags & F_EMPTY_OK) && v[strspn(v, " \t")] == '\0')
+            str = strdup("");
+        else if (parse_names(s, v, &str, prob, problen) != 0)
             return -1;
+        if (str == NULL) {
+            seterr(prob, problen, "could not be stored: out of memory");
+            return -1;
+        }
         free_value(c, s);
         *(char **)member(c, s) = str;
         return 0;
@@ -1550,7 +1674,7 @@ static int set_override(kc_conf_t *c, const char *key, const char *value, int so
 
     if (dot == NULL || dot == nb || s == NULL || !(s->flags & F_LISTENER)) {
         seterr(err, errlen,
-               "unknown setting \"%s\" (listener.name.<name>. takes the ssl.* settings)",
+               "unknown setting \"%s\" (listener.name.<name>. takes the ssl.* and SASL settings)",
                quote(qv, key));
         return -1;
     }
@@ -1774,11 +1898,41 @@ out:
     return rc;
 }
 
+/* Whether host (a listener's, without brackets) is a loopback address or name. */
+static bool loopback_host(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
+/* With an authorizer, the HTTP listener shows member hosts and offsets to whoever reaches it,
+ * with no principal to check: bound beyond loopback it must hold HTTPS and a bearer token
+ * (whose holders see every group, as a super user would). */
+static int check_metrics_exposure(const kc_conf_t *c, char *err, size_t errlen)
+{
+    kc_listener_t l;
+    size_t n = 0;
+    char ignored[256];
+    if (c->authorizer_class_name[0] == '\0' ||
+        kc_conf_parse_listeners(c->metrics_listener, &l, 1, &n, ignored, sizeof ignored) != 0 ||
+        n != 1 || loopback_host(l.host) ||
+        (c->metrics_ssl_enabled && c->metrics_bearer_token[0] != '\0'))
+        return 0;
+    seterr(err, errlen,
+           "metrics.listener (%s) is not a loopback address: with authorizer.class.name set it "
+           "needs metrics.ssl.enabled=true and metrics.bearer.token, since /v1/groups shows "
+           "member hosts and offsets that the ACLs protect",
+           c->metrics_listener);
+    return -1;
+}
+
 int kc_conf_check(const kc_conf_t *c, char *err, size_t errlen)
 {
     size_t i;
 
     if (check_listener_names(c, err, errlen) != 0)
+        return -1;
+    if (check_metrics_exposure(c, err, errlen) != 0)
         return -1;
 
     for (i = 0; i < sizeof rules / sizeof rules[0]; i++) {
@@ -2326,4 +2480,149 @@ bool kc_topic_names_collide(const char *a, size_t alen, const char *b, size_t bl
         if (a[i] != b[i] && !((a[i] == '.' || a[i] == '_') && (b[i] == '.' || b[i] == '_')))
             return false;
     return true;
+}
+
+/* ---- JAAS (sasl.jaas.config) ----------------------------------------------------------------- */
+
+typedef struct jaas_s {
+    const char *p;
+} jaas_t;
+
+static void jaas_skip(jaas_t *j)
+{
+    for (;;) {
+        while (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')
+            j->p++;
+        if (j->p[0] == '/' && j->p[1] == '/') {
+            while (*j->p != '\0' && *j->p != '\n')
+                j->p++;
+        } else if (j->p[0] == '/' && j->p[1] == '*') {
+            const char *e = strstr(j->p + 2, "*/");
+            j->p = e != NULL ? e + 2 : j->p + strlen(j->p);
+        } else {
+            return;
+        }
+    }
+}
+
+static bool jaas_word_start(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '-' || c == '$' ||
+           (unsigned char)c >= 0x80;
+}
+
+static bool jaas_word_char(char c)
+{
+    return jaas_word_start(c) || (c >= '0' && c <= '9') || c == '.';
+}
+
+/* A word, or with `quoted_ok` a "quoted" string, into a malloc'd *out. 0, or -1. */
+static int jaas_token(jaas_t *j, bool quoted_ok, char **out)
+{
+    jaas_skip(j);
+    *out = NULL;
+    if (quoted_ok && *j->p == '"') {
+        buf_t b = {0};
+        for (j->p++; *j->p != '"'; j->p++) {
+            if (*j->p == '\0') {
+                free(b.p);
+                return -1;
+            }
+            if (*j->p == '\\' && j->p[1] != '\0')
+                j->p++;
+            if (buf_add(&b, j->p, 1) != 0) {
+                free(b.p);
+                return -1;
+            }
+        }
+        j->p++;
+        *out = b.p != NULL ? b.p : strdup("");
+        return *out != NULL ? 0 : -1;
+    }
+    const char *b = j->p;
+    if (!jaas_word_start(*b) && !(quoted_ok && *b >= '0' && *b <= '9'))
+        return -1;
+    while (jaas_word_char(*j->p))
+        j->p++;
+    *out = strndup(b, (size_t)(j->p - b));
+    return *out != NULL ? 0 : -1;
+}
+
+int kc_conf_jaas_options(const char *text, const char *module,
+                         int (*on_option)(void *arg, const char *key, const char *value), void *arg,
+                         char *err, size_t errlen)
+{
+    static const char *const flags[] = {"required", "requisite", "sufficient", "optional"};
+    jaas_t j = {text};
+    char *name = NULL, *flag = NULL, *key = NULL, *value = NULL;
+    int rc = -1;
+    if (jaas_token(&j, false, &name) != 0) {
+        seterr(err, errlen, "expected a login module name");
+        goto out;
+    }
+    if (strcmp(name, module) != 0) {
+        seterr(err, errlen, "the login module must be %s, not %s", module, name);
+        goto out;
+    }
+    bool known = false;
+    if (jaas_token(&j, false, &flag) == 0)
+        for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+            known = known || strcmp(flag, flags[i]) == 0;
+    if (!known) {
+        seterr(err, errlen,
+               "the login module's control flag must be required, requisite, "
+               "sufficient or optional");
+        goto out;
+    }
+    for (;;) {
+        jaas_skip(&j);
+        if (*j.p == ';')
+            break;
+        if (jaas_token(&j, false, &key) != 0) {
+            seterr(err, errlen, "expected an option name or ';'");
+            goto out;
+        }
+        jaas_skip(&j);
+        if (*j.p++ != '=' || jaas_token(&j, true, &value) != 0) {
+            seterr(err, errlen, "option %s: expected =value", key);
+            goto out;
+        }
+        int cb = on_option != NULL ? on_option(arg, key, value) : 0;
+        free(key);
+        free(value);
+        key = value = NULL;
+        if (cb != 0) {
+            rc = cb;
+            goto out;
+        }
+    }
+    j.p++;
+    jaas_skip(&j);
+    if (*j.p != '\0') {
+        seterr(err, errlen, "expected one login module: text follows its ';'");
+        goto out;
+    }
+    rc = 0;
+out:
+    free(name);
+    free(flag);
+    free(key);
+    free(value);
+    return rc;
+}
+
+static int check_plain_jaas(const char *v, char *prob, size_t problen)
+{
+    const char *p = v;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p == '\0')
+        return 0;
+    char err[256];
+    if (kc_conf_jaas_options(v, "org.apache.kafka.common.security.plain.PlainLoginModule", NULL,
+                             NULL, err, sizeof err) != 0) {
+        seterr(prob, problen, "is not a JAAS configuration: %s", err);
+        return -1;
+    }
+    return 0;
 }

@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 71
+#define KC_CONF_N_SETTINGS 79
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -61,6 +61,9 @@ enum {
     KC_CONF_SEC_SASL_PLAINTEXT = 2,
     KC_CONF_SEC_SASL_SSL = 3,
 };
+
+/* The one authorizer kcoord has (authorizer.class.name). */
+#define KC_CONF_AUTHORIZER "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 /* One per-listener setting, listener.name.<name>.<setting>. */
 typedef struct kc_conf_override_s {
@@ -158,6 +161,14 @@ typedef struct kc_conf_s {
     char *ssl_cipher_suites;                 /* ssl.cipher.suites */
     char *ssl_principal_mapping_rules;       /* ssl.principal.mapping.rules */
     int64_t ssl_handshake_timeout_ms;        /* ssl.handshake.timeout.ms (kcoord's) */
+    char *authorizer_class_name;             /* authorizer.class.name: "" or KC_CONF_AUTHORIZER */
+    char *super_users;                       /* super.users: "User:a;User:b", validated */
+    bool allow_everyone_if_no_acl_found;     /* allow.everyone.if.no.acl.found */
+    char *sasl_enabled_mechanisms;           /* sasl.enabled.mechanisms: "" = none */
+    char *plain_sasl_jaas_config;            /* plain.sasl.jaas.config: PLAIN's users */
+    int64_t connections_max_reauth_ms;       /* connections.max.reauth.ms: 0 = no expiry */
+    int32_t connection_failed_authentication_delay_ms; /* connection.failed.authentication... */
+    int32_t sasl_server_max_receive_size;              /* sasl.server.max.receive.size */
     char *metrics_listener; /* metrics.listener: "" (off) or one host:port for the HTTP listener */
     int32_t metrics_max_connections;    /* metrics.max.connections */
     int64_t metrics_request_timeout_ms; /* metrics.request.timeout.ms */
@@ -300,6 +311,17 @@ const char *kc_conf_protocol_name(int protocol);
  * (when not NULL) says whether the value came from the listener.name.<name>. override. */
 const char *kc_conf_listener_value(const kc_conf_t *c, const char *name, const char *key, char *buf,
                                    size_t cap, bool *overridden);
+
+/* The options of one login module in a JAAS configuration as Kafka's sasl.jaas.config takes it
+ * (JaasConfig): `module.Class flag key=value ... ;`, flag one of required, requisite,
+ * sufficient or optional, a value a word or a "quoted" string (\\ and \" escaped), comments
+ * as in Java. Exactly one module, named `module`, is accepted (Kafka wants one per listener and
+ * mechanism). Calls on_option for each option in order (key and value NUL-terminated, valid
+ * during the call; a non-zero return stops the parse with that value). Returns 0, a callback's
+ * value, or -1 with the problem in `err` (which never quotes a value: they are secrets). */
+int kc_conf_jaas_options(const char *text, const char *module,
+                         int (*on_option)(void *arg, const char *key, const char *value), void *arg,
+                         char *err, size_t errlen);
 
 /* Kafka's topic-name rules (Topic.validate), the one check behind the configuration's topic
  * list and CreateTopics: the first rule `name` (len bytes) breaks, in Kafka's order. Lengths are

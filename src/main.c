@@ -217,9 +217,8 @@ static void on_sighup(uv_signal_t *h, int signum)
     }
 }
 
-/* The security protocol of every listener: PLAINTEXT and SSL are served; a SASL one is refused
- * (SASL is not served yet, and such a listener must never serve clients without
- * authentication). 0, or 2 after printing the error. */
+/* The security protocol of every listener (all four are served; the SASL settings are checked
+ * by kc_api_sasl_new). 0, or 2 after printing the error. */
 static int check_protocols(const kc_conf_t *conf, const kc_listener_t *ls, size_t n, int *proto)
 {
     char err[512];
@@ -230,17 +229,8 @@ static int check_protocols(const kc_conf_t *conf, const kc_listener_t *ls, size_
         return 2;
     }
     kc_net_principal_rules_free(rules);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         proto[i] = kc_conf_listener_protocol(conf, ls[i].name);
-        if (proto[i] == KC_CONF_SEC_SASL_PLAINTEXT || proto[i] == KC_CONF_SEC_SASL_SSL) {
-            fprintf(stderr,
-                    "kcoord: listener.security.protocol.map: listener %s is mapped to %s, but "
-                    "kcoord does not serve SASL yet; refusing to start rather than serve its "
-                    "clients without authentication\n",
-                    ls[i].name, kc_conf_protocol_name(proto[i]));
-            return 2;
-        }
-    }
     return 0;
 }
 
@@ -505,24 +495,47 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    /* ACL bindings and SCRAM credentials (loaded from the metadata partition below), and the
+     * SASL listeners' settings, checked before anything is opened. */
+    kc_auth_t *auth = kc_auth_new(&(kc_auth_conf_t){
+        .super_users = conf.super_users, .allow_if_no_acl = conf.allow_everyone_if_no_acl_found});
+    const char *names[MAX_LISTENERS];
+    for (size_t i = 0; i < n_listeners; i++)
+        names[i] = listeners[i].name;
+    kc_api_sasl_t *sasl =
+        auth != NULL ? kc_api_sasl_new(&conf, names, proto, n_listeners, auth, err, sizeof(err))
+                     : NULL;
+    if (sasl == NULL) {
+        fprintf(stderr, "kcoord: %s\n", auth != NULL ? err : "out of memory");
+        kc_auth_free(auth);
+        kc_catalog_free(&catalog);
+        kc_conf_free(&conf);
+        return 2;
+    }
     daemon_t d;
     memset(&d, 0, sizeof(d));
     uv_loop_init(&d.loop);
     for (size_t i = 0; i < n_listeners; i++) {
         d.tls_name[i] = listeners[i].name;
-        if (proto[i] == KC_CONF_SEC_SSL &&
+        if ((proto[i] == KC_CONF_SEC_SSL || proto[i] == KC_CONF_SEC_SASL_SSL) &&
             (d.tls[i] = tls_for(&d.loop, &conf, listeners[i].name)) == NULL) {
             for (size_t k = 0; k < i; k++)
                 kc_net_tls_close(d.tls[k]);
             uv_run(&d.loop, UV_RUN_DEFAULT);
             uv_loop_close(&d.loop);
+            kc_api_sasl_free(sasl);
+            kc_auth_free(auth);
             kc_catalog_free(&catalog);
             kc_conf_free(&conf);
             return 2;
         }
     }
-    kc_api_ctx_t ctx = {
-        .node_id = conf.node_id, .catalog = &catalog, .conf = &conf, .loop = &d.loop};
+    kc_api_ctx_t ctx = {.node_id = conf.node_id,
+                        .catalog = &catalog,
+                        .conf = &conf,
+                        .loop = &d.loop,
+                        .auth = auth,
+                        .sasl = sasl};
     d.coord = kc_coord_new(&d.loop, &conf, &catalog, &kc_api_group_replies, NULL);
     if (d.coord == NULL) {
         KC_ERROR("main", "out of memory");
@@ -533,11 +546,6 @@ int main(int argc, char **argv)
     ctx.coord = d.coord;
     /* ACL bindings and SCRAM credentials: their records in the metadata partition, which
      * kc_coord_new has loaded. */
-    ctx.auth = kc_auth_new(&(kc_auth_conf_t){0});
-    if (ctx.auth == NULL) {
-        KC_ERROR("main", "out of memory");
-        return 1;
-    }
     char auth_err[256];
     if (kc_api_auth_load(&ctx, auth_err, sizeof(auth_err)) != 0) {
         KC_ERROR("main", "%s; refusing to start", auth_err);
@@ -571,6 +579,8 @@ int main(int argc, char **argv)
                                    .name = listeners[i].name,
                                    .protocol = proto[i],
                                    .tls = d.tls[i]};
+        if (proto[i] == KC_CONF_SEC_SASL_PLAINTEXT || proto[i] == KC_CONF_SEC_SASL_SSL)
+            lo.first_frames_max = (uint32_t)conf.sasl_server_max_receive_size;
         rc = kc_server_listen_on(d.server, &lo, &port, &ep);
         if (rc != 0) {
             KC_ERROR("main", "listeners: cannot listen on %s:%d: %s", listeners[i].host,
@@ -619,6 +629,7 @@ int main(int argc, char **argv)
     }
     uv_run(&d.loop, UV_RUN_DEFAULT);
     kc_server_free(d.server);
+    kc_api_sasl_free(ctx.sasl);
     kc_auth_free(ctx.auth);
     int close_rc = uv_loop_close(&d.loop);
     if (close_rc != 0)

@@ -13,6 +13,7 @@
 
 #include "api/request.h"
 #include "auth/auth.h"
+#include "conf.h"
 #include "coord/coord.h"
 #include "net/net.h"
 #include "proto/errors.h"
@@ -27,6 +28,7 @@ typedef struct kc_api_ctx_s {
     uv_loop_t *loop;   /* for handlers that park a request on a timer (Fetch) */
     kc_coord_t *coord; /* the partitions with their groups and offsets */
     kc_auth_t *auth;   /* ACL bindings and SCRAM credentials, kept in the metadata partition */
+    struct kc_api_sasl_s *sasl; /* the SASL listeners' settings (sasl.c); NULL: none */
 } kc_api_ctx_t;
 
 /* A request being answered: where the answer goes and how to encode it. Lives in the
@@ -37,7 +39,9 @@ typedef struct kc_api_call_s {
     int16_t version;
     int flexible;
     int32_t correlation_id;
-    kc_str_t client_host; /* the peer's address as Kafka shows it: "/127.0.0.1" */
+    kc_str_t client_host;  /* the peer's address as Kafka shows it: "/127.0.0.1" */
+    const char *principal; /* the connection's principal ("User:ANONYMOUS"); NULL: anonymous */
+    char acl_host[40];     /* the peer's address as the authorizer matches it ("" until asked) */
     struct kc_api_ctx_s *ctx;
     const void *request; /* the decoded request body */
     /* Partitions whose records this reply depends on (see kc_api_partition). */
@@ -76,6 +80,10 @@ kc_partition_t *kc_api_partition(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_
 /* Encode `resp` (a response struct of the call's API) and send it. `call` is gone after this:
  * its arena, the request and everything the handler allocated in the arena are freed. */
 void kc_api_call_reply(kc_api_call_t *call, const void *resp);
+
+/* The response frame of `resp` for the call, malloc'd (*len bytes), without sending it (a SASL
+ * failure answered later); NULL when out of memory. The call stays valid. */
+uint8_t *kc_api_call_encode(kc_api_call_t *call, const void *resp, size_t *len);
 
 /* Answer the call with nothing at all (Kafka sends no response to a Produce with acks=0 that
  * succeeded). `call` is gone after this, as after kc_api_call_reply; a handler that calls it
@@ -142,6 +150,46 @@ void kc_api_auth_batch_free(kc_api_auth_batch_t *b);
  * metadata partition to ctx->auth. Returns 0, or -1 with a message in err when a record does
  * not decode (the data directory is not one this kcoord wrote). */
 int kc_api_auth_load(kc_api_ctx_t *ctx, char *err, size_t errlen);
+
+/* ---- Authorization (acls.c) -----------------------------------------------------------------
+ *
+ * Every handler asks, for the principal and peer address of its call, what Kafka's KafkaApis
+ * asks of the authorizer (authorizer.class.name). With no authorizer everything is allowed and
+ * the authorized operations are the supported ones (AuthHelper.authorizedOperations). */
+
+/* Whether an authorizer is configured. */
+bool kc_api_acl_on(const kc_api_ctx_t *ctx);
+
+/* May the call's principal, from its peer's address, do `op` on the resource (type, name)? */
+bool kc_api_authorized(kc_api_call_t *call, int8_t op, int8_t resource_type, kc_str_t name);
+
+/* The same for the cluster resource (kafka-cluster). */
+bool kc_api_authorized_cluster(kc_api_call_t *call, int8_t op);
+
+/* The authorized_operations bit field of a resource for the call (Int.MIN is the caller's when
+ * the request did not ask). */
+int32_t kc_api_authorized_ops(kc_api_call_t *call, int8_t resource_type, kc_str_t name);
+
+/* ---- SASL (sasl.c) ------------------------------------------------------------------------
+ *
+ * The settings of every SASL_PLAINTEXT and SASL_SSL listener among names[0..n) (protocols[i] a
+ * KC_NET_*): sasl.enabled.mechanisms (none stops start-up), PLAIN's users from
+ * plain.sasl.jaas.config (required when PLAIN is enabled), connections.max.reauth.ms; SCRAM
+ * credentials come from `auth`. NULL with the problem in err, naming the listener. */
+typedef struct kc_api_sasl_s kc_api_sasl_t;
+kc_api_sasl_t *kc_api_sasl_new(const kc_conf_t *conf, const char *const *names,
+                               const int *protocols, size_t n, kc_auth_t *auth, char *err,
+                               size_t errlen);
+void kc_api_sasl_free(kc_api_sasl_t *s);
+
+/* For kc_api_on_request, before a frame is decoded: true when the SASL exchange took the frame
+ * (a raw v0 token, a connection that failed, a request after its session expired). */
+bool kc_api_sasl_frame(kc_api_ctx_t *ctx, kc_conn_t *conn, kc_slot_t *slot, const uint8_t *frame,
+                       size_t len);
+/* For kc_api_on_request, once decoded: KC_API_DONE when the call's handler may run, else
+ * KC_API_PARKED (the request was refused: the connection closes, with or without an answer). */
+int kc_api_sasl_admit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                      kc_arena_t *a, void *resp);
 
 /* Metadata's auto-creation (topics.c), for a request that allows it: add the unknown topic
  * `name` to the catalog with num.partitions partitions, when auto.create.topics.enable is on and

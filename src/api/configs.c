@@ -141,41 +141,90 @@ static int describe_group(kc_api_ctx_t *ctx, const kc_request_t *req, kc_arena_t
     return oom ? -1 : 0;
 }
 
+/* ConfigHelper / KafkaApis: a resource's configs need DESCRIBE_CONFIGS (or ALTER_CONFIGS) on
+ * the cluster for BROKER, BROKER_LOGGER and CLIENT_METRICS resources, on the topic for a TOPIC,
+ * on the group for a GROUP. Returns 0 when allowed, else the resource's authorization error. */
+static int16_t config_refusal(kc_api_call_t *call, int8_t type, kc_str_t name, int8_t op)
+{
+    switch (type) {
+    case RESOURCE_BROKER:
+    case RESOURCE_BROKER_LOGGER:
+    case RESOURCE_CLIENT_METRICS:
+        return kc_api_authorized_cluster(call, op) ? 0 : KC_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    case RESOURCE_TOPIC:
+        return kc_api_authorized(call, op, KC_RES_TOPIC, name) ? 0
+                                                               : KC_ERR_TOPIC_AUTHORIZATION_FAILED;
+    case RESOURCE_GROUP:
+        return kc_api_authorized(call, op, KC_RES_GROUP, name) ? 0
+                                                               : KC_ERR_GROUP_AUTHORIZATION_FAILED;
+    default:
+        return 0;
+    }
+}
+
+/* The description Kafka gives a refusal (Errors.message()). */
+static kc_str_t refusal_message(int16_t err)
+{
+    switch (err) {
+    case KC_ERR_CLUSTER_AUTHORIZATION_FAILED:
+        return KC_STR_LIT("Cluster authorization failed.");
+    case KC_ERR_TOPIC_AUTHORIZATION_FAILED:
+        return KC_STR_LIT("Topic authorization failed.");
+    default:
+        return KC_STR_LIT("Group authorization failed.");
+    }
+}
+
 int kc_api_describe_configs(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                             kc_arena_t *a, void *resp)
 {
-    (void)call;
     const kc_describe_configs_request_t *q = req->body;
     kc_describe_configs_response_t *out = resp;
     int32_t n = q->resources.n > 0 ? q->resources.n : 0;
     kc_describe_configs_result_t *v = n ? kc_arena_alloc(a, (size_t)n * sizeof(*v)) : NULL;
-    if (n && v == NULL)
+    int16_t *refused = n ? kc_arena_alloc(a, (size_t)n * sizeof(*refused)) : NULL;
+    if (n && (v == NULL || refused == NULL))
         return KC_API_CLOSE;
-    for (int32_t i = 0; i < n; i++) {
-        const kc_describe_configs_resource_t *r = &q->resources.v[i];
-        kc_describe_configs_result_t *e = &v[i];
-        memset(e, 0, sizeof(*e));
-        e->error_message = KC_STR_NULL;
-        e->resource_type = r->resource_type;
-        e->resource_name = r->resource_name;
-        if (r->resource_type == RESOURCE_TOPIC &&
-            kc_catalog_find(ctx->catalog, r->resource_name) == NULL) {
-            e->error_code = KC_ERR_UNKNOWN_TOPIC_OR_PARTITION; /* as Kafka, for any broker */
-            e->error_message = KC_STR_EMPTY;
-            continue;
+    /* The resources the caller may describe are answered first, then the refused ones, with
+     * the error and its description and no configs (ConfigHelper.handleDescribeConfigsRequest). */
+    int32_t k = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t i = 0; i < n; i++) {
+            const kc_describe_configs_resource_t *r = &q->resources.v[i];
+            if (pass == 0)
+                refused[i] = config_refusal(call, r->resource_type, r->resource_name,
+                                            KC_OP_DESCRIBE_CONFIGS);
+            if ((pass == 1) != (refused[i] != 0))
+                continue;
+            kc_describe_configs_result_t *e = &v[k++];
+            memset(e, 0, sizeof(*e));
+            e->error_message = KC_STR_NULL;
+            e->resource_type = r->resource_type;
+            e->resource_name = r->resource_name;
+            if (refused[i]) {
+                e->error_code = refused[i];
+                e->error_message = refusal_message(refused[i]);
+                continue;
+            }
+            if (r->resource_type == RESOURCE_TOPIC &&
+                kc_catalog_find(ctx->catalog, r->resource_name) == NULL) {
+                e->error_code = KC_ERR_UNKNOWN_TOPIC_OR_PARTITION; /* as Kafka, for any broker */
+                e->error_message = KC_STR_EMPTY;
+                continue;
+            }
+            if (r->resource_type != RESOURCE_GROUP) {
+                e->error_code = not_a_group(a, r->resource_type, &e->error_message);
+                continue;
+            }
+            if (r->resource_name.len <= 0) {
+                e->error_code = KC_ERR_INVALID_REQUEST;
+                e->error_message = KC_STR_LIT("Group name must not be empty");
+                continue;
+            }
+            e->error_message = KC_STR_EMPTY; /* Kafka's success answer carries "" */
+            if (describe_group(ctx, req, a, q, r, e) != 0)
+                return KC_API_CLOSE;
         }
-        if (r->resource_type != RESOURCE_GROUP) {
-            e->error_code = not_a_group(a, r->resource_type, &e->error_message);
-            continue;
-        }
-        if (r->resource_name.len <= 0) {
-            e->error_code = KC_ERR_INVALID_REQUEST;
-            e->error_message = KC_STR_LIT("Group name must not be empty");
-            continue;
-        }
-        e->error_message = KC_STR_EMPTY; /* Kafka's success answer carries "" */
-        if (describe_group(ctx, req, a, q, r, e) != 0)
-            return KC_API_CLOSE;
     }
     out->results.v = v;
     out->results.n = n;
@@ -211,30 +260,44 @@ static void alter_group(kc_api_ctx_t *ctx, kc_arena_t *a, bool validate_only,
 int kc_api_incremental_alter_configs(kc_api_ctx_t *ctx, kc_api_call_t *call,
                                      const kc_request_t *req, kc_arena_t *a, void *resp)
 {
-    (void)call;
     const kc_incremental_alter_configs_request_t *q = req->body;
     kc_incremental_alter_configs_response_t *out = resp;
     int32_t n = q->resources.n > 0 ? q->resources.n : 0;
     kc_alter_configs_resource_response_t *v = n ? kc_arena_alloc(a, (size_t)n * sizeof(*v)) : NULL;
-    if (n && v == NULL)
+    int16_t *refused = n ? kc_arena_alloc(a, (size_t)n * sizeof(*refused)) : NULL;
+    if (n && (v == NULL || refused == NULL))
         return KC_API_CLOSE;
-    for (int32_t i = 0; i < n; i++) {
-        const kc_alter_configs_resource_t *r = &q->resources.v[i];
-        kc_alter_configs_resource_response_t *e = &v[i];
-        memset(e, 0, sizeof(*e));
-        e->error_message = KC_STR_NULL;
-        e->resource_type = r->resource_type;
-        e->resource_name = r->resource_name;
-        if (r->resource_type != RESOURCE_GROUP) {
-            e->error_code = not_a_group(a, r->resource_type, &e->error_message);
-            continue;
+    /* The resources the caller may alter first, then the refused ones (the error alone, no
+     * message), which change nothing. */
+    int32_t k = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t i = 0; i < n; i++) {
+            const kc_alter_configs_resource_t *r = &q->resources.v[i];
+            if (pass == 0)
+                refused[i] =
+                    config_refusal(call, r->resource_type, r->resource_name, KC_OP_ALTER_CONFIGS);
+            if ((pass == 1) != (refused[i] != 0))
+                continue;
+            kc_alter_configs_resource_response_t *e = &v[k++];
+            memset(e, 0, sizeof(*e));
+            e->error_message = KC_STR_NULL;
+            e->resource_type = r->resource_type;
+            e->resource_name = r->resource_name;
+            if (refused[i]) {
+                e->error_code = refused[i];
+                continue;
+            }
+            if (r->resource_type != RESOURCE_GROUP) {
+                e->error_code = not_a_group(a, r->resource_type, &e->error_message);
+                continue;
+            }
+            if (r->resource_name.len <= 0) {
+                e->error_code = KC_ERR_INVALID_REQUEST;
+                e->error_message = KC_STR_LIT("Default group resources are not allowed.");
+                continue;
+            }
+            alter_group(ctx, a, q->validate_only, r, e);
         }
-        if (r->resource_name.len <= 0) {
-            e->error_code = KC_ERR_INVALID_REQUEST;
-            e->error_message = KC_STR_LIT("Default group resources are not allowed.");
-            continue;
-        }
-        alter_group(ctx, a, q->validate_only, r, e);
     }
     out->responses.v = v;
     out->responses.n = n;
@@ -286,10 +349,14 @@ static void add_group(void *arg, kc_str_t group)
 int kc_api_list_config_resources(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                                  kc_arena_t *a, void *resp)
 {
-    (void)call;
     const kc_list_config_resources_request_t *q = req->body;
     kc_list_config_resources_response_t *out = resp;
     list_t l = {.a = a};
+    /* KafkaApis.handleListConfigResources: CLUSTER DESCRIBE_CONFIGS. */
+    if (!kc_api_authorized_cluster(call, KC_OP_DESCRIBE_CONFIGS)) {
+        out->error_code = KC_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        return KC_API_DONE;
+    }
     /* v0 (ListClientMetricsResources) lists client metrics resources: kcoord has none. v1
      * (KIP-1142) lists the resources of the requested types that have configs, every
      * supported type when none is named. */

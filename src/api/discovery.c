@@ -13,9 +13,6 @@
 /* Authorized-operation bit sets with no authorizer: every operation Kafka defines for the
  * resource type (READ..ALTER_CONFIGS for topics; CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
  * DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE for the cluster). */
-#define TOPIC_OPS                                                                                  \
-    ((1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11))
-#define CLUSTER_OPS ((1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12))
 
 /* Kafka's check on client software names and versions (KIP-511). */
 static int valid_software_field(kc_str_t s)
@@ -85,13 +82,14 @@ static void advertised(const kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_t *h
     *port = p;
 }
 
-static int fill_topic(kc_api_ctx_t *ctx, kc_metadata_response_topic_t *rt, const kc_topic_t *t,
-                      int with_ops, kc_arena_t *a)
+static int fill_topic(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_metadata_response_topic_t *rt,
+                      const kc_topic_t *t, int with_ops, kc_arena_t *a)
 {
     rt->error_code = KC_ERR_NONE;
     rt->name = kc_str_c(t->name);
     rt->topic_id = t->id;
-    rt->topic_authorized_operations = with_ops ? TOPIC_OPS : INT32_MIN;
+    rt->topic_authorized_operations =
+        with_ops ? kc_api_authorized_ops(call, KC_RES_TOPIC, rt->name) : INT32_MIN;
     kc_metadata_response_partition_t *ps = kc_arena_alloc(a, (size_t)t->partitions * sizeof(*ps));
     int32_t *self = kc_arena_alloc(a, sizeof(*self));
     if (ps == NULL || self == NULL)
@@ -129,25 +127,38 @@ int kc_api_metadata(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *
     resp->brokers.n = 1;
     resp->cluster_id = kc_str_c(cat->cluster_id);
     resp->controller_id = ctx->node_id;
-    resp->cluster_authorized_operations =
-        q->include_cluster_authorized_operations ? CLUSTER_OPS : INT32_MIN;
+    /* KafkaApis.handleTopicMetadataRequest: v8-10 may ask for the cluster's operations, 0
+     * without CLUSTER DESCRIBE. */
+    resp->cluster_authorized_operations = INT32_MIN;
+    if (q->include_cluster_authorized_operations && req->api_version <= 10)
+        resp->cluster_authorized_operations =
+            kc_api_authorized_cluster(call, KC_OP_DESCRIBE)
+                ? kc_api_authorized_ops(call, KC_RES_CLUSTER, KC_STR_LIT(KC_AUTH_CLUSTER_NAME))
+                : 0;
     int with_ops = q->include_topic_authorized_operations;
 
-    /* A null list (v1+), or an empty one in v0, asks for every topic. */
+    /* A null list (v1+), or an empty one in v0, asks for every topic: those the caller may
+     * DESCRIBE, the others left out. */
     int all = q->topics.n < 0 || (req->api_version == 0 && q->topics.n == 0);
     int32_t n = all ? (int32_t)cat->n : q->topics.n;
     kc_metadata_response_topic_t *ts = n ? kc_arena_alloc(a, (size_t)n * sizeof(*ts)) : NULL;
     if (n && ts == NULL)
         return -1;
+    int32_t k = 0;
     for (int32_t i = 0; i < n; i++) {
-        kc_metadata_response_topic_t *rt = &ts[i];
+        kc_metadata_response_topic_t *rt = &ts[k];
         rt->topic_authorized_operations = INT32_MIN;
         rt->name = KC_STR_NULL;
         if (all) {
-            if (fill_topic(ctx, rt, &cat->topics[i], with_ops, a) != 0)
+            kc_str_t name = kc_str_c(cat->topics[i].name);
+            if (!kc_api_authorized(call, KC_OP_DESCRIBE, KC_RES_TOPIC, name))
+                continue;
+            if (fill_topic(ctx, call, rt, &cat->topics[i], with_ops, a) != 0)
                 return -1;
+            k++;
             continue;
         }
+        k++;
         const kc_metadata_request_topic_t *qt = &q->topics.v[i];
         const kc_topic_t *t;
         if (qt->name.len < 0) { /* by id (v10+) */
@@ -157,42 +168,64 @@ int kc_api_metadata(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *
                 rt->error_code = KC_ERR_UNKNOWN_TOPIC_ID;
                 continue;
             }
+            /* An id is not secret: refused with the id, without the name. */
+            if (!kc_api_authorized(call, KC_OP_DESCRIBE, KC_RES_TOPIC, kc_str_c(t->name))) {
+                rt->error_code = KC_ERR_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
         } else {
             rt->name = qt->name;
+            /* Whether a topic the caller may not DESCRIBE exists is not disclosed. */
+            if (!kc_api_authorized(call, KC_OP_DESCRIBE, KC_RES_TOPIC, qt->name)) {
+                rt->error_code = KC_ERR_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
+            t = kc_catalog_find(cat, qt->name);
+            /* Auto-creation needs CREATE on the cluster or on the topic. */
+            bool create = t == NULL && q->allow_auto_topic_creation && ctx->conf != NULL &&
+                          ctx->conf->auto_create_topics_enable;
+            if (create && !kc_api_authorized_cluster(call, KC_OP_CREATE) &&
+                !kc_api_authorized(call, KC_OP_CREATE, KC_RES_TOPIC, qt->name)) {
+                rt->error_code = KC_ERR_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
             if (!valid_topic_name(qt->name)) {
                 rt->error_code = KC_ERR_INVALID_TOPIC_EXCEPTION;
                 continue;
             }
-            t = kc_catalog_find(cat, qt->name);
             /* Auto-creation (auto.create.topics.enable, and the request allows it: always
              * before v4). Kafka's first answer for a topic it has just created may say
              * LEADER_NOT_AVAILABLE; here the topic exists at once, so it is answered whole. */
-            if (t == NULL && q->allow_auto_topic_creation)
+            if (create)
                 t = kc_api_auto_create(ctx, qt->name);
             if (t == NULL) {
                 rt->error_code = KC_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 continue;
             }
         }
-        if (fill_topic(ctx, rt, t, with_ops, a) != 0)
+        if (fill_topic(ctx, call, rt, t, with_ops, a) != 0)
             return -1;
     }
     resp->topics.v = ts;
-    resp->topics.n = n;
+    resp->topics.n = k;
     return 0;
 }
 
-/* Kafka's key types: 0 group, 1 transaction, 2 share. The messages are Kafka's: its errors'
- * default texts, and for success "NONE" in the single-key form (v1-3) but "" in the batched
- * form (v4+). */
 static void coordinator_for(kc_api_ctx_t *ctx, kc_api_call_t *call, int16_t version,
-                            int8_t key_type, int16_t *err, kc_str_t *msg, int32_t *node,
-                            kc_str_t *host, int32_t *port)
+                            int8_t key_type, kc_str_t key, int16_t *err, kc_str_t *msg,
+                            int32_t *node, kc_str_t *host, int32_t *port)
 {
     *node = -1;
     *host = KC_STR_EMPTY;
     *port = -1;
-    if (key_type == 0) {
+    if (key_type == 0 && !kc_api_authorized(call, KC_OP_DESCRIBE, KC_RES_GROUP, key)) {
+        *err = KC_ERR_GROUP_AUTHORIZATION_FAILED;
+        *msg = version >= 4 ? KC_STR_NULL : KC_STR_LIT("Group authorization failed.");
+    } else if (key_type == 1 &&
+               !kc_api_authorized(call, KC_OP_DESCRIBE, KC_RES_TRANSACTIONAL_ID, key)) {
+        *err = KC_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        *msg = version >= 4 ? KC_STR_NULL : KC_STR_LIT("Transactional Id authorization failed.");
+    } else if (key_type == 0) {
         *err = KC_ERR_NONE;
         *msg = version >= 4 ? KC_STR_EMPTY : KC_STR_LIT("NONE");
         *node = ctx->node_id;
@@ -214,7 +247,7 @@ int kc_api_find_coordinator(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
     const kc_find_coordinator_request_t *q = req->body;
     kc_find_coordinator_response_t *resp = out;
     if (req->api_version < 4) {
-        coordinator_for(ctx, call, req->api_version, q->key_type, &resp->error_code,
+        coordinator_for(ctx, call, req->api_version, q->key_type, q->key, &resp->error_code,
                         &resp->error_message, &resp->node_id, &resp->host, &resp->port);
         if (req->api_version == 0)
             resp->error_message = KC_STR_NULL;
@@ -226,7 +259,7 @@ int kc_api_find_coordinator(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
         return -1;
     for (int32_t i = 0; i < n; i++) {
         cs[i].key = q->coordinator_keys.v[i];
-        coordinator_for(ctx, call, req->api_version, q->key_type, &cs[i].error_code,
+        coordinator_for(ctx, call, req->api_version, q->key_type, cs[i].key, &cs[i].error_code,
                         &cs[i].error_message, &cs[i].node_id, &cs[i].host, &cs[i].port);
     }
     resp->coordinators.v = cs;
@@ -254,8 +287,14 @@ int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
     resp->endpoint_type = q->endpoint_type;
     resp->cluster_id = kc_str_c(ctx->catalog->cluster_id);
     resp->controller_id = ctx->node_id;
-    resp->cluster_authorized_operations =
-        q->include_cluster_authorized_operations ? CLUSTER_OPS : INT32_MIN;
+    /* KafkaApis.handleDescribeCluster: the cluster's operations when asked, 0 without
+     * CLUSTER DESCRIBE. */
+    resp->cluster_authorized_operations = INT32_MIN;
+    if (q->include_cluster_authorized_operations)
+        resp->cluster_authorized_operations =
+            kc_api_authorized_cluster(call, KC_OP_DESCRIBE)
+                ? kc_api_authorized_ops(call, KC_RES_CLUSTER, KC_STR_LIT(KC_AUTH_CLUSTER_NAME))
+                : 0;
     kc_describe_cluster_broker_t *b = kc_arena_alloc(a, sizeof(*b));
     if (b == NULL)
         return -1;

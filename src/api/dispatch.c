@@ -188,6 +188,8 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     size_t budget = memory_budget(ctx);
     if (budget != 0) /* beyond the frame the arena already holds */
         a->limit = a->total > SIZE_MAX - budget ? SIZE_MAX : a->total + budget;
+    if (kc_api_sasl_frame(ctx, conn, slot, frame, len))
+        return;
     kc_request_t req;
     kc_req_status_t st = kc_request_parse(frame, len, a, kc_api_served, &req);
     if (st == KC_REQ_TOO_LARGE) {
@@ -236,11 +238,14 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     call->flexible = req.flexible;
     call->correlation_id = req.correlation_id;
     call->client_host = client_host(conn, a);
+    call->principal = kc_conn_principal(conn);
     call->ctx = ctx;
     call->request = req.body;
     call->start_ns = uv_hrtime();
     kc_obs_request(req.api_key, req.api_version);
     req.api->response.init(resp);
+    if (kc_api_sasl_admit(ctx, call, &req, a, resp) != KC_API_DONE)
+        return;
     int rc = row_for(req.api_key)->fn(ctx, call, &req, a, resp);
     if (rc == KC_API_DONE)
         kc_api_call_reply(call, resp);
@@ -385,6 +390,14 @@ void kc_api_call_reply(kc_api_call_t *call, const void *resp)
                      "out of memory holding an answer until its records are durable (%s): %s",
                      call->api->name, failed ? "answering NOT_COORDINATOR" : "closing");
     reply(call->slot, failed, failed_len);
+}
+
+uint8_t *kc_api_call_encode(kc_api_call_t *call, const void *resp, size_t *len)
+{
+    kc_obs_response(call->api->key, call->version, resp);
+    kc_obs_done(call->api->key, call->start_ns);
+    return encode_response(&call->api->response, call->api->key, call->version, call->flexible,
+                           call->correlation_id, resp, len);
 }
 
 void kc_api_call_skip(kc_api_call_t *call)

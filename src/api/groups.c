@@ -41,8 +41,10 @@ int kc_api_join_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t
                       kc_arena_t *a, void *out)
 {
     const kc_join_group_request_t *q = req->body;
-    int16_t err;
-    kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &err);
+    int16_t err = KC_ERR_GROUP_AUTHORIZATION_FAILED;
+    kc_partition_t *p = kc_api_authorized(call, KC_OP_READ, KC_RES_GROUP, q->group_id)
+                            ? kc_api_partition(ctx, call, q->group_id, &err)
+                            : NULL;
     if (p == NULL) {
         kc_api_fail(call, q, out, err, a);
         join_protocol_name(call->version, out);
@@ -60,8 +62,10 @@ int kc_api_sync_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t
                       kc_arena_t *a, void *out)
 {
     const kc_sync_group_request_t *q = req->body;
-    int16_t err;
-    kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &err);
+    int16_t err = KC_ERR_GROUP_AUTHORIZATION_FAILED;
+    kc_partition_t *p = kc_api_authorized(call, KC_OP_READ, KC_RES_GROUP, q->group_id)
+                            ? kc_api_partition(ctx, call, q->group_id, &err)
+                            : NULL;
     if (p == NULL) {
         kc_api_fail(call, q, out, err, a);
         return KC_API_DONE;
@@ -74,8 +78,10 @@ int kc_api_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t 
                      void *out)
 {
     const kc_heartbeat_request_t *q = req->body;
-    int16_t err;
-    kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &err);
+    int16_t err = KC_ERR_GROUP_AUTHORIZATION_FAILED;
+    kc_partition_t *p = kc_api_authorized(call, KC_OP_READ, KC_RES_GROUP, q->group_id)
+                            ? kc_api_partition(ctx, call, q->group_id, &err)
+                            : NULL;
     if (p == NULL) {
         /* While loading, Kafka answers heartbeats with no error: members keep their session. */
         if (err != KC_ERR_COORDINATOR_LOAD_IN_PROGRESS)
@@ -90,8 +96,10 @@ int kc_api_leave_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
                        kc_arena_t *a, void *out)
 {
     const kc_leave_group_request_t *q = req->body;
-    int16_t err;
-    kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &err);
+    int16_t err = KC_ERR_GROUP_AUTHORIZATION_FAILED;
+    kc_partition_t *p = kc_api_authorized(call, KC_OP_READ, KC_RES_GROUP, q->group_id)
+                            ? kc_api_partition(ctx, call, q->group_id, &err)
+                            : NULL;
     if (p == NULL) {
         kc_api_fail(call, q, out, err, a);
         return KC_API_DONE;
@@ -104,6 +112,8 @@ int kc_api_leave_group(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
 
 typedef struct list_ctx_s {
     const kc_list_groups_request_t *q;
+    kc_api_call_t *call;
+    bool all; /* CLUSTER DESCRIBE: every group; else those the caller may DESCRIBE */
     int16_t version;
     kc_arena_t *a;
     kc_listed_group_t *v;
@@ -137,6 +147,8 @@ static void list_one(void *arg, const kc_group_info_t *g)
         return;
     if (c->version >= 5 && !filter_match(c->q->types_filter.v, c->q->types_filter.n, g->type))
         return;
+    if (!c->all && !kc_api_authorized(c->call, KC_OP_DESCRIBE, KC_RES_GROUP, g->group_id))
+        return;
     if (c->n == c->cap) {
         int32_t cap = c->cap ? c->cap * 2 : 16;
         kc_listed_group_t *v = kc_arena_alloc(c->a, (size_t)cap * sizeof(*v));
@@ -160,7 +172,13 @@ int kc_api_list_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
                        kc_arena_t *a, void *out)
 {
     kc_list_groups_response_t *resp = out;
-    list_ctx_t c = {.q = req->body, .version = call->version, .a = a};
+    /* KafkaApis.handleListGroupsRequest: CLUSTER DESCRIBE lists every group, otherwise only
+     * the groups the caller may DESCRIBE; never an authorization error. */
+    list_ctx_t c = {.q = req->body,
+                    .call = call,
+                    .all = kc_api_authorized_cluster(call, KC_OP_DESCRIBE),
+                    .version = call->version,
+                    .a = a};
     if (kc_coord_loading(ctx->coord) > 0) {
         resp->error_code = KC_ERR_COORDINATOR_LOAD_IN_PROGRESS;
         return KC_API_DONE;
@@ -186,21 +204,41 @@ int kc_api_describe_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_requ
     kc_describe_groups_response_t *resp = out;
     int32_t n = q->groups.n > 0 ? q->groups.n : 0;
     kc_describe_groups_described_group_t *v = n ? kc_arena_alloc(a, (size_t)n * sizeof(*v)) : NULL;
-    if (n && v == NULL)
+    bool *ok = n ? kc_arena_alloc(a, (size_t)n * sizeof(*ok)) : NULL;
+    if (n && (v == NULL || ok == NULL))
         return KC_API_CLOSE;
+    /* KafkaApis.handleDescribeGroupsRequest: the groups the caller may not DESCRIBE come first,
+     * as DescribeGroupsResponse.groupError(id, GROUP_AUTHORIZATION_FAILED), then the others in
+     * request order. */
+    int32_t k = 0;
     for (int32_t i = 0; i < n; i++) {
+        ok[i] = kc_api_authorized(call, KC_OP_DESCRIBE, KC_RES_GROUP, q->groups.v[i]);
+        if (ok[i])
+            continue;
+        v[k] =
+            (kc_describe_groups_described_group_t){.error_code = KC_ERR_GROUP_AUTHORIZATION_FAILED,
+                                                   .error_message = KC_STR_NULL,
+                                                   .group_id = q->groups.v[i],
+                                                   .authorized_operations = INT32_MIN};
+        k++;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (!ok[i])
+            continue;
         int16_t err;
+        kc_describe_groups_described_group_t *g = &v[k++];
         kc_partition_t *p = kc_api_partition(ctx, call, q->groups.v[i], &err);
         if (p == NULL) {
-            /* v[i] is zeroed: empty strings, no members. */
-            v[i].error_message = KC_STR_NULL;
-            v[i].authorized_operations = INT32_MIN;
-            v[i].group_id = q->groups.v[i];
-            v[i].error_code = err;
+            /* g is zeroed: empty strings, no members. */
+            g->error_message = KC_STR_NULL;
+            g->authorized_operations = INT32_MIN;
+            g->group_id = q->groups.v[i];
+            g->error_code = err;
             continue;
         }
-        kc_shard_describe(p, call->version, q->groups.v[i], q->include_authorized_operations, a,
-                          &v[i]);
+        kc_shard_describe(p, call->version, q->groups.v[i], q->include_authorized_operations, a, g);
+        if (call->version >= 3 && q->include_authorized_operations && g->error_code == KC_ERR_NONE)
+            g->authorized_operations = kc_api_authorized_ops(call, KC_RES_GROUP, q->groups.v[i]);
     }
     resp->groups.v = v;
     resp->groups.n = n;
@@ -214,15 +252,24 @@ int kc_api_delete_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
     kc_delete_groups_response_t *resp = out;
     int32_t n = q->groups_names.n > 0 ? q->groups_names.n : 0;
     kc_deletable_group_result_t *v = n ? kc_arena_alloc(a, (size_t)n * sizeof(*v)) : NULL;
-    if (n && v == NULL)
+    bool *ok = n ? kc_arena_alloc(a, (size_t)n * sizeof(*ok)) : NULL;
+    if (n && (v == NULL || ok == NULL))
         return KC_API_CLOSE;
     kc_time_t now = kc_coord_time(ctx->coord);
+    /* KafkaApis.handleDeleteGroupsRequest: the groups the caller may DELETE are deleted and
+     * answered first, then the others with GROUP_AUTHORIZATION_FAILED. */
+    for (int32_t i = 0; i < n; i++)
+        ok[i] = kc_api_authorized(call, KC_OP_DELETE, KC_RES_GROUP, q->groups_names.v[i]);
+    int32_t k = 0;
     for (int32_t i = 0; i < n; i++) {
+        if (!ok[i])
+            continue;
         kc_str_t id = q->groups_names.v[i];
         int16_t err;
         kc_partition_t *p = kc_api_partition(ctx, call, id, &err);
-        v[i].group_id = id;
-        v[i].error_code = err;
+        kc_deletable_group_result_t *r = &v[k++];
+        r->group_id = id;
+        r->error_code = err;
         if (p == NULL)
             continue;
         size_t gone;
@@ -231,9 +278,12 @@ int kc_api_delete_groups(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
             KC_INFO("api", "group %.*s deleted with %zu committed offsets", id.len > 0 ? id.len : 0,
                     id.p, gone);
         }
-        v[i].group_id = id;
-        v[i].error_code = err;
+        r->error_code = err;
     }
+    for (int32_t i = 0; i < n; i++)
+        if (!ok[i])
+            v[k++] = (kc_deletable_group_result_t){.group_id = q->groups_names.v[i],
+                                                   .error_code = KC_ERR_GROUP_AUTHORIZATION_FAILED};
     resp->results.v = v;
     resp->results.n = n;
     return KC_API_DONE;

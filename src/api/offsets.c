@@ -53,8 +53,13 @@ int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
     int16_t v = call->version;
     int by_id = v >= 10;
     kc_time_t now = kc_coord_time(ctx->coord);
-    int16_t perr;
-    kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &perr);
+    /* KafkaApis.handleOffsetCommitRequest: GROUP READ for the request, then TOPIC READ per
+     * topic (TOPIC_AUTHORIZATION_FAILED on each of its partitions, before the catalog is
+     * asked whether the topic exists). */
+    int16_t perr = KC_ERR_GROUP_AUTHORIZATION_FAILED;
+    kc_partition_t *p = kc_api_authorized(call, KC_OP_READ, KC_RES_GROUP, q->group_id)
+                            ? kc_api_partition(ctx, call, q->group_id, &perr)
+                            : NULL;
     if (p == NULL)
         return kc_api_fail(call, q, out, perr, a) == 0 ? KC_API_DONE : KC_API_CLOSE;
 
@@ -73,6 +78,11 @@ int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
         int32_t np = qt->partitions.n > 0 ? qt->partitions.n : 0;
         int16_t topic_err = KC_ERR_NONE;
         const kc_topic_t *t = resolve_topic(ctx, by_id, qt->name, qt->topic_id, &topic_err);
+        if ((t != NULL || !by_id) &&
+            !kc_api_authorized(call, KC_OP_READ, KC_RES_TOPIC, t ? kc_str_c(t->name) : qt->name)) {
+            t = NULL;
+            topic_err = KC_ERR_TOPIC_AUTHORIZATION_FAILED;
+        }
         for (int32_t j = 0; j < np; j++, k++) {
             const kc_offset_commit_request_partition_t *qp = &qt->partitions.v[j];
             kc_str_t md = qp->committed_metadata.len < 0 ? KC_STR_EMPTY : qp->committed_metadata;
@@ -127,6 +137,7 @@ int kc_api_offset_commit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
 typedef struct fetch_acc_s {
     kc_arena_t *a;
     kc_api_ctx_t *ctx;
+    kc_api_call_t *call;
     int by_id;
     kc_offset_fetch_response_topics_t *topics;
     int32_t n, cap;
@@ -175,6 +186,10 @@ static void each_offset(void *arg, kc_str_t topic, int32_t partition, const kc_o
         acc->n > 0 && kc_str_eq(acc->topics[acc->n - 1].name, topic) ? &acc->topics[acc->n - 1]
                                                                      : NULL;
     if (t == NULL) {
+        /* The offsets of a topic the caller may not DESCRIBE are left out of an "all" fetch
+         * (KafkaApis.fetchAllOffsetsForGroup). */
+        if (!kc_api_authorized(acc->call, KC_OP_DESCRIBE, KC_RES_TOPIC, topic))
+            return;
         kc_uuid_t id = {{0}};
         const kc_topic_t *ct = kc_catalog_find(acc->ctx->catalog, topic);
         if (acc->by_id && ct == NULL)
@@ -202,6 +217,45 @@ static void each_offset(void *arg, kc_str_t topic, int32_t partition, const kc_o
     t->partitions.n = n + 1;
 }
 
+/* One named topic of an OffsetFetch group: answered in the pass for refused topics when the
+ * caller may not DESCRIBE it, else in the first pass. */
+static void fetch_topic(fetch_acc_t *acc, kc_partition_t *p, kc_str_t group_id,
+                        const kc_offset_fetch_request_topics_t *qt, bool refused_pass)
+{
+    int16_t err = KC_ERR_NONE;
+    kc_str_t name = qt->name;
+    const kc_topic_t *t = NULL;
+    if (acc->by_id) {
+        t = resolve_topic(acc->ctx, 1, name, qt->topic_id, &err);
+        if (t)
+            name = kc_str_c(t->name);
+    }
+    bool refused = (t != NULL || !acc->by_id) &&
+                   !kc_api_authorized(acc->call, KC_OP_DESCRIBE, KC_RES_TOPIC, name);
+    if (refused != refused_pass)
+        return;
+    kc_offset_fetch_response_topics_t *rt = acc_topic(acc, qt->name, qt->topic_id);
+    int32_t np = qt->partition_indexes.n > 0 ? qt->partition_indexes.n : 0;
+    kc_offset_fetch_response_partitions_t *rp =
+        np ? kc_arena_alloc(acc->a, (size_t)np * sizeof(*rp)) : NULL;
+    if (rt == NULL || (np && rp == NULL)) {
+        acc->oom = 1;
+        return;
+    }
+    rt->partitions.v = rp;
+    rt->partitions.n = np;
+    for (int32_t j = 0; j < np; j++) {
+        int32_t part = qt->partition_indexes.v[j];
+        bool none = refused || (acc->by_id && t == NULL);
+        const kc_offset_t *o = none ? NULL : kc_shard_fetch_offset(p, group_id, name, part);
+        fill_partition(&rp[j], part, o);
+        if (refused)
+            rp[j].error_code = KC_ERR_TOPIC_AUTHORIZATION_FAILED;
+        else if (acc->by_id && t == NULL)
+            rp[j].error_code = err;
+    }
+}
+
 /* Answer one group: `topics` NULL (n < 0) means every topic with a committed offset. */
 static void fetch_group(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_arena_t *a, kc_str_t group_id,
                         kc_str_t member_id, int32_t member_epoch,
@@ -210,6 +264,10 @@ static void fetch_group(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_arena_t *a, k
 {
     int16_t v = call->version;
     out->group_id = group_id;
+    if (!kc_api_authorized(call, KC_OP_DESCRIBE, KC_RES_GROUP, group_id)) {
+        out->error_code = KC_ERR_GROUP_AUTHORIZATION_FAILED;
+        return;
+    }
     kc_partition_t *p = kc_api_partition(ctx, call, group_id, &out->error_code);
     if (p == NULL)
         return;
@@ -219,39 +277,16 @@ static void fetch_group(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_arena_t *a, k
         if (out->error_code != KC_ERR_NONE)
             return;
     }
-    fetch_acc_t acc = {.a = a, .ctx = ctx, .by_id = v >= 10};
+    fetch_acc_t acc = {.a = a, .ctx = ctx, .call = call, .by_id = v >= 10};
     if (n_topics < 0) {
         kc_shard_fetch_all(p, group_id, each_offset, &acc);
     } else {
-        for (int32_t i = 0; i < n_topics && !acc.oom; i++) {
-            const kc_offset_fetch_request_topics_t *qt = &topics[i];
-            int16_t err = KC_ERR_NONE;
-            kc_str_t name = qt->name;
-            const kc_topic_t *t = NULL;
-            if (acc.by_id) {
-                t = resolve_topic(ctx, 1, name, qt->topic_id, &err);
-                if (t)
-                    name = kc_str_c(t->name);
-            }
-            kc_offset_fetch_response_topics_t *rt = acc_topic(&acc, qt->name, qt->topic_id);
-            int32_t np = qt->partition_indexes.n > 0 ? qt->partition_indexes.n : 0;
-            kc_offset_fetch_response_partitions_t *rp =
-                np ? kc_arena_alloc(a, (size_t)np * sizeof(*rp)) : NULL;
-            if (rt == NULL || (np && rp == NULL)) {
-                acc.oom = 1;
-                break;
-            }
-            rt->partitions.v = rp;
-            rt->partitions.n = np;
-            for (int32_t j = 0; j < np; j++) {
-                int32_t part = qt->partition_indexes.v[j];
-                const kc_offset_t *o =
-                    acc.by_id && t == NULL ? NULL : kc_shard_fetch_offset(p, group_id, name, part);
-                fill_partition(&rp[j], part, o);
-                if (acc.by_id && t == NULL)
-                    rp[j].error_code = err;
-            }
-        }
+        /* Named topics (KafkaApis.fetchOffsetsForGroup): those the caller may DESCRIBE are
+         * answered first, then the others, each partition with offset -1 and
+         * TOPIC_AUTHORIZATION_FAILED. */
+        for (int pass = 0; pass < 2; pass++)
+            for (int32_t i = 0; i < n_topics && !acc.oom; i++)
+                fetch_topic(&acc, p, group_id, &topics[i], pass == 1);
     }
     if (acc.oom) {
         out->error_code = KC_ERR_COORDINATOR_NOT_AVAILABLE;
@@ -356,6 +391,12 @@ int kc_api_offset_delete(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
 {
     const kc_offset_delete_request_t *q = req->body;
     kc_offset_delete_response_t *resp = out;
+    /* KafkaApis.handleOffsetDeleteRequest: GROUP DELETE for the request, then TOPIC READ per
+     * topic (TOPIC_AUTHORIZATION_FAILED on its partitions, before the catalog is asked). */
+    if (!kc_api_authorized(call, KC_OP_DELETE, KC_RES_GROUP, q->group_id)) {
+        resp->error_code = KC_ERR_GROUP_AUTHORIZATION_FAILED;
+        return KC_API_DONE;
+    }
     kc_partition_t *p = kc_api_partition(ctx, call, q->group_id, &resp->error_code);
     if (p == NULL)
         return KC_API_DONE;
@@ -373,6 +414,7 @@ int kc_api_offset_delete(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
     for (int32_t i = 0; i < nt; i++) {
         const kc_offset_delete_request_topic_t *qt = &q->topics.v[i];
         int32_t np = qt->partitions.n > 0 ? qt->partitions.n : 0;
+        bool allowed = kc_api_authorized(call, KC_OP_READ, KC_RES_TOPIC, qt->name);
         const kc_topic_t *t = kc_catalog_find(ctx->catalog, qt->name);
         for (int32_t j = 0; j < np; j++, k++) {
             int32_t part = qt->partitions.v[j].partition_index;
@@ -380,7 +422,9 @@ int kc_api_offset_delete(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
             sd[k] = (kc_shard_offset_del_t){
                 .topic = qt->name,
                 .partition = part,
-                .error_code = known ? KC_ERR_NONE : KC_ERR_UNKNOWN_TOPIC_OR_PARTITION,
+                .error_code = !allowed ? KC_ERR_TOPIC_AUTHORIZATION_FAILED
+                              : known  ? KC_ERR_NONE
+                                       : KC_ERR_UNKNOWN_TOPIC_OR_PARTITION,
             };
         }
     }

@@ -480,7 +480,6 @@ static void result_init(kc_creatable_topic_result_t *r)
 int kc_api_create_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                          kc_arena_t *a, void *out)
 {
-    (void)call;
     const kc_create_topics_request_t *q = req->body;
     kc_create_topics_response_t *resp = out;
     kc_catalog_t *cat = ctx->catalog;
@@ -501,14 +500,21 @@ int kc_api_create_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
 
     /* First every check against the catalog as it is, then the creations: topics of one
      * request do not see each other, as in Kafka. */
+    /* ControllerApis.createTopics: CREATE on the cluster, or else on each topic; a refused
+     * topic is answered TOPIC_AUTHORIZATION_FAILED after the others (and after the
+     * duplicates), and the configs of a created topic need DESCRIBE_CONFIGS. */
+    bool cluster_create = kc_api_authorized_cluster(call, KC_OP_CREATE);
     int32_t nr = 0;
     int32_t *result_of = alloc_n(a, n, sizeof(*result_of));
-    if (result_of == NULL)
+    bool *refused = alloc_n(a, n, sizeof(*refused));
+    if (result_of == NULL || refused == NULL)
         return KC_API_CLOSE;
     for (int32_t i = 0; i < n; i++) {
         const kc_creatable_topic_t *qt = &q->topics.v[i];
         result_of[i] = -1;
-        if (dup[i] != UNIQUE)
+        refused[i] = dup[i] == UNIQUE && !cluster_create &&
+                     !kc_api_authorized(call, KC_OP_CREATE, KC_RES_TOPIC, qt->name);
+        if (dup[i] != UNIQUE || refused[i])
             continue;
         kc_creatable_topic_result_t *r = &rs[nr];
         result_of[i] = nr++;
@@ -554,6 +560,8 @@ int kc_api_create_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
         r->num_partitions = parts[i];
         r->replication_factor = 1;
         r->configs.n = 0;
+        if (!kc_api_authorized(call, KC_OP_DESCRIBE_CONFIGS, KC_RES_TOPIC, qt->name))
+            r->topic_config_error_code = KC_ERR_TOPIC_AUTHORIZATION_FAILED;
     }
     for (int32_t i = 0; i < n; i++) {
         if (dup[i] != DUP_FIRST)
@@ -563,6 +571,15 @@ int kc_api_create_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
         r->name = q->topics.v[i].name;
         r->error_code = KC_ERR_INVALID_REQUEST;
         r->error_message = msgf(a, "Duplicate topic name.");
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (!refused[i])
+            continue;
+        kc_creatable_topic_result_t *r = &rs[nr++];
+        result_init(r);
+        r->name = q->topics.v[i].name;
+        r->error_code = KC_ERR_TOPIC_AUTHORIZATION_FAILED;
+        r->error_message = KC_STR_LIT("Authorization failed.");
     }
     resp->topics.v = rs;
     resp->topics.n = nr;
@@ -598,6 +615,32 @@ static kc_str_t arena_str(kc_arena_t *a, const char *s)
 /* ControllerApis.deleteTopics: entries naming neither or both of name and id, duplicates, and
  * unknown topics are answered with their errors; a name that maps to a topic also given by id
  * is refused (and that id gets no answer of its own); the rest are deleted together. */
+/* ControllerApis.deleteTopics: a topic the caller may not DESCRIBE is refused without
+ * disclosing whether it exists (by id: without its name); one it may DESCRIBE but not DELETE
+ * (nor DELETE the cluster) is refused by name, without its id. Returns true when refused. */
+static bool deletion_refused(kc_api_call_t *call, deletion_t *e, const kc_topic_t *t,
+                             bool cluster_delete, kc_arena_t *a)
+{
+    if (e->by_id && t == NULL)
+        return false; /* UNKNOWN_TOPIC_ID */
+    kc_str_t name = t != NULL ? kc_str_c(t->name) : e->name;
+    bool describe = kc_api_authorized(call, KC_OP_DESCRIBE, KC_RES_TOPIC, name);
+    if (describe && t == NULL)
+        return false; /* UNKNOWN_TOPIC_OR_PARTITION */
+    if (describe && (cluster_delete || kc_api_authorized(call, KC_OP_DELETE, KC_RES_TOPIC, name)))
+        return false;
+    e->error = KC_ERR_TOPIC_AUTHORIZATION_FAILED;
+    e->message = msgf(a, "Topic authorization failed.");
+    if (e->by_id && !describe) {
+        e->name = KC_STR_NULL;
+    } else if (e->by_id) {
+        e->name = arena_str(a, t->name);
+    } else {
+        e->id = (kc_uuid_t){{0}};
+    }
+    return true;
+}
+
 int kc_api_delete_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                          kc_arena_t *a, void *out)
 {
@@ -641,6 +684,7 @@ int kc_api_delete_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
     uint8_t *dup = find_duplicates(keys, nk, n, a);
     if (dup == NULL)
         return KC_API_CLOSE;
+    bool cluster_delete = kc_api_authorized_cluster(call, KC_OP_DELETE);
 
     for (int32_t i = 0; i < n; i++) {
         deletion_t *e = &d[i];
@@ -656,6 +700,8 @@ int kc_api_delete_topics(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reques
         }
         const kc_topic_t *t =
             e->by_id ? kc_catalog_find_id(cat, e->id) : kc_catalog_find(cat, e->name);
+        if (deletion_refused(call, e, t, cluster_delete, a))
+            continue;
         if (t == NULL) {
             e->error = e->by_id ? KC_ERR_UNKNOWN_TOPIC_ID : KC_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             e->message = msgf(a, e->by_id ? "This server does not host this topic ID."
@@ -749,7 +795,6 @@ enum {
 int kc_api_list_offsets(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                         kc_arena_t *a, void *out)
 {
-    (void)call;
     const kc_list_offsets_request_t *q = req->body;
     kc_list_offsets_response_t *resp = out;
     int32_t nt = count(q->topics.n), total = 0;
@@ -782,8 +827,20 @@ int kc_api_list_offsets(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request
         rt[i].name = qt->name;
         rt[i].partitions.v = rp;
         const kc_topic_t *t = kc_catalog_find(ctx->catalog, qt->name);
+        /* KafkaApis.handleListOffsetRequest: TOPIC DESCRIBE, else each partition is answered
+         * TOPIC_AUTHORIZATION_FAILED with no offset. */
+        bool allowed = kc_api_authorized(call, KC_OP_DESCRIBE, KC_RES_TOPIC, qt->name);
         for (int32_t j = 0; j < np; j++, k++) {
             const kc_list_offsets_partition_t *qp = &qt->partitions.v[j];
+            if (!allowed) {
+                rp[nr++] = (kc_list_offsets_partition_response_t){
+                    .partition_index = qp->partition_index,
+                    .error_code = KC_ERR_TOPIC_AUTHORIZATION_FAILED,
+                    .timestamp = -1,
+                    .offset = -1,
+                    .leader_epoch = -1};
+                continue;
+            }
             if (dup[k] == DUP_LATER)
                 continue;
             kc_list_offsets_partition_response_t *r = &rp[nr++];
@@ -885,6 +942,11 @@ int kc_api_fetch(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req
         rt[i].partitions.n = np;
         const kc_topic_t *t = by_id ? kc_catalog_find_id(ctx->catalog, qt->topic_id)
                                     : kc_catalog_find(ctx->catalog, qt->topic);
+        /* KafkaApis.handleFetchRequest: a consumer needs TOPIC READ (an unknown id is
+         * answered as such first). */
+        bool refused =
+            (t != NULL || !by_id) && !kc_api_authorized(call, KC_OP_READ, KC_RES_TOPIC,
+                                                        t != NULL ? kc_str_c(t->name) : qt->topic);
         for (int32_t j = 0; j < np; j++) {
             const kc_fetch_partition_t *qp = &qt->partitions.v[j];
             kc_partition_data_t *r = &rp[j];
@@ -899,7 +961,9 @@ int kc_api_fetch(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req
             r->records = (kc_bytes_t){(const uint8_t *)"", 0};
             /* Kafka leaves out aborted transactions (null) unless reading committed. */
             r->aborted_transactions.n = q->isolation_level == 1 ? 0 : -1;
-            r->error_code = partition_error(t, by_id, qp->partition, qp->current_leader_epoch);
+            r->error_code =
+                refused ? KC_ERR_TOPIC_AUTHORIZATION_FAILED
+                        : partition_error(t, by_id, qp->partition, qp->current_leader_epoch);
             partitions++;
             if (r->error_code != KC_ERR_NONE) {
                 /* Kafka's error entry (FetchResponse.partitionResponse): an empty list of
@@ -953,6 +1017,16 @@ int kc_api_produce(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *r
         rt[i].partition_responses.n = np;
         const kc_topic_t *t = by_id ? kc_catalog_find_id(ctx->catalog, qt->topic_id)
                                     : kc_catalog_find(ctx->catalog, qt->name);
+        /* KafkaApis.handleProduceRequest: WRITE on the transactional id when there is one
+         * (every partition refused), then TOPIC WRITE per topic. */
+        int16_t refused = KC_ERR_NONE;
+        if (q->transactional_id.len >= 0 &&
+            !kc_api_authorized(call, KC_OP_WRITE, KC_RES_TRANSACTIONAL_ID, q->transactional_id))
+            refused = KC_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        else if ((t != NULL || !by_id) &&
+                 !kc_api_authorized(call, KC_OP_WRITE, KC_RES_TOPIC,
+                                    t != NULL ? kc_str_c(t->name) : qt->name))
+            refused = KC_ERR_TOPIC_AUTHORIZATION_FAILED;
         for (int32_t j = 0; j < np; j++) {
             kc_partition_produce_response_t *r = &rp[j];
             r->index = qt->partition_data.v[j].index;
@@ -965,7 +1039,7 @@ int kc_api_produce(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *r
             partitions++;
             /* Unknown partitions as Kafka answers them (retriable: the client's metadata is
              * stale); bad acks as Kafka; everything else refused for good. */
-            r->error_code = partition_error(t, by_id, r->index, -1);
+            r->error_code = refused ? refused : partition_error(t, by_id, r->index, -1);
             if (r->error_code != KC_ERR_NONE)
                 continue;
             if (!acks_ok) {

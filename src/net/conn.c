@@ -346,12 +346,14 @@ static void process_frames(kc_conn_t *c)
     while (!c->closing && !c->draining && (why = may_read_(c, true)) == READ_OK &&
            c->rlen - off >= 4) {
         uint32_t size = be32(c->rbuf + off);
-        if (size < KC_NET_MIN_FRAME || size > (uint32_t)o->max_request_bytes) {
+        uint32_t min = c->frame_max != 0 ? c->frame_min : KC_NET_MIN_FRAME;
+        uint32_t max = c->frame_max != 0 ? c->frame_max : (uint32_t)o->max_request_bytes;
+        if (size < min || size > max) {
             char sample[40];
             kc_diag_sanitize(sample, sizeof(sample), c->rbuf + off,
                              c->rlen - off < 32 ? c->rlen - off : 32);
-            KC_WARN("net", "closing %s: frame size %u outside %d..%d (bytes: \"%s\")", c->peer,
-                    size, KC_NET_MIN_FRAME, o->max_request_bytes, sample);
+            KC_WARN("net", "closing %s: frame size %u outside %u..%u (bytes: \"%s\")", c->peer,
+                    size, min, max, sample);
             close_after_replies(c);
             c->processing = false;
             return;
@@ -808,6 +810,29 @@ void kc_slot_close(kc_slot_t *s, const char *why)
     flush(c);
 }
 
+void kc_slot_reply_close(kc_slot_t *s, uint8_t *buf, size_t len)
+{
+    kc_conn_t *c = s->conn;
+    if (c != NULL) { /* a marker right after the slot closes the connection once it is written */
+        kc_slot_t *m = calloc(1, sizeof(*m));
+        if (m == NULL) {
+            free(buf);
+            kc_slot_close(s, "out of memory");
+            return;
+        }
+        kc_arena_init(&m->arena);
+        m->conn = c;
+        m->answered = true;
+        m->close_after = true;
+        m->next = s->next;
+        s->next = m;
+        if (c->tail == s)
+            c->tail = m;
+        c->queued++;
+    }
+    kc_slot_reply(s, buf, len);
+}
+
 void kc_slot_skip(kc_slot_t *s)
 {
     kc_conn_t *c = s->conn;
@@ -852,6 +877,34 @@ int kc_conn_protocol(const kc_conn_t *c)
 const char *kc_conn_principal(const kc_conn_t *c)
 {
     return c->principal != NULL ? c->principal : KC_NET_ANONYMOUS;
+}
+
+void kc_conn_set_principal(kc_conn_t *c, const char *principal)
+{
+    char *p = principal != NULL ? strdup(principal) : NULL;
+    if (principal != NULL && p == NULL) {
+        kc_conn_close(c, "out of memory for its principal");
+        return;
+    }
+    free(c->principal);
+    c->principal = p;
+}
+
+void *kc_conn_app(const kc_conn_t *c)
+{
+    return c->app;
+}
+
+void kc_conn_set_app(kc_conn_t *c, void *app, void (*app_free)(void *))
+{
+    c->app = app;
+    c->app_free = app_free;
+}
+
+void kc_conn_set_frames(kc_conn_t *c, uint32_t min, uint32_t max)
+{
+    c->frame_min = max != 0 ? min : 0;
+    c->frame_max = max;
 }
 
 bool kc_conn_advertised(const kc_conn_t *c, const char **host, int32_t *port)
@@ -900,6 +953,8 @@ static void on_handle_closed(uv_handle_t *h)
     if (c->peer != unknown_peer)
         free(c->peer);
     SSL_free(c->ssl);
+    if (c->app != NULL && c->app_free != NULL)
+        c->app_free(c->app);
     free(c->principal);
     free(c->wcipher);
     free(c);
@@ -1027,7 +1082,9 @@ void kc_conn_accept(kc_server_t *s, uv_stream_t *listener)
         return;
     }
     KC_DEBUG("net", "accepted %s on listener %s", c->peer, kc_conn_listener(c));
-    if (c->ep != NULL && c->ep->protocol == KC_NET_SSL) {
+    if (c->ep != NULL && c->ep->first_frames_max != 0)
+        kc_conn_set_frames(c, KC_NET_MIN_FRAME, c->ep->first_frames_max);
+    if (c->ep != NULL && (c->ep->protocol == KC_NET_SSL || c->ep->protocol == KC_NET_SASL_SSL)) {
         if ((c->ssl = kc_tls_new_conn(c->ep->tls)) == NULL ||
             (c->hs_timer = malloc(sizeof(*c->hs_timer))) == NULL) {
             KC_ERROR("net", "closing %s: out of memory for TLS", c->peer);

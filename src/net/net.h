@@ -94,6 +94,10 @@ void kc_slot_reply(kc_slot_t *slot, uint8_t *buf, size_t len);
  * logged at info unless it is NULL (the caller logged). The slot is gone after this call. */
 void kc_slot_close(kc_slot_t *slot, const char *why);
 
+/* kc_slot_reply, then close the connection once that answer is written (a failed SASL
+ * authentication). */
+void kc_slot_reply_close(kc_slot_t *slot, uint8_t *buf, size_t len);
+
 /* Answer a slot with nothing: no bytes go out for it (a Produce with acks=0), and the replies
  * after it follow the ones before it as usual. The slot, its frame and its arena are gone after
  * this call. */
@@ -116,8 +120,10 @@ const char *kc_conn_peer(const kc_conn_t *c);
  * only, with a rate-limited log line and the tls_failed event. Every connection carries its
  * listener's name and protocol and its principal: "User:ANONYMOUS" on PLAINTEXT and on SSL
  * without a client certificate, "User:" and the certificate's RFC 2253 subject mapped by
- * ssl.principal.mapping.rules with one. SASL_PLAINTEXT and SASL_SSL listeners are not served
- * (main refuses them at start-up). */
+ * ssl.principal.mapping.rules with one. SASL_PLAINTEXT and SASL_SSL listeners are served like
+ * PLAINTEXT and SSL; the SASL exchange itself is the application's (the API room): it keeps its
+ * state on the connection (kc_conn_set_app), switches the framing for raw SASL tokens
+ * (kc_conn_set_frames) and sets the principal once the client authenticated. */
 
 /* The security protocols, numbered as conf.h's KC_CONF_SEC_*. */
 enum { KC_NET_PLAINTEXT = 0, KC_NET_SSL = 1, KC_NET_SASL_PLAINTEXT = 2, KC_NET_SASL_SSL = 3 };
@@ -168,8 +174,11 @@ typedef struct kc_net_listen_opts_s {
     const char *host;
     int port;
     const char *name;  /* the listener name ("PLAINTEXT" for a plain host:port) */
-    int protocol;      /* KC_NET_PLAINTEXT or KC_NET_SSL */
-    kc_net_tls_t *tls; /* for KC_NET_SSL: not owned, outlives the server's connections */
+    int protocol;      /* a KC_NET_* */
+    kc_net_tls_t *tls; /* for KC_NET_SSL and KC_NET_SASL_SSL: not owned, outlives the server's
+                        * connections */
+    uint32_t first_frames_max; /* when not 0, the frame size limit of a new connection until
+                                * kc_conn_set_frames changes it (sasl.server.max.receive.size) */
 } kc_net_listen_opts_t;
 
 /* A listener's identity, kept by the server until kc_server_free. */
@@ -192,6 +201,21 @@ kc_conn_t *kc_slot_conn(const kc_slot_t *slot);
 const char *kc_conn_listener(const kc_conn_t *c);
 int kc_conn_protocol(const kc_conn_t *c);
 const char *kc_conn_principal(const kc_conn_t *c);
+
+/* Set the connection's principal ("User:<name>", copied; NULL: back to KC_NET_ANONYMOUS). Out
+ * of memory closes the connection. */
+void kc_conn_set_principal(kc_conn_t *c, const char *principal);
+
+/* The application's state of this connection: NULL until set; `app_free` (may be NULL) frees it
+ * when the connection is gone. */
+void *kc_conn_app(const kc_conn_t *c);
+void kc_conn_set_app(kc_conn_t *c, void *app, void (*app_free)(void *));
+
+/* Frame sizes the connection accepts from now on (the next frame cut): min..max bytes after the
+ * size prefix, so that a SASL v0 token (which has no request header) passes and a client not yet
+ * authenticated sends at most sasl.server.max.receive.size. max 0: back to the server's
+ * KC_NET_MIN_FRAME..max_request_bytes. A frame outside them closes the connection. */
+void kc_conn_set_frames(kc_conn_t *c, uint32_t min, uint32_t max);
 
 /* The advertised address of the connection's listener: false when it has none (one opened
  * with kc_server_listen, or not given one yet). */

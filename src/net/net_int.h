@@ -21,8 +21,9 @@ struct kc_net_endpoint_s {
     struct kc_net_endpoint_s *next;
     char *name;
     int protocol;
-    kc_net_tls_t *tls; /* KC_NET_SSL: not owned */
-    char *adv_host;    /* NULL until kc_net_endpoint_advertise */
+    kc_net_tls_t *tls;         /* KC_NET_SSL: not owned */
+    uint32_t first_frames_max; /* kc_net_listen_opts_t's */
+    char *adv_host;            /* NULL until kc_net_endpoint_advertise */
     int32_t adv_port;
 };
 
@@ -132,7 +133,11 @@ struct kc_conn_s {
     uint8_t *wcipher;      /* the ciphertext of the write in flight */
     char *principal;       /* "User:<name>" from a client certificate, or NULL: anonymous */
     bool tls_ready;        /* the handshake finished */
-    bool tls_pumping;      /* inside tls_pump: do not enter it again */
+    /* The application's state of this connection (the SASL exchange), freed with it. */
+    void *app;
+    void (*app_free)(void *);
+    uint32_t frame_min, frame_max; /* kc_conn_set_frames: 0 = the server's limits */
+    bool tls_pumping;              /* inside tls_pump: do not enter it again */
 
     int open_handles; /* tcp (+ linger timer, + handshake timer) not yet closed */
     bool reading;

@@ -217,7 +217,8 @@ static void on_listener_closed(uv_handle_t *h);
 
 static const char *protocol_name(int protocol)
 {
-    return protocol == KC_NET_SSL ? "SSL" : protocol == KC_NET_PLAINTEXT ? "PLAINTEXT" : "?";
+    static const char *const names[] = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"};
+    return protocol >= 0 && protocol <= KC_NET_SASL_SSL ? names[protocol] : "?";
 }
 
 int kc_server_listen(kc_server_t *s, const char *host, int port, int *bound_port)
@@ -243,15 +244,17 @@ int kc_server_listen_on(kc_server_t *s, const kc_net_listen_opts_t *o, int *boun
     int rrc = kc_net_resolve(s->loop, o->host, o->port, &addr);
     if (rrc != 0)
         return rrc;
-    if (o->protocol != KC_NET_PLAINTEXT && (o->protocol != KC_NET_SSL || o->tls == NULL))
-        return UV_EINVAL; /* SASL is not served; SSL needs its configuration */
+    bool tls = o->protocol == KC_NET_SSL || o->protocol == KC_NET_SASL_SSL;
+    if (o->protocol < KC_NET_PLAINTEXT || o->protocol > KC_NET_SASL_SSL || (tls && o->tls == NULL))
+        return UV_EINVAL; /* SSL and SASL_SSL need their TLS configuration */
     kc_net_endpoint_t *ep = calloc(1, sizeof(*ep));
     if (ep == NULL || (ep->name = strdup(o->name)) == NULL) {
         free(ep);
         return UV_ENOMEM;
     }
     ep->protocol = o->protocol;
-    ep->tls = o->protocol == KC_NET_SSL ? o->tls : NULL;
+    ep->tls = tls ? o->tls : NULL;
+    ep->first_frames_max = o->first_frames_max;
     ep->next = s->endpoints;
     s->endpoints = ep;
     if (epp != NULL)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "proto/wire.h"
+#include "proto/gen_acls.h"
 #include "proto/gen_admin.h"
 #include "proto/gen_configs.h"
 #include "proto/gen_consumer.h"
@@ -14,6 +15,7 @@
 #include "proto/gen_headers.h"
 #include "proto/gen_offsets.h"
 #include "proto/gen_records.h"
+#include "proto/gen_security.h"
 #include "proto/gen_topics.h"
 
 /* Generic access to one generated message: its in-memory size and its codec functions

@@ -1088,10 +1088,11 @@ def check_owners(cell):
     which it does before the server may give the partition to another member: on a classic
     member's rejoin, in a consumer member's acknowledging heartbeat, or before its LeaveGroup;
     an exit without a callback gives up what it held at its shutdown_complete."""
-    evs = []
+    streams = []
     for m in cell.members:
         with m.lock:
             events = list(m.events)
+        evs = []
         for e in events:
             name, ts = e.get("name"), e.get("timestamp")
             if ts is None or name not in ("partitions_assigned", "partitions_revoked",
@@ -1101,7 +1102,23 @@ def check_owners(cell):
                   if isinstance(p, dict) and p.get("topic") == cell.topic]
             evs.append((ts, 1 if name == "partitions_assigned" else 0, member_label(m), name,
                         ps))
-    evs.sort(key=lambda x: (x[0], x[1]))
+        streams.append(evs)
+    # Merge the members' streams by timestamp. One member's own callbacks keep their order
+    # (a client may assign and revoke within one millisecond); between members, at the same
+    # millisecond, what is given up goes before what is taken.
+    evs = []
+    heads = [0] * len(streams)
+    while True:
+        best = None
+        for i, st in enumerate(streams):
+            if heads[i] == len(st):
+                continue
+            if best is None or st[heads[i]][:2] < streams[best][heads[best]][:2]:
+                best = i
+        if best is None:
+            break
+        evs.append(streams[best][heads[best]])
+        heads[best] += 1
     owner = {}
     for ts, _, who, name, ps in evs:
         if name == "shutdown_complete":

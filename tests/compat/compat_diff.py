@@ -1056,9 +1056,14 @@ def scenario(s):
         "include_cluster_authorized_operations": False, "endpoint_type": 2})
     s.call("describe-cluster-ops-v0", "main", DescribeClusterRequest, 0, {
         "include_cluster_authorized_operations": True})
-    s.call("describe-configs-unserved", "unserved", DescribeConfigsRequest, 4, {
+    s.call("describe-configs-topic", "main", DescribeConfigsRequest, 4, {
         "resources": [{"resource_type": 2, "resource_name": T, "configuration_keys": None}],
         "include_synonyms": False, "include_documentation": False})
+    s.call("describe-configs-group", "main", DescribeConfigsRequest, 4, {
+        "resources": [{"resource_type": 32, "resource_name": gX,
+                       "configuration_keys": ["consumer.session.timeout.ms",
+                                              "consumer.heartbeat.interval.ms"]}],
+        "include_synonyms": True, "include_documentation": False})
 
     # ---- DeleteTopics
     s.call("delete-topics-v0", "old", DeleteTopicsRequest, 0,

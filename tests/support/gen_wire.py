@@ -22,6 +22,9 @@ def _differs(enc, v, x):
 
 
 APIS = {  # name: (key, min version, max version, first flexible version or None)
+    'DescribeAcls': (29, 1, 3, 2),
+    'CreateAcls': (30, 1, 3, 2),
+    'DeleteAcls': (31, 1, 3, 2),
     'ListGroups': (16, 0, 5, 3),
     'DescribeGroups': (15, 0, 6, 5),
     'DeleteGroups': (42, 0, 2, 2),
@@ -41,12 +44,539 @@ APIS = {  # name: (key, min version, max version, first flexible version or None
     'OffsetCommit': (8, 0, 10, 8),
     'OffsetFetch': (9, 0, 10, 6),
     'OffsetDelete': (47, 0, 0, None),
+    'SaslHandshake': (17, 0, 1, None),
+    'SaslAuthenticate': (36, 0, 2, 2),
+    'DescribeUserScramCredentials': (50, 0, 0, 0),
+    'AlterUserScramCredentials': (51, 0, 0, 0),
+    'DescribeClientQuotas': (48, 0, 1, 1),
     'CreateTopics': (19, 2, 7, 5),
     'DeleteTopics': (20, 0, 6, 4),
     'ListOffsets': (2, 1, 11, 6),
     'Fetch': (1, 4, 18, 12),
     'Produce': (0, 3, 13, 9),
 }
+
+
+def _init_describe_acls_request():
+    return Msg(
+        resource_type_filter=0,
+        resource_name_filter="",
+        pattern_type_filter=3,
+        principal_filter="",
+        host_filter="",
+        operation=0,
+        permission_type=0,
+    )
+
+
+def _enc_describe_acls_request(w, v, m):
+    flex = v >= 2
+    w.i8(m.get('resource_type_filter', 0))
+    w.str_(m.get('resource_name_filter', ""), flex)
+    w.i8(m.get('pattern_type_filter', 3))
+    w.str_(m.get('principal_filter', ""), flex)
+    w.str_(m.get('host_filter', ""), flex)
+    w.i8(m.get('operation', 0))
+    w.i8(m.get('permission_type', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_acls_request(r, v):
+    flex = v >= 2
+    m = _init_describe_acls_request()
+    m['resource_type_filter'] = r.i8()
+    m['resource_name_filter'] = r.str_(flex)
+    m['pattern_type_filter'] = r.i8()
+    m['principal_filter'] = r.str_(flex)
+    m['host_filter'] = r.str_(flex)
+    m['operation'] = r.i8()
+    m['permission_type'] = r.i8()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_acls_response():
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        resources=[],
+    )
+
+
+def _enc_describe_acls_response(w, v, m):
+    flex = v >= 2
+    w.i32(m.get('throttle_time_ms', 0))
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    xs = m.get('resources', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_acls_resource(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_acls_response(r, v):
+    flex = v >= 2
+    m = _init_describe_acls_response()
+    m['throttle_time_ms'] = r.i32()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array resources")
+    m['resources'] = None if n < 0 else [
+            _dec_describe_acls_resource(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_acls_resource():
+    return Msg(
+        resource_type=0,
+        resource_name="",
+        pattern_type=3,
+        acls=[],
+    )
+
+
+def _enc_describe_acls_resource(w, v, m):
+    flex = v >= 2
+    w.i8(m.get('resource_type', 0))
+    x = m.get('resource_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('pattern_type', 3))
+    xs = m.get('acls', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_acl_description(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_acls_resource(r, v):
+    flex = v >= 2
+    m = _init_describe_acls_resource()
+    m['resource_type'] = r.i8()
+    m['resource_name'] = r.str_(flex)
+    m['pattern_type'] = r.i8()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array acls")
+    m['acls'] = None if n < 0 else [
+            _dec_acl_description(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_acl_description():
+    return Msg(
+        principal="",
+        host="",
+        operation=0,
+        permission_type=0,
+    )
+
+
+def _enc_acl_description(w, v, m):
+    flex = v >= 2
+    x = m.get('principal', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    x = m.get('host', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('operation', 0))
+    w.i8(m.get('permission_type', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_acl_description(r, v):
+    flex = v >= 2
+    m = _init_acl_description()
+    m['principal'] = r.str_(flex)
+    m['host'] = r.str_(flex)
+    m['operation'] = r.i8()
+    m['permission_type'] = r.i8()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_create_acls_request():
+    return Msg(
+        creations=[],
+    )
+
+
+def _enc_create_acls_request(w, v, m):
+    flex = v >= 2
+    xs = m.get('creations', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_acl_creation(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_create_acls_request(r, v):
+    flex = v >= 2
+    m = _init_create_acls_request()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array creations")
+    m['creations'] = None if n < 0 else [
+            _dec_acl_creation(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_acl_creation():
+    return Msg(
+        resource_type=0,
+        resource_name="",
+        resource_pattern_type=3,
+        principal="",
+        host="",
+        operation=0,
+        permission_type=0,
+    )
+
+
+def _enc_acl_creation(w, v, m):
+    flex = v >= 2
+    w.i8(m.get('resource_type', 0))
+    x = m.get('resource_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('resource_pattern_type', 3))
+    x = m.get('principal', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    x = m.get('host', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('operation', 0))
+    w.i8(m.get('permission_type', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_acl_creation(r, v):
+    flex = v >= 2
+    m = _init_acl_creation()
+    m['resource_type'] = r.i8()
+    m['resource_name'] = r.str_(flex)
+    m['resource_pattern_type'] = r.i8()
+    m['principal'] = r.str_(flex)
+    m['host'] = r.str_(flex)
+    m['operation'] = r.i8()
+    m['permission_type'] = r.i8()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_create_acls_response():
+    return Msg(
+        throttle_time_ms=0,
+        results=[],
+    )
+
+
+def _enc_create_acls_response(w, v, m):
+    flex = v >= 2
+    w.i32(m.get('throttle_time_ms', 0))
+    xs = m.get('results', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_acl_creation_result(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_create_acls_response(r, v):
+    flex = v >= 2
+    m = _init_create_acls_response()
+    m['throttle_time_ms'] = r.i32()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array results")
+    m['results'] = None if n < 0 else [
+            _dec_acl_creation_result(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_acl_creation_result():
+    return Msg(
+        error_code=0,
+        error_message=None,
+    )
+
+
+def _enc_acl_creation_result(w, v, m):
+    flex = v >= 2
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_acl_creation_result(r, v):
+    flex = v >= 2
+    m = _init_acl_creation_result()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_delete_acls_request():
+    return Msg(
+        filters=[],
+    )
+
+
+def _enc_delete_acls_request(w, v, m):
+    flex = v >= 2
+    xs = m.get('filters', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_delete_acls_filter(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_delete_acls_request(r, v):
+    flex = v >= 2
+    m = _init_delete_acls_request()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array filters")
+    m['filters'] = None if n < 0 else [
+            _dec_delete_acls_filter(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_delete_acls_filter():
+    return Msg(
+        resource_type_filter=0,
+        resource_name_filter="",
+        pattern_type_filter=3,
+        principal_filter="",
+        host_filter="",
+        operation=0,
+        permission_type=0,
+    )
+
+
+def _enc_delete_acls_filter(w, v, m):
+    flex = v >= 2
+    w.i8(m.get('resource_type_filter', 0))
+    w.str_(m.get('resource_name_filter', ""), flex)
+    w.i8(m.get('pattern_type_filter', 3))
+    w.str_(m.get('principal_filter', ""), flex)
+    w.str_(m.get('host_filter', ""), flex)
+    w.i8(m.get('operation', 0))
+    w.i8(m.get('permission_type', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_delete_acls_filter(r, v):
+    flex = v >= 2
+    m = _init_delete_acls_filter()
+    m['resource_type_filter'] = r.i8()
+    m['resource_name_filter'] = r.str_(flex)
+    m['pattern_type_filter'] = r.i8()
+    m['principal_filter'] = r.str_(flex)
+    m['host_filter'] = r.str_(flex)
+    m['operation'] = r.i8()
+    m['permission_type'] = r.i8()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_delete_acls_response():
+    return Msg(
+        throttle_time_ms=0,
+        filter_results=[],
+    )
+
+
+def _enc_delete_acls_response(w, v, m):
+    flex = v >= 2
+    w.i32(m.get('throttle_time_ms', 0))
+    xs = m.get('filter_results', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_delete_acls_filter_result(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_delete_acls_response(r, v):
+    flex = v >= 2
+    m = _init_delete_acls_response()
+    m['throttle_time_ms'] = r.i32()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array filter_results")
+    m['filter_results'] = None if n < 0 else [
+            _dec_delete_acls_filter_result(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_delete_acls_filter_result():
+    return Msg(
+        error_code=0,
+        error_message=None,
+        matching_acls=[],
+    )
+
+
+def _enc_delete_acls_filter_result(w, v, m):
+    flex = v >= 2
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    xs = m.get('matching_acls', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_delete_acls_matching_acl(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_delete_acls_filter_result(r, v):
+    flex = v >= 2
+    m = _init_delete_acls_filter_result()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array matching_acls")
+    m['matching_acls'] = None if n < 0 else [
+            _dec_delete_acls_matching_acl(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_delete_acls_matching_acl():
+    return Msg(
+        error_code=0,
+        error_message=None,
+        resource_type=0,
+        resource_name="",
+        pattern_type=3,
+        principal="",
+        host="",
+        operation=0,
+        permission_type=0,
+    )
+
+
+def _enc_delete_acls_matching_acl(w, v, m):
+    flex = v >= 2
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    w.i8(m.get('resource_type', 0))
+    x = m.get('resource_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('pattern_type', 3))
+    x = m.get('principal', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    x = m.get('host', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('operation', 0))
+    w.i8(m.get('permission_type', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_delete_acls_matching_acl(r, v):
+    flex = v >= 2
+    m = _init_delete_acls_matching_acl()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    m['resource_type'] = r.i8()
+    m['resource_name'] = r.str_(flex)
+    m['pattern_type'] = r.i8()
+    m['principal'] = r.str_(flex)
+    m['host'] = r.str_(flex)
+    m['operation'] = r.i8()
+    m['permission_type'] = r.i8()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
 
 
 def _init_list_groups_request():
@@ -5020,6 +5550,693 @@ def _dec_consumer_group_current_member_assignment_value_topic_partitions(r, v):
     return m
 
 
+def _init_sasl_handshake_request():
+    return Msg(
+        mechanism="",
+    )
+
+
+def _enc_sasl_handshake_request(w, v, m):
+    flex = False
+    x = m.get('mechanism', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+
+
+def _dec_sasl_handshake_request(r, v):
+    flex = False
+    m = _init_sasl_handshake_request()
+    m['mechanism'] = r.str_(flex)
+    return m
+
+
+def _init_sasl_handshake_response():
+    return Msg(
+        error_code=0,
+        mechanisms=[],
+    )
+
+
+def _enc_sasl_handshake_response(w, v, m):
+    flex = False
+    w.i16(m.get('error_code', 0))
+    xs = m.get('mechanisms', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        w.str_(x, flex)
+
+
+def _dec_sasl_handshake_response(r, v):
+    flex = False
+    m = _init_sasl_handshake_response()
+    m['error_code'] = r.i16()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array mechanisms")
+    m['mechanisms'] = None if n < 0 else [
+            r.str_(flex) for _ in range(n)]
+    return m
+
+
+def _init_sasl_authenticate_request():
+    return Msg(
+        auth_bytes=b"",
+    )
+
+
+def _enc_sasl_authenticate_request(w, v, m):
+    flex = v >= 2
+    x = m.get('auth_bytes', b"")
+    if x is None:
+        x = b""
+    w.bytes_of(x, flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_sasl_authenticate_request(r, v):
+    flex = v >= 2
+    m = _init_sasl_authenticate_request()
+    m['auth_bytes'] = r.bytes_of(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_sasl_authenticate_response():
+    return Msg(
+        error_code=0,
+        error_message=None,
+        auth_bytes=b"",
+        session_lifetime_ms=0,
+    )
+
+
+def _enc_sasl_authenticate_response(w, v, m):
+    flex = v >= 2
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    x = m.get('auth_bytes', b"")
+    if x is None:
+        x = b""
+    w.bytes_of(x, flex)
+    if v >= 1:
+        w.i64(m.get('session_lifetime_ms', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_sasl_authenticate_response(r, v):
+    flex = v >= 2
+    m = _init_sasl_authenticate_response()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    m['auth_bytes'] = r.bytes_of(flex)
+    if v >= 1:
+        m['session_lifetime_ms'] = r.i64()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_user_scram_credentials_request():
+    return Msg(
+        users=[],
+    )
+
+
+def _enc_describe_user_scram_credentials_request(w, v, m):
+    flex = True
+    xs = m.get('users', [])
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_user_name(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_user_scram_credentials_request(r, v):
+    flex = True
+    m = _init_describe_user_scram_credentials_request()
+    n = r.array_len(flex)
+    m['users'] = None if n < 0 else [
+            _dec_user_name(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_user_name():
+    return Msg(
+        name="",
+    )
+
+
+def _enc_user_name(w, v, m):
+    flex = True
+    x = m.get('name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_user_name(r, v):
+    flex = True
+    m = _init_user_name()
+    m['name'] = r.str_(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_user_scram_credentials_response():
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        results=[],
+    )
+
+
+def _enc_describe_user_scram_credentials_response(w, v, m):
+    flex = True
+    w.i32(m.get('throttle_time_ms', 0))
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    xs = m.get('results', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_user_scram_credentials_result(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_user_scram_credentials_response(r, v):
+    flex = True
+    m = _init_describe_user_scram_credentials_response()
+    m['throttle_time_ms'] = r.i32()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array results")
+    m['results'] = None if n < 0 else [
+            _dec_describe_user_scram_credentials_result(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_user_scram_credentials_result():
+    return Msg(
+        user="",
+        error_code=0,
+        error_message=None,
+        credential_infos=[],
+    )
+
+
+def _enc_describe_user_scram_credentials_result(w, v, m):
+    flex = True
+    x = m.get('user', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    xs = m.get('credential_infos', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_credential_info(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_user_scram_credentials_result(r, v):
+    flex = True
+    m = _init_describe_user_scram_credentials_result()
+    m['user'] = r.str_(flex)
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array credential_infos")
+    m['credential_infos'] = None if n < 0 else [
+            _dec_credential_info(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_credential_info():
+    return Msg(
+        mechanism=0,
+        iterations=0,
+    )
+
+
+def _enc_credential_info(w, v, m):
+    flex = True
+    w.i8(m.get('mechanism', 0))
+    w.i32(m.get('iterations', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_credential_info(r, v):
+    flex = True
+    m = _init_credential_info()
+    m['mechanism'] = r.i8()
+    m['iterations'] = r.i32()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_alter_user_scram_credentials_request():
+    return Msg(
+        deletions=[],
+        upsertions=[],
+    )
+
+
+def _enc_alter_user_scram_credentials_request(w, v, m):
+    flex = True
+    xs = m.get('deletions', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_scram_credential_deletion(w, v, x)
+    xs = m.get('upsertions', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_scram_credential_upsertion(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_alter_user_scram_credentials_request(r, v):
+    flex = True
+    m = _init_alter_user_scram_credentials_request()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array deletions")
+    m['deletions'] = None if n < 0 else [
+            _dec_scram_credential_deletion(r, v) for _ in range(n)]
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array upsertions")
+    m['upsertions'] = None if n < 0 else [
+            _dec_scram_credential_upsertion(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_scram_credential_deletion():
+    return Msg(
+        name="",
+        mechanism=0,
+    )
+
+
+def _enc_scram_credential_deletion(w, v, m):
+    flex = True
+    x = m.get('name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('mechanism', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_scram_credential_deletion(r, v):
+    flex = True
+    m = _init_scram_credential_deletion()
+    m['name'] = r.str_(flex)
+    m['mechanism'] = r.i8()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_scram_credential_upsertion():
+    return Msg(
+        name="",
+        mechanism=0,
+        iterations=0,
+        salt=b"",
+        salted_password=b"",
+    )
+
+
+def _enc_scram_credential_upsertion(w, v, m):
+    flex = True
+    x = m.get('name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('mechanism', 0))
+    w.i32(m.get('iterations', 0))
+    x = m.get('salt', b"")
+    if x is None:
+        x = b""
+    w.bytes_of(x, flex)
+    x = m.get('salted_password', b"")
+    if x is None:
+        x = b""
+    w.bytes_of(x, flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_scram_credential_upsertion(r, v):
+    flex = True
+    m = _init_scram_credential_upsertion()
+    m['name'] = r.str_(flex)
+    m['mechanism'] = r.i8()
+    m['iterations'] = r.i32()
+    m['salt'] = r.bytes_of(flex)
+    m['salted_password'] = r.bytes_of(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_alter_user_scram_credentials_response():
+    return Msg(
+        throttle_time_ms=0,
+        results=[],
+    )
+
+
+def _enc_alter_user_scram_credentials_response(w, v, m):
+    flex = True
+    w.i32(m.get('throttle_time_ms', 0))
+    xs = m.get('results', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_alter_user_scram_credentials_result(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_alter_user_scram_credentials_response(r, v):
+    flex = True
+    m = _init_alter_user_scram_credentials_response()
+    m['throttle_time_ms'] = r.i32()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array results")
+    m['results'] = None if n < 0 else [
+            _dec_alter_user_scram_credentials_result(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_alter_user_scram_credentials_result():
+    return Msg(
+        user="",
+        error_code=0,
+        error_message=None,
+    )
+
+
+def _enc_alter_user_scram_credentials_result(w, v, m):
+    flex = True
+    x = m.get('user', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_alter_user_scram_credentials_result(r, v):
+    flex = True
+    m = _init_alter_user_scram_credentials_result()
+    m['user'] = r.str_(flex)
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_client_quotas_request():
+    return Msg(
+        components=[],
+        strict=False,
+    )
+
+
+def _enc_describe_client_quotas_request(w, v, m):
+    flex = v >= 1
+    xs = m.get('components', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_component_data(w, v, x)
+    w.boolean(m.get('strict', False))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_client_quotas_request(r, v):
+    flex = v >= 1
+    m = _init_describe_client_quotas_request()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array components")
+    m['components'] = None if n < 0 else [
+            _dec_component_data(r, v) for _ in range(n)]
+    m['strict'] = r.boolean()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_component_data():
+    return Msg(
+        entity_type="",
+        match_type=0,
+        match="",
+    )
+
+
+def _enc_component_data(w, v, m):
+    flex = v >= 1
+    x = m.get('entity_type', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.i8(m.get('match_type', 0))
+    w.str_(m.get('match', ""), flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_component_data(r, v):
+    flex = v >= 1
+    m = _init_component_data()
+    m['entity_type'] = r.str_(flex)
+    m['match_type'] = r.i8()
+    m['match'] = r.str_(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_client_quotas_response():
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        entries=[],
+    )
+
+
+def _enc_describe_client_quotas_response(w, v, m):
+    flex = v >= 1
+    w.i32(m.get('throttle_time_ms', 0))
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    xs = m.get('entries', [])
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_entry_data(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_client_quotas_response(r, v):
+    flex = v >= 1
+    m = _init_describe_client_quotas_response()
+    m['throttle_time_ms'] = r.i32()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    n = r.array_len(flex)
+    m['entries'] = None if n < 0 else [
+            _dec_entry_data(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_entry_data():
+    return Msg(
+        entity=[],
+        values=[],
+    )
+
+
+def _enc_entry_data(w, v, m):
+    flex = v >= 1
+    xs = m.get('entity', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_entity_data(w, v, x)
+    xs = m.get('values', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_value_data(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_entry_data(r, v):
+    flex = v >= 1
+    m = _init_entry_data()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array entity")
+    m['entity'] = None if n < 0 else [
+            _dec_entity_data(r, v) for _ in range(n)]
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array values")
+    m['values'] = None if n < 0 else [
+            _dec_value_data(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_entity_data():
+    return Msg(
+        entity_type="",
+        entity_name="",
+    )
+
+
+def _enc_entity_data(w, v, m):
+    flex = v >= 1
+    x = m.get('entity_type', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.str_(m.get('entity_name', ""), flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_entity_data(r, v):
+    flex = v >= 1
+    m = _init_entity_data()
+    m['entity_type'] = r.str_(flex)
+    m['entity_name'] = r.str_(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_value_data():
+    return Msg(
+        key="",
+        value=0.0,
+    )
+
+
+def _enc_value_data(w, v, m):
+    flex = v >= 1
+    x = m.get('key', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.f64(m.get('value', 0.0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_value_data(r, v):
+    flex = v >= 1
+    m = _init_value_data()
+    m['key'] = r.str_(flex)
+    m['value'] = r.f64()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
 def _init_create_topics_request():
     return Msg(
         topics=[],
@@ -6774,6 +7991,96 @@ def _dec_produce_node_endpoint(r, v):
     return m
 
 
+def encode_describe_acls_request(version, m=None, **fields):
+    """DescribeAclsRequest v1-3 (flexible 2+): the body."""
+    _check_version('DescribeAclsRequest', version, 1, 3)
+    w = Writer()
+    _enc_describe_acls_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_acls_request(version, data):
+    """DescribeAclsRequest v1-3 from bytes or a Reader: a Msg."""
+    _check_version('DescribeAclsRequest', version, 1, 3)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_acls_request(r, version)
+
+
+def encode_describe_acls_response(version, m=None, **fields):
+    """DescribeAclsResponse v1-3 (flexible 2+): the body."""
+    _check_version('DescribeAclsResponse', version, 1, 3)
+    w = Writer()
+    _enc_describe_acls_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_acls_response(version, data):
+    """DescribeAclsResponse v1-3 from bytes or a Reader: a Msg."""
+    _check_version('DescribeAclsResponse', version, 1, 3)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_acls_response(r, version)
+
+
+def encode_create_acls_request(version, m=None, **fields):
+    """CreateAclsRequest v1-3 (flexible 2+): the body."""
+    _check_version('CreateAclsRequest', version, 1, 3)
+    w = Writer()
+    _enc_create_acls_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_create_acls_request(version, data):
+    """CreateAclsRequest v1-3 from bytes or a Reader: a Msg."""
+    _check_version('CreateAclsRequest', version, 1, 3)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_create_acls_request(r, version)
+
+
+def encode_create_acls_response(version, m=None, **fields):
+    """CreateAclsResponse v1-3 (flexible 2+): the body."""
+    _check_version('CreateAclsResponse', version, 1, 3)
+    w = Writer()
+    _enc_create_acls_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_create_acls_response(version, data):
+    """CreateAclsResponse v1-3 from bytes or a Reader: a Msg."""
+    _check_version('CreateAclsResponse', version, 1, 3)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_create_acls_response(r, version)
+
+
+def encode_delete_acls_request(version, m=None, **fields):
+    """DeleteAclsRequest v1-3 (flexible 2+): the body."""
+    _check_version('DeleteAclsRequest', version, 1, 3)
+    w = Writer()
+    _enc_delete_acls_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_delete_acls_request(version, data):
+    """DeleteAclsRequest v1-3 from bytes or a Reader: a Msg."""
+    _check_version('DeleteAclsRequest', version, 1, 3)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_delete_acls_request(r, version)
+
+
+def encode_delete_acls_response(version, m=None, **fields):
+    """DeleteAclsResponse v1-3 (flexible 2+): the body."""
+    _check_version('DeleteAclsResponse', version, 1, 3)
+    w = Writer()
+    _enc_delete_acls_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_delete_acls_response(version, data):
+    """DeleteAclsResponse v1-3 from bytes or a Reader: a Msg."""
+    _check_version('DeleteAclsResponse', version, 1, 3)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_delete_acls_response(r, version)
+
+
 def encode_list_groups_request(version, m=None, **fields):
     """ListGroupsRequest v0-5 (flexible 3+): the body."""
     _check_version('ListGroupsRequest', version, 0, 5)
@@ -7642,6 +8949,156 @@ def decode_consumer_group_current_member_assignment_value(version, data):
     _check_version('ConsumerGroupCurrentMemberAssignmentValue', version, 0, 0)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_consumer_group_current_member_assignment_value(r, version)
+
+
+def encode_sasl_handshake_request(version, m=None, **fields):
+    """SaslHandshakeRequest v0-1: the body."""
+    _check_version('SaslHandshakeRequest', version, 0, 1)
+    w = Writer()
+    _enc_sasl_handshake_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_sasl_handshake_request(version, data):
+    """SaslHandshakeRequest v0-1 from bytes or a Reader: a Msg."""
+    _check_version('SaslHandshakeRequest', version, 0, 1)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_sasl_handshake_request(r, version)
+
+
+def encode_sasl_handshake_response(version, m=None, **fields):
+    """SaslHandshakeResponse v0-1: the body."""
+    _check_version('SaslHandshakeResponse', version, 0, 1)
+    w = Writer()
+    _enc_sasl_handshake_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_sasl_handshake_response(version, data):
+    """SaslHandshakeResponse v0-1 from bytes or a Reader: a Msg."""
+    _check_version('SaslHandshakeResponse', version, 0, 1)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_sasl_handshake_response(r, version)
+
+
+def encode_sasl_authenticate_request(version, m=None, **fields):
+    """SaslAuthenticateRequest v0-2 (flexible 2+): the body."""
+    _check_version('SaslAuthenticateRequest', version, 0, 2)
+    w = Writer()
+    _enc_sasl_authenticate_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_sasl_authenticate_request(version, data):
+    """SaslAuthenticateRequest v0-2 from bytes or a Reader: a Msg."""
+    _check_version('SaslAuthenticateRequest', version, 0, 2)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_sasl_authenticate_request(r, version)
+
+
+def encode_sasl_authenticate_response(version, m=None, **fields):
+    """SaslAuthenticateResponse v0-2 (flexible 2+): the body."""
+    _check_version('SaslAuthenticateResponse', version, 0, 2)
+    w = Writer()
+    _enc_sasl_authenticate_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_sasl_authenticate_response(version, data):
+    """SaslAuthenticateResponse v0-2 from bytes or a Reader: a Msg."""
+    _check_version('SaslAuthenticateResponse', version, 0, 2)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_sasl_authenticate_response(r, version)
+
+
+def encode_describe_user_scram_credentials_request(version, m=None, **fields):
+    """DescribeUserScramCredentialsRequest v0-0 (flexible 0+): the body."""
+    _check_version('DescribeUserScramCredentialsRequest', version, 0, 0)
+    w = Writer()
+    _enc_describe_user_scram_credentials_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_user_scram_credentials_request(version, data):
+    """DescribeUserScramCredentialsRequest v0-0 from bytes or a Reader: a Msg."""
+    _check_version('DescribeUserScramCredentialsRequest', version, 0, 0)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_user_scram_credentials_request(r, version)
+
+
+def encode_describe_user_scram_credentials_response(version, m=None, **fields):
+    """DescribeUserScramCredentialsResponse v0-0 (flexible 0+): the body."""
+    _check_version('DescribeUserScramCredentialsResponse', version, 0, 0)
+    w = Writer()
+    _enc_describe_user_scram_credentials_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_user_scram_credentials_response(version, data):
+    """DescribeUserScramCredentialsResponse v0-0 from bytes or a Reader: a Msg."""
+    _check_version('DescribeUserScramCredentialsResponse', version, 0, 0)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_user_scram_credentials_response(r, version)
+
+
+def encode_alter_user_scram_credentials_request(version, m=None, **fields):
+    """AlterUserScramCredentialsRequest v0-0 (flexible 0+): the body."""
+    _check_version('AlterUserScramCredentialsRequest', version, 0, 0)
+    w = Writer()
+    _enc_alter_user_scram_credentials_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_alter_user_scram_credentials_request(version, data):
+    """AlterUserScramCredentialsRequest v0-0 from bytes or a Reader: a Msg."""
+    _check_version('AlterUserScramCredentialsRequest', version, 0, 0)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_alter_user_scram_credentials_request(r, version)
+
+
+def encode_alter_user_scram_credentials_response(version, m=None, **fields):
+    """AlterUserScramCredentialsResponse v0-0 (flexible 0+): the body."""
+    _check_version('AlterUserScramCredentialsResponse', version, 0, 0)
+    w = Writer()
+    _enc_alter_user_scram_credentials_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_alter_user_scram_credentials_response(version, data):
+    """AlterUserScramCredentialsResponse v0-0 from bytes or a Reader: a Msg."""
+    _check_version('AlterUserScramCredentialsResponse', version, 0, 0)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_alter_user_scram_credentials_response(r, version)
+
+
+def encode_describe_client_quotas_request(version, m=None, **fields):
+    """DescribeClientQuotasRequest v0-1 (flexible 1+): the body."""
+    _check_version('DescribeClientQuotasRequest', version, 0, 1)
+    w = Writer()
+    _enc_describe_client_quotas_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_client_quotas_request(version, data):
+    """DescribeClientQuotasRequest v0-1 from bytes or a Reader: a Msg."""
+    _check_version('DescribeClientQuotasRequest', version, 0, 1)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_client_quotas_request(r, version)
+
+
+def encode_describe_client_quotas_response(version, m=None, **fields):
+    """DescribeClientQuotasResponse v0-1 (flexible 1+): the body."""
+    _check_version('DescribeClientQuotasResponse', version, 0, 1)
+    w = Writer()
+    _enc_describe_client_quotas_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_client_quotas_response(version, data):
+    """DescribeClientQuotasResponse v0-1 from bytes or a Reader: a Msg."""
+    _check_version('DescribeClientQuotasResponse', version, 0, 1)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_client_quotas_response(r, version)
 
 
 def encode_create_topics_request(version, m=None, **fields):

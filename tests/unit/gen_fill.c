@@ -47,6 +47,19 @@ static int32_t count_(uint32_t *s, int nullable)
     return (int32_t)k;
 }
 
+static void fill_describe_acls_request(kc_describe_acls_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_acls_response(kc_describe_acls_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_acls_resource(kc_describe_acls_resource_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_acl_description(kc_acl_description_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_create_acls_request(kc_create_acls_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_acl_creation(kc_acl_creation_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_create_acls_response(kc_create_acls_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_acl_creation_result(kc_acl_creation_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_delete_acls_request(kc_delete_acls_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_delete_acls_filter(kc_delete_acls_filter_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_delete_acls_response(kc_delete_acls_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_delete_acls_filter_result(kc_delete_acls_filter_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_delete_acls_matching_acl(kc_delete_acls_matching_acl_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_list_groups_request(kc_list_groups_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_list_groups_response(kc_list_groups_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_listed_group(kc_listed_group_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
@@ -162,6 +175,26 @@ static void fill_consumer_group_target_assignment_member_value_topic_partition(k
 static void fill_consumer_group_current_member_assignment_key(kc_consumer_group_current_member_assignment_key_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_consumer_group_current_member_assignment_value(kc_consumer_group_current_member_assignment_value_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_consumer_group_current_member_assignment_value_topic_partitions(kc_consumer_group_current_member_assignment_value_topic_partitions_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_sasl_handshake_request(kc_sasl_handshake_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_sasl_handshake_response(kc_sasl_handshake_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_sasl_authenticate_request(kc_sasl_authenticate_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_sasl_authenticate_response(kc_sasl_authenticate_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_user_scram_credentials_request(kc_describe_user_scram_credentials_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_user_name(kc_user_name_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_user_scram_credentials_response(kc_describe_user_scram_credentials_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_user_scram_credentials_result(kc_describe_user_scram_credentials_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_credential_info(kc_credential_info_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_alter_user_scram_credentials_request(kc_alter_user_scram_credentials_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_scram_credential_deletion(kc_scram_credential_deletion_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_scram_credential_upsertion(kc_scram_credential_upsertion_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_alter_user_scram_credentials_response(kc_alter_user_scram_credentials_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_alter_user_scram_credentials_result(kc_alter_user_scram_credentials_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_client_quotas_request(kc_describe_client_quotas_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_component_data(kc_component_data_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_client_quotas_response(kc_describe_client_quotas_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_entry_data(kc_entry_data_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_entity_data(kc_entity_data_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_value_data(kc_value_data_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_create_topics_request(kc_create_topics_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_creatable_topic(kc_creatable_topic_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_creatable_replica_assignment(kc_creatable_replica_assignment_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
@@ -201,6 +234,288 @@ static void fill_partition_produce_response(kc_partition_produce_response_t *m, 
 static void fill_batch_index_and_error_message(kc_batch_index_and_error_message_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_produce_leader_id_and_epoch(kc_produce_leader_id_and_epoch_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_produce_node_endpoint(kc_produce_node_endpoint_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+
+static void fill_describe_acls_request(kc_describe_acls_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->resource_type_filter = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name_filter = str_(a, s, (1));
+    }
+    if (1) {
+        m->pattern_type_filter = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->principal_filter = str_(a, s, (1));
+    }
+    if (1) {
+        m->host_filter = str_(a, s, (1));
+    }
+    if (1) {
+        m->operation = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->permission_type = (int8_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_describe_acls_response(kc_describe_acls_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->resources.n = n_;
+        m->resources.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_acls_resource_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_acls_resource(&m->resources.v[i_], a, v, s);
+    }
+}
+
+static void fill_describe_acls_resource(kc_describe_acls_resource_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->resource_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name = str_(a, s, 0);
+    }
+    if (1) {
+        m->pattern_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->acls.n = n_;
+        m->acls.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_acl_description_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_acl_description(&m->acls.v[i_], a, v, s);
+    }
+}
+
+static void fill_acl_description(kc_acl_description_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->principal = str_(a, s, 0);
+    }
+    if (1) {
+        m->host = str_(a, s, 0);
+    }
+    if (1) {
+        m->operation = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->permission_type = (int8_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_create_acls_request(kc_create_acls_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->creations.n = n_;
+        m->creations.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_acl_creation_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_acl_creation(&m->creations.v[i_], a, v, s);
+    }
+}
+
+static void fill_acl_creation(kc_acl_creation_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->resource_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name = str_(a, s, 0);
+    }
+    if (1) {
+        m->resource_pattern_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->principal = str_(a, s, 0);
+    }
+    if (1) {
+        m->host = str_(a, s, 0);
+    }
+    if (1) {
+        m->operation = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->permission_type = (int8_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_create_acls_response(kc_create_acls_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->results.n = n_;
+        m->results.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_acl_creation_result_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_acl_creation_result(&m->results.v[i_], a, v, s);
+    }
+}
+
+static void fill_acl_creation_result(kc_acl_creation_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+}
+
+static void fill_delete_acls_request(kc_delete_acls_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->filters.n = n_;
+        m->filters.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_delete_acls_filter_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_delete_acls_filter(&m->filters.v[i_], a, v, s);
+    }
+}
+
+static void fill_delete_acls_filter(kc_delete_acls_filter_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->resource_type_filter = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name_filter = str_(a, s, (1));
+    }
+    if (1) {
+        m->pattern_type_filter = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->principal_filter = str_(a, s, (1));
+    }
+    if (1) {
+        m->host_filter = str_(a, s, (1));
+    }
+    if (1) {
+        m->operation = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->permission_type = (int8_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_delete_acls_response(kc_delete_acls_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->filter_results.n = n_;
+        m->filter_results.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_delete_acls_filter_result_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_delete_acls_filter_result(&m->filter_results.v[i_], a, v, s);
+    }
+}
+
+static void fill_delete_acls_filter_result(kc_delete_acls_filter_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->matching_acls.n = n_;
+        m->matching_acls.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_delete_acls_matching_acl_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_delete_acls_matching_acl(&m->matching_acls.v[i_], a, v, s);
+    }
+}
+
+static void fill_delete_acls_matching_acl(kc_delete_acls_matching_acl_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+    if (1) {
+        m->resource_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->resource_name = str_(a, s, 0);
+    }
+    if (1) {
+        m->pattern_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->principal = str_(a, s, 0);
+    }
+    if (1) {
+        m->host = str_(a, s, 0);
+    }
+    if (1) {
+        m->operation = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->permission_type = (int8_t)(next_(s) - (1u << 22));
+    }
+}
 
 static void fill_list_groups_request(kc_list_groups_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
 {
@@ -2598,6 +2913,343 @@ static void fill_consumer_group_current_member_assignment_value_topic_partitions
     }
 }
 
+static void fill_sasl_handshake_request(kc_sasl_handshake_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->mechanism = str_(a, s, 0);
+    }
+}
+
+static void fill_sasl_handshake_response(kc_sasl_handshake_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->mechanisms.n = n_;
+        m->mechanisms.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_str_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            m->mechanisms.v[i_] = str_(a, s, 0);
+    }
+}
+
+static void fill_sasl_authenticate_request(kc_sasl_authenticate_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->auth_bytes = bytes_(a, s, 0);
+    }
+}
+
+static void fill_sasl_authenticate_response(kc_sasl_authenticate_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+    if (1) {
+        m->auth_bytes = bytes_(a, s, 0);
+    }
+    if (v >= 1) {
+        m->session_lifetime_ms = (int64_t)(((uint64_t)next_(s) << 40) ^ next_(s)) - (int64_t)(next_(s) % 1000);
+    }
+}
+
+static void fill_describe_user_scram_credentials_request(kc_describe_user_scram_credentials_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        int32_t n_ = count_(s, (1));
+        m->users.n = n_;
+        m->users.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_user_name_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_user_name(&m->users.v[i_], a, v, s);
+    }
+}
+
+static void fill_user_name(kc_user_name_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->name = str_(a, s, 0);
+    }
+}
+
+static void fill_describe_user_scram_credentials_response(kc_describe_user_scram_credentials_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->results.n = n_;
+        m->results.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_user_scram_credentials_result_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_user_scram_credentials_result(&m->results.v[i_], a, v, s);
+    }
+}
+
+static void fill_describe_user_scram_credentials_result(kc_describe_user_scram_credentials_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->user = str_(a, s, 0);
+    }
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->credential_infos.n = n_;
+        m->credential_infos.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_credential_info_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_credential_info(&m->credential_infos.v[i_], a, v, s);
+    }
+}
+
+static void fill_credential_info(kc_credential_info_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->mechanism = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->iterations = (int32_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_alter_user_scram_credentials_request(kc_alter_user_scram_credentials_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->deletions.n = n_;
+        m->deletions.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_scram_credential_deletion_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_scram_credential_deletion(&m->deletions.v[i_], a, v, s);
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->upsertions.n = n_;
+        m->upsertions.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_scram_credential_upsertion_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_scram_credential_upsertion(&m->upsertions.v[i_], a, v, s);
+    }
+}
+
+static void fill_scram_credential_deletion(kc_scram_credential_deletion_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->name = str_(a, s, 0);
+    }
+    if (1) {
+        m->mechanism = (int8_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_scram_credential_upsertion(kc_scram_credential_upsertion_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->name = str_(a, s, 0);
+    }
+    if (1) {
+        m->mechanism = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->iterations = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->salt = bytes_(a, s, 0);
+    }
+    if (1) {
+        m->salted_password = bytes_(a, s, 0);
+    }
+}
+
+static void fill_alter_user_scram_credentials_response(kc_alter_user_scram_credentials_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->results.n = n_;
+        m->results.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_alter_user_scram_credentials_result_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_alter_user_scram_credentials_result(&m->results.v[i_], a, v, s);
+    }
+}
+
+static void fill_alter_user_scram_credentials_result(kc_alter_user_scram_credentials_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->user = str_(a, s, 0);
+    }
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+}
+
+static void fill_describe_client_quotas_request(kc_describe_client_quotas_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->components.n = n_;
+        m->components.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_component_data_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_component_data(&m->components.v[i_], a, v, s);
+    }
+    if (1) {
+        m->strict = (next_(s) & 1) != 0;
+    }
+}
+
+static void fill_component_data(kc_component_data_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->entity_type = str_(a, s, 0);
+    }
+    if (1) {
+        m->match_type = (int8_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->match = str_(a, s, (1));
+    }
+}
+
+static void fill_describe_client_quotas_response(kc_describe_client_quotas_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+    if (1) {
+        int32_t n_ = count_(s, (1));
+        m->entries.n = n_;
+        m->entries.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_entry_data_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_entry_data(&m->entries.v[i_], a, v, s);
+    }
+}
+
+static void fill_entry_data(kc_entry_data_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->entity.n = n_;
+        m->entity.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_entity_data_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_entity_data(&m->entity.v[i_], a, v, s);
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->values.n = n_;
+        m->values.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_value_data_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_value_data(&m->values.v[i_], a, v, s);
+    }
+}
+
+static void fill_entity_data(kc_entity_data_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->entity_type = str_(a, s, 0);
+    }
+    if (1) {
+        m->entity_name = str_(a, s, (1));
+    }
+}
+
+static void fill_value_data(kc_value_data_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->key = str_(a, s, 0);
+    }
+    if (1) {
+        m->value = (double)(int32_t)next_(s) / 8.0;
+    }
+}
+
 static void fill_create_topics_request(kc_create_topics_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
 {
     (void)a;
@@ -3429,6 +4081,30 @@ void kc_fill_sample(const kc_codec_t *c, void *m, kc_arena_t *a, int16_t v, uint
 {
     uint32_t s = seed;
     c->init(m);
+    if (strcmp(c->name, "DescribeAclsRequest") == 0) {
+        fill_describe_acls_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DescribeAclsResponse") == 0) {
+        fill_describe_acls_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "CreateAclsRequest") == 0) {
+        fill_create_acls_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "CreateAclsResponse") == 0) {
+        fill_create_acls_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DeleteAclsRequest") == 0) {
+        fill_delete_acls_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DeleteAclsResponse") == 0) {
+        fill_delete_acls_response(m, a, v, &s);
+        return;
+    }
     if (strcmp(c->name, "ListGroupsRequest") == 0) {
         fill_list_groups_request(m, a, v, &s);
         return;
@@ -3659,6 +4335,46 @@ void kc_fill_sample(const kc_codec_t *c, void *m, kc_arena_t *a, int16_t v, uint
     }
     if (strcmp(c->name, "ConsumerGroupCurrentMemberAssignmentValue") == 0) {
         fill_consumer_group_current_member_assignment_value(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "SaslHandshakeRequest") == 0) {
+        fill_sasl_handshake_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "SaslHandshakeResponse") == 0) {
+        fill_sasl_handshake_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "SaslAuthenticateRequest") == 0) {
+        fill_sasl_authenticate_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "SaslAuthenticateResponse") == 0) {
+        fill_sasl_authenticate_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DescribeUserScramCredentialsRequest") == 0) {
+        fill_describe_user_scram_credentials_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DescribeUserScramCredentialsResponse") == 0) {
+        fill_describe_user_scram_credentials_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "AlterUserScramCredentialsRequest") == 0) {
+        fill_alter_user_scram_credentials_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "AlterUserScramCredentialsResponse") == 0) {
+        fill_alter_user_scram_credentials_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DescribeClientQuotasRequest") == 0) {
+        fill_describe_client_quotas_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DescribeClientQuotasResponse") == 0) {
+        fill_describe_client_quotas_response(m, a, v, &s);
         return;
     }
     if (strcmp(c->name, "CreateTopicsRequest") == 0) {

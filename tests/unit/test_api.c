@@ -120,6 +120,12 @@ const char *__wrap_kc_conn_peer(const kc_conn_t *c)
     return "127.0.0.1:40000";
 }
 
+const char *__wrap_kc_conn_principal(const kc_conn_t *c)
+{
+    (void)c;
+    return "User:ANONYMOUS";
+}
+
 static int f_fsync(void *ctx, int fd)
 {
     (void)ctx;
@@ -434,6 +440,9 @@ typedef struct hcall_s {
     kc_request_t req;
 } hcall_t;
 
+/* The principal of the calls hcall_new makes (NULL: User:ANONYMOUS). */
+static const char *test_principal;
+
 static hcall_t *hcall_new(env_t *e, int16_t key, int16_t version, void *body)
 {
     hcall_t *h = calloc(1, sizeof(*h));
@@ -445,6 +454,7 @@ static hcall_t *hcall_new(env_t *e, int16_t key, int16_t version, void *body)
     h->call.version = version;
     h->call.flexible = kc_api_is_flexible(h->call.api, version);
     h->call.client_host = KC_STR_LIT("/127.0.0.1");
+    h->call.principal = test_principal;
     h->call.ctx = &e->ctx;
     h->call.request = body;
     h->req.api_key = key;
@@ -705,6 +715,109 @@ static void test_handler_delete_groups(void **state)
 }
 
 /* OffsetDelete: the broker's topic checks first, the group's check, the offsets deleted. */
+/* ---- Authorization ----------------------------------------------------------------------------
+ */
+
+/* Add one ALLOW (or DENY) ACL through the ACL records, as CreateAcls does. */
+static void add_acl(env_t *e, int8_t type, const char *name, const char *principal, int8_t op,
+                    int8_t perm, const char *host)
+{
+    kc_acl_binding_t b = {.resource_type = type,
+                          .pattern_type = KC_PAT_LITERAL,
+                          .operation = op,
+                          .permission = perm,
+                          .resource_name = kc_str_c(name),
+                          .principal = kc_str_c(principal),
+                          .host = kc_str_c(host)};
+    kc_api_auth_batch_t batch = {0};
+    kc_auth_result_t r;
+    assert_int_equal(kc_auth_acl_create(e->ctx.auth, &b, 1, kc_auth_rand_default(),
+                                        kc_api_auth_collect, &batch, &r),
+                     KC_AUTH_OK);
+    assert_int_equal(r.error, KC_ERR_NONE);
+    assert_int_equal(kc_api_auth_commit(&e->ctx, &batch), KC_ERR_NONE);
+    kc_api_auth_batch_free(&batch);
+}
+
+/* The handlers ask the authorizer for the call's principal and peer: OffsetCommit needs GROUP
+ * READ (GROUP_AUTHORIZATION_FAILED on every partition), then TOPIC READ
+ * (TOPIC_AUTHORIZATION_FAILED); OffsetFetch GROUP DESCRIBE; nothing is checked without an
+ * authorizer; a host ACL matches the peer address as Java prints it. */
+static void test_handler_authorization(void **state)
+{
+    (void)state;
+    env_t e;
+    env_start(&e);
+    char err[256];
+    int32_t part = 0;
+    hcall_t *h;
+    /* No authorizer: bob may commit. */
+    test_principal = "User:bob";
+    kc_offset_commit_response_t r = commit_h(&e, &h, 8, "g", -1, "t", &part, 1, 3, KC_STR_EMPTY);
+    assert_int_equal(r.topics.v[0].partitions.v[0].error_code, KC_ERR_NONE);
+    free_commit_request(h);
+
+    assert_int_equal(kc_conf_set(&e.conf, "authorizer.class.name",
+                                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                 KC_CONF_SRC_SET, err, sizeof(err)),
+                     0);
+    e.ctx.auth = kc_auth_new(&(kc_auth_conf_t){.super_users = "User:root"});
+    assert_non_null(e.ctx.auth);
+    test_principal = "User:alice";
+    r = commit_h(&e, &h, 8, "g", -1, "t", &part, 1, 5, KC_STR_EMPTY);
+    assert_int_equal(r.topics.v[0].partitions.v[0].error_code, KC_ERR_GROUP_AUTHORIZATION_FAILED);
+    free_commit_request(h);
+    add_acl(&e, KC_RES_GROUP, "g", "User:alice", KC_OP_READ, KC_PERM_ALLOW, "*");
+    r = commit_h(&e, &h, 8, "g", -1, "t", &part, 1, 5, KC_STR_EMPTY);
+    assert_int_equal(r.topics.v[0].partitions.v[0].error_code, KC_ERR_TOPIC_AUTHORIZATION_FAILED);
+    free_commit_request(h);
+    /* Nothing was stored: the super user reads bob's offset. */
+    test_principal = "User:root";
+    int16_t perr;
+    assert_int_equal(fetch_h(&e, 8, "g", 0, &perr), 3);
+    assert_int_equal(perr, KC_ERR_NONE);
+    test_principal = "User:alice";
+    add_acl(&e, KC_RES_TOPIC, "t", "User:alice", KC_OP_READ, KC_PERM_ALLOW, "*");
+    r = commit_h(&e, &h, 8, "g", -1, "t", &part, 1, 5, KC_STR_EMPTY);
+    assert_int_equal(r.topics.v[0].partitions.v[0].error_code, KC_ERR_NONE);
+    free_commit_request(h);
+    assert_int_equal(fetch_h(&e, 8, "g", 0, &perr), 5); /* READ implies DESCRIBE */
+    /* bob may not DESCRIBE g: OffsetFetch answers the group's error. */
+    test_principal = "User:bob";
+    kc_offset_fetch_request_t q;
+    kc_offset_fetch_request_init(&q);
+    kc_offset_fetch_request_group_t g8 = {
+        .group_id = KC_STR_LIT("g"), .member_id = KC_STR_NULL, .member_epoch = -1};
+    g8.topics.n = -1;
+    q.groups.v = &g8;
+    q.groups.n = 1;
+    h = hcall_new(&e, KC_API_OFFSET_FETCH, 8, &q);
+    kc_offset_fetch_response_t fr;
+    kc_offset_fetch_response_init(&fr);
+    assert_int_equal(kc_api_offset_fetch(&e.ctx, &h->call, &h->req, &h->slot.arena, &fr),
+                     KC_API_DONE);
+    assert_int_equal(fr.groups.v[0].error_code, KC_ERR_GROUP_AUTHORIZATION_FAILED);
+    assert_int_equal(fr.groups.v[0].topics.n, 0);
+    /* Hosts: an IPv6 peer is matched as Java prints it; DENY wins over ALLOW. */
+    test_principal = "User:alice";
+    h->call.principal = "User:alice";
+    h->call.client_host = KC_STR_LIT("/::1");
+    assert_true(kc_api_authorized(&h->call, KC_OP_READ, KC_RES_GROUP, KC_STR_LIT("g")));
+    add_acl(&e, KC_RES_GROUP, "g", "User:alice", KC_OP_READ, KC_PERM_DENY, "0:0:0:0:0:0:0:1");
+    h->call.acl_host[0] = '\0';
+    assert_false(kc_api_authorized(&h->call, KC_OP_READ, KC_RES_GROUP, KC_STR_LIT("g")));
+    h->call.client_host = KC_STR_LIT("/127.0.0.1");
+    h->call.acl_host[0] = '\0';
+    assert_true(kc_api_authorized(&h->call, KC_OP_READ, KC_RES_GROUP, KC_STR_LIT("g")));
+    assert_int_equal(kc_api_authorized_ops(&h->call, KC_RES_GROUP, KC_STR_LIT("g")),
+                     (1 << KC_OP_READ) | (1 << KC_OP_DESCRIBE));
+    hcall_free(h);
+    test_principal = NULL;
+    kc_auth_free(e.ctx.auth);
+    e.ctx.auth = NULL;
+    env_stop(&e);
+}
+
 static void test_handler_offset_delete(void **state)
 {
     (void)state;
@@ -771,6 +884,7 @@ int main(void)
         cmocka_unit_test(test_handler_offset_fetch),
         cmocka_unit_test(test_handler_delete_groups),
         cmocka_unit_test(test_handler_offset_delete),
+        cmocka_unit_test(test_handler_authorization),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -293,6 +293,38 @@ static uint32_t old_walk(int16_t key, int16_t version, const void *resp)
     case KC_API_LIST_CONFIG_RESOURCES:
         kc_obs_error(key, ((const kc_list_config_resources_response_t *)resp)->error_code);
         break;
+    case KC_API_DESCRIBE_ACLS:
+        kc_obs_error(key, ((const kc_describe_acls_response_t *)resp)->error_code);
+        break;
+    case KC_API_CREATE_ACLS:
+        COUNT_EACH(key, ((const kc_create_acls_response_t *)resp)->results);
+        break;
+    case KC_API_DELETE_ACLS: {
+        const kc_delete_acls_response_t *r = resp;
+        for (int32_t i = 0; i < r->filter_results.n; i++) {
+            kc_obs_error(key, r->filter_results.v[i].error_code);
+            COUNT_EACH(key, r->filter_results.v[i].matching_acls);
+        }
+        break;
+    }
+    case KC_API_SASL_HANDSHAKE:
+        kc_obs_error(key, ((const kc_sasl_handshake_response_t *)resp)->error_code);
+        break;
+    case KC_API_SASL_AUTHENTICATE:
+        kc_obs_error(key, ((const kc_sasl_authenticate_response_t *)resp)->error_code);
+        break;
+    case KC_API_DESCRIBE_USER_SCRAM_CREDENTIALS: {
+        const kc_describe_user_scram_credentials_response_t *r = resp;
+        kc_obs_error(key, r->error_code);
+        COUNT_EACH(key, r->results);
+        break;
+    }
+    case KC_API_DESCRIBE_CLIENT_QUOTAS:
+        kc_obs_error(key, ((const kc_describe_client_quotas_response_t *)resp)->error_code);
+        break;
+    case KC_API_ALTER_USER_SCRAM_CREDENTIALS:
+        COUNT_EACH(key, ((const kc_alter_user_scram_credentials_response_t *)resp)->results);
+        break;
     default:
         break;
     }

@@ -232,6 +232,14 @@ static void test_defaults(void **state)
                         "ssl.cipher.suites=  # default\n"
                         "ssl.principal.mapping.rules=DEFAULT  # default\n"
                         "ssl.handshake.timeout.ms=10000  # default\n"
+                        "sasl.enabled.mechanisms=  # default\n"
+                        "plain.sasl.jaas.config=  # default\n"
+                        "connections.max.reauth.ms=0  # default\n"
+                        "connection.failed.authentication.delay.ms=100  # default\n"
+                        "sasl.server.max.receive.size=524288  # default\n"
+                        "authorizer.class.name=  # default\n"
+                        "super.users=  # default\n"
+                        "allow.everyone.if.no.acl.found=false  # default\n"
                         "metrics.listener=127.0.0.1:9404  # default\n"
                         "metrics.max.connections=16  # default\n"
                         "metrics.request.timeout.ms=10000  # default\n"
@@ -655,6 +663,63 @@ static void test_parse_listeners(void **state)
     }
 }
 
+/* kc_conf_jaas_options: Kafka's JAAS syntax for one login module, options in order. */
+typedef struct jaas_opts_s {
+    char text[512];
+} jaas_opts_t;
+
+static int jaas_collect(void *arg, const char *key, const char *value)
+{
+    jaas_opts_t *o = arg;
+    size_t n = strlen(o->text);
+    snprintf(o->text + n, sizeof o->text - n, "%s=%s|", key, value);
+    return strcmp(key, "stop") == 0 ? 7 : 0;
+}
+
+static void test_jaas(void **state)
+{
+    (void)state;
+    static const char *const mod = "org.apache.kafka.common.security.plain.PlainLoginModule";
+    static const struct {
+        const char *text, *want; /* want: the options, or the error */
+        int rc;
+    } cases[] = {
+        {"org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"a-s\" "
+         "username=admin password=\"p\\\"q\\\\r\";",
+         "user_alice=a-s|username=admin|password=p\"q\\r|", 0},
+        {"  org.apache.kafka.common.security.plain.PlainLoginModule optional /* c */ // c\n"
+         "  user_x=\"\" ; ",
+         "user_x=|", 0},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule sufficient;", "", 0},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule required stop=1 after=2;",
+         "stop=1|", 7},
+        {"", "expected a login module name", -1},
+        {"x.Y required a=\"b\";", "the login module must be " /* ... */, -1},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule maybe a=b;",
+         "control flag must be required, requisite, sufficient or optional", -1},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule required a=\"b\"",
+         "expected an option name or ';'", -1},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule required a;",
+         "option a: expected =value", -1},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule required a=\"unterminated;",
+         "option a: expected =value", -1},
+        {"org.apache.kafka.common.security.plain.PlainLoginModule required a=b; "
+         "org.apache.kafka.common.security.plain.PlainLoginModule required c=d;",
+         "expected one login module: text follows its ';'", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        jaas_opts_t o = {{0}};
+        char err[256] = "";
+        int rc = kc_conf_jaas_options(cases[i].text, mod, jaas_collect, &o, err, sizeof err);
+        assert_int_equal(rc, cases[i].rc);
+        if (rc >= 0)
+            assert_string_equal(o.text, cases[i].want);
+        else
+            assert_non_null(strstr(err, cases[i].want));
+        assert_null(strstr(err, "a-s")); /* values are never quoted in messages */
+    }
+}
+
 static void test_listener_settings(void **state)
 {
     kc_conf_t c;
@@ -789,9 +854,9 @@ static void test_listener_names(void **state)
     static const struct {
         const char *key, *want;
     } bad_keys[] = {
-        {"listener.name.ssl.node.id", "takes the ssl.* settings"},
-        {"listener.name.ssl", "takes the ssl.* settings"},
-        {"listener.name..ssl.client.auth", "takes the ssl.* settings"},
+        {"listener.name.ssl.node.id", "takes the ssl.* and SASL settings"},
+        {"listener.name.ssl", "takes the ssl.* and SASL settings"},
+        {"listener.name..ssl.client.auth", "takes the ssl.* and SASL settings"},
         {"listener.name.s-l.ssl.client.auth", "only letters, digits and '_'"},
     };
     for (size_t i = 0; i < sizeof bad_keys / sizeof bad_keys[0]; i++) {
@@ -1189,6 +1254,14 @@ static void test_precedence(void **state)
                         "ssl.cipher.suites=  # default\n"
                         "ssl.principal.mapping.rules=DEFAULT  # default\n"
                         "ssl.handshake.timeout.ms=10000  # default\n"
+                        "sasl.enabled.mechanisms=  # default\n"
+                        "plain.sasl.jaas.config=  # default\n"
+                        "connections.max.reauth.ms=0  # default\n"
+                        "connection.failed.authentication.delay.ms=100  # default\n"
+                        "sasl.server.max.receive.size=524288  # default\n"
+                        "authorizer.class.name=  # default\n"
+                        "super.users=  # default\n"
+                        "allow.everyone.if.no.acl.found=false  # default\n"
                         "metrics.listener=127.0.0.1:9404  # default\n"
                         "metrics.max.connections=16  # default\n"
                         "metrics.request.timeout.ms=10000  # default\n"
@@ -1355,6 +1428,14 @@ static void test_doc_content(void **state)
                         "ssl.cipher.suites=  # default\n"
                         "ssl.principal.mapping.rules=DEFAULT  # default\n"
                         "ssl.handshake.timeout.ms=10000  # default\n"
+                        "sasl.enabled.mechanisms=  # default\n"
+                        "plain.sasl.jaas.config=  # default\n"
+                        "connections.max.reauth.ms=0  # default\n"
+                        "connection.failed.authentication.delay.ms=100  # default\n"
+                        "sasl.server.max.receive.size=524288  # default\n"
+                        "authorizer.class.name=  # default\n"
+                        "super.users=  # default\n"
+                        "allow.everyone.if.no.acl.found=false  # default\n"
                         "metrics.listener=127.0.0.1:9404  # default\n"
                         "metrics.max.connections=16  # default\n"
                         "metrics.request.timeout.ms=10000  # default\n"
@@ -1367,6 +1448,45 @@ static void test_doc_content(void **state)
 }
 
 /* The HTTP listener's bounds: defaults, and each end of their ranges. */
+/* The authorizer settings: Kafka's names, its one authorizer, super.users as Kafka parses it. */
+static void test_authorizer(void **state)
+{
+    kc_conf_t c;
+
+    (void)state;
+    kc_conf_init(&c);
+    assert_string_equal(c.authorizer_class_name, "");
+    assert_string_equal(c.super_users, "");
+    assert_false(c.allow_everyone_if_no_acl_found);
+    set_ok(&c, "authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer");
+    set_ok(&c, "authorizer.class.name", "");
+    set_bad(&c, "authorizer.class.name", "kafka.security.authorizer.AclAuthorizer",
+            "not an authorizer kcoord has");
+    set_ok(&c, "super.users", "User:admin; User:CN=ops,O=example ;;");
+    assert_string_equal(c.super_users, "User:admin; User:CN=ops,O=example ;;");
+    set_bad(&c, "super.users", "User:admin;bob", "\"bob\", which is not a principal");
+    set_ok(&c, "allow.everyone.if.no.acl.found", "true");
+    assert_true(c.allow_everyone_if_no_acl_found);
+    /* With an authorizer, an HTTP listener beyond loopback needs HTTPS and a token. */
+    set_ok(&c, "authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer");
+    check_is(&c, NULL);
+    set_ok(&c, "metrics.listener", "0.0.0.0:9404");
+    check_is(&c, "metrics.listener (0.0.0.0:9404) is not a loopback address: with "
+                 "authorizer.class.name set it needs metrics.ssl.enabled=true and "
+                 "metrics.bearer.token, since /v1/groups shows member hosts and offsets that "
+                 "the ACLs protect");
+    set_ok(&c, "metrics.ssl.enabled", "true");
+    set_ok(&c, "metrics.bearer.token", "t0ken");
+    check_is(&c, NULL);
+    set_ok(&c, "metrics.listener", "[::1]:9404");
+    set_ok(&c, "metrics.bearer.token", "");
+    check_is(&c, NULL);
+    set_ok(&c, "authorizer.class.name", "");
+    set_ok(&c, "metrics.listener", "0.0.0.0:9404");
+    check_is(&c, NULL);
+    kc_conf_free(&c);
+}
+
 static void test_metrics_bounds(void **state)
 {
     kc_conf_t c;
@@ -1420,6 +1540,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_markdown_is_current),
         cmocka_unit_test(test_doc_content),
         cmocka_unit_test(test_metrics_bounds),
+        cmocka_unit_test(test_jaas),
+        cmocka_unit_test(test_authorizer),
     };
 
     if (argc == 2 && strcmp(argv[1], "--write-doc") == 0) {
