@@ -605,6 +605,16 @@ static void tls_fail(kc_conn_t *c, int reason, const char *what)
 {
     char why[256];
     kc_tls_last_error(why, sizeof why);
+    /* The alert OpenSSL wrote for a refused handshake (no or a bad client certificate, no shared
+     * protocol) tells the client why, as Kafka's does: a few bytes, sent if the socket takes
+     * them now, never waited for. */
+    BIO *wb = c->ssl != NULL ? SSL_get_wbio(c->ssl) : NULL;
+    char alert[256];
+    int got = wb != NULL && !c->writing ? BIO_read(wb, alert, sizeof alert) : 0;
+    if (got > 0) {
+        uv_buf_t b = uv_buf_init(alert, (unsigned)got);
+        (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    }
     NET_EVENT(tls_failed, reason);
     KC_WARN_LIMITED("net", "closing %s on listener %s: %s (%s)", c->peer, c->ep->name, what, why);
     kc_conn_close(c, NULL);
