@@ -544,6 +544,23 @@ static void retry_later(part_t *p)
     p->retry_ms = p->retry_ms * 2 < RETRY_MAX_MS ? p->retry_ms * 2 : RETRY_MAX_MS;
 }
 
+/* The first load of every partition has ended, each served or failed: one line says so (tests
+ * and operators wait for it), whichever partition ended last. */
+static void load_settled(kc_coord_t *c)
+{
+    if (c->loading != 0 || c->loaded_once)
+        return;
+    c->loaded_once = true;
+    int failed = 0;
+    for (int i = 0; i < c->n; i++)
+        failed += c->parts[i].pub.state == KC_PART_FAILED;
+    if (failed == 0)
+        KC_INFO("coord", "all %d partitions loaded", c->n);
+    else
+        KC_WARN("coord", "all %d partitions loaded; %d of them failed to load and are not served",
+                c->n, failed);
+}
+
 static void after_load(uv_work_t *w, int status)
 {
     part_t *p = container_of(w, part_t, work);
@@ -573,6 +590,7 @@ static void after_load(uv_work_t *w, int status)
         p->pub.obs.out = KC_PART_OUT_LOAD;
         if (heals)
             retry_later(p);
+        load_settled(c);
         return;
     }
     p->pub.groups = p->new_groups;
@@ -600,10 +618,7 @@ static void after_load(uv_work_t *w, int status)
                 (long long)p->stats.batches, kc_offsets_total(p->pub.offsets),
                 kc_offsets_groups(p->pub.offsets),
                 p->malformed ? " (unreadable records skipped)" : "");
-    if (c->loading == 0 && !c->loaded_once) {
-        c->loaded_once = true;
-        KC_INFO("coord", "all %d partitions loaded", c->n);
-    }
+    load_settled(c);
 }
 
 static void start_load(part_t *p)
