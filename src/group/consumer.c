@@ -1397,9 +1397,12 @@ static int add_regex(const cgroup_t *g, const kc_gm_topics_t *tv, const cmeta_t 
     const rres_t *old = kc_target_rres_cached(g, m->regex);
     /* Under an authorizer a resolution the group has for these topics stands until it is
      * refreshed, whoever heartbeats (Kafka resolves a group's regexes in one batch, with one
-     * member's rights, and shares the result): only a regex without one is resolved now. */
-    if (old && g->c->filter && !g->c->rx_fresh && g->topics_version == tv->version &&
-        g->topics_version != 0) {
+     * member's rights, and shares the result): only a regex without one is resolved now. A
+     * step without a principal's filter (a classic member's JoinGroup) keeps what the group
+     * has, however old (kc_target_rx_resolve gives nothing for a regex without one). */
+    const kc_consumer_t *c = g->c;
+    bool current = g->topics_version == tv->version && g->topics_version != 0 && !c->rx_fresh;
+    if (old && c->cfg.consumer_regex_filtered && (!c->filter || current)) {
         rres_t *copy = kc_target_rres_dup(old);
         if (!copy)
             return -1;
@@ -1967,14 +1970,17 @@ static int hb_answer(hb_t *h, hbs_t *s)
     }
     if (s->new_rres) {
         /* Whether every regex was resolved anew (add_regex copies the ones still current
-         * under a filter): the start of the refresh interval. */
-        bool all_new = !s->c->filter || s->c->rx_fresh || s->g->topics_version != s->tv.version ||
-                       s->g->topics_version == 0;
+         * under a filter): the start of the refresh interval. Without a filter under an
+         * authorizer nothing was resolved: the topics stay to be looked at. */
+        bool filtered = s->c->cfg.consumer_regex_filtered;
+        bool all_new = !filtered || (s->c->filter && (s->c->rx_fresh || s->g->topics_version == 0 ||
+                                                      s->g->topics_version != s->tv.version));
         kc_consumer_rres_clear(s->g);
         s->g->rres = s->new_rres;
         s->g->n_rres = s->n_new_rres;
         s->new_rres = NULL;
-        s->g->topics_version = s->tv.version;
+        if (!filtered || s->c->filter)
+            s->g->topics_version = s->tv.version;
         if (all_new)
             s->g->rx_refreshed = s->c->now;
     }

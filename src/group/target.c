@@ -61,6 +61,14 @@ rres_t *kc_target_rx_resolve(kc_consumer_t *c, const kc_gm_topics_t *tv, kc_str_
 {
     kc_rx_t *owned = NULL;
     bool no_mem = false;
+    /* Under an authorizer only a principal's heartbeat resolves: without its filter the regex
+     * matches nothing yet (Kafka's unresolved regex). */
+    if (c->cfg.consumer_regex_filtered && !c->filter) {
+        rres_t *none = rres_make(regex, NULL, 0, 0);
+        if (!none)
+            *oom = true;
+        return none;
+    }
     const kc_rx_t *rx =
         kc_rx_cache_get(c->rx, regex.p, regex.len > 0 ? (size_t)regex.len : 0, &owned, &no_mem);
     if (no_mem) {
