@@ -452,6 +452,18 @@ static const setting_t settings[] = {
             "regexes members may use at once (each is compiled once, with at most 1 MiB of "
             "memory). A member bringing one more gets INVALID_REGULAR_EXPRESSION naming this "
             "setting; members already using a regex are not affected."},
+    {.name = "group.consumer.regex.refresh.interval.ms",
+     .type = T_INT,
+     .off = OFF(group_consumer_regex_refresh_interval_ms),
+     .def = "600000",
+     .min = 10000,
+     .max = INT32_MAX,
+     .unit = "ms",
+     .doc = "With an authorizer, a consumer group's subscription regexes are resolved again, "
+            "with the rights of the member whose heartbeat comes first, once their last "
+            "resolution is this old, so that a changed ACL reaches the assignment (a new or "
+            "deleted topic is seen at once). Kafka's internal setting of the same name; its "
+            "default and minimum."},
     {.name = "message.max.bytes",
      .type = T_INT,
      .off = OFF(message_max_bytes),

@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 79
+#define KC_CONF_N_SETTINGS 80
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -137,6 +137,7 @@ typedef struct kc_conf_s {
     int64_t group_consumer_assignor_offload_threshold; /* ...offload.threshold (kcoord's) */
     int32_t group_consumer_regex_max_bytes;            /* ...regex.max.bytes (kcoord's) */
     int32_t group_consumer_regex_max_count;            /* ...regex.max.count (kcoord's) */
+    int32_t group_consumer_regex_refresh_interval_ms;  /* ...regex.refresh.interval.ms */
     int32_t message_max_bytes;                         /* message.max.bytes */
     int32_t offset_metadata_max_bytes;                 /* offset.metadata.max.bytes */
     int32_t offsets_retention_minutes;                 /* offsets.retention.minutes */

@@ -11,6 +11,12 @@
 
 #include "api/api.h"
 
+/* Whether the heartbeat's principal may DESCRIBE `topic` (the group room's regex filter). */
+static bool describable(void *arg, kc_str_t topic)
+{
+    return kc_api_authorized(arg, KC_OP_DESCRIBE, KC_RES_TOPIC, topic);
+}
+
 int kc_api_consumer_group_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                                     kc_arena_t *a, void *out)
 {
@@ -43,8 +49,11 @@ int kc_api_consumer_group_heartbeat(kc_api_ctx_t *ctx, kc_api_call_t *call, cons
         kc_api_fail(call, q, out, err, a);
         return KC_API_DONE;
     }
+    /* Topics a regex matches are kept only when this principal may DESCRIBE them (Kafka's
+     * refreshRegularExpressions with the request's context). */
+    kc_gm_topic_filter_t filter = {describable, call};
     kc_shard_consumer_heartbeat(p, kc_coord_time(ctx->coord), call->version, q, req->client_id,
-                                call->client_host, a, resp);
+                                call->client_host, kc_api_acl_on(ctx) ? &filter : NULL, a, resp);
     return KC_API_DONE;
 }
 

@@ -445,6 +445,9 @@ static void make_state(part_t *p, kc_gm_t **gm, kc_offsets_t **off)
                                           : 1,
         .consumer_regex_max_bytes = conf->group_consumer_regex_max_bytes,
         .consumer_regex_max_count = conf->group_consumer_regex_max_count,
+        .consumer_regex_filtered =
+            conf->authorizer_class_name != NULL && conf->authorizer_class_name[0] != '\0',
+        .consumer_regex_refresh_interval_ms = conf->group_consumer_regex_refresh_interval_ms,
         .record_max_bytes = conf->message_max_bytes,
         .reload = p->reloading || p->retry_ms > 0,
     };

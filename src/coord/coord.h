@@ -289,9 +289,12 @@ void kc_shard_leave(kc_partition_t *p, kc_time_t now, int16_t version,
 int16_t kc_shard_consumer_check(const char *assignors, int16_t version,
                                 const kc_consumer_group_heartbeat_request_t *req, kc_arena_t *a,
                                 kc_str_t *message);
+/* `filter`: the caller's DESCRIBE rights on topics when an authorizer is on (NULL: none), for
+ * the group's subscription regexes (kc_gm_consumer_heartbeat_filtered). */
 void kc_shard_consumer_heartbeat(kc_partition_t *p, kc_time_t now, int16_t version,
                                  const kc_consumer_group_heartbeat_request_t *req,
-                                 kc_str_t client_id, kc_str_t client_host, kc_arena_t *a,
+                                 kc_str_t client_id, kc_str_t client_host,
+                                 const kc_gm_topic_filter_t *filter, kc_arena_t *a,
                                  kc_consumer_group_heartbeat_response_t *resp);
 
 /* DescribeGroups and ConsumerGroupDescribe of one group. */

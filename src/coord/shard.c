@@ -175,10 +175,12 @@ int16_t kc_shard_consumer_check(const char *assignors, int16_t version,
 
 void kc_shard_consumer_heartbeat(kc_partition_t *p, kc_time_t now, int16_t version,
                                  const kc_consumer_group_heartbeat_request_t *req,
-                                 kc_str_t client_id, kc_str_t client_host, kc_arena_t *a,
+                                 kc_str_t client_id, kc_str_t client_host,
+                                 const kc_gm_topic_filter_t *filter, kc_arena_t *a,
                                  kc_consumer_group_heartbeat_response_t *resp)
 {
-    kc_gm_consumer_heartbeat(p->groups, now, version, req, client_id, client_host, a, resp);
+    kc_gm_consumer_heartbeat_filtered(p->groups, now, version, req, client_id, client_host, filter,
+                                      a, resp);
 }
 
 void kc_shard_describe(const kc_partition_t *p, int16_t version, kc_str_t group_id,

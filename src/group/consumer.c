@@ -1369,6 +1369,13 @@ static int16_t check_epoch(hb_t *h, const cmember_t *m, int32_t epoch, const own
 }
 
 /* How many members use `regex` (Kafka's numSubscribedMembers). */
+/* group.consumer.regex.refresh.interval.ms, its default for 0. */
+static int64_t kc_consumer_regex_refresh_ms(const kc_consumer_t *c)
+{
+    return c->cfg.consumer_regex_refresh_interval_ms > 0 ? c->cfg.consumer_regex_refresh_interval_ms
+                                                         : KC_GM_REGEX_REFRESH_MS_DEFAULT;
+}
+
 static int32_t regex_users(const cgroup_t *g, kc_str_t regex)
 {
     int32_t n = 0;
@@ -1387,11 +1394,25 @@ static int add_regex(const cgroup_t *g, const kc_gm_topics_t *tv, const cmeta_t 
     for (int32_t i = 0; i < *n; i++)
         if (kc_str_eq(v[i]->regex, m->regex))
             return 0;
+    const rres_t *old = kc_target_rres_cached(g, m->regex);
+    /* Under an authorizer a resolution the group has for these topics stands until it is
+     * refreshed, whoever heartbeats (Kafka resolves a group's regexes in one batch, with one
+     * member's rights, and shares the result): only a regex without one is resolved now. A
+     * step without a principal's filter (a classic member's JoinGroup) keeps what the group
+     * has, however old (kc_target_rx_resolve gives nothing for a regex without one). */
+    const kc_consumer_t *c = g->c;
+    bool current = g->topics_version == tv->version && g->topics_version != 0 && !c->rx_fresh;
+    if (old && c->cfg.consumer_regex_filtered && (!c->filter || current)) {
+        rres_t *copy = kc_target_rres_dup(old);
+        if (!copy)
+            return -1;
+        v[(*n)++] = copy;
+        return 0;
+    }
     bool oom = false;
     rres_t *r = kc_target_rx_resolve(g->c, tv, m->regex, &oom);
     if (!r)
         return -1;
-    const rres_t *old = kc_target_rres_cached(g, m->regex);
     if (old && !kc_target_rres_eq(old, r))
         *changed = true;
     v[(*n)++] = r;
@@ -1734,6 +1755,15 @@ static int hb_group_epoch(hb_t *h, hbs_t *s)
     /* The metadata of the subscribed topics (Kafka's updateSubscriptionMetadata). */
     kc_target_topics_of(s->c, &s->tv);
     bool expired = s->g->topics_version == 0 || s->g->topics_version != s->tv.version;
+    /* Kafka's periodic refresh (group.consumer.regex.refresh.interval.ms): under an authorizer
+     * the resolutions also depend on ACLs, which change no topic, so they are made again with
+     * this member's rights when they are that old. Without one the topics version says it
+     * all. */
+    if (!expired && s->c->filter && s->g->n_rres > 0 &&
+        s->c->now - s->g->rx_refreshed >= kc_consumer_regex_refresh_ms(s->c)) {
+        expired = true;
+        s->c->rx_fresh = true; /* the cached resolutions are not to be used any more */
+    }
     s->group_epoch = s->g->epoch;
     if (s->bump || expired) {
         strv_t subs = {0};
@@ -1939,11 +1969,20 @@ static int hb_answer(hb_t *h, hbs_t *s)
         }
     }
     if (s->new_rres) {
+        /* Whether every regex was resolved anew (add_regex copies the ones still current
+         * under a filter): the start of the refresh interval. Without a filter under an
+         * authorizer nothing was resolved: the topics stay to be looked at. */
+        bool filtered = s->c->cfg.consumer_regex_filtered;
+        bool all_new = !filtered || (s->c->filter && (s->c->rx_fresh || s->g->topics_version == 0 ||
+                                                      s->g->topics_version != s->tv.version));
         kc_consumer_rres_clear(s->g);
         s->g->rres = s->new_rres;
         s->g->n_rres = s->n_new_rres;
         s->new_rres = NULL;
-        s->g->topics_version = s->tv.version;
+        if (!filtered || s->c->filter)
+            s->g->topics_version = s->tv.version;
+        if (all_new)
+            s->g->rx_refreshed = s->c->now;
     }
     return 0;
 }
@@ -2299,7 +2338,7 @@ void kc_consumer_free(kc_consumer_t *c)
 
 void kc_consumer_heartbeat(kc_consumer_t *c, kc_time_t now, int16_t version,
                            const kc_consumer_group_heartbeat_request_t *req, kc_str_t client_id,
-                           kc_str_t client_host, kc_arena_t *a,
+                           kc_str_t client_host, const kc_gm_topic_filter_t *filter, kc_arena_t *a,
                            kc_consumer_group_heartbeat_response_t *resp)
 {
     kc_consumer_set_time(c, now);
@@ -2312,10 +2351,14 @@ void kc_consumer_heartbeat(kc_consumer_t *c, kc_time_t now, int16_t version,
         return;
     }
     hb_t h = {c, version, req, client_id, client_host, a, resp, NULL};
+    c->filter = c->cfg.consumer_regex_filtered ? filter : NULL;
+    c->rx_fresh = false;
     if (req->member_epoch == LEAVE_EPOCH || req->member_epoch == STATIC_LEAVE_EPOCH)
         do_leave(&h);
     else
         kc_consumer_run_heartbeat(&h);
+    c->filter = NULL;
+    c->rx_fresh = false;
 }
 
 /* ---- For the manager (consumer.h) ---------------------------------------------------------- */

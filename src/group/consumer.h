@@ -26,7 +26,7 @@ void kc_consumer_destroy(kc_consumer_t *c, kc_ghead_t *h);
 /* Requests (group.h's kc_gm_consumer_*). */
 void kc_consumer_heartbeat(kc_consumer_t *c, kc_time_t now, int16_t version,
                            const kc_consumer_group_heartbeat_request_t *req, kc_str_t client_id,
-                           kc_str_t client_host, kc_arena_t *a,
+                           kc_str_t client_host, const kc_gm_topic_filter_t *filter, kc_arena_t *a,
                            kc_consumer_group_heartbeat_response_t *resp);
 void kc_consumer_describe(const kc_consumer_t *c, int16_t version, kc_str_t group_id,
                           bool include_authorized_operations, kc_arena_t *a,

@@ -158,6 +158,7 @@ typedef struct cgroup_s {
     uint64_t topics_version;
     rres_t **rres;
     int32_t n_rres;
+    int64_t rx_refreshed; /* monotonic ms of that resolution */
     /* The members by session and by rebalance deadline (a key may be early), room for all. */
     kc_heap_t sessions, rebalances;
     bool loading;     /* replayed, waiting for kc_consumer_load_complete */
@@ -179,7 +180,11 @@ struct kc_consumer_s {
     int64_t now;       /* monotonic: timers and ages */
     int64_t wall;      /* wall clock: timestamps in records and for people */
     kc_rx_cache_t *rx; /* the members' subscription regexes, compiled */
-    kc_notes_t notes;  /* refusals logged, per group */
+    /* During a heartbeat: the DESCRIBE filter of its principal (NULL: none given), and whether
+     * the group's cached regex resolutions are too old to use (a periodic refresh). */
+    const kc_gm_topic_filter_t *filter;
+    bool rx_fresh;
+    kc_notes_t notes; /* refusals logged, per group */
 };
 
 /* A list of topic names (views). */

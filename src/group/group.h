@@ -79,6 +79,16 @@ typedef struct kc_gm_config_s {
     /* Subscription regexes (src/group/regex.h); 0 stands for the default. */
     int32_t consumer_regex_max_bytes; /* group.consumer.regex.max.bytes (kcoord's), 16384 */
     int32_t consumer_regex_max_count; /* group.consumer.regex.max.count (kcoord's), 1000 */
+    /* An authorizer is on: what a subscription regex resolves to is filtered by the DESCRIBE
+     * rights of the member whose heartbeat resolves it (the filter given to
+     * kc_gm_consumer_heartbeat_filtered), and shared by the group's members until the next
+     * resolution, as Kafka's refreshRegularExpressions. Outside a heartbeat (timers, offloaded
+     * assignments) a group then only uses its last resolution, never an unfiltered one. */
+    bool consumer_regex_filtered;
+    /* group.consumer.regex.refresh.interval.ms, 600000: with consumer_regex_filtered, a
+     * heartbeat resolves its group's regexes again when their last resolution is this old,
+     * so that a change of ACLs (which changes no topic) reaches the assignment. */
+    int32_t consumer_regex_refresh_interval_ms;
     /* The largest record a group may write (message.max.bytes of __consumer_offsets, Kafka's
      * default 1048588): key + value + the record's framing in a batch of its own. 0 stands for
      * the default. */
@@ -102,6 +112,7 @@ enum {
 #define KC_GM_REGEX_MAX_BYTES_DEFAULT   16384
 #define KC_GM_REGEX_MAX_COUNT_DEFAULT   1000
 #define KC_GM_RECORD_MAX_BYTES_DEFAULT  1048588
+#define KC_GM_REGEX_REFRESH_MS_DEFAULT  600000
 
 /* A consumer group's target assignment being computed off the loop (see the ops' offload). */
 typedef struct kc_gm_job_s kc_gm_job_t;
@@ -378,6 +389,25 @@ void kc_gm_consumer_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
                               const kc_consumer_group_heartbeat_request_t *req, kc_str_t client_id,
                               kc_str_t client_host, kc_arena_t *a,
                               kc_consumer_group_heartbeat_response_t *resp);
+
+/* Whether the principal of one request may DESCRIBE a topic (an authorizer's verdict). Called
+ * on the loop thread during the kc_gm_* call it was given to, never after it. */
+typedef struct kc_gm_topic_filter_s {
+    bool (*describable)(void *ctx, kc_str_t topic);
+    void *ctx;
+} kc_gm_topic_filter_t;
+
+/* kc_gm_consumer_heartbeat on behalf of a principal: with consumer_regex_filtered, the
+ * regular expressions this heartbeat resolves (a new one, or all of the group's when the
+ * topics changed or their resolution is group.consumer.regex.refresh.interval.ms old) keep only
+ * the topics `filter` allows, and the group's members share that resolution (Kafka's
+ * refreshRegularExpressions with the request context of the member that triggered it).
+ * `filter` NULL: no authorizer, nothing is filtered. */
+void kc_gm_consumer_heartbeat_filtered(kc_gm_t *gm, kc_time_t now, int16_t version,
+                                       const kc_consumer_group_heartbeat_request_t *req,
+                                       kc_str_t client_id, kc_str_t client_host,
+                                       const kc_gm_topic_filter_t *filter, kc_arena_t *a,
+                                       kc_consumer_group_heartbeat_response_t *resp);
 
 /* The request checks of kc_gm_consumer_heartbeat alone, for the host to run before it knows
  * whether the partition can serve. `assignors` is group.consumer.assignors (NULL: Kafka's

@@ -311,8 +311,17 @@ void kc_gm_consumer_heartbeat(kc_gm_t *gm, kc_time_t now, int16_t version,
                               kc_str_t client_host, kc_arena_t *a,
                               kc_consumer_group_heartbeat_response_t *resp)
 {
+    kc_gm_consumer_heartbeat_filtered(gm, now, version, req, client_id, client_host, NULL, a, resp);
+}
+
+void kc_gm_consumer_heartbeat_filtered(kc_gm_t *gm, kc_time_t now, int16_t version,
+                                       const kc_consumer_group_heartbeat_request_t *req,
+                                       kc_str_t client_id, kc_str_t client_host,
+                                       const kc_gm_topic_filter_t *filter, kc_arena_t *a,
+                                       kc_consumer_group_heartbeat_response_t *resp)
+{
     set_time(gm, now);
-    kc_consumer_heartbeat(gm->consumer, now, version, req, client_id, client_host, a, resp);
+    kc_consumer_heartbeat(gm->consumer, now, version, req, client_id, client_host, filter, a, resp);
 }
 
 void kc_gm_consumer_describe(const kc_gm_t *gm, int16_t version, kc_str_t group_id,

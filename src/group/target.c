@@ -41,10 +41,34 @@ const kc_gm_topic_t *kc_target_tv_id(const kc_gm_topics_t *tv, const kc_uuid_t *
  * cache (src/group/regex.h), so a resolution compiles nothing after the first; its cost is
  * bounded by the topics: at most O(topics x 249 x program size), the program bounded by
  * KC_RX_MAX_MEM. */
+/* One allocation holding `regex` and the `n` sorted names at `hits` (`bytes` their text
+ * space); NULL when out of memory. */
+static rres_t *rres_make(kc_str_t regex, const kc_str_t *hits, size_t n, size_t bytes)
+{
+    rres_t *r = calloc(1, sizeof(*r) + n * sizeof(kc_str_t) + bytes + kc_text_space(regex));
+    if (!r)
+        return NULL;
+    r->topics = (kc_str_t *)(r + 1);
+    char *cur = (char *)(r->topics + n);
+    r->regex = kc_text_put(&cur, regex);
+    for (size_t i = 0; i < n; i++)
+        r->topics[i] = kc_text_put(&cur, hits[i]);
+    r->n = (int32_t)n;
+    return r;
+}
+
 rres_t *kc_target_rx_resolve(kc_consumer_t *c, const kc_gm_topics_t *tv, kc_str_t regex, bool *oom)
 {
     kc_rx_t *owned = NULL;
     bool no_mem = false;
+    /* Under an authorizer only a principal's heartbeat resolves: without its filter the regex
+     * matches nothing yet (Kafka's unresolved regex). */
+    if (c->cfg.consumer_regex_filtered && !c->filter) {
+        rres_t *none = rres_make(regex, NULL, 0, 0);
+        if (!none)
+            *oom = true;
+        return none;
+    }
     const kc_rx_t *rx =
         kc_rx_cache_get(c->rx, regex.p, regex.len > 0 ? (size_t)regex.len : 0, &owned, &no_mem);
     if (no_mem) {
@@ -58,9 +82,13 @@ rres_t *kc_target_rx_resolve(kc_consumer_t *c, const kc_gm_topics_t *tv, kc_str_
         *oom = true;
         return NULL;
     }
+    const kc_gm_topic_filter_t *f = c->filter;
     for (size_t i = 0; rx && i < tv->n; i++) {
         const kc_str_t name = tv->v[i].name;
-        if (kc_rx_full_match(rx, name.p, name.len > 0 ? (size_t)name.len : 0)) {
+        /* Kafka's filterTopicDescribeAuthorizedTopics: a match the principal may not
+         * DESCRIBE is left out. */
+        if (kc_rx_full_match(rx, name.p, name.len > 0 ? (size_t)name.len : 0) &&
+            (!f || f->describable(f->ctx, name))) {
             hits[n++] = name;
             bytes += kc_text_space(name);
         }
@@ -68,20 +96,19 @@ rres_t *kc_target_rx_resolve(kc_consumer_t *c, const kc_gm_topics_t *tv, kc_str_
     kc_rx_free(owned);
     if (n > 1)
         qsort(hits, n, sizeof(*hits), kc_text_qcmp);
-    rres_t *r = calloc(1, sizeof(*r) + n * sizeof(kc_str_t) + bytes + kc_text_space(regex));
-    if (!r) {
-        free(hits);
-        *oom = true;
-        return NULL;
-    }
-    r->topics = (kc_str_t *)(r + 1);
-    char *cur = (char *)(r->topics + n);
-    r->regex = kc_text_put(&cur, regex);
-    for (size_t i = 0; i < n; i++)
-        r->topics[i] = kc_text_put(&cur, hits[i]);
-    r->n = (int32_t)n;
+    rres_t *r = rres_make(regex, hits, n, bytes);
     free(hits);
+    if (!r)
+        *oom = true;
     return r;
+}
+
+rres_t *kc_target_rres_dup(const rres_t *r)
+{
+    size_t bytes = 0;
+    for (int32_t i = 0; i < r->n; i++)
+        bytes += kc_text_space(r->topics[i]);
+    return rres_make(r->regex, r->topics, (size_t)r->n, bytes);
 }
 
 bool kc_target_rres_eq(const rres_t *a, const rres_t *b)
@@ -103,14 +130,19 @@ const rres_t *kc_target_rres_cached(const cgroup_t *g, kc_str_t regex)
 }
 
 /* A resolution of `regex`: the group's cached one when it was made from these topics,
- * otherwise a fresh one in *tmp (the caller frees it). NULL with *oom when out of memory. */
+ * otherwise a fresh one in *tmp (the caller frees it). NULL with *oom when out of memory.
+ * Under an authorizer (consumer_regex_filtered) a fresh resolution needs a heartbeat's filter:
+ * without one (timers, offloaded assignments) only the cached resolution is used, however
+ * old, and a regex without one matches nothing yet (Kafka's unresolved regex). */
 static const rres_t *resolve(const cgroup_t *g, const kc_gm_topics_t *tv, kc_str_t regex,
                              rres_t **tmp, bool *oom)
 {
     *tmp = NULL;
-    if (g->topics_version == tv->version && g->topics_version != 0) {
+    const kc_consumer_t *c = g->c;
+    bool no_filter = c->cfg.consumer_regex_filtered && !c->filter;
+    if ((g->topics_version == tv->version && g->topics_version != 0 && !c->rx_fresh) || no_filter) {
         const rres_t *r = kc_target_rres_cached(g, regex);
-        if (r)
+        if (r || no_filter)
             return r;
     }
     *tmp = kc_target_rx_resolve(g->c, tv, regex, oom);

@@ -15,8 +15,12 @@ const kc_gm_topic_t *kc_target_tv_id(const kc_gm_topics_t *tv, const kc_uuid_t *
  * regex that does not compile matches nothing. The compiled pattern comes from the partition's
  * cache (src/group/regex.h), so a resolution compiles nothing after the first; its cost is
  * bounded by the topics: at most O(topics x 249 x program size), the program bounded by
- * KC_RX_MAX_MEM. */
+ * KC_RX_MAX_MEM. During a heartbeat with a filter (c->filter), the topics it refuses are
+ * left out: one filter call per match. */
 rres_t *kc_target_rx_resolve(kc_consumer_t *c, const kc_gm_topics_t *tv, kc_str_t regex, bool *oom);
+
+/* A copy of a resolution (NULL when out of memory). */
+rres_t *kc_target_rres_dup(const rres_t *r);
 
 /* Whether two resolutions of a regular expression match the same topics. */
 bool kc_target_rres_eq(const rres_t *a, const rres_t *b);

@@ -23,6 +23,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,6 +32,7 @@ sys.path.insert(0, ROOT)
 from tests.support import kafka_ref, kcoord, wire  # noqa: E402
 
 TOOL_TIMEOUT_S = 120
+REGEX_REFRESH_MS = 10000  # group.consumer.regex.refresh.interval.ms: Kafka's minimum
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 # Kafka's codes (AclEntry, Errors).
@@ -105,7 +107,9 @@ class AclTest(unittest.TestCase):
             "authorizer.class.name=" + AUTHORIZER,
             "super.users=User:admin",
             "auto.create.topics.enable=true",
-            "topics=t:1,u:1,team-a.orders:1,other:1", "offsets.topic.num.partitions=3",
+            "group.consumer.regex.refresh.interval.ms=%d" % REGEX_REFRESH_MS,
+            "topics=t:1,u:1,team-a.orders:1,other:1,rx.a:2,rx.b:1",
+            "offsets.topic.num.partitions=3",
             "metrics.listener=")
 
     @classmethod
@@ -420,6 +424,50 @@ class AclTest(unittest.TestCase):
         self.assertEqual(r.groups[0].error_message, "The group has described topic(s) that "
                          "the client is not authorized to describe.")
         r = self.su.ask("ConsumerGroupHeartbeat", 0, group_id="kg", member_id=hb["member_id"],
+                        member_epoch=-1)
+        self.assertEqual(r.error_code, 0)
+
+    def test_consumer_group_heartbeat_regex_filtered(self):
+        """A regex subscription gets only the topics its principal may DESCRIBE (Kafka's
+        refreshRegularExpressions filters the matches with the member's request context); an
+        ACL added later reaches the assignment at the group's next regex refresh, at most
+        group.consumer.regex.refresh.interval.ms after the last one."""
+        r = self.su.ask("Metadata", 12, topics=[dict(name="rx.a"), dict(name="rx.b")])
+        ids = {t.name: t.topic_id for t in r.topics}
+        self.allow(READ, GROUP, "rg")
+        self.allow(DESCRIBE, TOPIC, "rx.a")
+        member = "m-" + os.urandom(8).hex()
+
+        def beat(epoch, owned):
+            r = self.a.ask("ConsumerGroupHeartbeat", 1, group_id="rg", member_id=member,
+                           member_epoch=epoch, rebalance_timeout_ms=30000 if epoch == 0 else -1,
+                           subscribed_topic_regex="rx\\..*" if epoch == 0 else None,
+                           topic_partitions=owned)
+            self.assertEqual(r.error_code, 0, r)
+            if r.assignment is not None:
+                owned = [dict(topic_id=tp.topic_id, partitions=sorted(tp.partitions))
+                         for tp in r.assignment.topic_partitions]
+            return r.member_epoch, owned
+
+        def topics(owned):
+            return sorted(n for n, i in ids.items() for tp in owned if tp["topic_id"] == i)
+
+        epoch, owned = beat(0, [])
+        self.assertEqual(topics(owned), ["rx.a"])
+        self.assertEqual(owned[0]["partitions"], [0, 1])
+        # DESCRIBE on rx.b: the group's resolution stands until it is refreshed (Kafka's
+        # interval), so the very next heartbeat still has rx.a alone.
+        self.allow(DESCRIBE, TOPIC, "rx.b")
+        granted = time.monotonic()
+        epoch, owned = beat(epoch, owned)
+        self.assertEqual(topics(owned), ["rx.a"])
+        # Heartbeat as a client does until the refresh brings rx.b in.
+        deadline = granted + REGEX_REFRESH_MS / 1000.0 + 20
+        while topics(owned) != ["rx.a", "rx.b"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+            epoch, owned = beat(epoch, owned)
+        self.assertEqual(topics(owned), ["rx.a", "rx.b"])
+        r = self.su.ask("ConsumerGroupHeartbeat", 1, group_id="rg", member_id=member,
                         member_epoch=-1)
         self.assertEqual(r.error_code, 0)
 

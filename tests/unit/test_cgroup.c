@@ -362,7 +362,8 @@ typedef struct req_s {
     int32_t rebalance; /* 0: -1, unless epoch 0 (then 60000) */
     const char *topics;
     const char *owned;
-    bool owned_null; /* send a null owned list even with epoch 0 */
+    bool owned_null;                    /* send a null owned list even with epoch 0 */
+    const kc_gm_topic_filter_t *filter; /* the principal's DESCRIBE rights (NULL: none) */
 } req_t;
 
 static kc_consumer_group_heartbeat_response_t send_hb(fx_t *f, const req_t *o)
@@ -396,8 +397,12 @@ static kc_consumer_group_heartbeat_response_t send_hb(fx_t *f, const req_t *o)
     parse_tps(f, o->owned ? o->owned : (o->epoch == 0 && !o->owned_null) ? "" : NULL, &q);
     kc_consumer_group_heartbeat_response_t r;
     int16_t version = o->version == 0 ? 1 : o->version < 0 ? 0 : o->version;
-    kc_gm_consumer_heartbeat(f->gm, T(f), version, &q, KC_STR_LIT("client"),
-                             KC_STR_LIT("/10.0.0.1"), &f->a, &r);
+    if (o->filter)
+        kc_gm_consumer_heartbeat_filtered(f->gm, T(f), version, &q, KC_STR_LIT("client"),
+                                          KC_STR_LIT("/10.0.0.1"), o->filter, &f->a, &r);
+    else
+        kc_gm_consumer_heartbeat(f->gm, T(f), version, &q, KC_STR_LIT("client"),
+                                 KC_STR_LIT("/10.0.0.1"), &f->a, &r);
     return r;
 }
 
@@ -1252,6 +1257,105 @@ static void test_regex_count_cap(void **state)
     assert_int_equal(r.error_code, 0);
     r = send_hb(f, &(req_t){.member = "m3", .epoch = 0, .group = "g3", .regex = "c.*"});
     assert_int_equal(r.error_code, 0);
+    fx_free(f);
+}
+
+/* A fake authorizer: the principal may DESCRIBE the topics named in `allow` (comma list). */
+typedef struct rights_s {
+    const char *allow;
+    int calls;
+} rights_t;
+
+static bool rights_describable(void *ctx, kc_str_t topic)
+{
+    rights_t *r = ctx;
+    r->calls++;
+    for (const char *p = r->allow; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (topic.len == (int32_t)len && memcmp(topic.p, p, len) == 0)
+            return true;
+        p += len + (e != NULL);
+    }
+    return false;
+}
+
+/* Under an authorizer a regex resolves to the topics the principal of the heartbeat that
+ * resolves it may DESCRIBE (Kafka's refreshRegularExpressions with that member's request
+ * context); the group's members share that resolution until the topics change or it is
+ * group.consumer.regex.refresh.interval.ms old; timers never resolve it unfiltered. */
+static void test_regex_filtered(void **state)
+{
+    (void)state;
+    kc_gm_config_t cfg = default_cfg();
+    cfg.consumer_regex_filtered = true;
+    cfg.consumer_regex_refresh_interval_ms = 10000;
+    fx_t *f = fx_new_cfg(&cfg);
+    set_topic(f, "orders.eu", 2);
+    set_topic(f, "orders.us", 2);
+    rights_t ra = {"orders.eu", 0}, rb = {"orders.eu,orders.us,orders.jp", 0};
+    kc_gm_topic_filter_t fa = {rights_describable, &ra}, fb = {rights_describable, &rb};
+    /* A may describe orders.eu only: orders.us is filtered out. */
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "a1", .epoch = 0, .regex = "orders\\..*", .filter = &fa});
+    assert_int_equal(r.error_code, 0);
+    assert_string_equal(asg_str(f, r.assignment), "orders.eu:0,1");
+    assert_true(ra.calls >= 2); /* each match was asked about */
+    int32_t ea = r.member_epoch;
+    /* B joins with the same regex: the group's resolution (made with A's rights) is shared,
+     * as in Kafka, until it is refreshed; nobody gets orders.us. */
+    r = send_hb(f, &(req_t){.member = "b1", .epoch = 0, .regex = "orders\\..*", .filter = &fb});
+    assert_int_equal(r.error_code, 0);
+    assert_null(strstr(asg_str(f, r.assignment), "orders.us"));
+    int32_t eb = r.member_epoch;
+    r = send_hb(f, &(req_t){.member = "a1", .epoch = ea, .owned = "orders.eu:0,1", .filter = &fa});
+    assert_int_equal(r.error_code, 0);
+    assert_null(strstr(asg_str(f, r.assignment), "orders.us"));
+    /* Just below the interval, B's heartbeat keeps the shared resolution. */
+    f->now += 9999;
+    r = send_hb(f, &(req_t){.member = "b1", .epoch = eb, .owned = "", .filter = &fb});
+    assert_int_equal(r.error_code, 0);
+    assert_int_equal(r.member_epoch, eb);
+    /* The resolution is now refresh.interval old: B's heartbeat resolves it again with B's
+     * rights (an ACL granted meanwhile is seen the same way), orders.us comes in. */
+    f->now += 1;
+    r = send_hb(f, &(req_t){.member = "b1", .epoch = eb, .owned = "", .filter = &fb});
+    assert_int_equal(r.error_code, 0);
+    assert_true(r.member_epoch > eb);
+    const char *owned_b = asg_str(f, r.assignment);
+    assert_non_null(strstr(owned_b, "orders.us"));
+    eb = r.member_epoch;
+    /* A new topic: the next heartbeat (A's) resolves again at once, with A's rights: B is
+     * told to give orders.us up, and orders.jp goes to nobody. */
+    set_topic(f, "orders.jp", 1);
+    r = send_hb(f, &(req_t){.member = "a1", .epoch = ea, .owned = "orders.eu:0,1", .filter = &fa});
+    assert_int_equal(r.error_code, 0);
+    if (r.assignment) {
+        assert_null(strstr(asg_str(f, r.assignment), "orders.us"));
+        assert_null(strstr(asg_str(f, r.assignment), "orders.jp"));
+    }
+    r = send_hb(f, &(req_t){.member = "b1", .epoch = eb, .owned = owned_b, .filter = &fb});
+    assert_int_equal(r.error_code, 0);
+    assert_non_null(r.assignment);
+    assert_null(strstr(asg_str(f, r.assignment), "orders.us"));
+    assert_null(strstr(asg_str(f, r.assignment), "orders.jp"));
+    fx_free(f);
+}
+
+/* Without an authorizer nothing is filtered, and no filter is called even when one is given. */
+static void test_regex_unfiltered(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    set_topic(f, "orders.eu", 2);
+    set_topic(f, "orders.us", 2);
+    rights_t ra = {"orders.eu", 0};
+    kc_gm_topic_filter_t fa = {rights_describable, &ra};
+    kc_consumer_group_heartbeat_response_t r =
+        send_hb(f, &(req_t){.member = "a1", .epoch = 0, .regex = "orders\\..*", .filter = &fa});
+    assert_int_equal(r.error_code, 0);
+    assert_string_equal(asg_str(f, r.assignment), "orders.eu:0,1;orders.us:0,1");
+    assert_int_equal(ra.calls, 0);
     fx_free(f);
 }
 
@@ -2333,6 +2437,8 @@ int main(void)
         cmocka_unit_test(test_regex_re2),
         cmocka_unit_test(test_regex_hostile),
         cmocka_unit_test(test_regex_count_cap),
+        cmocka_unit_test(test_regex_filtered),
+        cmocka_unit_test(test_regex_unfiltered),
         cmocka_unit_test(test_record_too_large),
         cmocka_unit_test(test_subscription_change),
         cmocka_unit_test(test_assignment_when),

@@ -208,6 +208,7 @@ static void test_defaults(void **state)
                         "group.consumer.assignor.offload.threshold=10000  # default\n"
                         "group.consumer.regex.max.bytes=16384  # default\n"
                         "group.consumer.regex.max.count=1000  # default\n"
+                        "group.consumer.regex.refresh.interval.ms=600000  # default\n"
                         "message.max.bytes=1048588  # default\n"
                         "offset.metadata.max.bytes=4096  # default\n"
                         "offsets.retention.minutes=10080  # default\n"
@@ -345,6 +346,10 @@ static void test_int(void **state)
     set_ok(&c, "group.consumer.regex.max.count", "1");
     assert_int_equal(c.group_consumer_regex_max_count, 1);
     set_bad(&c, "group.consumer.regex.max.count", "1000001", "is out of range");
+    set_bad(&c, "group.consumer.regex.refresh.interval.ms", "9999",
+            "is out of range (expected 10000..2147483647)");
+    set_ok(&c, "group.consumer.regex.refresh.interval.ms", "10000");
+    assert_int_equal(c.group_consumer_regex_refresh_interval_ms, 10000);
     set_bad(&c, "message.max.bytes", "1023", "is out of range (expected 1024..2147483647)");
     set_ok(&c, "message.max.bytes", "1024");
     assert_int_equal(c.message_max_bytes, 1024);
@@ -1230,6 +1235,7 @@ static void test_precedence(void **state)
                         "group.consumer.assignor.offload.threshold=10000  # default\n"
                         "group.consumer.regex.max.bytes=16384  # default\n"
                         "group.consumer.regex.max.count=1000  # default\n"
+                        "group.consumer.regex.refresh.interval.ms=600000  # default\n"
                         "message.max.bytes=1048588  # default\n"
                         "offset.metadata.max.bytes=4096  # default\n"
                         "offsets.retention.minutes=10080  # default\n"
@@ -1404,6 +1410,7 @@ static void test_doc_content(void **state)
                         "group.consumer.assignor.offload.threshold=10000  # default\n"
                         "group.consumer.regex.max.bytes=16384  # default\n"
                         "group.consumer.regex.max.count=1000  # default\n"
+                        "group.consumer.regex.refresh.interval.ms=600000  # default\n"
                         "message.max.bytes=1048588  # default\n"
                         "offset.metadata.max.bytes=4096  # default\n"
                         "offsets.retention.minutes=10080  # default\n"

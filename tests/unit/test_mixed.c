@@ -835,6 +835,68 @@ static void test_classic_member(void **state)
     fx_free(f);
 }
 
+static bool any_topic(void *ctx, kc_str_t topic)
+{
+    (void)ctx;
+    (void)topic;
+    return true;
+}
+
+static bool only_t(void *ctx, kc_str_t topic)
+{
+    (void)ctx;
+    return kc_str_eq(topic, KC_STR_LIT("t"));
+}
+
+/* Under an authorizer a classic member's JoinGroup (which carries no principal's filter for
+ * the group's regexes) keeps the group's filtered resolution: the topic the regex member's
+ * principal may not DESCRIBE is assigned to nobody. */
+static void test_classic_member_regex_filtered(void **state)
+{
+    (void)state;
+    kc_gm_config_t cfg = default_cfg();
+    cfg.consumer_regex_filtered = true;
+    fx_t *f = fx_new_cfg(&cfg);
+    f->topics[1] = f->topics[0];
+    f->topics[1].name = KC_STR_LIT("t2");
+    f->topics[1].id.b[2] = '2';
+    f->nt = 2;
+    kc_consumer_group_heartbeat_request_t q;
+    kc_consumer_group_heartbeat_request_init(&q);
+    q.group_id = KC_STR_LIT("g");
+    q.member_id = KC_STR_LIT("c1");
+    q.member_epoch = 0;
+    q.rebalance_timeout_ms = 60000;
+    q.subscribed_topic_regex = KC_STR_LIT("t.*");
+    q.topic_partitions.n = 0;
+    kc_gm_topic_filter_t filter = {only_t, NULL};
+    kc_consumer_group_heartbeat_response_t r;
+    kc_gm_consumer_heartbeat_filtered(f->gm, T(f), 1, &q, KC_STR_LIT("cc"), KC_STR_LIT("/10.0.0.3"),
+                                      &filter, &f->a, &r);
+    assert_int_equal(r.error_code, 0);
+    char c1_owned[64] = "";
+    take_assignment(&r, c1_owned);
+    assert_string_equal(c1_owned, "0,1,2,3,4,5");
+    const char *t2 = "7a7432"; /* t2's id in the dump */
+    assert_null(strstr(dump(f, "g"), t2));
+    cm_t m = {.slot = 1, .sub_version = 3};
+    assert_int_equal(cjoin(f, "g", &m, NULL), KC_ERR_MEMBER_ID_REQUIRED);
+    assert_int_equal(cjoin(f, "g", &m, NULL), 0);
+    const char *after = dump(f, "g");
+    assert_non_null(strstr(after, m.id));
+    assert_null(strstr(after, t2));
+    /* A member whose principal may DESCRIBE everything joins: the group's resolution (c1's
+     * rights; the classic join kept it) is shared, t2 is still nobody's. */
+    kc_gm_topic_filter_t all = {any_topic, NULL};
+    q.member_id = KC_STR_LIT("c2");
+    kc_gm_consumer_heartbeat_filtered(f->gm, T(f), 1, &q, KC_STR_LIT("cc"), KC_STR_LIT("/10.0.0.4"),
+                                      &all, &f->a, &r);
+    assert_int_equal(r.error_code, 0);
+    assert_non_null(strstr(dump(f, "g"), "member c2 "));
+    assert_null(strstr(dump(f, "g"), t2));
+    fx_free(f);
+}
+
 static void test_classic_member_timers(void **state)
 {
     (void)state;
@@ -1119,12 +1181,19 @@ static void test_replay_downgraded(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_upgrade),           cmocka_unit_test(test_upgrade_parked_sync),
-        cmocka_unit_test(test_upgrade_refused),   cmocka_unit_test(test_upgrade_settles),
-        cmocka_unit_test(test_classic_member),    cmocka_unit_test(test_classic_member_timers),
-        cmocka_unit_test(test_downgrade),         cmocka_unit_test(test_downgrade_static),
-        cmocka_unit_test(test_downgrade_policy),  cmocka_unit_test(test_downgrade_session_expiry),
-        cmocka_unit_test(test_downgrade_refused), cmocka_unit_test(test_replay_converted),
+        cmocka_unit_test(test_upgrade),
+        cmocka_unit_test(test_upgrade_parked_sync),
+        cmocka_unit_test(test_upgrade_refused),
+        cmocka_unit_test(test_upgrade_settles),
+        cmocka_unit_test(test_classic_member),
+        cmocka_unit_test(test_classic_member_regex_filtered),
+        cmocka_unit_test(test_classic_member_timers),
+        cmocka_unit_test(test_downgrade),
+        cmocka_unit_test(test_downgrade_static),
+        cmocka_unit_test(test_downgrade_policy),
+        cmocka_unit_test(test_downgrade_session_expiry),
+        cmocka_unit_test(test_downgrade_refused),
+        cmocka_unit_test(test_replay_converted),
         cmocka_unit_test(test_replay_downgraded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
