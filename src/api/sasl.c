@@ -14,7 +14,8 @@
  *   - after a v1 handshake, a request other than SaslAuthenticate is answered with that API's
  *     error response carrying ILLEGAL_SASL_STATE, then the connection closes;
  *   - a failed authentication is answered SASL_AUTHENTICATION_FAILED with Kafka's message after
- *     connection.failed.authentication.delay.ms, then the connection closes;
+ *     connection.failed.authentication.delay.ms, then the connection closes (a failed v0 raw
+ *     token has no answer: the close alone waits that long);
  *   - until it completes, a frame may be at most sasl.server.max.receive.size bytes.
  * Once complete, the connection's principal is User:<name>, and with connections.max.reauth.ms
  * the session ends that long after (sent as SessionLifetimeMs): the client re-authenticates
@@ -278,8 +279,27 @@ static void delayed_closed(uv_handle_t *h)
 static void delayed_fire(uv_timer_t *t)
 {
     delayed_t *d = t->data;
-    kc_slot_reply_close(d->slot, d->buf, d->len);
+    if (d->buf != NULL)
+        kc_slot_reply_close(d->slot, d->buf, d->len);
+    else
+        kc_slot_close(d->slot, NULL);
     uv_close((uv_handle_t *)&d->timer, delayed_closed);
+}
+
+/* Close the slot's connection after connection.failed.authentication.delay.ms, with no answer:
+ * a failed v0 raw-token exchange has no response to carry the error (Kafka's Selector delays
+ * that close as it delays every authentication failure's). */
+static void close_later(kc_api_ctx_t *ctx, kc_slot_t *slot)
+{
+    delayed_t *d = ctx->sasl->delay_ms > 0 && ctx->loop != NULL ? malloc(sizeof(*d)) : NULL;
+    if (d == NULL) {
+        kc_slot_close(slot, NULL);
+        return;
+    }
+    *d = (delayed_t){.slot = slot};
+    uv_timer_init(ctx->loop, &d->timer);
+    d->timer.data = d;
+    uv_timer_start(&d->timer, delayed_fire, (uint64_t)ctx->sasl->delay_ms, 0);
 }
 
 static void fail_later(kc_api_ctx_t *ctx, kc_slot_t *slot, uint8_t *buf, size_t len)
@@ -363,7 +383,7 @@ static void raw_token(kc_api_ctx_t *ctx, kc_conn_t *conn, sasl_conn_t *st, kc_sl
         KC_INFO_LIMITED("api", "%s: SASL %s failed on listener %s: %s", kc_conn_peer(conn),
                         kc_sasl_mech_name(st->mech), st->l->name, step.reason);
         st->state = S_FAILED;
-        kc_slot_close(slot, NULL);
+        close_later(ctx, slot);
         return;
     }
     uint8_t *buf = malloc(4 + step.out_len);

@@ -280,6 +280,25 @@ class SaslTest(unittest.TestCase):
             r = c.ask("Metadata", 4, topics=None, allow_auto_topic_creation=False)
             self.assertIn("t", [t.name for t in r.topics])
 
+    def test_wire_v0_raw_token_failure_closes_after_delay(self):
+        # a failed v0 raw-token exchange has no answer to carry the error: Kafka delays the
+        # close by connection.failed.authentication.delay.ms as it delays every failure
+        for token in (b"\0alice\0wrong", b"\0nobody\0x"):
+            with wire.Conn(self.ports[1], "raw-bad") as c:
+                r = self.handshake(c, "PLAIN", version=0)
+                self.assertEqual(r.error_code, 0)
+                t0 = time.monotonic()
+                c.s.sendall(struct.pack(">i", len(token)) + token)
+                self.assertTrue(closed(c))
+                self.assertGreaterEqual(time.monotonic() - t0, DELAY_MS / 1000 * 0.9)
+        with wire.Conn(self.ports[1], "raw-ok") as c:  # and others are still served
+            self.assertEqual(self.handshake(c, "PLAIN", version=0).error_code, 0)
+            token = b"\0alice\0alice-secret"
+            c.s.sendall(struct.pack(">i", len(token)) + token)
+            self.assertEqual(struct.unpack(">i", c.exact(4))[0], 0)
+            r = c.ask("Metadata", 4, topics=None, allow_auto_topic_creation=False)
+            self.assertIn("t", [t.name for t in r.topics])
+
     def test_wire_session_lifetime_and_reauth(self):
         with wire.Conn(self.ports[3], "reauth") as c:
             r = self.plain_login(c, "alice", "alice-secret")
