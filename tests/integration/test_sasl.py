@@ -31,6 +31,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import shutil
 import socket
 import ssl  # noqa: F401 (test_tls's helpers)
@@ -136,7 +137,7 @@ class SaslTest(unittest.TestCase):
             "connection.failed.authentication.delay.ms=%d" % DELAY_MS,
             "ssl.keystore.location=" + cls.server[2],
             "topics=t:1", "offsets.topic.num.partitions=3", "log.level=debug",
-            "group.initial.rebalance.delay.ms=0", "metrics.listener=")
+            "group.initial.rebalance.delay.ms=0", "metrics.listener=127.0.0.1:0")
         for user in ("alice", "carol"):
             for mech in MECHS[1:]:
                 got = alter_scram(p, user, mech, user + "-scram")
@@ -298,6 +299,48 @@ class SaslTest(unittest.TestCase):
             self.assertEqual(struct.unpack(">i", c.exact(4))[0], 0)
             r = c.ask("Metadata", 4, topics=None, allow_auto_topic_creation=False)
             self.assertIn("t", [t.name for t in r.topics])
+
+    def sasl_counts(self, family="kcoord_sasl_authentications_total"):
+        """{(mechanism, result): count} of one SASL counter family, from /metrics."""
+        _, _, body = self.k.get("/metrics")
+        return {(m, r): float(v) for m, r, v in re.findall(
+            r'^%s\{mechanism="([^"]+)",result="([^"]+)"\} (\S+)$' % family, body, re.M)}
+
+    def test_metrics_and_failure_log_lines(self):
+        before = self.sasl_counts()
+        re_before = self.sasl_counts("kcoord_sasl_reauthentications_total")
+        with wire.Conn(self.ports[1], "m-ok") as c:
+            self.assertEqual(self.plain_login(c, "alice", "alice-secret").error_code, 0)
+        with wire.Conn(self.ports[1], "m-bad") as c:
+            r = self.plain_login(c, "alice", "m-wrong-password")
+            self.assertEqual(r.error_code, 58)
+            self.assertTrue(closed(c))
+        with wire.Conn(self.ports[1], "m-scram") as c:
+            r, _, _ = self.scram_login(c, "SCRAM-SHA-256", "carol", "m-wrong-scram")
+            self.assertEqual(r.error_code, 58)
+            self.assertTrue(closed(c))
+        with wire.Conn(self.ports[1], "m-gssapi") as c:
+            self.assertEqual(self.handshake(c, "GSSAPI").error_code, 33)
+            self.assertTrue(closed(c))
+        after = self.sasl_counts()
+        delta = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+        self.assertEqual(delta, {("PLAIN", "ok"): 1, ("PLAIN", "failed"): 1,
+                                 ("SCRAM-SHA-256", "failed"): 1, ("other", "failed"): 1})
+        self.assertEqual(self.sasl_counts("kcoord_sasl_reauthentications_total"), re_before)
+        # a line per failure (rate-limited per call site, so a burst shows its first one)
+        # naming the peer and the mechanism, never the password
+        self.assertIsNotNone(self.k.find(
+            r"127\.0\.0\.1:\d+: SASL (PLAIN|SCRAM-SHA-256) authentication failed on listener "
+            r"SASL_PLAINTEXT"))
+        self.assertIsNotNone(self.k.find(r"127\.0\.0\.1:\d+: SASL mechanism 'GSSAPI'"))
+        self.assertNotIn("m-wrong-password", self.k.output())
+        self.assertNotIn("m-wrong-scram", self.k.output())
+        # a re-authentication is counted apart
+        with wire.Conn(self.ports[3], "m-reauth") as c:
+            self.assertEqual(self.plain_login(c, "alice", "alice-secret").error_code, 0)
+            self.assertEqual(self.plain_login(c, "alice", "alice-secret").error_code, 0)
+        got = self.sasl_counts("kcoord_sasl_reauthentications_total")
+        self.assertEqual(got[("PLAIN", "ok")] - re_before[("PLAIN", "ok")], 1)
 
     def test_wire_session_lifetime_and_reauth(self):
         with wire.Conn(self.ports[3], "reauth") as c:
