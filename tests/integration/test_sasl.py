@@ -24,7 +24,11 @@ Cases:
   first request is not ApiVersions or SaslHandshake), another request after ApiVersions, a request
   other than SaslAuthenticate after the handshake (ILLEGAL_SASL_STATE), a frame above
   sasl.server.max.receive.size, a session that expired, re-authentication as another principal or
-  with another mechanism, and SaslHandshake/SaslAuthenticate on a plain listener.
+  with another mechanism, and SaslHandshake/SaslAuthenticate on a plain listener; a failed v0
+  raw-token exchange closed only after connection.failed.authentication.delay.ms;
+- kcoord_sasl_authentications_total and kcoord_sasl_reauthentications_total counting successes
+  and failures by mechanism, and the failure log lines naming the peer and the mechanism, never
+  the password.
 """
 import base64
 import hashlib
