@@ -14,7 +14,8 @@
  *   - after a v1 handshake, a request other than SaslAuthenticate is answered with that API's
  *     error response carrying ILLEGAL_SASL_STATE, then the connection closes;
  *   - a failed authentication is answered SASL_AUTHENTICATION_FAILED with Kafka's message after
- *     connection.failed.authentication.delay.ms, then the connection closes;
+ *     connection.failed.authentication.delay.ms, then the connection closes (a failed v0 raw
+ *     token has no answer: the close alone waits that long);
  *   - until it completes, a frame may be at most sasl.server.max.receive.size bytes.
  * Once complete, the connection's principal is User:<name>, and with connections.max.reauth.ms
  * the session ends that long after (sent as SessionLifetimeMs): the client re-authenticates
@@ -31,9 +32,15 @@
 
 #include "api/api.h"
 #include "conf.h"
+#include "obs/metrics.h"
 #include "util/diag.h"
 
 #define PLAIN_MODULE "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+/* The metrics count each exchange under its mechanism's position in the auth room's order. */
+_Static_assert(KC_SASL_PLAIN == 0 && KC_SASL_SCRAM_SHA_256 == 1 && KC_SASL_SCRAM_SHA_512 == 2 &&
+                   (int)KC_SASL_MECH_COUNT == (int)KC_OBS_SASL_OTHER,
+               "kc_obs_sasl counts mechanisms in the auth room's order");
 
 typedef struct plain_user_s {
     char *user, *password;
@@ -278,8 +285,27 @@ static void delayed_closed(uv_handle_t *h)
 static void delayed_fire(uv_timer_t *t)
 {
     delayed_t *d = t->data;
-    kc_slot_reply_close(d->slot, d->buf, d->len);
+    if (d->buf != NULL)
+        kc_slot_reply_close(d->slot, d->buf, d->len);
+    else
+        kc_slot_close(d->slot, NULL);
     uv_close((uv_handle_t *)&d->timer, delayed_closed);
+}
+
+/* Close the slot's connection after connection.failed.authentication.delay.ms, with no answer:
+ * a failed v0 raw-token exchange has no response to carry the error (Kafka's Selector delays
+ * that close as it delays every authentication failure's). */
+static void close_later(kc_api_ctx_t *ctx, kc_slot_t *slot)
+{
+    delayed_t *d = ctx->sasl->delay_ms > 0 && ctx->loop != NULL ? malloc(sizeof(*d)) : NULL;
+    if (d == NULL) {
+        kc_slot_close(slot, NULL);
+        return;
+    }
+    *d = (delayed_t){.slot = slot};
+    uv_timer_init(ctx->loop, &d->timer);
+    d->timer.data = d;
+    uv_timer_start(&d->timer, delayed_fire, (uint64_t)ctx->sasl->delay_ms, 0);
 }
 
 static void fail_later(kc_api_ctx_t *ctx, kc_slot_t *slot, uint8_t *buf, size_t len)
@@ -310,6 +336,7 @@ static void call_fail_later(kc_api_call_t *call, const void *resp)
  * keeps its principal). Returns the session lifetime to tell the client. */
 static int64_t complete(kc_api_ctx_t *ctx, kc_conn_t *conn, sasl_conn_t *st, const char *p)
 {
+    kc_obs_sasl(st->mech, st->reauth, true);
     if (!st->reauth) {
         free(st->principal);
         st->principal = strdup(p);
@@ -362,8 +389,9 @@ static void raw_token(kc_api_ctx_t *ctx, kc_conn_t *conn, sasl_conn_t *st, kc_sl
     if (rc == KC_SASL_FAILED) {
         KC_INFO_LIMITED("api", "%s: SASL %s failed on listener %s: %s", kc_conn_peer(conn),
                         kc_sasl_mech_name(st->mech), st->l->name, step.reason);
+        kc_obs_sasl(st->mech, st->reauth, false);
         st->state = S_FAILED;
-        kc_slot_close(slot, NULL);
+        close_later(ctx, slot);
         return;
     }
     uint8_t *buf = malloc(4 + step.out_len);
@@ -400,8 +428,9 @@ bool kc_api_sasl_frame(kc_api_ctx_t *ctx, kc_conn_t *conn, kc_slot_t *slot, cons
         kc_slot_close(slot, NULL);
         return true;
     case S_REAUTH_BAD_MECHANISM:
-        KC_INFO_LIMITED("api", "closing %s: re-authentication with another SASL mechanism",
-                        kc_conn_peer(conn));
+        KC_INFO_LIMITED("api", "closing %s: re-authentication with another SASL mechanism (%s)",
+                        kc_conn_peer(conn), kc_sasl_mech_name(st->mech));
+        kc_obs_sasl(st->mech, true, false);
         st->state = S_FAILED;
         kc_slot_close(slot, NULL);
         return true;
@@ -466,8 +495,11 @@ int kc_api_sasl_admit(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t
     case S_AUTHENTICATE:
         if (key == KC_API_SASL_AUTHENTICATE)
             return KC_API_DONE;
-        KC_INFO_LIMITED("api", "%s: unexpected Kafka request of type %s during SASL authentication",
-                        kc_conn_peer(conn), call->api->name);
+        KC_INFO_LIMITED("api",
+                        "%s: unexpected Kafka request of type %s during SASL %s "
+                        "authentication",
+                        kc_conn_peer(conn), call->api->name, kc_sasl_mech_name(st->mech));
+        kc_obs_sasl(st->mech, st->reauth, false);
         st->state = S_FAILED;
         if (kc_api_fail(call, req->body, resp, KC_ERR_ILLEGAL_SASL_STATE, a) != 0) {
             kc_slot_close(call->slot, NULL);
@@ -511,6 +543,7 @@ int kc_api_sasl_handshake(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reque
                         kc_conn_peer(conn), rq->mechanism.len > 0 ? (int)rq->mechanism.len : 0,
                         rq->mechanism.p, st->l->name);
         resp->error_code = KC_ERR_UNSUPPORTED_SASL_MECHANISM;
+        kc_obs_sasl(mech, st->reauth, false); /* -1: a name kcoord does not implement */
         st->state = S_FAILED;
         call_fail_later(call, resp);
         return KC_API_PARKED;
@@ -562,6 +595,7 @@ int kc_api_sasl_authenticate(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_re
                         kc_sasl_mech_name(st->mech),
                         st->reauth ? "re-authentication" : "authentication", st->l->name,
                         step.reason);
+        kc_obs_sasl(st->mech, st->reauth, false);
         resp->error_code = step.error;
         char *m =
             step.message != NULL ? kc_arena_dup(a, step.message, strlen(step.message) + 1) : NULL;

@@ -730,7 +730,9 @@ int32_t kc_auth_authorized_ops(const kc_auth_t *a, const kc_principal_t *princip
 
 /* ---- CreateAcls ---------------------------------------------------------------------------- */
 
-/* AclApis.handleCreateAcls then AclControlManager.validateNewAcl, in their order. */
+/* AclApis.handleCreateAcls then AclControlManager.validateNewAcl, in their order; a principal
+ * without a colon is refused with validateNewAcl's message (KAFKA-18051), not with
+ * SecurityUtils.parseKafkaPrincipal's. */
 static void validate_new(const kc_acl_binding_t *b, kc_auth_result_t *r)
 {
     int8_t rt = res_norm(b->resource_type), pt = pat_norm(b->pattern_type);
@@ -764,8 +766,8 @@ static void validate_new(const kc_acl_binding_t *b, kc_auth_result_t *r)
     if (r->error == 0 &&
         (b->principal.len <= 0 || !memchr(b->principal.p, ':', (size_t)b->principal.len)))
         result_owned(r, bad,
-                     kc_auth__fmt("expected a string in format principalType:principalName but "
-                                  "got %.*s",
+                     kc_auth__fmt("Could not parse principal from `%.*s` (no colon is present "
+                                  "separating the principal type from the principal name)",
                                   (int)(b->principal.len > 0 ? b->principal.len : 0),
                                   b->principal.len > 0 ? b->principal.p : ""));
 }

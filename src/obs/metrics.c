@@ -309,6 +309,13 @@ void kc_obs_tls_failed(int reason)
         kc_obs.tls_failures[reason]++;
 }
 
+void kc_obs_sasl(int mech, bool reauth, bool ok)
+{
+    if (mech < 0 || mech >= KC_OBS_SASL_MECHS)
+        mech = KC_OBS_SASL_OTHER;
+    kc_obs.sasl[reauth ? 1 : 0][mech][ok ? 0 : 1]++;
+}
+
 void kc_obs_refused_memory(void)
 {
     kc_obs.requests_over_memory++;
@@ -386,6 +393,31 @@ void kc_obs_http_bytes(uint64_t n)
 }
 
 /* ---- Writing the counters ------------------------------------------------------------------ */
+
+/* kcoord_sasl_authentications_total and kcoord_sasl_reauthentications_total, by mechanism and
+ * result (Kafka's successful/failed-(re)authentication-total, split by mechanism). */
+static void write_sasl(kc_obs_buf_t *b, const kc_obs_counters_t *c)
+{
+    static const char *const names[2] = {"kcoord_sasl_authentications_total",
+                                         "kcoord_sasl_reauthentications_total"};
+    static const char *const helps[2] = {
+        "SASL authentications ended on SASL listeners, by mechanism (other: one kcoord does not "
+        "implement) and result; each failure also logs a line (rate-limited).",
+        "KIP-368 SASL re-authentications ended, by mechanism and result."};
+    static const char *const mechs[KC_OBS_SASL_MECHS] = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512",
+                                                         "other"};
+    static const char *const results[2] = {"ok", "failed"};
+    char labels[96];
+    for (int k = 0; k < 2; k++) {
+        kc_prom_family(b, names[k], "counter", helps[k]);
+        for (int m = 0; m < KC_OBS_SASL_MECHS; m++)
+            for (int r = 0; r < 2; r++) {
+                snprintf(labels, sizeof(labels), "mechanism=\"%s\",result=\"%s\"", mechs[m],
+                         results[r]);
+                kc_prom_sample(b, names[k], labels, (double)c->sasl[k][m][r]);
+            }
+    }
+}
 
 void kc_obs_write_counters(kc_obs_buf_t *b)
 {
@@ -484,6 +516,7 @@ void kc_obs_write_counters(kc_obs_buf_t *b)
         snprintf(labels, sizeof(labels), "reason=\"%s\"", tls_reasons[i]);
         kc_prom_sample(b, "kcoord_tls_failures_total", labels, (double)c->tls_failures[i]);
     }
+    write_sasl(b, c);
     kc_prom_family(b, "kcoord_queued_request_bytes", "gauge",
                    "Bytes of Kafka requests read and not yet answered, and of buffers of large "
                    "requests still arriving (queued.max.request.bytes).");

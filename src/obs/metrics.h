@@ -88,6 +88,10 @@ enum {
     KC_OBS_ERRS = 192,    /* error codes -1..190; others are not counted */
 };
 
+/* The SASL mechanisms counted, in the auth room's order ("PLAIN", "SCRAM-SHA-256",
+ * "SCRAM-SHA-512"), then one for a mechanism kcoord does not implement. */
+enum { KC_OBS_SASL_OTHER = 3, KC_OBS_SASL_MECHS = 4 };
+
 typedef struct kc_obs_counters_s {
     uint64_t requests[KC_OBS_APIS][KC_OBS_VERSIONS];
     uint64_t errors[KC_OBS_APIS][KC_OBS_ERRS]; /* [api][code + 1] */
@@ -101,6 +105,9 @@ typedef struct kc_obs_counters_s {
     uint64_t idle_closed[2];   /* [0] idle, [1] idle with answers unread */
     uint64_t tls_handshakes;   /* TLS handshakes finished */
     uint64_t tls_failures[4];  /* KC_NET_TLS_*: TLS connections closed on a failure */
+    /* SASL exchanges ended: [0] authentications, [1] re-authentications; by mechanism (the
+     * KC_OBS_SASL_* positions); [0] succeeded, [1] failed. */
+    uint64_t sasl[2][KC_OBS_SASL_MECHS][2];
     uint64_t queued_request_bytes, unsent_response_bytes; /* gauges */
     uint64_t offset_commits;    /* OffsetCommit requests answered with at least one offset */
     uint64_t offsets_committed; /* partitions of those, acknowledged without error */
@@ -160,6 +167,10 @@ void kc_obs_conn_idle_closed(bool unread);
 /* A TLS handshake finished; a TLS connection was closed for `reason` (a KC_NET_TLS_*). */
 void kc_obs_tls_handshake(void);
 void kc_obs_tls_failed(int reason);
+/* A SASL exchange ended: `mech` is the position of its mechanism ("PLAIN", "SCRAM-SHA-256",
+ * "SCRAM-SHA-512"; anything else counts as KC_OBS_SASL_OTHER), `reauth` a KIP-368
+ * re-authentication, `ok` whether it succeeded. */
+void kc_obs_sasl(int mech, bool reauth, bool ok);
 /* A request was refused (its connection closed) for needing more than request.max.memory.bytes. */
 void kc_obs_refused_memory(void);
 

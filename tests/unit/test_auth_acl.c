@@ -494,9 +494,11 @@ static void test_create_validation(void **state)
         {B(T, "t", L, al, "10.0.0.0/", KC_OP_READ, AL),
          "Invalid CIDR notation for host pattern '10.0.0.0/'"},
         {B(T, "t", L, "alice", "*", KC_OP_READ, AL),
-         "expected a string in format principalType:principalName but got alice"},
+         "Could not parse principal from `alice` (no colon is present separating the principal "
+         "type from the principal name)"},
         {B(T, "t", L, "", "*", KC_OP_READ, AL),
-         "expected a string in format principalType:principalName but got "},
+         "Could not parse principal from `` (no colon is present separating the principal type "
+         "from the principal name)"},
     };
     size_t n = sizeof(rows) / sizeof(rows[0]);
     kc_auth_t *a = kc_auth_new(NULL);

@@ -347,6 +347,13 @@ static void test_net_counters(void **state)
     kc_obs_net_bytes(1000, 2000);
     kc_obs_conn_idle_closed(true);
     kc_obs_refused_memory();
+    kc_obs_sasl(0, false, true);
+    kc_obs_sasl(2, false, false);
+    kc_obs_sasl(2, false, false);
+    kc_obs_sasl(-1, false, false); /* a mechanism kcoord does not implement */
+    kc_obs_sasl(9, false, false);
+    kc_obs_sasl(1, true, true);
+    kc_obs_sasl(1, true, false);
     kc_obs_buf_t b = {0};
     kc_obs_render_metrics(&b, NULL);
     assert_false(b.oom);
@@ -363,6 +370,14 @@ static void test_net_counters(void **state)
         "\nkcoord_queued_request_bytes 1000\n",
         "\nkcoord_unsent_response_bytes 2000\n",
         "\nkcoord_requests_refused_total{reason=\"memory\"} 1\n",
+        "\nkcoord_sasl_authentications_total{mechanism=\"PLAIN\",result=\"ok\"} 1\n",
+        "\nkcoord_sasl_authentications_total{mechanism=\"PLAIN\",result=\"failed\"} 0\n",
+        "\nkcoord_sasl_authentications_total{mechanism=\"SCRAM-SHA-512\",result=\"failed\"} 2\n",
+        "\nkcoord_sasl_authentications_total{mechanism=\"other\",result=\"failed\"} 2\n",
+        "\nkcoord_sasl_authentications_total{mechanism=\"SCRAM-SHA-256\",result=\"ok\"} 0\n",
+        "\nkcoord_sasl_reauthentications_total{mechanism=\"SCRAM-SHA-256\",result=\"ok\"} 1\n",
+        "\nkcoord_sasl_reauthentications_total{mechanism=\"SCRAM-SHA-256\",result=\"failed\"} 1\n",
+        "\nkcoord_sasl_reauthentications_total{mechanism=\"PLAIN\",result=\"ok\"} 0\n",
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
         if (strstr(b.p, want[i]) == NULL)
