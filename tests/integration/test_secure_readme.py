@@ -27,7 +27,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests", "compat"))
-from tests.support import kcoord  # noqa: E402
+from tests.support import kafka_ref, kcoord  # noqa: E402
 import kwire  # noqa: E402
 
 KAFKA_REF = os.path.join(ROOT, "scripts", "kafka-ref")
@@ -51,6 +51,12 @@ def readme_blocks():
     return blocks
 
 
+def have_tools():
+    return shutil.which(kafka_ref.java_bin()) is not None and kafka_ref.cache_complete()
+
+
+@unittest.skipUnless(have_tools(), "Kafka's tools need java and the reference jars "
+                     "(scripts/kafka-ref fetch; CI fetches them before make test)")
 class SecureReadmeTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="kc-secure-readme-")
