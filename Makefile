@@ -61,7 +61,8 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(LIB_CXX_SRCS:%.cc=$(BUILD)/%.o)
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
-UNIT_SUPPORT_OBJS := $(BUILD)/tests/unit/gen_fill.o $(BUILD)/tests/unit/json_check.o
+UNIT_SUPPORT_OBJS := $(BUILD)/tests/unit/gen_fill.o $(BUILD)/tests/unit/json_check.o \
+                     $(BUILD)/tests/unit/coord_fixture.o
 
 INTEG_SRCS := $(sort $(wildcard tests/integration/test_*.c))
 INTEG_BINS := $(INTEG_SRCS:tests/integration/%.c=$(BUILD)/tests/integration/%)

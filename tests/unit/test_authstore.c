@@ -15,95 +15,9 @@
 #include <sys/stat.h>
 
 #include "api/api.h"
+#include "coord_fixture.h"
 #include "log/log.h"
 #include "util/diag.h"
-
-static atomic_int fail_fsync; /* fsyncs fail with EIO while set */
-
-static int f_fsync(void *ctx, int fd)
-{
-    (void)ctx;
-    if (atomic_load(&fail_fsync))
-        return -5; /* -EIO */
-    return kc_log_io_posix()->fsync(NULL, fd);
-}
-
-static kc_log_io_t faulty;
-
-static void no_join(void *waiter, const kc_join_group_response_t *resp)
-{
-    (void)waiter, (void)resp;
-}
-static void no_sync(void *waiter, const kc_sync_group_response_t *resp)
-{
-    (void)waiter, (void)resp;
-}
-static const kc_coord_replies_t replies = {no_join, no_sync};
-
-typedef struct fx_s {
-    char dir[64];
-    kc_conf_t conf;
-    kc_catalog_t cat;
-    uv_loop_t loop;
-    kc_coord_t *c;
-    char msg[256];
-} fx_t;
-
-static int closed;
-static void on_closed(void *arg)
-{
-    (void)arg;
-    closed = 1;
-}
-
-static void fx_open(fx_t *f)
-{
-    f->c = kc_coord_new(&f->loop, &f->conf, &f->cat, &replies, &faulty);
-    assert_non_null(f->c);
-    for (int i = 0; i < 100000 && kc_coord_loading(f->c) > 0; i++)
-        uv_run(&f->loop, UV_RUN_ONCE);
-}
-
-static void fx_close(fx_t *f)
-{
-    closed = 0;
-    kc_coord_close(f->c, on_closed, NULL);
-    for (int i = 0; i < 100000 && !closed; i++)
-        uv_run(&f->loop, UV_RUN_ONCE);
-    assert_true(closed);
-}
-
-static fx_t *fx_new(void)
-{
-    faulty = *kc_log_io_posix();
-    faulty.fsync = f_fsync;
-    fx_t *f = calloc(1, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "/tmp/kc-authst-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    kc_conf_init(&f->conf);
-    char err[256];
-    assert_int_equal(kc_conf_set(&f->conf, "data.dir", f->dir, KC_CONF_SRC_SET, err, sizeof(err)),
-                     0);
-    assert_int_equal(kc_conf_set(&f->conf, "offsets.topic.num.partitions", "2", KC_CONF_SRC_SET,
-                                 err, sizeof(err)),
-                     0);
-    assert_int_equal(kc_catalog_init(&f->cat, "cluster", NULL, 0), 0);
-    uv_loop_init(&f->loop);
-    fx_open(f);
-    return f;
-}
-
-static void fx_free(fx_t *f)
-{
-    fx_close(f);
-    assert_int_equal(uv_loop_close(&f->loop), 0);
-    kc_catalog_free(&f->cat);
-    kc_conf_free(&f->conf);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
-    free(f);
-}
 
 static kc_api_ctx_t ctx_of(fx_t *f)
 {
@@ -166,7 +80,7 @@ static bool alice_reads(kc_api_ctx_t *ctx, const char *topic)
 static void test_durable(void **state)
 {
     (void)state;
-    fx_t *f = fx_new();
+    fx_t *f = fx_new("kc-authst");
     kc_api_ctx_t ctx = ctx_of(f);
     char err[256];
     assert_int_equal(kc_api_auth_load(&ctx, err, sizeof(err)), 0);
@@ -197,11 +111,11 @@ static void test_durable(void **state)
 static void test_failed_write(void **state)
 {
     (void)state;
-    fx_t *f = fx_new();
+    fx_t *f = fx_new("kc-authst");
     kc_api_ctx_t ctx = ctx_of(f);
-    atomic_store(&fail_fsync, 1);
+    fx_fail_fsync(true);
     assert_int_equal(add_user(&ctx, "bob"), KC_ERR_KAFKA_STORAGE_ERROR);
-    atomic_store(&fail_fsync, 0);
+    fx_fail_fsync(false);
     assert_null(kc_auth_scram_get(ctx.auth, kc_str_c("bob"), KC_SCRAM_SHA_256));
     kc_auth_free(ctx.auth);
 
@@ -220,7 +134,7 @@ static void test_failed_write(void **state)
 static void test_edges(void **state)
 {
     (void)state;
-    fx_t *f = fx_new();
+    fx_t *f = fx_new("kc-authst");
     kc_api_ctx_t ctx = ctx_of(f);
     kc_api_auth_batch_t b = {0};
     assert_int_equal(kc_api_auth_commit(&ctx, &b), KC_ERR_NONE);

@@ -15,95 +15,9 @@
 #include <sys/stat.h>
 
 #include "coord/coord_int.h"
+#include "coord_fixture.h"
 #include "log/log.h"
 #include "util/diag.h"
-
-static atomic_int fail_fsync; /* fsyncs fail with EIO while set */
-
-static int f_fsync(void *ctx, int fd)
-{
-    (void)ctx;
-    if (atomic_load(&fail_fsync))
-        return -5; /* -EIO */
-    return kc_log_io_posix()->fsync(NULL, fd);
-}
-
-static kc_log_io_t faulty;
-
-static void no_join(void *waiter, const kc_join_group_response_t *resp)
-{
-    (void)waiter, (void)resp;
-}
-static void no_sync(void *waiter, const kc_sync_group_response_t *resp)
-{
-    (void)waiter, (void)resp;
-}
-static const kc_coord_replies_t replies = {no_join, no_sync};
-
-typedef struct fx_s {
-    char dir[64];
-    kc_conf_t conf;
-    kc_catalog_t cat;
-    uv_loop_t loop;
-    kc_coord_t *c;
-    char msg[256];
-} fx_t;
-
-static int closed;
-static void on_closed(void *arg)
-{
-    (void)arg;
-    closed = 1;
-}
-
-static void fx_open(fx_t *f)
-{
-    f->c = kc_coord_new(&f->loop, &f->conf, &f->cat, &replies, &faulty);
-    assert_non_null(f->c);
-    for (int i = 0; i < 100000 && kc_coord_loading(f->c) > 0; i++)
-        uv_run(&f->loop, UV_RUN_ONCE);
-}
-
-static void fx_close(fx_t *f)
-{
-    closed = 0;
-    kc_coord_close(f->c, on_closed, NULL);
-    for (int i = 0; i < 100000 && !closed; i++)
-        uv_run(&f->loop, UV_RUN_ONCE);
-    assert_true(closed);
-}
-
-static fx_t *fx_new(void)
-{
-    faulty = *kc_log_io_posix();
-    faulty.fsync = f_fsync;
-    fx_t *f = calloc(1, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "/tmp/kc-gconf-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    kc_conf_init(&f->conf);
-    char err[256];
-    assert_int_equal(kc_conf_set(&f->conf, "data.dir", f->dir, KC_CONF_SRC_SET, err, sizeof(err)),
-                     0);
-    assert_int_equal(kc_conf_set(&f->conf, "offsets.topic.num.partitions", "2", KC_CONF_SRC_SET,
-                                 err, sizeof(err)),
-                     0);
-    assert_int_equal(kc_catalog_init(&f->cat, "cluster", NULL, 0), 0);
-    uv_loop_init(&f->loop);
-    fx_open(f);
-    return f;
-}
-
-static void fx_free(fx_t *f)
-{
-    fx_close(f);
-    assert_int_equal(uv_loop_close(&f->loop), 0);
-    kc_catalog_free(&f->cat);
-    kc_conf_free(&f->conf);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
-    free(f);
-}
 
 /* One operation on group `g`. */
 static int16_t alter1(fx_t *f, const char *g, const char *name, int8_t op, const char *value,
@@ -138,7 +52,7 @@ static int groups_with_configs(fx_t *f)
 static void test_validation(void **state)
 {
     (void)state;
-    fx_t *f = fx_new();
+    fx_t *f = fx_new("kc-gconf");
     assert_int_equal(alter1(f, "g", "foo.bar", KC_GCONF_OP_SET, "1", false), 40);
     assert_string_equal(f->msg, "Unknown group config name: foo.bar");
     assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, "1000", false),
@@ -201,7 +115,7 @@ static void test_validation(void **state)
 static void test_set_delete_validate_only(void **state)
 {
     (void)state;
-    fx_t *f = fx_new();
+    fx_t *f = fx_new("kc-gconf");
     assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, "50000", true),
                      0);
     assert_int_equal(get(f, "g", KC_GCONF_SESSION), -1); /* validate only */
@@ -236,7 +150,7 @@ static void test_set_delete_validate_only(void **state)
 static void test_durable(void **state)
 {
     (void)state;
-    fx_t *f = fx_new();
+    fx_t *f = fx_new("kc-gconf");
     assert_int_equal(alter1(f, "g", "consumer.session.timeout.ms", KC_GCONF_OP_SET, "50000", false),
                      0);
     assert_int_equal(
@@ -245,10 +159,10 @@ static void test_durable(void **state)
         alter1(f, "h", "consumer.assignment.interval.ms", KC_GCONF_OP_DELETE, NULL, false), 0);
     assert_int_equal(
         alter1(f, "g", "consumer.heartbeat.interval.ms", KC_GCONF_OP_SET, "7000", false), 0);
-    atomic_store(&fail_fsync, 1);
+    fx_fail_fsync(true);
     assert_int_equal(
         alter1(f, "g", "consumer.heartbeat.interval.ms", KC_GCONF_OP_SET, "8000", false), 56);
-    atomic_store(&fail_fsync, 0);
+    fx_fail_fsync(false);
     assert_int_equal(get(f, "g", KC_GCONF_HEARTBEAT), 7000);
     fx_close(f);
 
@@ -286,7 +200,7 @@ static int seen(void *arg, const kc_meta_rec_t *r)
 static void test_meta_records_by_type(void **state)
 {
     (void)state;
-    fx_t *f = fx_new();
+    fx_t *f = fx_new("kc-gconf");
     const uint8_t k1[] = {0, 22, 'a'}, k2[] = {0, 22, 'b'}, k3[] = {0, 23, 'a'};
     kc_meta_rec_t recs[] = {{k1, sizeof(k1), (const uint8_t *)"one", 3},
                             {k2, sizeof(k2), (const uint8_t *)"two", 3},
