@@ -30,6 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 os.environ.setdefault("KC_TEST_BIN", os.path.join(ROOT, "build", "kcoord"))
 sys.path.insert(0, ROOT)
 from tests.support import kafka_ref, kcoord, wire  # noqa: E402
+from tests.support.certs import make_ca, make_cert  # noqa: E402
 
 TOOL_TIMEOUT_S = 120
 REGEX_REFRESH_MS = 10000  # group.consumer.regex.refresh.interval.ms: Kafka's minimum
@@ -46,36 +47,6 @@ CLUSTER_AUTHORIZATION_FAILED, SECURITY_DISABLED = 31, 54
 ANON = "User:ANONYMOUS"
 
 
-def openssl(*args):
-    subprocess.run(["openssl"] + list(args), check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-
-
-def make_ca(d):
-    key, pem = os.path.join(d, "ca.key"), os.path.join(d, "ca.pem")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", pem,
-            "-days", "2", "-subj", "/CN=acl-test-ca")
-    return key, pem
-
-
-def make_cert(d, name, subj, ca, san=None):
-    """A key and a certificate signed by ca; returns (key, crt, both in one pem)."""
-    key, csr, crt = (os.path.join(d, name + x) for x in (".key", ".csr", ".crt"))
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", subj)
-    args = ["x509", "-req", "-in", csr, "-CA", ca[1], "-CAkey", ca[0], "-CAcreateserial",
-            "-out", crt, "-days", "2"]
-    if san:
-        ext = os.path.join(d, name + ".ext")
-        with open(ext, "w") as f:
-            f.write("subjectAltName=%s\n" % san)
-        args += ["-extfile", ext]
-    openssl(*args)
-    both = os.path.join(d, name + ".pem")
-    with open(both, "w") as out, open(key) as k, open(crt) as c:
-        out.write(k.read() + c.read())
-    return key, crt, both
-
-
 def have_tools():
     return shutil.which(kafka_ref.java_bin()) is not None and kafka_ref.cache_complete()
 
@@ -85,7 +56,7 @@ class AclTest(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="kc-acl-")
         d = cls.dir
-        cls.ca = make_ca(d)
+        cls.ca = make_ca(d, "ca", "acl-test-ca")
         cls.server = make_cert(d, "server", "/CN=localhost", cls.ca, "DNS:localhost,IP:127.0.0.1")
         cls.admin = make_cert(d, "admin", "/O=Acme/CN=admin", cls.ca)
         cls.alice = make_cert(d, "alice", "/O=Acme/CN=alice", cls.ca)

@@ -46,44 +46,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 os.environ.setdefault("KC_TEST_BIN", os.path.join(ROOT, "build", "kcoord"))
 sys.path.insert(0, ROOT)
 from tests.support import kcoord, wire  # noqa: E402
+from tests.support.certs import make_ca, make_cert, openssl, read  # noqa: E402,F401
 
 CLIENT = os.path.join(ROOT, "tests", "integration", "tls_client.py")
 WAIT_S = 20
-
-
-def openssl(*args):
-    subprocess.run(["openssl"] + list(args), check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-
-
-def make_ca(d, name, cn):
-    key, pem = os.path.join(d, name + ".key"), os.path.join(d, name + ".pem")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", pem,
-            "-days", "2", "-subj", "/CN=" + cn)
-    return key, pem
-
-
-def make_cert(d, name, subj, ca, san=None):
-    """A key and a certificate signed by ca (key, pem); returns (key, crt, both in one pem)."""
-    key, csr, crt = (os.path.join(d, name + x) for x in (".key", ".csr", ".crt"))
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", subj)
-    args = ["x509", "-req", "-in", csr, "-CA", ca[1], "-CAkey", ca[0], "-CAcreateserial",
-            "-out", crt, "-days", "2"]
-    if san:
-        ext = os.path.join(d, name + ".ext")
-        with open(ext, "w") as f:
-            f.write("subjectAltName=%s\n" % san)
-        args += ["-extfile", ext]
-    openssl(*args)
-    both = os.path.join(d, name + ".pem")
-    with open(both, "w") as out:
-        out.write(read(key) + read(crt))
-    return key, crt, both
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
 
 
 def venv_python():
