@@ -31,9 +31,9 @@ CXX := $(subst clang,clang++,$(CC))
 # The link is driven by the C compiler: have clang bring the sanitizers' C++ runtime too.
 CLANG_LDFLAGS := -fsanitize-link-c++-runtime
 endif
-PKGS := libuv libzstd libssl libcrypto
+PKGS := libuv libzstd libssl libcrypto raft
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -luv -lzstd -lssl -lcrypto)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -luv -lzstd -lssl -lcrypto -lraft)
 
 ifeq ($(SANITIZE),1)
 BUILD := build/san

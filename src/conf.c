@@ -24,6 +24,7 @@
  */
 #include "conf.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -85,6 +86,8 @@ static int check_protocol_map(const char *v, char *prob, size_t problen);
 static int check_plain_jaas(const char *v, char *prob, size_t problen);
 static int check_authorizer(const char *v, char *prob, size_t problen);
 static int check_super_users(const char *v, char *prob, size_t problen);
+static int check_voters(const char *v, char *prob, size_t problen);
+static int check_brokers(const char *v, char *prob, size_t problen);
 
 /* The server-side assignors of src/group/assignor.c. */
 static const char *const consumer_assignors[] = {"uniform", "range", NULL};
@@ -134,6 +137,61 @@ static const setting_t settings[] = {
      .min = 0,
      .max = INT32_MAX,
      .doc = "The broker id kcoord gives clients for itself."},
+    {.name = "cluster.voters",
+     .type = T_STRING,
+     .off = OFF(cluster_voters),
+     .def = "",
+     .check = check_voters,
+     .flags = F_EMPTY_OK,
+     .doc = "The nodes of a kcoord cluster, as Kafka's controller.quorum.voters: comma-separated "
+            "ID@host:port, each node's id (its node.id) and the address its raft transport "
+            "listens on and the others reach it at. Empty: kcoord is a single node, with no raft. "
+            "Every node of a cluster has the same list, its own node.id among them; on first "
+            "start (an empty <data.dir>/raft) each bootstraps the cluster with these voters."},
+    {.name = "cluster.brokers",
+     .type = T_STRING,
+     .off = OFF(cluster_brokers),
+     .def = "",
+     .check = check_brokers,
+     .flags = F_EMPTY_OK,
+     .doc = "The client addresses of every node of the cluster: comma-separated "
+            "ID@NAME://host:port (or ID@host:port for PLAINTEXT), one per node and listener name. "
+            "Metadata lists the nodes and FindCoordinator names the leader at the address of the "
+            "listener name the client came in on. This node's own entries default to its "
+            "advertised listeners."},
+    {.name = "cluster.election.timeout.ms",
+     .type = T_INT,
+     .off = OFF(cluster_election_timeout_ms),
+     .def = "1000",
+     .min = 100,
+     .max = 60000,
+     .doc = "Raft's election timeout: a follower that hears nothing from the leader for this long "
+            "(randomized between 1x and 2x) starts an election, and a leader that cannot reach a "
+            "majority for this long steps down."},
+    {.name = "cluster.heartbeat.timeout.ms",
+     .type = T_INT,
+     .off = OFF(cluster_heartbeat_timeout_ms),
+     .def = "100",
+     .min = 10,
+     .max = 10000,
+     .doc = "How often the raft leader contacts idle followers. Must be below "
+            "cluster.election.timeout.ms."},
+    {.name = "cluster.snapshot.threshold",
+     .type = T_INT,
+     .off = OFF(cluster_snapshot_threshold),
+     .def = "8192",
+     .min = 16,
+     .max = INT32_MAX,
+     .doc = "Raft log entries applied since the last snapshot after which a node takes a snapshot "
+            "(its compacted partition logs) and truncates its raft log behind it."},
+    {.name = "cluster.snapshot.trailing",
+     .type = T_INT,
+     .off = OFF(cluster_snapshot_trailing),
+     .def = "2048",
+     .min = 0,
+     .max = INT32_MAX,
+     .doc = "Raft log entries kept behind a snapshot, so that a follower a little behind catches "
+            "up from the log rather than by a whole snapshot."},
     {.name = "data.dir",
      .type = T_STRING,
      .off = OFF(data_dir),
@@ -1228,6 +1286,62 @@ static int walk_protocol_map(const char *v, const char *want, char *prob, size_t
 static int check_protocol_map(const char *v, char *prob, size_t problen)
 {
     return walk_protocol_map(v, NULL, prob, problen);
+}
+
+/* cluster.voters (ID@host:port) and cluster.brokers (ID@NAME://host:port, the name optional):
+ * the syntax of every comma-separated entry. */
+static int walk_id_list(const char *v, bool named, char *prob, size_t problen)
+{
+    const char *s = v;
+    while (*s) {
+        const char *end = strchr(s, ',');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        char item[256];
+        if (n == 0 || n >= sizeof(item)) {
+            seterr(prob, problen, "has an empty or overlong entry");
+            return -1;
+        }
+        memcpy(item, s, n);
+        item[n] = '\0';
+        char *at = strchr(item, '@');
+        char *idend = NULL;
+        long id = at ? strtol(item, &idend, 10) : -1;
+        if (at == NULL || idend != at || at == item || id < 0 || id > INT32_MAX) {
+            seterr(prob, problen, "entry \"%s\" is not %s", item,
+                   named ? "ID@NAME://host:port" : "ID@host:port");
+            return -1;
+        }
+        char *addr = at + 1;
+        char *sep = named ? strstr(addr, "://") : NULL;
+        if (sep) {
+            for (char *q = addr; q < sep; q++)
+                if (!(isalnum((unsigned char)*q) || *q == '_' || *q == '-')) {
+                    seterr(prob, problen, "entry \"%s\" has a bad listener name", item);
+                    return -1;
+                }
+            addr = sep + 3;
+        }
+        char *colon = strrchr(addr, ':');
+        char *pend = NULL;
+        long port = colon ? strtol(colon + 1, &pend, 10) : -1;
+        if (colon == NULL || colon == addr || pend == NULL || *pend != '\0' || port < 1 ||
+            port > 65535) {
+            seterr(prob, problen, "entry \"%s\" has no host:port with a port in 1..65535", item);
+            return -1;
+        }
+        s = end ? end + 1 : s + n;
+    }
+    return 0;
+}
+
+static int check_voters(const char *v, char *prob, size_t problen)
+{
+    return walk_id_list(v, false, prob, problen);
+}
+
+static int check_brokers(const char *v, char *prob, size_t problen)
+{
+    return walk_id_list(v, true, prob, problen);
 }
 
 /* authorizer.class.name: kcoord has one authorizer, Kafka's StandardAuthorizer. */

@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 80
+#define KC_CONF_N_SETTINGS 86
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -96,6 +96,12 @@ typedef struct kc_conf_s {
     char *advertised_listeners; /* advertised.listeners: "" = what listeners is bound to */
     char *listener_security_protocol_map; /* listener.security.protocol.map: validated */
     int32_t node_id;                      /* node.id */
+    char *cluster_voters;                 /* cluster.voters: "" = a single node, no raft */
+    char *cluster_brokers;                /* cluster.brokers */
+    int32_t cluster_election_timeout_ms;  /* cluster.election.timeout.ms */
+    int32_t cluster_heartbeat_timeout_ms; /* cluster.heartbeat.timeout.ms */
+    int32_t cluster_snapshot_threshold;   /* cluster.snapshot.threshold: entries */
+    int32_t cluster_snapshot_trailing;    /* cluster.snapshot.trailing: entries */
     char *data_dir;                       /* data.dir: never empty */
     int32_t socket_request_max_bytes;     /* socket.request.max.bytes */
     int64_t connections_max_idle_ms;      /* connections.max.idle.ms */
