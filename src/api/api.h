@@ -29,6 +29,7 @@ typedef struct kc_api_ctx_s {
     kc_coord_t *coord; /* the partitions with their groups and offsets */
     kc_auth_t *auth;   /* ACL bindings and SCRAM credentials, kept in the metadata partition */
     struct kc_api_sasl_s *sasl; /* the SASL listeners' settings (sasl.c); NULL: none */
+    struct kc_cluster_s *cluster; /* the raft cluster this node is in; NULL: a single node */
 } kc_api_ctx_t;
 
 /* A request being answered: where the answer goes and how to encode it. Lives in the

@@ -39,6 +39,10 @@ kc_obs_server_t *kc_obs_server_new(uv_loop_t *loop, kc_coord_t *coord);
 /* Take the HTTP listener's bounds from `conf` (metrics.max.connections,
  * metrics.request.timeout.ms, metrics.chunk.bytes); until then, their defaults apply. */
 void kc_obs_server_configure(kc_obs_server_t *s, const kc_conf_t *conf);
+/* The raft cluster this node is in (NULL, the default: a single node), for /v1/cluster, /readyz
+ * and the cluster metrics. */
+struct kc_cluster_s;
+void kc_obs_server_set_cluster(kc_obs_server_t *s, struct kc_cluster_s *cluster);
 
 /* Serve HTTPS with `tls` (metrics.ssl.enabled; not owned, closed by its owner after this
  * server), before kc_obs_server_listen. */
