@@ -231,13 +231,14 @@ class Cluster:
         except (OSError, wire.WireError):
             return None, None
 
-    def wait_leader(self, timeout=LEADER_TIMEOUT_S, exclude=(), key="kc-probe"):
-        """Wait until every running node's FindCoordinator names the same running node (not in
+    def wait_leader(self, timeout=LEADER_TIMEOUT_S, exclude=(), ignore=(), key="kc-probe"):
+        """Wait until every running node (but those in ignore, which clients cannot reach or
+        which cannot reach the others) has FindCoordinator name the same running node (not in
         exclude) with error 0, and return its id."""
         deadline = time.monotonic() + timeout
         seen = {}
         while time.monotonic() < deadline:
-            seen = {i: self.coordinator_seen_by(i, key) for i in self.up()}
+            seen = {i: self.coordinator_seen_by(i, key) for i in self.up() if i not in ignore}
             ids = {nid for err, nid in seen.values() if err == NONE}
             if (seen and len(ids) == 1 and all(err == NONE for err, _ in seen.values())):
                 leader = ids.pop()

@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+"""chaos: a kcoord cluster under a continuous commit load through many rounds of faults; no
+acknowledged commit may be lost.
+
+    tests/chaos/chaos.py [--short] [--rounds N] [--nodes 3|5] [--seed N] [--loopback]
+                         [--keep] [--out FILE]
+
+Runs build/kcoord (or $KC_TEST_BIN) as a cluster of --nodes (3) nodes. As root, each node runs
+in a network namespace of its own with one veth into a bridge in the root namespace (subnet
+10.217.117.0/24: node i is .i, the bridge .254; nothing is routed anywhere else), where the
+clients run; --loopback (or not root) runs the nodes on 127.0.0.1 instead, without the network
+faults. Every namespace, veth and the bridge are removed at the end, also on a failure or an
+interrupt, and every node is killed.
+
+The raw committer (tests/support/cluster.py) commits increasing offsets without pause to 6
+groups through whichever node FindCoordinator names, recording every commit answered with
+error 0. Faults, --rounds (10; --short: 1, 2 for the leader kill) rounds each, in a shuffled
+order (--seed):
+
+  leader-kill       kill -9 of the leader; restarted once a new leader serves
+  follower-kill     kill -9 of a follower; restarted
+  leader-stop       SIGSTOP of the leader; SIGCONT once a new leader serves
+  leader-isolate    the leader's link down (it and its clients cut off); up again
+  one-way           nftables in the leader's namespace drops what it sends to the others
+                    (they still reach it); removed once a new leader serves
+  empty-restart     a node (follower or leader, in turn) killed and restarted on an empty data
+                    directory; it must catch up
+  rolling-restart   every node in turn stopped with SIGTERM and started again, the leader last
+
+A round ends when every node is back and all agree on one leader that serves, and commits are
+acknowledged again. Measured: the time from the fault to the first commit acknowledged after
+it. At the end the committer stops and the checker asks OffsetFetch for every group: an offset
+below the last acknowledged one is a lost commit, one above the last sent one an invented
+commit; an OffsetFetch that went below an acknowledged offset while running is a violation too.
+Then every node is killed and its __consumer_offsets segments must pass `kcoord verify-log`.
+
+It writes --out (default docs/RELIABILITY.md): rounds per fault, acknowledged commits checked,
+lost, time to the first commit after each fault (median and max) and the command line. Exit
+status 0 when nothing was lost or violated, 1 otherwise.
+"""
+import argparse
+import os
+import random
+import signal
+import statistics
+import sys
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+os.environ.setdefault("KC_TEST_BIN", os.path.join(ROOT, "build", "kcoord"))
+sys.path.insert(0, ROOT)
+from tests.support import cluster  # noqa: E402
+
+TOPIC = "chaos"
+SETTINGS = ["topics=%s:8" % TOPIC, "offsets.topic.num.partitions=6",
+            "group.initial.rebalance.delay.ms=0", "log.level=info", "log.flush.policy=always"]
+FAULTS = ["leader-kill", "follower-kill", "leader-stop", "leader-isolate", "one-way",
+          "empty-restart", "rolling-restart"]
+NET_FAULTS = {"leader-isolate", "one-way"}
+STEP_TIMEOUT_S = 60
+SETTLE_ACKS = 20
+
+
+def log(msg):
+    sys.stderr.write("%s chaos: %s\n" % (time.strftime("%H:%M:%S"), msg))
+    sys.stderr.flush()
+
+
+class Run:
+    """One chaos run: the cluster, the committer and what each round measured."""
+
+    def __init__(self, c, committer):
+        self.c = c
+        self.com = committer
+        self.times = {f: [] for f in FAULTS}  # seconds from fault to the first ack after it
+        self.empty_turn = 0
+
+    def settle(self, ignore=()):
+        """Every running node agrees on one serving leader and commits are acknowledged."""
+        leader = self.c.wait_leader(STEP_TIMEOUT_S, ignore=ignore)
+        self.c.wait_serving(leader, STEP_TIMEOUT_S)
+        self.com.wait_acks_after(time.monotonic(), SETTLE_ACKS, STEP_TIMEOUT_S)
+        return leader
+
+    def measure(self, fault, t0):
+        first = self.com.wait_acks_after(t0, 1, STEP_TIMEOUT_S)
+        self.times[fault].append(first - t0)
+        return first - t0
+
+    def round(self, fault):
+        c = self.c
+        leader = self.settle()
+        followers = [i for i in c.nodes if i != leader]
+        t0 = time.monotonic()
+        if fault == "leader-kill":
+            c.kill(leader)
+            c.wait_leader(STEP_TIMEOUT_S, exclude=(leader,))
+            took = self.measure(fault, t0)
+            c.start_node(leader)
+        elif fault == "follower-kill":
+            victim = random.choice(followers)
+            c.kill(victim)
+            took = self.measure(fault, t0)
+            c.start_node(victim)
+        elif fault == "leader-stop":
+            c.pause(leader)
+            c.wait_leader(STEP_TIMEOUT_S, exclude=(leader,))
+            took = self.measure(fault, t0)
+            c.resume(leader)
+        elif fault == "leader-isolate":
+            c.netlab.isolate(leader)
+            c.wait_leader(STEP_TIMEOUT_S, exclude=(leader,), ignore=(leader,))
+            took = self.measure(fault, t0)
+            c.netlab.heal(leader)
+        elif fault == "one-way":
+            c.netlab.block(leader, followers)
+            c.wait_leader(STEP_TIMEOUT_S, exclude=(leader,), ignore=(leader,))
+            took = self.measure(fault, t0)
+            c.netlab.unblock(leader)
+        elif fault == "empty-restart":
+            self.empty_turn += 1
+            victim = leader if self.empty_turn % 2 == 0 else random.choice(followers)
+            c.restart(victim, empty=True)
+            took = self.measure(fault, t0)
+            fault += " (%s)" % ("leader" if victim == leader else "follower")
+        elif fault == "rolling-restart":
+            for i in followers + [leader]:
+                c.kill(i, signal.SIGTERM)
+                c.start_node(i)
+                self.settle()
+            took = self.measure(fault, t0)
+        else:
+            raise ValueError(fault)
+        self.settle()
+        log("%-26s leader was %d, first commit after it %.3f s" % (fault, leader, took))
+
+
+def summary(values):
+    if not values:
+        return "-", "-"
+    return "%.3f" % statistics.median(values), "%.3f" % max(values)
+
+
+def write_report(path, args, run, faults, checked, violations, errors, elapsed, netns):
+    lost = [v for v in violations if "LOST" in v]
+    cmd = "tests/chaos/chaos.py" + "".join(" " + a for a in sys.argv[1:])
+    lines = [
+        "# Reliability",
+        "",
+        "Generated by `make chaos` (`%s`, seed %d) on %s: a %d-node kcoord cluster on raft%s, "
+        "a raw committer committing without pause to %d groups through whichever node "
+        "FindCoordinator names, and the faults below. Checker: every commit answered with "
+        "error 0 must be returned by OffsetFetch afterwards with the same or a later offset "
+        "(never one that was not sent), and no OffsetFetch while running may go below an "
+        "acknowledged offset; every node's segments must pass `kcoord verify-log`."
+        % (cmd, args.seed, time.strftime("%Y-%m-%d", time.gmtime()), args.nodes,
+           " (each node in its own network namespace, joined by veth pairs to a bridge)"
+           if netns else " (on loopback, without the network faults)", args.groups),
+        "",
+        "| fault | rounds | first commit after the fault, median (s) | max (s) |",
+        "|---|---|---|---|",
+    ]
+    for f in FAULTS:
+        if f not in faults:
+            continue
+        med, mx = summary(run.times[f])
+        lines.append("| %s | %d | %s | %s |" % (f, len(run.times[f]), med, mx))
+    lines += [
+        "",
+        "- acknowledged commits checked: %d" % checked,
+        "- lost: %d" % len(lost),
+        "- other violations: %d" % (len(violations) - len(lost)),
+        "- errors the committer saw and retried (Kafka error code or exception: count): %s"
+        % (", ".join("%s: %d" % (k, v) for k, v in sorted(errors.items(), key=str)) or "none"),
+        "- run time: %.0f s" % elapsed,
+        "",
+        "The time to the first commit includes the clients' own detection: a request to a "
+        "stopped or cut-off node waits for the committer's %d s timeout before it asks "
+        "FindCoordinator again." % cluster.IO_TIMEOUT_S,
+    ]
+    if violations:
+        lines += ["", "Violations:", ""] + ["- " + v for v in violations[:50]]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--short", action="store_true", help="a few rounds (under 3 minutes)")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds per fault (10)")
+    ap.add_argument("--nodes", type=int, default=3, choices=(3, 5))
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--loopback", action="store_true", help="no namespaces, no network faults")
+    ap.add_argument("--keep", action="store_true", help="keep the data directories and logs")
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "RELIABILITY.md"))
+    args = ap.parse_args()
+    args.groups = 6
+    if args.seed is None:
+        args.seed = random.randrange(1 << 16)
+    random.seed(args.seed)
+    netns = not args.loopback and os.geteuid() == 0
+    faults = [f for f in FAULTS if netns or f not in NET_FAULTS]
+    rounds = args.rounds or (1 if args.short else 10)
+    plan = [f for f in faults for _ in range(rounds)]
+    if args.short:
+        plan.append("leader-kill")
+    random.shuffle(plan)
+
+    # A SIGTERM or SIGHUP unwinds like Ctrl-C, so that the cleanup below always runs.
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt("signal %d" % signum)
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGHUP, interrupt)
+
+    start = time.monotonic()
+    lab = c = com = None
+    ok = False
+    try:
+        lab = cluster.NetLab(args.nodes) if netns else None
+        c = cluster.Cluster(args.nodes, *SETTINGS, netlab=lab, keep=args.keep)
+        log("%d nodes%s, data in %s, seed %d, %d rounds" % (
+            args.nodes, " in namespaces" if netns else " on loopback", c.root, args.seed,
+            len(plan)))
+        c.start()
+        leader = c.wait_leader(STEP_TIMEOUT_S)
+        c.wait_serving(leader, STEP_TIMEOUT_S)
+        com = cluster.Committer(c, TOPIC, clients=args.groups, partitions=2, prefix="chaos")
+        com.start()
+        run = Run(c, com)
+        run.settle()
+        for k, fault in enumerate(plan):
+            log("round %d/%d: %s" % (k + 1, len(plan), fault))
+            run.round(fault)
+        com.stop()
+        checked, violations = com.check(STEP_TIMEOUT_S)
+        for i, node in c.nodes.items():
+            c.kill(i)
+            good, out = cluster.verify_log(node.data_dir)
+            if not good:
+                violations.append("node %d: verify-log failed: %s" % (i, out.strip()[-500:]))
+        elapsed = time.monotonic() - start
+        write_report(args.out, args, run, faults, checked, violations, com.errors, elapsed,
+                     netns)
+        log("%d acknowledged commits checked, %d violations, %.0f s; wrote %s"
+            % (checked, len(violations), elapsed, args.out))
+        for v in violations:
+            log("VIOLATION " + v)
+        ok = not violations
+    except (AssertionError, KeyboardInterrupt) as e:
+        log("FAILED: %s" % e)
+        if c is not None:
+            sys.stderr.write(c.logs(tail=80) + "\n")
+    finally:
+        if com is not None:
+            com.stop()
+        if c is not None:
+            c.close()
+            if args.keep:
+                log("kept %s" % c.root)
+        if lab is not None:
+            lab.close()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
