@@ -22,6 +22,7 @@ Kafka error codes the cluster answers with are named here: NOT_COORDINATOR (16),
 COORDINATOR_NOT_AVAILABLE (15), COORDINATOR_LOAD_IN_PROGRESS (14).
 """
 import ctypes
+import json
 import os
 import re
 import shutil
@@ -597,7 +598,6 @@ def log_offsets(data_dir, binary=None):
     """The committed offsets a node's __consumer_offsets segments hold, read with `kcoord
     dump-log`: {(group, topic, partition): (offset, metadata)}, the last record of each key
     winning (a tombstone removes it)."""
-    import json
     parts = sorted(os.path.join(data_dir, d) for d in os.listdir(data_dir)
                    if d.startswith("__consumer_offsets-"))
     if not parts:
