@@ -195,6 +195,16 @@ static void close_coord(void *arg)
     kc_server_shutdown(d->server, on_server_stopped, d);
 }
 
+static void close_cluster(void *arg)
+{
+    daemon_t *d = arg;
+    kc_cluster_t *cl = d->cluster;
+    d->cluster = NULL;
+    d->api->cluster = NULL;
+    kc_coord_set_cluster(d->coord, NULL);
+    kc_cluster_close(cl, close_coord, d);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     daemon_t *d = h->data;
@@ -207,11 +217,11 @@ static void on_signal(uv_signal_t *h, int signum)
         d->obs = NULL;
     }
     if (d->cluster != NULL) {
-        kc_cluster_t *cl = d->cluster;
-        d->cluster = NULL;
-        d->api->cluster = NULL;
-        kc_coord_set_cluster(d->coord, NULL);
-        kc_cluster_close(cl, close_coord, d);
+        /* A leader first hands its leadership over, so that clients move to the new leader
+         * at once rather than after an election timeout. */
+        if (kc_cluster_transfer(d->cluster, close_cluster, d) == 0)
+            return;
+        close_cluster(d);
         return;
     }
     /* Parked JoinGroup/SyncGroup requests are answered first, then connections drain. */

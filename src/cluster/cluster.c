@@ -52,6 +52,9 @@ struct kc_cluster_s {
     struct raft_uv_transport transport;
     struct raft_fsm fsm;
     struct raft_barrier barrier;
+    struct raft_transfer transfer;
+    void (*transfer_done)(void *);
+    void *transfer_arg;
     uv_timer_t poll; /* a second look at raft's state, beside step_cb */
     uv_timer_t kick; /* starts the barrier outside raft's own callbacks */
     node_t nodes[MAX_NODES];
@@ -549,6 +552,38 @@ void kc_cluster_close(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
     uv_close((uv_handle_t *)&cl->poll, on_poll_closed);
     uv_close((uv_handle_t *)&cl->kick, on_poll_closed);
     raft_close(&cl->raft, on_raft_closed);
+}
+
+static void on_transferred(struct raft_transfer *req)
+{
+    kc_cluster_t *cl = req->data;
+    raft_id lid = 0;
+    const char *addr = NULL;
+    raft_leader(&cl->raft, &lid, &addr);
+    KC_INFO("cluster", "leadership transfer ended: the leader is %s",
+            lid ? (lid == (raft_id)cl->self ? "still this node" : "another node") : "not known");
+    void (*done)(void *) = cl->transfer_done;
+    cl->transfer_done = NULL;
+    if (done)
+        done(cl->transfer_arg);
+}
+
+int kc_cluster_transfer(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
+{
+    if (cl->closing || !cl->started || cl->transfer_done != NULL ||
+        raft_state(&cl->raft) != RAFT_LEADER || cl->n_nodes < 2)
+        return -1;
+    cl->transfer.data = cl;
+    cl->transfer_done = done;
+    cl->transfer_arg = arg;
+    int rv = raft_transfer(&cl->raft, &cl->transfer, 0, on_transferred);
+    if (rv != 0) {
+        cl->transfer_done = NULL;
+        KC_WARN("cluster", "leadership transfer not started: %s", raft_strerror(rv));
+        return -1;
+    }
+    KC_INFO("cluster", "node %d hands its leadership to another voter before stopping", cl->self);
+    return 0;
 }
 
 /* ---- Submissions --------------------------------------------------------------------------- */

@@ -73,6 +73,12 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
 /* Load the raft log and snapshot (restore, then role and apply callbacks), join the cluster.
  * 0, or -1 with err filled. */
 int kc_cluster_start(kc_cluster_t *cl, char *err, size_t errlen);
+/* Hand the leadership to the most up-to-date other voter (raft's transfer: the target is told
+ * to start an election at once), before a planned stop. done(arg) is called once from the loop
+ * when it is over, whether it worked or not (it gives up after an election timeout). Returns 0,
+ * or -1 when this node does not lead or has no other voter (done is then never called). */
+int kc_cluster_transfer(kc_cluster_t *cl, void (*done)(void *arg), void *arg);
+
 /* Stop raft: pending submissions complete with KC_CLUSTER_ESHUTDOWN; done(arg) from the loop
  * once its handles are closed. */
 void kc_cluster_close(kc_cluster_t *cl, void (*done)(void *arg), void *arg);
