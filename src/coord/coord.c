@@ -1873,6 +1873,11 @@ void kc_coord_close(kc_coord_t *c, void (*done)(void *arg), void *arg)
 
 /* ---- The metadata partition and group configs --------------------------------------------- */
 
+bool kc_coord_clustered(const kc_coord_t *c)
+{
+    return c->clustered;
+}
+
 kc_meta_t *kc_coord_meta(kc_coord_t *c)
 {
     return c->meta;

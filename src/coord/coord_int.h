@@ -51,6 +51,8 @@ bool kc_meta_ok(const kc_meta_t *m);
 int kc_meta_sync(kc_meta_t *m);
 /* Sync, close, free (NULL allowed). 0 or the first error. */
 int kc_meta_close(kc_meta_t *m);
+/* Whether the coordinator is a cluster node's (coord.c). */
+bool kc_coord_clustered(const kc_coord_t *c);
 /* The coordinator's metadata partition (coord.c). */
 kc_meta_t *kc_coord_meta(kc_coord_t *c);
 
