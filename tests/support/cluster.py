@@ -44,6 +44,10 @@ IO_TIMEOUT_S = 3
 START_TIMEOUT_S = 30
 LEADER_TIMEOUT_S = 30
 
+# What a request to a node that dies, stops or is cut off raises (a closed connection is an
+# EOFError in wire.Conn).
+NET_ERRORS = (OSError, EOFError, wire.WireError)
+
 LEADER_LINE = r"cluster: leader is node (-?\d+) \(term (\d+)\)"
 SERVES_LINE = r"cluster: node (\d+) serves as the leader \(term (\d+)\)"
 
@@ -229,7 +233,7 @@ class Cluster:
         try:
             err, nid, _, _ = find_coordinator(node.host, node.kport, key)
             return err, nid
-        except (OSError, wire.WireError):
+        except NET_ERRORS:
             return None, None
 
     def wait_leader(self, timeout=LEADER_TIMEOUT_S, exclude=(), ignore=(), key="kc-probe"):
@@ -263,7 +267,7 @@ class Cluster:
                     last, _ = offset_fetch(c, group, topic, [0])
                     if last == NONE:
                         return time.monotonic() - start
-            except (OSError, wire.WireError) as e:
+            except NET_ERRORS as e:
                 last = e
             time.sleep(0.05)
         raise AssertionError("node %d does not serve within %d s (last: %s)\n%s"
@@ -404,7 +408,8 @@ class Committer:
         self.errors = {}  # error code or exception name: count
         self.violations = []
         self.stopping = threading.Event()
-        self.threads = [threading.Thread(target=self._run, args=(g,), daemon=True)
+        self.conns = {}
+        self.threads = [threading.Thread(target=self._guarded, args=(g,), daemon=True)
                         for g in self.groups]
 
     def start(self):
@@ -428,7 +433,7 @@ class Committer:
             node = self.cluster.nodes[ids[(turn + k) % len(ids)]]
             try:
                 err, nid, host, port = find_coordinator(node.host, node.kport, group)
-            except (OSError, wire.WireError):
+            except NET_ERRORS:
                 continue
             if err != NONE:
                 self._count(err)
@@ -439,7 +444,23 @@ class Committer:
                 continue
         return None
 
+    def _guarded(self, group):
+        """_run; a client that fails in an unforeseen way is a violation, not a silent stop."""
+        try:
+            self._run(group)
+        except Exception as e:  # noqa: BLE001 - reported by check()
+            with self.lock:
+                self.violations.append("%s: the committer failed: %r" % (group, e))
+
     def _run(self, group):
+        self.conns[group] = None
+        try:
+            self._loop(group)
+        finally:
+            if self.conns[group] is not None:
+                self.conns[group].close()
+
+    def _loop(self, group):
         conn = None
         turn = 0
         next_offset = 0
@@ -448,7 +469,7 @@ class Committer:
         while not self.stopping.is_set():
             if conn is None:
                 turn += 1
-                conn = self._connect(group, turn)
+                conn = self.conns[group] = self._connect(group, turn)
                 if conn is None:
                     self.stopping.wait(0.05)
                     continue
@@ -460,7 +481,7 @@ class Committer:
             try:
                 errs = commit_errors(conn.call(OFFSET_COMMIT, 7, calls.commit_request(
                     group, -1, "", self.topic, offsets)))
-            except (OSError, wire.WireError) as e:
+            except NET_ERRORS as e:
                 self._count(type(e).__name__)
                 conn.close()
                 conn = None
@@ -490,7 +511,7 @@ class Committer:
             floor = {p: self.acked[(group, p)] for p in parts}
         try:
             err, got = offset_fetch(conn, group, self.topic, parts)
-        except (OSError, wire.WireError):
+        except NET_ERRORS:
             return
         if err != NONE:
             return
@@ -563,7 +584,7 @@ class Committer:
                     if err == NONE and all(v[0] == NONE for v in got.values()):
                         return got
                     last = (err, got)
-                except (OSError, wire.WireError) as e:
+                except NET_ERRORS as e:
                     last = e
                 finally:
                     conn.close()
