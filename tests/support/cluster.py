@@ -290,8 +290,9 @@ class NetLab:
     """Network namespaces for n nodes, each with one veth into a bridge in the root namespace
     (which has the address .254 of the subnet, so clients in the root namespace reach every
     node): node i is <subnet>.i in namespace kcc<tag>-i. Nothing is routed anywhere else.
-    Root only. Faults: isolate(i)/heal(i) (its link down/up), block(i, peers)/unblock(i) (an
-    nftables table in node i's namespace dropping what it sends to peers: a one-way cut).
+    Root only. Faults: isolate(i)/heal(i) (its link down/up), block(i, peers, direction)/unblock(i) (an
+    nftables table in node i's namespace dropping what it sends to or receives from peers: a
+    one-way cut).
     close() removes every namespace, veth and the bridge; it is safe to call twice."""
 
     CLONE_NEWNET = 0x40000000
@@ -356,11 +357,15 @@ class NetLab:
     def heal(self, i):
         self._run("ip", "link", "set", self.veth(i), "up")
 
-    def block(self, i, peers):
-        """Drop everything node i sends to the nodes `peers` (they still reach it)."""
+    def block(self, i, peers, direction="out"):
+        """A one-way cut in node i's namespace: "out" drops everything it sends to the nodes
+        `peers` (they still reach it), "in" everything it receives from them (it still reaches
+        them)."""
         ns = self.ns(i)
-        rules = ("table inet kcchaos {\n chain out {\n  type filter hook output priority 0;\n"
-                 "  ip daddr { %s } drop\n }\n}\n" % ", ".join(self.ip(p) for p in peers))
+        hook, field = ("output", "daddr") if direction == "out" else ("input", "saddr")
+        rules = ("table inet kcchaos {\n chain cut {\n  type filter hook %s priority 0;\n"
+                 "  ip %s { %s } drop\n }\n}\n"
+                 % (hook, field, ", ".join(self.ip(p) for p in peers)))
         subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=rules.encode(),
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -392,7 +397,8 @@ class Committer:
     member ""), one request at a time. Every commit answered with error 0 is recorded; after
     every `fetch_every` acknowledgements the client reads its offsets back with OffsetFetch
     from the coordinator and records a violation when one is below an acknowledged offset (an
-    offset that went backwards). ack_times is the monotonic time of every acknowledgement."""
+    offset that went backwards). acks_log holds (sent, answered), the monotonic times of every
+    acknowledged request."""
 
     def __init__(self, cluster, topic, clients=4, partitions=2, prefix="rc", fetch_every=20):
         self.cluster = cluster
@@ -404,7 +410,7 @@ class Committer:
         self.acked = {(g, p): -1 for g in self.groups for p in range(partitions)}
         self.sent = {(g, p): -1 for g in self.groups for p in range(partitions)}
         self.acks = 0
-        self.ack_times = []
+        self.acks_log = []  # (sent, answered) of every acknowledged request, in answer order
         self.errors = {}  # error code or exception name: count
         self.violations = []
         self.stopping = threading.Event()
@@ -478,6 +484,7 @@ class Committer:
             with self.lock:
                 for p in parts:
                     self.sent[(group, p)] = offsets[p]
+            sent_at = time.monotonic()
             try:
                 errs = commit_errors(conn.call(OFFSET_COMMIT, 7, calls.commit_request(
                     group, -1, "", self.topic, offsets)))
@@ -494,12 +501,13 @@ class Committer:
                         self.acked[(group, p)] = max(self.acked[(group, p)], offsets[p])
                 if not bad and set(errs) == set(parts):
                     self.acks += 1
-                    self.ack_times.append(now)
+                    self.acks_log.append((sent_at, now))
             if bad:
                 for e in set(bad.values()):
                     self._count(e)
                 conn.close()
                 conn = None
+                self.stopping.wait(0.02)  # not a busy loop while no leader serves
                 continue
             since_fetch += 1
             if since_fetch >= self.fetch_every:
@@ -523,26 +531,29 @@ class Committer:
                                            "acknowledged" % (group, p, off, floor[p]))
 
     def first_ack_after(self, t):
-        """The time of the first acknowledgement after monotonic time t, None if none yet."""
+        """The answer time of the first acknowledged request sent after monotonic time t (so
+        not one already on its way at t), None if none yet."""
         with self.lock:
             first = None
-            for a in reversed(self.ack_times):
-                if a <= t:
+            for sent, answered in reversed(self.acks_log):
+                if answered <= t:
                     break
-                first = a
+                if sent > t and (first is None or answered < first):
+                    first = answered
         return first
 
     def wait_acks_after(self, t, count=1, timeout=LEADER_TIMEOUT_S):
-        """Wait until `count` commits were acknowledged after monotonic time t; returns the time
-        of the first, or raises AssertionError."""
+        """Wait until `count` requests sent after monotonic time t were acknowledged; returns
+        the time of the first, or raises AssertionError."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.lock:
                 n_after = 0
-                for a in reversed(self.ack_times):
-                    if a <= t or n_after >= count:
+                for sent, answered in reversed(self.acks_log):
+                    if answered <= t or n_after >= count:
                         break
-                    n_after += 1
+                    if sent > t:
+                        n_after += 1
             if n_after >= count:
                 return self.first_ack_after(t)
             time.sleep(0.02)
