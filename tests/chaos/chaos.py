@@ -45,6 +45,7 @@ import random
 import signal
 import statistics
 import sys
+import threading
 import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -53,7 +54,10 @@ sys.path.insert(0, ROOT)
 from tests.support import cluster  # noqa: E402
 
 TOPIC = "chaos"
-SETTINGS = ["topics=%s:8" % TOPIC, "offsets.topic.num.partitions=6",
+TOPIC_PARTITIONS = 6
+RK_SESSION_MS = 30000
+RK_COMMIT_S = 0.2
+SETTINGS = ["topics=%s:%d" % (TOPIC, TOPIC_PARTITIONS), "offsets.topic.num.partitions=6",
             "group.initial.rebalance.delay.ms=0", "log.level=info", "log.flush.policy=always",
             # snapshots (and raft log truncation) several times a run; a node restarted on an
             # empty data dir catches up by snapshot, then by log
@@ -73,10 +77,12 @@ def log(msg):
 class Run:
     """One chaos run: the cluster, the committer and what each round measured."""
 
-    def __init__(self, c, committer):
+    def __init__(self, c, committer, rk=None):
         self.c = c
         self.com = committer
+        self.rk = rk
         self.times = {f: [] for f in FAULTS}  # seconds from fault to the first ack after it
+        self.rebalances = {f: 0 for f in FAULTS}  # librdkafka assignments after the faults
         self.empty_turn = 0
         self.oneway_turn = 0
 
@@ -106,6 +112,7 @@ class Run:
             victim = random.choice(followers)
             c.kill(victim)
             t0 = time.monotonic()  # the fault is in place
+            log("killed follower %d" % victim)
             took = self.measure(fault, t0)
             c.start_node(victim)
         elif fault == "leader-stop":
@@ -139,6 +146,7 @@ class Run:
             fault += " (%s)" % ("leader" if victim == leader else "follower")
         elif fault == "rolling-restart":
             # the longest wait for a commit after one of its stops
+            t0 = time.monotonic()
             took = 0.0
             for i in followers + [leader]:
                 step = time.monotonic()
@@ -150,7 +158,144 @@ class Run:
         else:
             raise ValueError(fault)
         self.settle()
-        log("%-26s leader was %d, first commit after it %.3f s" % (fault, leader, took))
+        kind = fault.split(" ")[0]
+        extra = ""
+        if self.rk is not None:
+            n = self.rk.rebalances_after(t0)
+            self.rebalances[kind] += n
+            extra = ", %d librdkafka rebalances" % n
+        log("%-26s leader was %d, first commit after it %.3f s%s" % (fault, leader, took, extra))
+
+
+class RkGroup:
+    """A librdkafka (confluent-kafka) classic group of `members` consumers of TOPIC, session
+    timeout RK_SESSION_MS, each committing the partitions it holds synchronously every
+    RK_COMMIT_S with offsets that only grow (a shared millisecond clock). Every commit librdkafka
+    reports as successful is recorded; check() reads them back with OffsetFetch. Rebalance
+    callbacks are recorded with their times: a failover within the session timeout should
+    cause none. A partition held by two members at once (by their callbacks) is a violation."""
+
+    def __init__(self, c, members=3, group="chaos-rk"):
+        from confluent_kafka import Consumer
+        self.c = c
+        self.group = group
+        self.lock = threading.Lock()
+        self.acked = {}   # partition: highest offset acknowledged
+        self.sent = {}    # partition: highest offset sent
+        self.commits = 0
+        self.errors = {}
+        self.events = []  # (monotonic time, member, "assign" | "revoke", partitions)
+        self.owned = {}   # member: set of partitions
+        self.violations = []
+        self.stopping = threading.Event()
+        bootstrap = ",".join("%s:%d" % (x.host, x.kport) for x in c.nodes.values())
+        self.consumers = []
+        for k in range(members):
+            name = "rk%d" % k
+            self.owned[name] = set()
+            self.consumers.append((name, Consumer({
+                "bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
+                "session.timeout.ms": RK_SESSION_MS, "heartbeat.interval.ms": 1000,
+                "enable.auto.commit": False, "log_level": 3,
+                "partition.assignment.strategy": "range"})))
+        self.threads = [threading.Thread(target=self._run, args=(n, cons), daemon=True)
+                        for n, cons in self.consumers]
+        for t in self.threads:
+            t.start()
+
+    def _on_assign(self, name, parts):
+        with self.lock:
+            got = {p.partition for p in parts}
+            for other, held in self.owned.items():
+                if other != name and held & got:
+                    self.violations.append("%s: partitions %s assigned to %s while %s held "
+                                           "them" % (self.group, sorted(held & got), name,
+                                                     other))
+            self.owned[name] = got
+            self.events.append((time.monotonic(), name, "assign", sorted(got)))
+
+    def _on_revoke(self, name, parts):
+        with self.lock:
+            self.owned[name] = set()
+            self.events.append((time.monotonic(), name, "revoke",
+                                sorted(p.partition for p in parts)))
+
+    def _run(self, name, cons):
+        from confluent_kafka import KafkaException, TopicPartition
+        cons.subscribe([TOPIC], on_assign=lambda _c, ps: self._on_assign(name, ps),
+                       on_revoke=lambda _c, ps: self._on_revoke(name, ps),
+                       on_lost=lambda _c, ps: self._on_revoke(name, ps))
+        last = 0.0
+        while not self.stopping.is_set():
+            cons.poll(0.05)
+            with self.lock:
+                held = sorted(self.owned[name])
+            if not held or time.monotonic() - last < RK_COMMIT_S:
+                continue
+            last = time.monotonic()
+            off = int(time.time() * 1000)
+            with self.lock:
+                for p in held:
+                    self.sent[p] = max(self.sent.get(p, -1), off)
+            try:
+                got = cons.commit(offsets=[TopicPartition(TOPIC, p, off) for p in held],
+                                  asynchronous=False)
+            except KafkaException as e:
+                self._count(e.args[0].name() if e.args else repr(e))
+                continue
+            with self.lock:
+                for tp in got:
+                    if tp.error is None:
+                        self.acked[tp.partition] = max(self.acked.get(tp.partition, -1), off)
+                        self.commits += 1
+                    else:
+                        self.errors[tp.error.name()] = self.errors.get(tp.error.name(), 0) + 1
+
+    def _count(self, what):
+        with self.lock:
+            self.errors[what] = self.errors.get(what, 0) + 1
+
+    def wait_stable(self, timeout):
+        """Every member holds partitions and together they hold them all."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                held = [self.owned[n] for n, _ in self.consumers]
+            if all(held) and set().union(*held) == set(range(TOPIC_PARTITIONS)):
+                return
+            time.sleep(0.1)
+        raise AssertionError("the librdkafka group did not settle within %d s" % timeout)
+
+    def rebalances_after(self, t):
+        with self.lock:
+            return sum(1 for e in self.events if e[0] > t and e[2] == "assign")
+
+    def stop(self):
+        self.stopping.set()
+        for t in self.threads:
+            t.join(30)
+        for _, cons in self.consumers:
+            try:
+                cons.close()
+            except Exception:  # noqa: BLE001 - closing while the cluster is gone
+                pass
+
+    def check(self, com):
+        """Every acknowledged commit read back (through the committer's coordinator lookup):
+        (commits acknowledged, violations)."""
+        violations = list(self.violations)
+        parts = sorted(self.acked)
+        if not parts:
+            return 0, violations + ["%s: no commit was acknowledged" % self.group]
+        got = com.fetch_final(self.group, TOPIC, parts, STEP_TIMEOUT_S)
+        for p in parts:
+            e, off, _ = got.get(p, (None, -1, None))
+            if e != 0 or off < self.acked[p]:
+                violations.append("%s/%d: LOST: OffsetFetch %s (error %s), %d acknowledged"
+                                  % (self.group, p, off, e, self.acked[p]))
+            elif off > self.sent[p]:
+                violations.append("%s/%d: offset %d never sent" % (self.group, p, off))
+        return self.commits, violations
 
 
 def summary(values):
@@ -159,7 +304,8 @@ def summary(values):
     return "%.3f" % statistics.median(values), "%.3f" % max(values)
 
 
-def write_report(path, args, run, faults, checked, violations, errors, elapsed, netns):
+def write_report(path, args, run, faults, checked, violations, errors, elapsed, netns,
+                 rk=None, rk_checked=0):
     lost = [v for v in violations if "LOST" in v]
     cmd = "tests/chaos/chaos.py" + "".join(" " + a for a in sys.argv[1:])
     lines = [
@@ -167,32 +313,41 @@ def write_report(path, args, run, faults, checked, violations, errors, elapsed, 
         "",
         "Generated by `make chaos` (`%s`, seed %d) on %s: a %d-node kcoord cluster on raft%s, "
         "a raw committer committing without pause to %d groups through whichever node "
-        "FindCoordinator names, and the faults below. Checker: every commit answered with "
+        "FindCoordinator names, a librdkafka group of 3 consumers (classic protocol, %d s "
+        "session timeout) committing what it holds every %.1f s, and the faults below. A "
+        "failover within the session timeout should cause the group no rebalance. Checker: every commit answered with "
         "error 0 must be returned by OffsetFetch afterwards with the same or a later offset "
         "(never one that was not sent), and no OffsetFetch while running may go below an "
         "acknowledged offset; every node's segments must pass `kcoord verify-log`."
         % (cmd, args.seed, time.strftime("%Y-%m-%d", time.gmtime()), args.nodes,
            " (each node in its own network namespace, joined by veth pairs to a bridge)"
-           if netns else " (on loopback, without the network faults)", args.groups),
+           if netns else " (on loopback, without the network faults)", args.groups,
+           RK_SESSION_MS // 1000, RK_COMMIT_S),
         "",
         "Time to the first commit: from the fault to the first acknowledgement of a commit "
         "sent after it (for a rolling restart, the longest such wait after one of its stops).",
         "",
-        "| fault | rounds | first commit after the fault, median (s) | max (s) |",
-        "|---|---|---|---|",
+        "| fault | rounds | first commit after the fault, median (s) | max (s) "
+        "| librdkafka rebalances after it |",
+        "|---|---|---|---|---|",
     ]
     for f in FAULTS:
         if f not in faults:
             continue
         med, mx = summary(run.times[f])
-        lines.append("| %s | %d | %s | %s |" % (f, len(run.times[f]), med, mx))
+        lines.append("| %s | %d | %s | %s | %s |" % (f, len(run.times[f]), med, mx,
+                                                    run.rebalances[f] if rk else "-"))
     lines += [
         "",
-        "- acknowledged commits checked: %d" % checked,
+        "- acknowledged commits checked: %d (raw committer) + %d (librdkafka group)"
+        % (checked, rk_checked),
         "- lost: %d" % len(lost),
         "- other violations: %d" % (len(violations) - len(lost)),
         "- errors the committer saw and retried (Kafka error code or exception: count): %s"
         % (", ".join("%s: %d" % (k, v) for k, v in sorted(errors.items(), key=str)) or "none"),
+        "- errors the librdkafka group's commits got: %s"
+        % ((", ".join("%s: %d" % kv for kv in sorted(rk.errors.items())) or "none")
+           if rk else "-"),
         "- run time: %.0f s" % elapsed,
         "",
         "The time to the first commit includes the clients' own detection: a request to a "
@@ -234,7 +389,7 @@ def main():
     signal.signal(signal.SIGHUP, interrupt)
 
     start = time.monotonic()
-    lab = c = com = None
+    lab = c = com = rk = None
     ok = False
     try:
         lab = cluster.NetLab(args.nodes) if netns else None
@@ -247,13 +402,18 @@ def main():
         c.wait_serving(leader, STEP_TIMEOUT_S)
         com = cluster.Committer(c, TOPIC, clients=args.groups, partitions=2, prefix="chaos")
         com.start()
-        run = Run(c, com)
+        rk = RkGroup(c)
+        rk.wait_stable(STEP_TIMEOUT_S)
+        run = Run(c, com, rk)
         run.settle()
         for k, fault in enumerate(plan):
             log("round %d/%d: %s" % (k + 1, len(plan), fault))
             run.round(fault)
         com.stop()
+        rk.stop()
         checked, violations = com.check(STEP_TIMEOUT_S)
+        rk_checked, rk_violations = rk.check(com)
+        violations += rk_violations
         for i, node in c.nodes.items():
             c.kill(i)
             good, out = cluster.verify_log(node.data_dir)
@@ -261,9 +421,9 @@ def main():
                 violations.append("node %d: verify-log failed: %s" % (i, out.strip()[-500:]))
         elapsed = time.monotonic() - start
         write_report(args.out, args, run, faults, checked, violations, com.errors, elapsed,
-                     netns)
-        log("%d acknowledged commits checked, %d violations, %.0f s; wrote %s"
-            % (checked, len(violations), elapsed, args.out))
+                     netns, rk, rk_checked)
+        log("%d + %d acknowledged commits checked, %d violations, %.0f s; wrote %s"
+            % (checked, rk_checked, len(violations), elapsed, args.out))
         for v in violations:
             log("VIOLATION " + v)
         ok = not violations
@@ -271,9 +431,14 @@ def main():
         log("FAILED: %s" % e)
         if c is not None and "---- node" not in str(e):
             sys.stderr.write(c.logs(tail=80) + "\n")
+        if c is not None:
+            c.keep = True  # every node's whole log stays for the post-mortem
+            log("the nodes' data and logs (node-N.log) are kept in %s" % c.root)
     finally:
         if com is not None:
             com.stop()
+        if rk is not None:
+            rk.stop()
         if c is not None:
             c.close()
             if args.keep:

@@ -21,6 +21,10 @@ __consumer_offsets partitions) and kills every node on the way out.
   leader killed; if the other follower wins, it is killed and the first leader, whose log then
   lacks the winner's term, restarted: only the caught-up node can win) and serves every
   acknowledged commit; its own __consumer_offsets segments (dump-log) hold them too.
+- leadership loss: a request sent to a leader stopped with SIGSTOP is answered NOT_COORDINATOR
+  once it runs again after another node has become leader, and what the new leader committed
+  stands; a leader stopped with SIGTERM hands its leadership over first, so that commits go
+  on within a fraction of an election timeout (2 s here).
 - librdkafka group: 3 confluent-kafka consumers (classic protocol, 10 s session timeout) hold
   2 partitions each; the leader is killed; each commits synchronously through the new leader
   with its old generation, no member sees a revoke or an assignment after the kill, and
@@ -196,6 +200,55 @@ class FailoverTest(ClusterCase):
             if acked >= 0:
                 off, meta = on_disk.get((g, TOPIC, p), (-1, None))
                 self.assertGreaterEqual(off, acked, "%s/%d in node %d's log" % (g, p, fresh))
+        self.ok = True
+
+
+class LeadershipLossTest(ClusterCase):
+    # Elections take 2-4 s: a leader that stops without handing over is told apart from one
+    # that hands over (well under a second) by a wide margin.
+    EXTRA = ("cluster.election.timeout.ms=2000",)
+    HANDOVER_S = 2.0
+
+    def test_paused_leader_fails_what_waits(self):
+        old = self.c.wait_leader()
+        self.c.wait_serving(old)
+        node = self.c.nodes[old]
+        with wire.Conn(node.kport, "paused", timeout=30) as conn:
+            self.assertEqual(calls.commit(conn, "p", -1, "", TOPIC, {0: 1}), {0: NONE})
+            self.c.pause(old)
+            # Sent to the stopped leader: the kernel holds it until SIGCONT.
+            conn.send(calls.OFFSET_COMMIT, 7,
+                      calls.commit_request("p", -1, "", TOPIC, {0: 2}))
+            new = self.c.wait_leader(exclude=(old,))
+            self.c.wait_serving(new)
+            with wire.Conn(self.c.nodes[new].kport, "new-leader") as c2:
+                self.assertEqual(calls.commit(c2, "p", -1, "", TOPIC, {0: 3}), {0: NONE})
+            self.c.resume(old)
+            _, r = conn.recv()
+            self.assertEqual(calls.commit_errors(r), {0: NOT_COORDINATOR})
+        self.c.nodes[old].proc.wait_line(r"cluster: leader is node %d " % new, FAULT_TIMEOUT_S)
+        self.assertEqual(self.c.wait_leader(), new)
+        with wire.Conn(self.c.nodes[new].kport, "check") as c3:
+            err, got = cluster.offset_fetch(c3, "p", TOPIC, [0])
+            self.assertEqual((err, got[0][:2]), (NONE, (NONE, 3)))
+        self.ok = True
+
+    def test_sigterm_leader_hands_over(self):
+        """A leader stopped with SIGTERM hands its leadership over before it goes: commits are
+        acknowledged again well within an election timeout, and it exits 0."""
+        leader = self.c.wait_leader()
+        self.c.wait_serving(leader)
+        self.commit_through_faults()
+        stopped = time.monotonic()
+        rc = self.c.nodes[leader].proc.stop()
+        self.c.nodes[leader].proc = None
+        first = self.committer.wait_acks_after(stopped, 1, FAULT_TIMEOUT_S)
+        self.assertEqual(rc, 0)
+        self.assertLess(first - stopped, self.HANDOVER_S,
+                        "no commit within %.1f s of the leader's SIGTERM (%.3f s)"
+                        % (self.HANDOVER_S, first - stopped))
+        self.assertNotEqual(self.c.wait_leader(), leader)
+        self.assert_nothing_lost()
         self.ok = True
 
 

@@ -568,7 +568,7 @@ class Committer:
         every backwards step seen while running."""
         violations = list(self.violations)
         for g in self.groups:
-            got = self._fetch_final(g, timeout)
+            got = self.fetch_final(g, self.topic, range(self.partitions), timeout)
             for p in range(self.partitions):
                 acked, sent = self.acked[(g, p)], self.sent[(g, p)]
                 e, off, meta = got.get(p, (None, -1, None))
@@ -584,14 +584,16 @@ class Committer:
                     violations.append("%s/%d: offset %d with metadata %r" % (g, p, off, meta))
         return self.acks, violations
 
-    def _fetch_final(self, group, timeout):
+    def fetch_final(self, group, topic, partitions, timeout=LEADER_TIMEOUT_S):
+        """OffsetFetch of group's partitions of topic from its coordinator, retried until it
+        answers without an error: {partition: (error, offset, metadata)}."""
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
             conn = self._connect(group, 0)
             if conn is not None:
                 try:
-                    err, got = offset_fetch(conn, group, self.topic, range(self.partitions))
+                    err, got = offset_fetch(conn, group, topic, partitions)
                     if err == NONE and all(v[0] == NONE for v in got.values()):
                         return got
                     last = (err, got)
