@@ -3,7 +3,7 @@
 acknowledged commit may be lost.
 
     tests/chaos/chaos.py [--short] [--rounds N] [--nodes 3|5] [--seed N] [--loopback]
-                         [--keep] [--out FILE]
+                         [--faults F,F...] [--keep] [--out FILE]
 
 Runs build/kcoord (or $KC_TEST_BIN) as a cluster of --nodes (3) nodes. As root, each node runs
 in a network namespace of its own with one veth into a bridge in the root namespace (subnet
@@ -188,6 +188,7 @@ class RkGroup:
         self.owned = {}   # member: set of partitions
         self.violations = []
         self.stopping = threading.Event()
+        self.closed = False
         bootstrap = ",".join("%s:%d" % (x.host, x.kport) for x in c.nodes.values())
         self.consumers = []
         for k in range(members):
@@ -270,15 +271,21 @@ class RkGroup:
         with self.lock:
             return sum(1 for e in self.events if e[0] > t and e[2] == "assign")
 
-    def stop(self):
+    def stop(self, timeout=15):
+        """Stop polling and close the consumers, giving up after timeout seconds (a consumer
+        whose coordinator is gone can take long to close; the process ends anyway)."""
         self.stopping.set()
+        deadline = time.monotonic() + timeout
         for t in self.threads:
-            t.join(30)
-        for _, cons in self.consumers:
-            try:
-                cons.close()
-            except Exception:  # noqa: BLE001 - closing while the cluster is gone
-                pass
+            t.join(max(0.1, deadline - time.monotonic()))
+        if self.closed or any(t.is_alive() for t in self.threads):
+            return
+        self.closed = True
+        closers = [threading.Thread(target=cons.close, daemon=True) for _, cons in self.consumers]
+        for t in closers:
+            t.start()
+        for t in closers:
+            t.join(max(0.1, deadline - time.monotonic()))
 
     def check(self, com):
         """Every acknowledged commit read back (through the committer's coordinator lookup):
@@ -367,6 +374,8 @@ def main():
     ap.add_argument("--nodes", type=int, default=3, choices=(3, 5))
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--loopback", action="store_true", help="no namespaces, no network faults")
+    ap.add_argument("--faults", default=",".join(FAULTS),
+                    help="comma-separated faults to run (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the data directories and logs")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "RELIABILITY.md"))
     args = ap.parse_args()
@@ -375,7 +384,11 @@ def main():
         args.seed = random.randrange(1 << 16)
     random.seed(args.seed)
     netns = not args.loopback and os.geteuid() == 0
-    faults = [f for f in FAULTS if netns or f not in NET_FAULTS]
+    chosen = args.faults.split(",")
+    for f in chosen:
+        if f not in FAULTS:
+            ap.error("unknown fault %r (known: %s)" % (f, ", ".join(FAULTS)))
+    faults = [f for f in FAULTS if f in chosen and (netns or f not in NET_FAULTS)]
     rounds = args.rounds or (1 if args.short else 10)
     plan = [f for f in faults for _ in range(rounds)]
     if args.short:
@@ -435,18 +448,26 @@ def main():
             c.keep = True  # every node's whole log stays for the post-mortem
             log("the nodes' data and logs (node-N.log) are kept in %s" % c.root)
     finally:
+        # Nothing may interrupt the cleanup: every node killed, every namespace removed.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
         if com is not None:
             com.stop()
-        if rk is not None:
-            rk.stop()
         if c is not None:
             c.close()
-            if args.keep:
+            if c.keep:
                 log("kept %s" % c.root)
         if lab is not None:
             lab.close()
+        if rk is not None:
+            rk.stop()
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # librdkafka consumers that could not close must not hold the process at exit.
+    os._exit(rc)

@@ -323,6 +323,11 @@ class NetLab:
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def _setup(self):
+        taken = subprocess.run(["ip", "-4", "-o", "addr", "show"], stdout=subprocess.PIPE,
+                               text=True, check=True).stdout
+        if re.search(r"inet %s\.\d+/" % re.escape(self.subnet), taken):
+            raise RuntimeError("%s.0/24 is in use on this machine (another run's namespaces? "
+                               "`ip netns list`, `ip -br addr`)" % self.subnet)
         self._run("ip", "link", "add", self.bridge, "type", "bridge")
         self.made.append(("link", self.bridge))
         self._run("ip", "addr", "add", "%s.254/24" % self.subnet, "dev", self.bridge)
