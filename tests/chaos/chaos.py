@@ -189,6 +189,7 @@ class RkGroup:
         self.violations = []
         self.stopping = threading.Event()
         self.closed = False
+        self.closers = []
         bootstrap = ",".join("%s:%d" % (x.host, x.kport) for x in c.nodes.values())
         self.consumers = []
         for k in range(members):
@@ -286,6 +287,11 @@ class RkGroup:
             t.start()
         for t in closers:
             t.join(max(0.1, deadline - time.monotonic()))
+        self.closers = closers
+
+    def closed_all(self):
+        """Every consumer closed (none left trying to reach the cluster)."""
+        return self.closed and not any(t.is_alive() for t in self.closers)
 
     def check(self, com):
         """Every acknowledged commit read back (through the committer's coordinator lookup):
@@ -454,14 +460,18 @@ def main():
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         if com is not None:
             com.stop()
+        if rk is not None:
+            rk.stop()  # while the nodes still answer, so that the consumers leave and close
         if c is not None:
             c.close()
             if c.keep:
                 log("kept %s" % c.root)
         if lab is not None:
-            lab.close()
-        if rk is not None:
-            rk.stop()
+            # consumers that would not close keep trying the nodes: into the blackhole
+            lingering = (rk is not None and not rk.closed_all()) or \
+                (com is not None and any(t.is_alive() for t in com.threads))
+            lab.close(keep_blackhole=lingering)
+            lab.release_later()
     return 0 if ok else 1
 
 

@@ -302,7 +302,8 @@ class NetLab:
         self.subnet = subnet
         self.tag = tag or str(os.getpid() % 100000)
         self.bridge = "kcb" + self.tag
-        self.made = []  # ("ns", name) | ("link", name), removed in reverse order
+        self.made = []  # ("route" | "ns" | "link", name), removed in reverse order
+        self.kept_route = None
         self.libc = ctypes.CDLL(None, use_errno=True)
         try:
             self._setup()
@@ -323,11 +324,16 @@ class NetLab:
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def _setup(self):
-        taken = subprocess.run(["ip", "-4", "-o", "addr", "show"], stdout=subprocess.PIPE,
-                               text=True, check=True).stdout
-        if re.search(r"inet %s\.\d+/" % re.escape(self.subnet), taken):
+        taken = subprocess.run(["ip", "-4", "route", "show", "table", "all", "match",
+                                self.subnet + ".1"], stdout=subprocess.PIPE, text=True,
+                               check=True).stdout
+        if re.search(r"^(blackhole )?%s\.0/24" % re.escape(self.subnet), taken, re.M):
             raise RuntimeError("%s.0/24 is in use on this machine (another run's namespaces? "
-                               "`ip netns list`, `ip -br addr`)" % self.subnet)
+                               "`ip netns list`, `ip route`)" % self.subnet)
+        # A blackhole under the bridge's own route: once the bridge is gone, a client still
+        # trying a node's address gets an error here instead of going out the default route.
+        self._run("ip", "route", "add", "blackhole", self.subnet + ".0/24", "metric", "4242")
+        self.made.append(("route", self.subnet + ".0/24"))
         self._run("ip", "link", "add", self.bridge, "type", "bridge")
         self.made.append(("link", self.bridge))
         self._run("ip", "addr", "add", "%s.254/24" % self.subnet, "dev", self.bridge)
@@ -378,15 +384,35 @@ class NetLab:
         subprocess.run(["ip", "netns", "exec", self.ns(i), "nft", "delete", "table", "inet",
                         "kcchaos"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    def close(self):
+    def close(self, keep_blackhole=False):
+        """Remove what was made; with keep_blackhole the subnet's blackhole route stays (for
+        clients of this process that may still try the nodes): release_later() removes it once
+        this process has ended."""
         while self.made:
             kind, name = self.made.pop()
-            if kind == "ns":
+            if kind == "route":
+                if keep_blackhole:
+                    self.kept_route = name
+                else:
+                    subprocess.run(["ip", "route", "del", "blackhole", name, "metric", "4242"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            elif kind == "ns":
                 subprocess.run(["ip", "netns", "del", name], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
             else:
                 subprocess.run(["ip", "link", "del", name], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
+
+    def release_later(self):
+        """Remove the kept blackhole route from a detached process, after this one has
+        exited (call just before exiting)."""
+        if self.kept_route:
+            subprocess.Popen(["sh", "-c", 'while kill -0 "$1" 2>/dev/null; do sleep 0.2; done; '
+                              'ip route del blackhole "$2" metric 4242', "release",
+                              str(os.getpid()), self.kept_route],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+            self.kept_route = None
 
     def __enter__(self):
         return self
