@@ -318,7 +318,7 @@ def summary(values):
 
 
 def write_report(path, args, run, faults, checked, violations, errors, elapsed, netns,
-                 rk=None, rk_checked=0):
+                 rk=None, rk_checked=0, failure=None):
     lost = [v for v in violations if "LOST" in v]
     cmd = "tests/chaos/chaos.py" + "".join(" " + a for a in sys.argv[1:])
     lines = [
@@ -367,6 +367,11 @@ def write_report(path, args, run, faults, checked, violations, errors, elapsed, 
         "stopped or cut-off node waits for the committer's %d s timeout before it asks "
         "FindCoordinator again." % cluster.IO_TIMEOUT_S,
     ]
+    if failure:
+        lines += ["", "**The run did not finish**: after %d rounds the cluster did not recover "
+                  "within %d s, so the acknowledged commits were not checked:"
+                  % (sum(len(v) for v in run.times.values()), STEP_TIMEOUT_S), "",
+                  "```", failure.strip()[:3000], "```"]
     if violations:
         lines += ["", "Violations:", ""] + ["- " + v for v in violations[:50]]
     with open(path, "w") as f:
@@ -408,7 +413,7 @@ def main():
     signal.signal(signal.SIGHUP, interrupt)
 
     start = time.monotonic()
-    lab = c = com = rk = None
+    lab = c = com = rk = run = None
     ok = False
     try:
         lab = cluster.NetLab(args.nodes) if netns else None
@@ -448,6 +453,11 @@ def main():
         ok = not violations
     except (AssertionError, KeyboardInterrupt) as e:
         log("FAILED: %s" % e)
+        if run is not None and isinstance(e, AssertionError):
+            write_report(args.out, args, run, faults, 0, [], com.errors,
+                         time.monotonic() - start, netns, rk, 0,
+                         failure=str(e).split("\n---- node")[0])
+            log("wrote %s (an unfinished run)" % args.out)
         if c is not None and "---- node" not in str(e):
             sys.stderr.write(c.logs(tail=80) + "\n")
         if c is not None:

@@ -222,6 +222,15 @@ class Cluster:
 
     # ---- leadership ----
 
+    def check_alive(self):
+        """Raise AssertionError when a node that was not killed here has exited (a crash),
+        with the end of its output."""
+        for node in self.nodes.values():
+            if node.proc is not None and node.proc.proc.poll() is not None:
+                lines = node.proc.output().splitlines()[-15:]
+                raise AssertionError("node %d exited by itself (status %s); its last lines:\n%s"
+                                     % (node.id, node.proc.proc.returncode, "\n".join(lines)))
+
     def up(self):
         """The ids of the nodes running and not paused."""
         return [i for i, x in self.nodes.items() if x.up]
@@ -243,6 +252,7 @@ class Cluster:
         deadline = time.monotonic() + timeout
         seen = {}
         while time.monotonic() < deadline:
+            self.check_alive()
             seen = {i: self.coordinator_seen_by(i, key) for i in self.up() if i not in ignore}
             ids = {nid for err, nid in seen.values() if err == NONE}
             if (seen and len(ids) == 1 and all(err == NONE for err, _ in seen.values())):
@@ -261,6 +271,7 @@ class Cluster:
         deadline = start + timeout
         last = None
         while time.monotonic() < deadline:
+            self.check_alive()
             try:
                 with wire.Conn(node.kport, "kc-cluster", host=node.host,
                                timeout=IO_TIMEOUT_S) as c:
@@ -587,6 +598,7 @@ class Committer:
                         n_after += 1
             if n_after >= count:
                 return self.first_ack_after(t)
+            self.cluster.check_alive()
             time.sleep(0.02)
         raise AssertionError("fewer than %d commits acknowledged within %d s of the fault "
                              "(errors %s)\n%s" % (count, timeout, self.errors,
