@@ -25,6 +25,8 @@ __consumer_offsets partitions) and kills every node on the way out.
   once it runs again after another node has become leader, and what the new leader committed
   stands; a leader stopped with SIGTERM hands its leadership over first, so that commits go
   on within a fraction of an election timeout (2 s here).
+- a wiped follower counts: a follower restarted on an empty data dir and caught up by snapshot
+  forms a majority with the leader once the other follower is killed (a commit within 5 s).
 - librdkafka group: 3 confluent-kafka consumers (classic protocol, 10 s session timeout) hold
   2 partitions each; the leader is killed; each commits synchronously through the new leader
   with its old generation, no member sees a revoke or an assignment after the kill, and
@@ -200,6 +202,26 @@ class FailoverTest(ClusterCase):
             if acked >= 0:
                 off, meta = on_disk.get((g, TOPIC, p), (-1, None))
                 self.assertGreaterEqual(off, acked, "%s/%d in node %d's log" % (g, p, fresh))
+        self.ok = True
+
+
+    def test_wiped_follower_counts_for_a_majority(self):
+        """A follower restarted on an empty data dir, caught up by snapshot, with the other
+        follower gone: the leader and it are a majority and commit. The leader had seen the
+        follower's log reach past its snapshot before the wipe, so the snapshot the follower
+        acknowledges is below what the leader remembers of it."""
+        leader = self.c.wait_leader()
+        self.c.wait_serving(leader)
+        self.commit_through_faults()
+        self.committer.stop()  # no newer snapshot than the one the wiped node gets
+        wiped, other = [i for i in self.c.nodes if i != leader]
+        self.c.restart(wiped, empty=True)
+        self.c.nodes[wiped].proc.wait_line(r"restored a snapshot", FAULT_TIMEOUT_S)
+        self.c.kill(other)
+        with wire.Conn(self.c.nodes[leader].kport, "after-wipe", timeout=10) as conn:
+            t0 = time.monotonic()
+            self.assertEqual(calls.commit(conn, "w", -1, "", TOPIC, {0: 7}), {0: NONE})
+            self.assertLess(time.monotonic() - t0, 5.0)
         self.ok = True
 
 
