@@ -66,6 +66,7 @@ FAULTS = ["leader-kill", "follower-kill", "leader-stop", "leader-isolate", "one-
           "empty-restart", "rolling-restart"]
 NET_FAULTS = {"leader-isolate", "one-way"}
 STEP_TIMEOUT_S = 60
+MAX_CRASHES = 5  # a run with more node crashes than this stops
 SETTLE_ACKS = 20
 
 
@@ -85,6 +86,23 @@ class Run:
         self.rebalances = {f: 0 for f in FAULTS}  # librdkafka assignments after the faults
         self.empty_turn = 0
         self.oneway_turn = 0
+        self.crashes = []  # what check_alive said of each crash
+
+    def recover(self, crashed):
+        """After a crash in a round: heal every fault, start every node that is down (the
+        crashed one on its data dir), wait until the cluster serves again."""
+        c = self.c
+        if c.netlab is not None:
+            for i in c.nodes:
+                c.netlab.heal(i)
+                c.netlab.unblock(i)
+        for i, node in c.nodes.items():
+            if node.paused:
+                c.resume(i)
+            if node.proc is None or not node.alive:
+                node.proc = None
+                c.start_node(i)
+        self.settle()
 
     def settle(self, ignore=()):
         """Every running node agrees on one serving leader and commits are acknowledged."""
@@ -328,7 +346,8 @@ def write_report(path, args, run, faults, checked, violations, errors, elapsed, 
         "a raw committer committing without pause to %d groups through whichever node "
         "FindCoordinator names, a librdkafka group of 3 consumers (classic protocol, %d s "
         "session timeout) committing what it holds every %.1f s, and the faults below. A "
-        "failover within the session timeout should cause the group no rebalance. Checker: every commit answered with "
+        "failover within the session timeout should cause the group no rebalance. "
+        "Checker: every commit answered with "
         "error 0 must be returned by OffsetFetch afterwards with the same or a later offset "
         "(never one that was not sent), and no OffsetFetch while running may go below an "
         "acknowledged offset; every node's segments must pass `kcoord verify-log`."
@@ -367,6 +386,12 @@ def write_report(path, args, run, faults, checked, violations, errors, elapsed, 
         "stopped or cut-off node waits for the committer's %d s timeout before it asks "
         "FindCoordinator again." % cluster.IO_TIMEOUT_S,
     ]
+    if run.crashes:
+        lines += ["", "**Node crashes** (each node restarted on its data dir and the run went "
+                  "on; each is a violation):", ""]
+        for x in run.crashes:
+            head, _, tail = x.partition("\n")
+            lines += ["- " + head, "", "```", tail.strip()[-1500:], "```", ""]
     if failure:
         lines += ["", "**The run did not finish**: after %d rounds the cluster did not recover "
                   "within %d s, so the acknowledged commits were not checked:"
@@ -432,10 +457,21 @@ def main():
         run.settle()
         for k, fault in enumerate(plan):
             log("round %d/%d: %s" % (k + 1, len(plan), fault))
-            run.round(fault)
+            try:
+                run.round(fault)
+            except cluster.NodeCrashed as e:
+                # A crash is a violation; the run goes on (the node restarted, every fault
+                # healed) so that the acknowledged commits are still checked at the end.
+                run.crashes.append("round %d (%s): %s" % (k + 1, fault, e))
+                log("CRASH in round %d: node %d exited with status %s; restarting it"
+                    % (k + 1, e.node, e.status))
+                if len(run.crashes) > MAX_CRASHES:
+                    raise
+                run.recover(e.node)
         com.stop()
         rk.stop()
         checked, violations = com.check(STEP_TIMEOUT_S)
+        violations += ["node crash, %s" % x.split("\n")[0] for x in run.crashes]
         rk_checked, rk_violations = rk.check(com)
         violations += rk_violations
         for i, node in c.nodes.items():

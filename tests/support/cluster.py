@@ -48,6 +48,15 @@ LEADER_TIMEOUT_S = 30
 # EOFError in wire.Conn).
 NET_ERRORS = (OSError, EOFError, wire.WireError)
 
+
+class NodeCrashed(AssertionError):
+    """A node that was not killed here has exited: node (its id) and status."""
+
+    def __init__(self, msg, node, status):
+        super().__init__(msg)
+        self.node = node
+        self.status = status
+
 LEADER_LINE = r"cluster: leader is node (-?\d+) \(term (\d+)\)"
 SERVES_LINE = r"cluster: node (\d+) serves as the leader \(term (\d+)\)"
 
@@ -228,8 +237,9 @@ class Cluster:
         for node in self.nodes.values():
             if node.proc is not None and node.proc.proc.poll() is not None:
                 lines = node.proc.output().splitlines()[-15:]
-                raise AssertionError("node %d exited by itself (status %s); its last lines:\n%s"
-                                     % (node.id, node.proc.proc.returncode, "\n".join(lines)))
+                raise NodeCrashed("node %d exited by itself (status %s); its last lines:\n%s"
+                                  % (node.id, node.proc.proc.returncode, "\n".join(lines)),
+                                  node.id, node.proc.proc.returncode)
 
     def up(self):
         """The ids of the nodes running and not paused."""
@@ -301,9 +311,9 @@ class NetLab:
     """Network namespaces for n nodes, each with one veth into a bridge in the root namespace
     (which has the address .254 of the subnet, so clients in the root namespace reach every
     node): node i is <subnet>.i in namespace kcc<tag>-i. Nothing is routed anywhere else.
-    Root only. Faults: isolate(i)/heal(i) (its link down/up), block(i, peers, direction)/unblock(i) (an
-    nftables table in node i's namespace dropping what it sends to or receives from peers: a
-    one-way cut).
+    Root only. Faults: isolate(i)/heal(i) (its link down/up), block(i, peers, direction) and
+    unblock(i) (an nftables table in node i's namespace dropping what it sends to or receives
+    from peers: a one-way cut).
     close() removes every namespace, veth and the bridge; it is safe to call twice."""
 
     CLONE_NEWNET = 0x40000000
