@@ -471,7 +471,7 @@ def main():
         com.stop()
         rk.stop()
         checked, violations = com.check(STEP_TIMEOUT_S)
-        violations += ["node crash, %s" % x.split("\n")[0] for x in run.crashes]
+        violations += ["node crash, %s" % x.split("; its last lines")[0] for x in run.crashes]
         rk_checked, rk_violations = rk.check(com)
         violations += rk_violations
         for i, node in c.nodes.items():
