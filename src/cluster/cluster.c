@@ -782,7 +782,7 @@ int kc_cluster_transfer(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
     }
     uv_timer_start(&cl->xfer, on_xfer_timeout, 2 * (uint64_t)cl->conf->cluster_election_timeout_ms,
                    0);
-    KC_INFO("cluster", "node %d hands its leadership to another voter before stopping", cl->self);
+    KC_INFO("cluster", "node %d hands its leadership to another voter", cl->self);
     return 0;
 }
 
