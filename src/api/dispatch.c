@@ -62,6 +62,28 @@ int kc_api_served(int16_t key, int16_t version)
     return row != NULL && version >= row->min_version && version <= row->max_version;
 }
 
+/* The cluster APIs (rows flagged `cluster`: DescribeQuorum) exist only on a node of a raft
+ * cluster. A single node has no quorum to describe, as a Kafka broker without KRaft (a ZooKeeper
+ * broker, whose listener never exposed them): it does not advertise them, and a request for one
+ * closes the connection like any API it does not serve. */
+static bool served_here(const kc_api_ctx_t *ctx, const row_t *row)
+{
+    return (row->flags & KC_ROW_CLUSTER) == 0 || (ctx != NULL && ctx->cluster != NULL);
+}
+
+/* Drop from an ApiVersions answer the APIs this node does not serve (served_here). */
+static void advertise_here(const kc_api_ctx_t *ctx, kc_api_versions_response_t *resp)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < resp->api_keys.n; i++) {
+        const row_t *row = row_for(resp->api_keys.v[i].api_key);
+        if (row == NULL || served_here(ctx, row))
+            resp->api_keys.v[n++] = resp->api_keys.v[i];
+    }
+    if (resp->api_keys.n > 0)
+        resp->api_keys.n = n;
+}
+
 void kc_api_fill_versions(kc_api_versions_response_t *resp, kc_arena_t *a)
 {
     kc_api_version_t *v = kc_arena_alloc(a, N_ROWS * sizeof(*v));
@@ -221,6 +243,13 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
         kc_slot_close(slot, why);
         return;
     }
+    if (!served_here(ctx, row_for(req.api_key))) {
+        char why[128];
+        snprintf(why, sizeof(why), "API key %d is served only by a node of a cluster", req.api_key);
+        kc_obs_refused(false);
+        kc_slot_close(slot, why);
+        return;
+    }
     kc_api_call_t *call = kc_arena_alloc(a, sizeof(*call));
     void *resp = kc_arena_alloc(a, req.api->response.struct_size);
     if (call == NULL || resp == NULL) {
@@ -247,6 +276,8 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     if (kc_api_sasl_admit(ctx, call, &req, a, resp) != KC_API_DONE)
         return;
     int rc = row_for(req.api_key)->fn(ctx, call, &req, a, resp);
+    if (rc == KC_API_DONE && req.api_key == KC_API_API_VERSIONS)
+        advertise_here(ctx, resp);
     if (rc == KC_API_DONE)
         kc_api_call_reply(call, resp);
     else if (rc == KC_API_CLOSE && a->over_limit)
