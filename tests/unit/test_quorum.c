@@ -36,7 +36,7 @@ static const char *principal = "User:ANONYMOUS";
 
 /* The fake cluster's client addresses: node n at 10.0.0.n:9092 (PLAINTEXT) and :9093 (SSL). */
 static kc_cluster_addr_t addrs[8][2];
-static char hosts[8][16];
+static char hosts[8][24];
 
 void __wrap_kc_cluster_status(const kc_cluster_t *cl, kc_cluster_status_t *out)
 {
@@ -381,7 +381,7 @@ static void test_leader_answer(void **state)
     assert_int_equal(resp.nodes.n, 3);
     for (int i = 0; i < 3; i++) {
         const kc_describe_quorum_node_t *n = &resp.nodes.v[i];
-        char host[16];
+        char host[24];
         snprintf(host, sizeof(host), "10.0.0.%d", i + 1);
         assert_int_equal(n->node_id, i + 1);
         assert_int_equal(n->listeners.n, i == 2 ? 1 : 2);
