@@ -16,7 +16,8 @@
  *                  heard from it, LastCaughtUpTimestamp that time when the voter had everything
  *                  the leader had (the leader itself: now for both, as Kafka reports its leader;
  *                  -1 wherever it is not known here)
- *   Observers      none: raft's standbys and spares are not voters, and no node only reads
+ *   Observers      raft's standbys (they replicate the log and do not vote, as Kafka's
+ *                  observers), in the same shape; raft's spares replicate nothing and are left out
  *   Nodes (v2)     each voter with the client listeners cluster.brokers gives it, one per name
  *                  of this node's listeners
  * A Kafka broker forwards DescribeQuorum to its active controller, so its answer is always the
@@ -34,6 +35,9 @@
 #include "cluster/cluster.h"
 
 #define METADATA_TOPIC "__cluster_metadata"
+
+/* Raft's roles of a server (kc_cluster_voter_t.role). */
+enum { ROLE_STANDBY = 0, ROLE_VOTER = 1, ROLE_SPARE = 2 };
 
 /* Errors.NOT_LEADER_OR_FOLLOWER and UNKNOWN_TOPIC_OR_PARTITION, whose codes this room's list
  * does not name, and their messages (Errors.java), which Kafka sends from v2. */
@@ -136,6 +140,15 @@ static size_t listener_names(const kc_api_ctx_t *ctx, kc_listener_t *ls, size_t 
     return out;
 }
 
+/* How many servers of the raft configuration have raft role `role`. */
+static size_t count_role(const kc_cluster_status_t *st, int role)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < st->n_voters; i++)
+        n += st->voters[i].role == role;
+    return n;
+}
+
 /* v2's Nodes: every voter with its client listeners (cluster.brokers). */
 static int fill_nodes(const kc_api_ctx_t *ctx, const kc_cluster_status_t *st, kc_arena_t *a,
                       kc_describe_quorum_response_t *resp)
@@ -143,12 +156,15 @@ static int fill_nodes(const kc_api_ctx_t *ctx, const kc_cluster_status_t *st, kc
     enum { MAX_LISTENERS = 16 };
     kc_listener_t ls[MAX_LISTENERS];
     size_t nl = listener_names(ctx, ls, MAX_LISTENERS);
-    size_t nv = st->n_voters;
+    size_t nv = count_role(st, ROLE_VOTER);
     kc_describe_quorum_node_t *nodes = nv ? kc_arena_alloc(a, nv * sizeof(*nodes)) : NULL;
     if (nv && nodes == NULL)
         return -1;
-    for (size_t i = 0; i < nv; i++) {
-        kc_describe_quorum_node_t *node = &nodes[i];
+    size_t k = 0;
+    for (size_t i = 0; i < st->n_voters; i++) {
+        if (st->voters[i].role != ROLE_VOTER)
+            continue;
+        kc_describe_quorum_node_t *node = &nodes[k++];
         memset(node, 0, sizeof(*node));
         node->node_id = st->voters[i].id;
         kc_describe_quorum_listener_t *out = nl ? kc_arena_alloc(a, nl * sizeof(*out)) : NULL;
@@ -181,9 +197,10 @@ static int fill_quorum(const kc_api_ctx_t *ctx, const kc_cluster_status_t *st, i
 {
     kc_describe_quorum_topic_data_t *t = kc_arena_alloc(a, sizeof(*t));
     kc_describe_quorum_partition_data_t *p = kc_arena_alloc(a, sizeof(*p));
-    size_t nv = st->n_voters;
+    size_t nv = count_role(st, ROLE_VOTER), no = count_role(st, ROLE_STANDBY);
     kc_describe_quorum_voter_t *vs = nv ? kc_arena_alloc(a, nv * sizeof(*vs)) : NULL;
-    if (t == NULL || p == NULL || (nv && vs == NULL))
+    kc_describe_quorum_observer_t *os = no ? kc_arena_alloc(a, no * sizeof(*os)) : NULL;
+    if (t == NULL || p == NULL || (nv && vs == NULL) || (no && os == NULL))
         return -1;
     memset(p, 0, sizeof(*p));
     p->partition_index = 0;
@@ -193,12 +210,26 @@ static int fill_quorum(const kc_api_ctx_t *ctx, const kc_cluster_status_t *st, i
     p->leader_epoch = st->term > INT32_MAX ? INT32_MAX : (int32_t)st->term;
     p->high_watermark = st->commit_index > INT64_MAX ? INT64_MAX : (int64_t)st->commit_index;
     int64_t now = wall_ms(ctx);
-    for (size_t i = 0; i < nv; i++)
-        voter_state(st, &st->voters[i], now, &vs[i]);
+    size_t iv = 0, io = 0;
+    for (size_t i = 0; i < st->n_voters; i++) {
+        const kc_cluster_voter_t *v = &st->voters[i];
+        if (v->role == ROLE_VOTER) {
+            voter_state(st, v, now, &vs[iv++]);
+        } else if (v->role == ROLE_STANDBY) {
+            kc_describe_quorum_voter_t r;
+            voter_state(st, v, now, &r);
+            os[io++] = (kc_describe_quorum_observer_t){
+                .replica_id = r.replica_id,
+                .replica_directory_id = r.replica_directory_id,
+                .log_end_offset = r.log_end_offset,
+                .last_fetch_timestamp = r.last_fetch_timestamp,
+                .last_caught_up_timestamp = r.last_caught_up_timestamp};
+        }
+    }
     p->current_voters.v = vs;
     p->current_voters.n = (int32_t)nv;
-    p->observers.v = NULL;
-    p->observers.n = 0;
+    p->observers.v = os;
+    p->observers.n = (int32_t)no;
     t->topic_name = KC_STR_LIT(METADATA_TOPIC);
     t->partitions.v = p;
     t->partitions.n = 1;

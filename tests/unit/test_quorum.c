@@ -446,6 +446,46 @@ static void test_follower_answer(void **state)
     env_free(&e);
 }
 
+/* Raft's standbys replicate without voting, as Kafka's observers: they are the observers, in
+ * the voters' shape; spares replicate nothing and are not shown; Nodes lists the voters. */
+static void test_standbys_are_observers(void **state)
+{
+    (void)state;
+    env_t e;
+    env_init(&e, true);
+    leader_status();
+    fake.n_voters = 5;
+    fake.voters[3] = (kc_cluster_voter_t){.id = 4,
+                                          .raft_address = "10.0.0.4:9500",
+                                          .role = 0,
+                                          .match_index = 125,
+                                          .last_contact_ms = 5};
+    fake.voters[4] = (kc_cluster_voter_t){.id = 5,
+                                          .raft_address = "10.0.0.5:9500",
+                                          .role = 2,
+                                          .match_index = -1,
+                                          .last_contact_ms = -1};
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_describe_quorum_response_t resp;
+    int64_t before = wall_now();
+    assert_true(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
+    int64_t after = wall_now();
+    const kc_describe_quorum_partition_data_t *p = only_partition(&resp);
+    assert_int_equal(p->current_voters.n, 3);
+    assert_int_equal(p->observers.n, 1);
+    const kc_describe_quorum_observer_t *o = &p->observers.v[0];
+    assert_int_equal(o->replica_id, 4);
+    assert_int_equal(o->log_end_offset, 125);
+    assert_in_range(o->last_fetch_timestamp, before - 5, after - 5);
+    assert_int_equal(o->last_caught_up_timestamp, o->last_fetch_timestamp);
+    assert_int_equal(resp.nodes.n, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(resp.nodes.v[i].node_id, i + 1);
+    kc_arena_free(&a);
+    env_free(&e);
+}
+
 /* Errors as KafkaRaftClient answers them: while no leader is known, NOT_LEADER_OR_FOLLOWER on
  * the partition (the admin client retries it); another topic or partition, or more than one,
  * UNKNOWN_TOPIC_OR_PARTITION on each; the messages from v2 only. */
@@ -627,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_single_node_has_no_quorum),
         cmocka_unit_test(test_leader_answer),
         cmocka_unit_test(test_follower_answer),
+        cmocka_unit_test(test_standbys_are_observers),
         cmocka_unit_test(test_partition_errors),
         cmocka_unit_test(test_authorization),
         cmocka_unit_test(test_cluster_metrics),
