@@ -3,7 +3,8 @@
  * To serve a new API: add its `serve` row to proto/apis.kdef (key, versions, handler, flags),
  * run scripts/gen_proto.py, and write its handler (one file per API family). The rows
  * (proto/gen_api_rows.h) give the table below, the handler declarations in api.h, the
- * versions dispatch accepts and the ApiVersions answer, so none of them can disagree.
+ * versions dispatch accepts and the ApiVersions answer, so none of them can disagree. A row
+ * flagged `cluster` (DescribeQuorum) is served and advertised only by a node of a cluster.
  *
  * Memory: a request's arena may hold request.max.memory.bytes beyond the frame it copies: the
  * decoded request, the handler's work and the response struct. A request whose decoding would
