@@ -480,8 +480,11 @@ static int tr_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
     if (cl->tls_on)
         return kc_tls_transport_listen(&cl->tlst, cb);
     int rv = cl->tcp.listen(&cl->tcp, tr_accepted);
-    if (rv != 0)
+    if (rv != 0) {
         snprintf(t->errmsg, sizeof(t->errmsg), "%s", cl->tcp.errmsg);
+        KC_ERROR("cluster", "cannot listen on the raft address: %s (%s)", cl->tcp.errmsg,
+                 raft_strerror(rv));
+    }
     return rv;
 }
 
