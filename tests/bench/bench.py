@@ -10,7 +10,8 @@
                   --compaction-note TEXT] [--output FILE] [BUILD_DIR]
     tests/bench/bench.py --only-member-memory [--quick] [--no-kafka] [--output FILE] [BUILD_DIR]
     tests/bench/bench.py --only-security [--quick] [--no-kafka] [--output FILE] [BUILD_DIR]
-    tests/bench/bench.py --only-cluster [--quick] [--no-kafka] [--output FILE] [BUILD_DIR]
+    tests/bench/bench.py --only-cluster [--quick] [--no-kafka] [--cluster-before OLD_BUILD
+                  --cluster-note TEXT] [--output FILE] [BUILD_DIR]
 
 Security (the section of security_bench.SECURITY_HEADING; only with --only-security, which
 replaces only that section): commit throughput and join time over SASL_SSL (SCRAM-SHA-512, ACLs
@@ -22,6 +23,8 @@ only that section): commit throughput of a single kcoord, a 3-node kcoord cluste
 Kafka (scripts/kafka-ref start --nodes 3) on this machine, and the coordinator's node killed
 (kill -9) under a committing client and a 3-member consumer group: the time to the first
 acknowledged commit and whether the group rebalanced; tests/bench/cluster_bench.py says how.
+--cluster-before OLD_BUILD runs OLD_BUILD/kcoord's single node too, alternating, for the
+single-node commit figure (--cluster-note says what it is: e.g. the commit before the cluster).
 
 Writes docs/BENCHMARKS.md (with --quick: BUILD_DIR/bench/BENCHMARKS-quick.md, so that a smoke
 run never replaces the real report; --output FILE chooses). It has two parts.
@@ -2661,8 +2664,15 @@ def cluster_main(args, argv, build):
     started = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.monotonic()
     try:
+        before = None
+        if args.cluster_before:
+            before = os.path.abspath(os.path.join(args.cluster_before, "kcoord"))
+            if not os.access(before, os.X_OK):
+                print("bench: %s is missing" % before, file=sys.stderr)
+                return 1
         results, plan = cluster_bench.run(os.path.abspath(binary), os.path.abspath(tool),
-                                          PLANS[mode]["commit"], args.quick, not args.no_kafka)
+                                          PLANS[mode]["commit"], args.quick, not args.no_kafka,
+                                          before)
     except cluster_bench.ClusterBenchError as e:
         print("bench: %s" % e, file=sys.stderr)
         return 1
@@ -2670,11 +2680,11 @@ def cluster_main(args, argv, build):
         print("bench: interrupted", file=sys.stderr)
         return 1
     elapsed = time.monotonic() - t0
-    command = " ".join(["tests/bench/bench.py"] + argv[1:])
+    command = " ".join(shlex.quote(a) for a in ["tests/bench/bench.py"] + argv[1:])
     splice_section(output, cluster_bench.CLUSTER_HEADING,
                    cluster_bench.section(results, plan, PLANS[mode]["commit"], previous,
                                          started.strftime("%Y-%m-%d %H:%M UTC"), git_revision(),
-                                         command, elapsed),
+                                         command, elapsed, args.cluster_note),
                    cluster_bench.CLUSTER_TOP_LINE)
     bad = [s for s, r in results["kill"].items() if not isinstance(r, list)]
     bad += ["kafka"] if "error" in results["kafka"] and not args.no_kafka else []
@@ -2725,6 +2735,10 @@ def main(argv):
                     help="run only the cluster runs (commit throughput of one kcoord, a 3-node "
                     "kcoord and a 3-broker Kafka; the coordinator's node killed) and replace "
                     "only their section of the report")
+    ap.add_argument("--cluster-before", metavar="OLD_BUILD",
+                    help="with --only-cluster: also run the single-node commit figure on this "
+                    "build's kcoord, alternating, to compare the single-node path with it")
+    ap.add_argument("--cluster-note", help="what OLD_BUILD of --cluster-before is")
     ap.add_argument("--output", help="the report (default docs/BENCHMARKS.md, or "
                     "BUILD_DIR/bench/BENCHMARKS-quick.md with --quick)")
     ap.add_argument("build", nargs="?", default="build")

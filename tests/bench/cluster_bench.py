@@ -33,6 +33,10 @@ sent after it; then, until session timeout + 2 s after the kill, whether any mem
 callback, and the members' generations and the group's members (DescribeGroups) before and
 after. The killed node is started again on its data once commits flow (Kafka: `kafka-ref
 restart-node`, and the round waits until the partition's ISR has all three nodes again).
+
+The single node against an earlier build: the page's load-scenario figure for the same
+kcoord-bench command (its commit and date), and, with --cluster-before OLD_BUILD (bench.py), that
+build's kcoord run alternating with this one's single node in the same run.
 """
 import json
 import os
@@ -491,14 +495,25 @@ def one_group(load_args):
     return out
 
 
-def throughput(binary, tool, load_args, plan, workdir, kafka):
+def throughput(binary, tool, load_args, plan, workdir, kafka, before=None):
     """{side: {"bench": [result...], "bench1": [result...], "rdkafka": [commits/s...]}};
-    Kafka's in kafka["bench1"] and kafka["rdkafka"] (or kafka["error"])."""
+    Kafka's in kafka["bench1"] and kafka["rdkafka"] (or kafka["error"]); with before (another
+    build's kcoord), its single node's kcoord-bench rounds in out["before"]["bench"]."""
     out = {"single": {"bench": [], "bench1": [], "rdkafka": []},
-           "cluster": {"bench": [], "bench1": [], "rdkafka": []}}
+           "cluster": {"bench": [], "bench1": [], "rdkafka": []}, "before": {"bench": []}}
     cplan = {"clients": plan["clients"], "commits": plan["commits"]}
     warm = " (warm-up, not counted)"
     for r in range(plan["rounds"] + 1):  # round 0: untimed, each side's warm-up
+        if before is not None:
+            srv = KcoordSingle(before, workdir)
+            try:
+                res = bench_commit(tool, srv.bootstrap, load_args)
+            finally:
+                srv.stop()
+            say("[before] round %d: kcoord-bench %.0f offsets/s (p99 %.2f ms)%s"
+                % (r, res["offsets_per_s"], res["p99_ms"], warm if r == 0 else ""))
+            if r > 0:
+                out["before"]["bench"].append(res)
         for kind in (KcoordSingle, KcoordCluster):
             srv = kind(binary, workdir)
             try:
@@ -625,12 +640,13 @@ def print_config(binary):
 
 
 
-def run(binary, tool, load_args, quick=False, use_kafka=True):
-    """(results, plan): results["throughput"], results["kill"] per side, results["kafka"]."""
+def run(binary, tool, load_args, quick=False, use_kafka=True, before=None):
+    """(results, plan): results["throughput"], results["kill"] per side, results["kafka"];
+    before: another build's kcoord, run beside the single node (kcoord-bench only)."""
     plan = PLANS["quick" if quick else "full"]
     workdir = tempfile.mkdtemp(prefix="kcoord-clusterbench-")
     results = {"kill": {}, "kafka": {"error": "--no-kafka was given"} if not use_kafka else {},
-               "config": print_config(binary)}
+               "config": print_config(binary), "loadavg": [os.getloadavg()[0]]}
     kafka = results["kafka"]
     try:
         if use_kafka:
@@ -639,7 +655,8 @@ def run(binary, tool, load_args, quick=False, use_kafka=True):
             except (ClusterBenchError, subprocess.TimeoutExpired, OSError,
                     kwire.KwireError) as e:
                 kafka["error"] = str(e).strip().splitlines()[0][:300]
-        results["throughput"] = throughput(binary, tool, load_args, plan, workdir, kafka)
+        results["throughput"] = throughput(binary, tool, load_args, plan, workdir, kafka,
+                                           before)
         srv = KcoordCluster(binary, workdir)
         try:
             results["kill"]["kcoord"] = kill_rounds(srv, plan["kills"], plan["observe_s"],
@@ -658,6 +675,7 @@ def run(binary, tool, load_args, quick=False, use_kafka=True):
         if "srv" in kafka:
             kafka.pop("srv").stop()
         shutil.rmtree(workdir, ignore_errors=True)
+    results["loadavg"].append(os.getloadavg()[0])
     return results, plan
 
 
@@ -686,7 +704,8 @@ def fmt(v, unit=""):
     return "{:,.0f}".format(v) + unit
 
 
-def section(results, plan, load_args, previous, when, commit, command, elapsed):
+def section(results, plan, load_args, previous, when, commit, command, elapsed,
+            before_note=None):
     tp = results["throughput"]
     kafka = results["kafka"]
     L = [CLUSTER_HEADING, ""]
@@ -701,7 +720,9 @@ def section(results, plan, load_args, previous, when, commit, command, elapsed):
         "stored it in raft's log, fsynced. **Kafka**: Apache Kafka 4.4.0, three KRaft nodes "
         "each broker and controller from `scripts/kafka-ref start --nodes 3` (1 GiB heap each, "
         "offsets.topic.replication.factor=3, min.insync.replicas=2, its default flush settings: "
-        "no fsync per write, acks from all in-sync replicas)." % (when, commit, command, elapsed))
+        "no fsync per write, acks from all in-sync replicas). The machine is shared: its load "
+        "average (1 min) was %.1f as the run started and %.1f as it ended." % (
+            when, commit, command, elapsed, results["loadavg"][0], results["loadavg"][-1]))
     L.append("")
     if "error" in kafka:
         L.append("- Kafka did not run: %s" % kafka["error"])
@@ -780,6 +801,18 @@ def section(results, plan, load_args, previous, when, commit, command, elapsed):
     L.append("### The single node is not slower")
     L.append("")
     now = med(tp["single"]["bench"], "offsets_per_s")
+    old_runs = tp.get("before", {}).get("bench") or []
+    if old_runs:
+        was = med(old_runs, "offsets_per_s")
+        L.append("- In this run, alternating round by round with the single node above, the "
+                 "same `kcoord-bench commit %s` against a single kcoord built from %s: %s "
+                 "offsets/s (p99 %.2f ms; rounds %s) against %s now (p99 %.2f ms; rounds %s): "
+                 "%.2fx." % (" ".join(load_args), before_note or "another build", fmt(was),
+                             med(old_runs, "p99_ms"),
+                             ", ".join(fmt(x["offsets_per_s"]) for x in old_runs), fmt(now),
+                             med(tp["single"]["bench"], "p99_ms"),
+                             ", ".join(fmt(x["offsets_per_s"]) for x in tp["single"]["bench"]),
+                             now / was))
     if previous is None:
         L.append("- The page had no earlier load-scenario commit figure to compare with; this "
                  "run's single node: %s offsets/s." % fmt(now))
@@ -788,8 +821,8 @@ def section(results, plan, load_args, previous, when, commit, command, elapsed):
         L.append("- `kcoord-bench commit %s` against a single kcoord with flush=always: %s "
                  "offsets/s now (commit %s, median of %d), against %s offsets/s in the load "
                  "scenarios above (commit %s, `%s`, %s, median of 3), the same tool, options and "
-                 "settings: %.2fx. The two ran at different times on a shared machine, so a "
-                 "difference of a few tens of percent is within its noise." % (
+                 "settings: %.2fx. The two ran at different times on a shared machine, so "
+                 "this comparison carries the machine's load as well." % (
                      " ".join(load_args), fmt(now), commit, plan["rounds"], fmt(prev), pcommit,
                      pcmd, pwhen, now / prev))
     L.append("")
