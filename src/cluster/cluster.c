@@ -2,14 +2,20 @@
  * an entry format for partition batches, leadership news for the coordinator, and the nodes'
  * addresses. See cluster.h. */
 #include "cluster/cluster.h"
+#include "cluster/cluster_int.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <raft.h>
@@ -17,10 +23,10 @@
 
 #include "util/diag.h"
 
-/* An entry: this header (magic, partition, proposing node, batch length, proposer's term; all
- * big-endian), then the partition's RecordBatch, then zero bytes up to a multiple of 8 (raft's
- * storage takes only such entries). */
-enum { ENTRY_MAGIC = 0x4b435231u /* "KCR1" */, ENTRY_HDR = 24 };
+/* An entry: this header (magic, proposing node, number of batches, 0, proposer's term; all
+ * big-endian), then per batch its partition and length (int32 each) and the RecordBatch, then
+ * zero bytes up to a multiple of 8 (raft's storage takes only such entries). */
+enum { ENTRY_MAGIC = 0x4b435232u /* "KCR2" */, ENTRY_HDR = 24, PART_HDR = 8 };
 
 enum { MAX_NODES = 16, MAX_BROKERS = 64, POLL_MS = 100 };
 
@@ -49,7 +55,12 @@ struct kc_cluster_s {
     kc_cluster_ops_t ops;
     struct raft raft;
     struct raft_io io;
-    struct raft_uv_transport transport;
+    struct raft_uv_transport transport; /* kcoord's: raft's TCP transport, with timeouts */
+    struct raft_uv_transport tcp;       /* raft's TCP transport, inside */
+    raft_uv_accept_cb accept_cb;
+    raft_uv_transport_close_cb outer_close_cb;
+    bool tls_on;             /* cluster.security.protocol=SSL */
+    kc_tls_transport_t tlst; /* then raft's connections go through it */
     struct raft_fsm fsm;
     struct raft_barrier barrier;
     struct raft_transfer transfer;
@@ -57,6 +68,7 @@ struct kc_cluster_s {
     void *transfer_arg;
     uv_timer_t poll; /* a second look at raft's state, beside step_cb */
     uv_timer_t kick; /* starts the barrier outside raft's own callbacks */
+    uv_timer_t xfer; /* gives up on a leadership transfer raft does not end */
     node_t nodes[MAX_NODES];
     size_t n_nodes;
     broker_t brokers[MAX_BROKERS];
@@ -338,21 +350,28 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
                          buf->len);
         return 0;
     }
-    int32_t part = (int32_t)get32(p + 4);
-    int32_t origin = (int32_t)get32(p + 8);
-    size_t len = get32(p + 12);
+    int32_t origin = (int32_t)get32(p + 4);
+    uint32_t n = get32(p + 8);
     uint64_t term = get64(p + 16);
-    if (len > buf->len - ENTRY_HDR) {
-        KC_ERROR_LIMITED("cluster",
-                         "skipping a raft entry whose batch length %zu passes its "
-                         "end (%zu bytes)",
-                         len, buf->len);
-        return 0;
-    }
     /* Make sure a lost leadership is known before deciding whether the entry is ours. */
     check_state(cl, true);
     bool own = origin == cl->self && cl->role != KC_CLUSTER_FOLLOWER && term == cl->lead_term;
-    cl->ops.apply(cl->ops.ctx, part, p + ENTRY_HDR, len, own);
+    size_t off = ENTRY_HDR;
+    for (uint32_t i = 0; i < n; i++) {
+        if (buf->len - off < PART_HDR) {
+            KC_ERROR_LIMITED("cluster", "a raft entry ends inside its batch %u of %u", i, n);
+            return 0;
+        }
+        int32_t part = (int32_t)get32(p + off);
+        size_t len = get32(p + off + 4);
+        off += PART_HDR;
+        if (len > buf->len - off) {
+            KC_ERROR_LIMITED("cluster", "a raft entry's batch %u passes its end", i);
+            return 0;
+        }
+        cl->ops.apply(cl->ops.ctx, part, p + off, len, own);
+        off += len;
+    }
     return 0;
 }
 
@@ -393,6 +412,145 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
     cl->restored++;
     KC_INFO("cluster", "restored a snapshot of %zu bytes", buf->len);
     return 0;
+}
+
+/* ---- The transport ------------------------------------------------------------------------
+ *
+ * raft's TCP transport with every connection given keepalives and a TCP user timeout: raft
+ * sends on one connection and receives on another, so a peer that vanished without a reset (a
+ * network partition, a powered-off host) would otherwise be noticed only when a send buffer
+ * fills, possibly minutes later. A dead connection now fails within about an election timeout
+ * or two and raft connects again. */
+
+typedef struct connect_req_s {
+    struct raft_uv_connect req; /* ours, given to the inner transport */
+    struct raft_uv_connect *outer;
+    kc_cluster_t *cl;
+} connect_req_t;
+
+static void tune_stream(kc_cluster_t *cl, struct uv_stream_s *stream);
+
+static void tune_cb(void *arg, uv_stream_t *s)
+{
+    tune_stream(arg, s);
+}
+
+static void tune_stream(kc_cluster_t *cl, struct uv_stream_s *stream)
+{
+    if (stream == NULL || stream->type != UV_TCP)
+        return;
+    unsigned idle_s = (unsigned)(cl->conf->cluster_election_timeout_ms / 1000);
+    uv_tcp_keepalive((uv_tcp_t *)stream, 1, idle_s > 0 ? idle_s : 1);
+    uv_tcp_nodelay((uv_tcp_t *)stream, 1);
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)stream, &fd) == 0) {
+        unsigned timeout = (unsigned)cl->conf->cluster_election_timeout_ms * 2;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, sizeof(timeout));
+        int intvl = 1, cnt = 2;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    }
+}
+
+/* raft's storage keeps its own pointer in the outer transport's `data`: ours is found by the
+ * transport's place in kc_cluster_t. */
+static kc_cluster_t *outer_cluster(struct raft_uv_transport *t)
+{
+    return (kc_cluster_t *)((char *)t - offsetof(kc_cluster_t, transport));
+}
+
+static int tr_init(struct raft_uv_transport *t, raft_id id, const char *address)
+{
+    kc_cluster_t *cl = outer_cluster(t);
+    if (cl->tls_on) {
+        cl->tlst.id = id;
+        snprintf(cl->tlst.address, sizeof(cl->tlst.address), "%s", address);
+        return 0;
+    }
+    int rv = cl->tcp.init(&cl->tcp, id, address);
+    if (rv != 0)
+        snprintf(t->errmsg, sizeof(t->errmsg), "%s", cl->tcp.errmsg);
+    return rv;
+}
+
+static void tr_accepted(struct raft_uv_transport *inner, raft_id id, const char *address,
+                        struct uv_stream_s *stream)
+{
+    kc_cluster_t *cl = inner->data;
+    tune_stream(cl, stream);
+    cl->accept_cb(&cl->transport, id, address, stream);
+}
+
+static int tr_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
+{
+    kc_cluster_t *cl = outer_cluster(t);
+    cl->accept_cb = cb;
+    if (cl->tls_on)
+        return kc_tls_transport_listen(&cl->tlst, cb);
+    int rv = cl->tcp.listen(&cl->tcp, tr_accepted);
+    if (rv != 0) {
+        snprintf(t->errmsg, sizeof(t->errmsg), "%s", cl->tcp.errmsg);
+        KC_ERROR("cluster", "cannot listen on the raft address: %s (%s)", cl->tcp.errmsg,
+                 raft_strerror(rv));
+    }
+    return rv;
+}
+
+static void tr_connected(struct raft_uv_connect *req, struct uv_stream_s *stream, int status)
+{
+    connect_req_t *c = req->data;
+    if (status == 0)
+        tune_stream(c->cl, stream);
+    struct raft_uv_connect *outer = c->outer;
+    free(c);
+    outer->cb(outer, stream, status);
+}
+
+static int tr_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
+                      const char *address, raft_uv_connect_cb cb)
+{
+    kc_cluster_t *cl = outer_cluster(t);
+    if (cl->tls_on)
+        return kc_tls_transport_connect(&cl->tlst, req, id, address, cb);
+    connect_req_t *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return RAFT_NOMEM;
+    c->req.data = c;
+    c->outer = req;
+    c->cl = cl;
+    req->cb = cb;
+    int rv = cl->tcp.connect(&cl->tcp, &c->req, id, address, tr_connected);
+    if (rv != 0) {
+        snprintf(t->errmsg, sizeof(t->errmsg), "%s", cl->tcp.errmsg);
+        free(c);
+    }
+    return rv;
+}
+
+static void tr_inner_closed(struct raft_uv_transport *inner)
+{
+    kc_cluster_t *cl = inner->data;
+    if (cl->outer_close_cb)
+        cl->outer_close_cb(&cl->transport);
+}
+
+static void tls_closed(kc_tls_transport_t *t)
+{
+    kc_cluster_t *cl = (kc_cluster_t *)((char *)t - offsetof(kc_cluster_t, tlst));
+    if (cl->outer_close_cb)
+        cl->outer_close_cb(&cl->transport);
+}
+
+static void tr_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
+{
+    kc_cluster_t *cl = outer_cluster(t);
+    cl->outer_close_cb = cb;
+    if (cl->tls_on) {
+        cl->tlst.closed = tls_closed;
+        kc_tls_transport_close(&cl->tlst);
+        return;
+    }
+    cl->tcp.close(&cl->tcp, tr_inner_closed);
 }
 
 /* ---- Life ---------------------------------------------------------------------------------- */
@@ -438,13 +596,42 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
         seterr(err, errlen, "data.dir: cannot create %s: %s", cl->dir, strerror(errno));
         goto fail;
     }
-    cl->transport.version = 1;
-    int rv = raft_uv_tcp_init(&cl->transport, loop);
+    cl->tcp.version = 1;
+    int rv = raft_uv_tcp_init(&cl->tcp, loop);
     if (rv != 0) {
         seterr(err, errlen, "cluster: raft transport: %s", raft_strerror(rv));
         goto fail;
     }
     cl->transport_ready = true;
+    cl->tcp.data = cl;
+    if (conf->cluster_security_protocol == 1) {
+        const char *ks = conf->cluster_ssl_keystore_location;
+        const char *ts = conf->cluster_ssl_truststore_location;
+        if (ks[0] == '\0' || ts[0] == '\0') {
+            seterr(err, errlen, "%s: required with cluster.security.protocol=SSL",
+                   ks[0] == '\0' ? "cluster.ssl.keystore.location"
+                                 : "cluster.ssl.truststore.location");
+            goto fail;
+        }
+        cl->tlst.loop = loop;
+        cl->tlst.outer = &cl->transport;
+        cl->tlst.tune = tune_cb;
+        cl->tlst.tune_arg = cl;
+        kc_cluster_derive_id(conf->cluster_voters, cl->tlst.cluster_id);
+        if (kc_tls_transport_ctx(&cl->tlst, ks, ts, err, errlen) != 0)
+            goto fail;
+        cl->tls_on = true;
+    } else {
+        KC_WARN("cluster",
+                "the raft port %s is PLAINTEXT: anyone who reaches it can take part "
+                "in the cluster; set cluster.security.protocol=SSL unless no one else can",
+                me->raft_address);
+    }
+    cl->transport.version = 1;
+    cl->transport.init = tr_init;
+    cl->transport.listen = tr_listen;
+    cl->transport.connect = tr_connect;
+    cl->transport.close = tr_close;
     rv = raft_uv_init(&cl->io, loop, cl->dir, &cl->transport);
     if (rv != 0) {
         seterr(err, errlen, "cluster: raft storage in %s: %s", cl->dir, cl->io.errmsg);
@@ -473,6 +660,8 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
     cl->poll.data = cl;
     uv_timer_init(loop, &cl->kick);
     cl->kick.data = cl;
+    uv_timer_init(loop, &cl->xfer);
+    cl->xfer.data = cl;
     return cl;
 fail:
     if (cl->raft_ready || cl->io_ready || cl->transport_ready) {
@@ -510,7 +699,8 @@ int kc_cluster_start(kc_cluster_t *cl, char *err, size_t errlen)
     rv = raft_start(&cl->raft);
     if (rv != 0) {
         cl->started = false;
-        seterr(err, errlen, "cluster: raft start in %s: %s", cl->dir, raft_errmsg(&cl->raft));
+        seterr(err, errlen, "cluster: raft start in %s: %s (%s)", cl->dir, raft_strerror(rv),
+               raft_errmsg(&cl->raft));
         return -1;
     }
     uv_timer_start(&cl->poll, on_poll, POLL_MS, POLL_MS);
@@ -525,6 +715,7 @@ static void close_step(kc_cluster_t *cl)
         return;
     void (*done)(void *) = cl->done;
     void *arg = cl->done_arg;
+    kc_tls_transport_free(&cl->tlst);
     free(cl);
     if (done)
         done(arg);
@@ -539,7 +730,7 @@ static void on_raft_closed(struct raft *r)
 {
     kc_cluster_t *cl = r->data;
     raft_uv_close(&cl->io);
-    raft_uv_tcp_close(&cl->transport);
+    raft_uv_tcp_close(&cl->tcp);
     close_step(cl);
 }
 
@@ -548,24 +739,42 @@ void kc_cluster_close(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
     cl->closing = true;
     cl->done = done;
     cl->done_arg = arg;
-    cl->close_steps = 3;
+    cl->close_steps = 4;
+    uv_close((uv_handle_t *)&cl->xfer, on_poll_closed);
     uv_close((uv_handle_t *)&cl->poll, on_poll_closed);
     uv_close((uv_handle_t *)&cl->kick, on_poll_closed);
     raft_close(&cl->raft, on_raft_closed);
 }
 
+static void transfer_over(kc_cluster_t *cl)
+{
+    uv_timer_stop(&cl->xfer);
+    void (*done)(void *) = cl->transfer_done;
+    cl->transfer_done = NULL;
+    if (done)
+        done(cl->transfer_arg);
+}
+
+static void on_xfer_timeout(uv_timer_t *t)
+{
+    kc_cluster_t *cl = t->data;
+    if (cl->transfer_done == NULL)
+        return;
+    KC_WARN("cluster", "leadership transfer did not end in time; stopping anyway");
+    transfer_over(cl);
+}
+
 static void on_transferred(struct raft_transfer *req)
 {
     kc_cluster_t *cl = req->data;
+    if (cl->transfer_done == NULL)
+        return; /* given up already */
     raft_id lid = 0;
     const char *addr = NULL;
     raft_leader(&cl->raft, &lid, &addr);
     KC_INFO("cluster", "leadership transfer ended: the leader is %s",
             lid ? (lid == (raft_id)cl->self ? "still this node" : "another node") : "not known");
-    void (*done)(void *) = cl->transfer_done;
-    cl->transfer_done = NULL;
-    if (done)
-        done(cl->transfer_arg);
+    transfer_over(cl);
 }
 
 int kc_cluster_transfer(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
@@ -582,7 +791,9 @@ int kc_cluster_transfer(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
         KC_WARN("cluster", "leadership transfer not started: %s", raft_strerror(rv));
         return -1;
     }
-    KC_INFO("cluster", "node %d hands its leadership to another voter before stopping", cl->self);
+    uv_timer_start(&cl->xfer, on_xfer_timeout, 2 * (uint64_t)cl->conf->cluster_election_timeout_ms,
+                   0);
+    KC_INFO("cluster", "node %d hands its leadership to another voter", cl->self);
     return 0;
 }
 
@@ -617,16 +828,20 @@ static void on_applied(struct raft_apply *req, int status, void *result)
     free(s);
 }
 
-int kc_cluster_submit(kc_cluster_t *cl, int32_t partition, const uint8_t *batch, size_t len,
+int kc_cluster_submit(kc_cluster_t *cl, const kc_cluster_part_t *v, size_t n,
                       void (*done)(void *arg, int status), void *arg)
 {
     if (cl->closing)
         return KC_CLUSTER_ESHUTDOWN;
     if (cl->role != KC_CLUSTER_LEADER)
         return KC_CLUSTER_ENOTLEADER;
-    if (len > UINT32_MAX - 64)
-        return KC_CLUSTER_EIO;
-    size_t total = (ENTRY_HDR + len + 7) & ~(size_t)7;
+    size_t total = ENTRY_HDR;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].len > UINT32_MAX - 64 || total > SIZE_MAX / 2)
+            return KC_CLUSTER_EIO;
+        total += PART_HDR + v[i].len;
+    }
+    total = (total + 7) & ~(size_t)7;
     submit_t *s = calloc(1, sizeof(*s));
     uint8_t *p = raft_malloc(total);
     if (s == NULL || p == NULL) {
@@ -635,12 +850,18 @@ int kc_cluster_submit(kc_cluster_t *cl, int32_t partition, const uint8_t *batch,
         return KC_CLUSTER_EIO;
     }
     put32(p, ENTRY_MAGIC);
-    put32(p + 4, (uint32_t)partition);
-    put32(p + 8, (uint32_t)cl->self);
-    put32(p + 12, (uint32_t)len);
+    put32(p + 4, (uint32_t)cl->self);
+    put32(p + 8, (uint32_t)n);
+    put32(p + 12, 0);
     put64(p + 16, cl->lead_term);
-    memcpy(p + ENTRY_HDR, batch, len);
-    memset(p + ENTRY_HDR + len, 0, total - ENTRY_HDR - len);
+    size_t off = ENTRY_HDR;
+    for (size_t i = 0; i < n; i++) {
+        put32(p + off, (uint32_t)v[i].partition);
+        put32(p + off + 4, (uint32_t)v[i].len);
+        memcpy(p + off + PART_HDR, v[i].batch, v[i].len);
+        off += PART_HDR + v[i].len;
+    }
+    memset(p + off, 0, total - off);
     s->cl = cl;
     s->done = done;
     s->arg = arg;
