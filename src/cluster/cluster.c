@@ -55,12 +55,9 @@ struct kc_cluster_s {
     kc_cluster_ops_t ops;
     struct raft raft;
     struct raft_io io;
-    struct raft_uv_transport transport; /* kcoord's: raft's TCP transport, with timeouts */
-    struct raft_uv_transport tcp;       /* raft's TCP transport, inside */
-    raft_uv_accept_cb accept_cb;
+    struct raft_uv_transport transport; /* kcoord's (tls_transport.c) */
     raft_uv_transport_close_cb outer_close_cb;
-    bool tls_on;             /* cluster.security.protocol=SSL */
-    kc_tls_transport_t tlst; /* then raft's connections go through it */
+    kc_tls_transport_t tlst; /* raft's connections: a hello, over mutual TLS with SSL */
     struct raft_fsm fsm;
     struct raft_barrier barrier;
     struct raft_transfer transfer;
@@ -82,6 +79,11 @@ struct kc_cluster_s {
     int32_t leader;      /* the last leader logged; -1 none */
     unsigned short last_state;
     uint64_t elections, leadership_changes, snapshots, restored;
+    /* When this node last was without a leader to follow (at start, candidate, no leader
+     * known) or installed the leader's snapshot: a follower takes no snapshot of its own soon
+     * after (see fsm_snapshot). */
+    uint64_t unsettled_ms;
+    uint64_t snapshots_deferred;
     int pending; /* submissions not completed */
     bool closing;
     int close_steps;
@@ -281,6 +283,8 @@ static void check_state(kc_cluster_t *cl, bool in_raft)
     const char *laddr = NULL;
     raft_leader(r, &lid, &laddr);
     int32_t leader = lid ? (int32_t)lid : -1;
+    if (!(st == RAFT_LEADER || (st == RAFT_FOLLOWER && leader >= 0)) || leader != cl->leader)
+        cl->unsettled_ms = uv_now(cl->loop);
     if (leader != cl->leader) {
         cl->leader = leader;
         cl->leadership_changes++;
@@ -378,6 +382,17 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 {
     kc_cluster_t *cl = fsm->data;
+    /* libraft 0.22.1 fails an assertion (and without assertions corrupts its memory) when the
+     * leader's snapshot is installed while this node's own snapshot is being written: the index
+     * of its own is then gone from its log when the write completes. A follower that has just
+     * started, just caught up or just had no leader is the one the leader sends snapshots to,
+     * so it takes none of its own until it has followed a leader for a while; raft asks again
+     * at a later entry. */
+    uint64_t settle = 3 * (uint64_t)cl->conf->cluster_election_timeout_ms;
+    if (raft_state(&cl->raft) != RAFT_LEADER && uv_now(cl->loop) - cl->unsettled_ms < settle) {
+        cl->snapshots_deferred++;
+        return RAFT_BUSY;
+    }
     uint8_t *data = NULL;
     size_t len = 0;
     if (cl->ops.snapshot(cl->ops.ctx, &data, &len) != 0)
@@ -410,6 +425,7 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
         return RAFT_MALFORMED;
     raft_free(buf->base);
     cl->restored++;
+    cl->unsettled_ms = uv_now(cl->loop);
     KC_INFO("cluster", "restored a snapshot of %zu bytes", buf->len);
     return 0;
 }
@@ -421,12 +437,6 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
  * network partition, a powered-off host) would otherwise be noticed only when a send buffer
  * fills, possibly minutes later. A dead connection now fails within about an election timeout
  * or two and raft connects again. */
-
-typedef struct connect_req_s {
-    struct raft_uv_connect req; /* ours, given to the inner transport */
-    struct raft_uv_connect *outer;
-    kc_cluster_t *cl;
-} connect_req_t;
 
 static void tune_stream(kc_cluster_t *cl, struct uv_stream_s *stream);
 
@@ -462,76 +472,24 @@ static kc_cluster_t *outer_cluster(struct raft_uv_transport *t)
 static int tr_init(struct raft_uv_transport *t, raft_id id, const char *address)
 {
     kc_cluster_t *cl = outer_cluster(t);
-    if (cl->tls_on) {
-        cl->tlst.id = id;
-        snprintf(cl->tlst.address, sizeof(cl->tlst.address), "%s", address);
-        return 0;
-    }
-    int rv = cl->tcp.init(&cl->tcp, id, address);
-    if (rv != 0)
-        snprintf(t->errmsg, sizeof(t->errmsg), "%s", cl->tcp.errmsg);
-    return rv;
-}
-
-static void tr_accepted(struct raft_uv_transport *inner, raft_id id, const char *address,
-                        struct uv_stream_s *stream)
-{
-    kc_cluster_t *cl = inner->data;
-    tune_stream(cl, stream);
-    cl->accept_cb(&cl->transport, id, address, stream);
+    cl->tlst.id = id;
+    snprintf(cl->tlst.address, sizeof(cl->tlst.address), "%s", address);
+    return 0;
 }
 
 static int tr_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 {
     kc_cluster_t *cl = outer_cluster(t);
-    cl->accept_cb = cb;
-    if (cl->tls_on)
-        return kc_tls_transport_listen(&cl->tlst, cb);
-    int rv = cl->tcp.listen(&cl->tcp, tr_accepted);
-    if (rv != 0) {
-        snprintf(t->errmsg, sizeof(t->errmsg), "%s", cl->tcp.errmsg);
-        KC_ERROR("cluster", "cannot listen on the raft address: %s (%s)", cl->tcp.errmsg,
-                 raft_strerror(rv));
-    }
+    int rv = kc_tls_transport_listen(&cl->tlst, cb);
+    if (rv != 0)
+        snprintf(t->errmsg, sizeof(t->errmsg), "cannot listen on %.200s", cl->tlst.address);
     return rv;
-}
-
-static void tr_connected(struct raft_uv_connect *req, struct uv_stream_s *stream, int status)
-{
-    connect_req_t *c = req->data;
-    if (status == 0)
-        tune_stream(c->cl, stream);
-    struct raft_uv_connect *outer = c->outer;
-    free(c);
-    outer->cb(outer, stream, status);
 }
 
 static int tr_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
                       const char *address, raft_uv_connect_cb cb)
 {
-    kc_cluster_t *cl = outer_cluster(t);
-    if (cl->tls_on)
-        return kc_tls_transport_connect(&cl->tlst, req, id, address, cb);
-    connect_req_t *c = calloc(1, sizeof(*c));
-    if (c == NULL)
-        return RAFT_NOMEM;
-    c->req.data = c;
-    c->outer = req;
-    c->cl = cl;
-    req->cb = cb;
-    int rv = cl->tcp.connect(&cl->tcp, &c->req, id, address, tr_connected);
-    if (rv != 0) {
-        snprintf(t->errmsg, sizeof(t->errmsg), "%s", cl->tcp.errmsg);
-        free(c);
-    }
-    return rv;
-}
-
-static void tr_inner_closed(struct raft_uv_transport *inner)
-{
-    kc_cluster_t *cl = inner->data;
-    if (cl->outer_close_cb)
-        cl->outer_close_cb(&cl->transport);
+    return kc_tls_transport_connect(&outer_cluster(t)->tlst, req, id, address, cb);
 }
 
 static void tls_closed(kc_tls_transport_t *t)
@@ -545,12 +503,8 @@ static void tr_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
 {
     kc_cluster_t *cl = outer_cluster(t);
     cl->outer_close_cb = cb;
-    if (cl->tls_on) {
-        cl->tlst.closed = tls_closed;
-        kc_tls_transport_close(&cl->tlst);
-        return;
-    }
-    cl->tcp.close(&cl->tcp, tr_inner_closed);
+    cl->tlst.closed = tls_closed;
+    kc_tls_transport_close(&cl->tlst);
 }
 
 /* ---- Life ---------------------------------------------------------------------------------- */
@@ -596,14 +550,12 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
         seterr(err, errlen, "data.dir: cannot create %s: %s", cl->dir, strerror(errno));
         goto fail;
     }
-    cl->tcp.version = 1;
-    int rv = raft_uv_tcp_init(&cl->tcp, loop);
-    if (rv != 0) {
-        seterr(err, errlen, "cluster: raft transport: %s", raft_strerror(rv));
-        goto fail;
-    }
     cl->transport_ready = true;
-    cl->tcp.data = cl;
+    cl->tlst.loop = loop;
+    cl->tlst.outer = &cl->transport;
+    cl->tlst.tune = tune_cb;
+    cl->tlst.tune_arg = cl;
+    kc_cluster_derive_id(conf->cluster_voters, cl->tlst.cluster_id);
     if (conf->cluster_security_protocol == 1) {
         const char *ks = conf->cluster_ssl_keystore_location;
         const char *ts = conf->cluster_ssl_truststore_location;
@@ -613,14 +565,8 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
                                  : "cluster.ssl.truststore.location");
             goto fail;
         }
-        cl->tlst.loop = loop;
-        cl->tlst.outer = &cl->transport;
-        cl->tlst.tune = tune_cb;
-        cl->tlst.tune_arg = cl;
-        kc_cluster_derive_id(conf->cluster_voters, cl->tlst.cluster_id);
         if (kc_tls_transport_ctx(&cl->tlst, ks, ts, err, errlen) != 0)
             goto fail;
-        cl->tls_on = true;
     } else {
         KC_WARN("cluster",
                 "the raft port %s is PLAINTEXT: anyone who reaches it can take part "
@@ -632,7 +578,7 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
     cl->transport.listen = tr_listen;
     cl->transport.connect = tr_connect;
     cl->transport.close = tr_close;
-    rv = raft_uv_init(&cl->io, loop, cl->dir, &cl->transport);
+    int rv = raft_uv_init(&cl->io, loop, cl->dir, &cl->transport);
     if (rv != 0) {
         seterr(err, errlen, "cluster: raft storage in %s: %s", cl->dir, cl->io.errmsg);
         goto fail;
@@ -695,6 +641,7 @@ int kc_cluster_start(kc_cluster_t *cl, char *err, size_t errlen)
         return -1;
     }
     cl->started = true;
+    cl->unsettled_ms = uv_now(cl->loop);
     cl->raft.legacy.step_cb = on_step;
     rv = raft_start(&cl->raft);
     if (rv != 0) {
@@ -730,7 +677,6 @@ static void on_raft_closed(struct raft *r)
 {
     kc_cluster_t *cl = r->data;
     raft_uv_close(&cl->io);
-    raft_uv_tcp_close(&cl->tcp);
     close_step(cl);
 }
 
@@ -833,8 +779,9 @@ int kc_cluster_submit(kc_cluster_t *cl, const kc_cluster_part_t *v, size_t n,
 {
     if (cl->closing)
         return KC_CLUSTER_ESHUTDOWN;
-    if (cl->role != KC_CLUSTER_LEADER)
-        return KC_CLUSTER_ENOTLEADER;
+    if (cl->role != KC_CLUSTER_LEADER || raft_state(&cl->raft) != RAFT_LEADER ||
+        raft_transferee(&cl->raft) != 0)
+        return KC_CLUSTER_ENOTLEADER; /* also while handing the leadership over */
     size_t total = ENTRY_HDR;
     for (size_t i = 0; i < n; i++) {
         if (v[i].len > UINT32_MAX - 64 || total > SIZE_MAX / 2)
@@ -868,7 +815,10 @@ int kc_cluster_submit(kc_cluster_t *cl, const kc_cluster_part_t *v, size_t n,
     struct raft_buffer buf = {p, total};
     int rv = raft_apply(&cl->raft, &s->req, &buf, 1, on_applied);
     if (rv != 0) {
-        /* The entry's buffer is not ours any more: raft releases it on this path too. */
+        /* Refused before raft took the entry (not the leader, no disk capacity, out of
+         * memory): the buffer is still ours. (An entry whose size is not a multiple of 8 is
+         * refused later, after raft took it: never submitted, see above.) */
+        raft_free(p);
         free(s);
         KC_WARN_LIMITED("cluster", "an entry was refused: %s", raft_strerror(rv));
         return map_status(rv);

@@ -34,7 +34,7 @@ typedef enum { T_HANDSHAKE, T_HELLO, T_OPEN, T_CLOSING } tstate_t;
 struct tconn_s {
     kc_tls_transport_t *t;
     struct tconn_s *next, **prev;
-    uv_tcp_t tcp;     /* the network side */
+    uv_tcp_t *tcp;    /* the network side (raft_malloc'd: a plaintext one goes to raft) */
     uv_pipe_t local;  /* our end of the socketpair; raft has the other */
     uv_timer_t timer; /* the handshake's deadline */
     int handles;      /* open handles of ours */
@@ -138,7 +138,7 @@ static int flush_tls(tconn_t *c)
     char buf[16384];
     int n;
     while ((n = BIO_read(c->wbio, buf, sizeof(buf))) > 0)
-        if (write_copy((uv_stream_t *)&c->tcp, buf, (size_t)n) != 0)
+        if (write_copy((uv_stream_t *)c->tcp, buf, (size_t)n) != 0)
             return -1;
     return 0;
 }
@@ -154,6 +154,14 @@ static void on_handle_closed(uv_handle_t *h)
     free(c);
     t->conns--;
     kc_tls_transport_maybe_closed(t);
+}
+
+static void on_tcp_closed(uv_handle_t *h)
+{
+    tconn_t *c = h->data;
+    raft_free(h);
+    c->tcp = NULL;
+    on_handle_closed((uv_handle_t *)&c->timer);
 }
 
 static void tc_close(tconn_t *c, const char *why)
@@ -177,7 +185,10 @@ static void tc_close(tconn_t *c, const char *why)
         KC_INFO_LIMITED("cluster", "raft connection %s %s closed: %s", c->outgoing ? "to" : "from",
                         c->peer, why);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
-    uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
+    if (c->tcp != NULL)
+        uv_close((uv_handle_t *)c->tcp, on_tcp_closed);
+    else
+        c->handles--; /* handed to raft */
     if (c->local_open)
         uv_close((uv_handle_t *)&c->local, on_handle_closed);
 }
@@ -275,6 +286,54 @@ static void open_conn(tconn_t *c)
     }
 }
 
+/* The connecting node's complete hello in c->hello: refused (closed, -1) unless it is a kcoord
+ * node's of this cluster; else its id and raft address are noted (0). */
+static int check_hello(tconn_t *c)
+{
+    const uint8_t *h = c->hello;
+    uint32_t magic = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
+    if (magic != HELLO_MAGIC) {
+        tc_close(c, "not a kcoord node's hello");
+        return -1;
+    }
+    if (memcmp(h + 4, c->t->cluster_id, 22) != 0) {
+        char theirs[23];
+        memcpy(theirs, h + 4, 22);
+        theirs[22] = '\0';
+        for (int i = 0; i < 22; i++)
+            if (theirs[i] < 0x21 || theirs[i] > 0x7e)
+                theirs[i] = '?';
+        char why[128];
+        snprintf(why, sizeof(why), "cluster id %s is not this cluster's (%s)", theirs,
+                 c->t->cluster_id);
+        tc_close(c, why);
+        return -1;
+    }
+    raft_id id = 0;
+    for (int i = 0; i < 8; i++)
+        id = id << 8 | h[26 + i];
+    size_t alen = (size_t)h[34] << 8 | h[35];
+    c->peer_id = id;
+    snprintf(c->peer, sizeof(c->peer), "%.*s", (int)alen, (const char *)h + 36);
+    return 0;
+}
+
+/* This node's hello into c->hello; its length. */
+static size_t make_hello(tconn_t *c)
+{
+    uint8_t *h = c->hello;
+    const kc_tls_transport_t *t = c->t;
+    size_t alen = strlen(t->address);
+    h[0] = (uint8_t)(HELLO_MAGIC >> 24), h[1] = (uint8_t)(HELLO_MAGIC >> 16);
+    h[2] = (uint8_t)(HELLO_MAGIC >> 8), h[3] = (uint8_t)HELLO_MAGIC;
+    memcpy(h + 4, t->cluster_id, 22);
+    for (int i = 0; i < 8; i++)
+        h[26 + i] = (uint8_t)(t->id >> (56 - 8 * i));
+    h[34] = (uint8_t)(alen >> 8), h[35] = (uint8_t)alen;
+    memcpy(h + 36, t->address, alen);
+    return 36 + alen;
+}
+
 /* The accepting side: the connecting node's hello, read through TLS. */
 static void read_hello(tconn_t *c)
 {
@@ -303,31 +362,8 @@ static void read_hello(tconn_t *c)
             }
         }
     }
-    const uint8_t *h = c->hello;
-    uint32_t magic = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
-    if (magic != HELLO_MAGIC) {
-        tc_close(c, "not a kcoord node's hello");
+    if (check_hello(c) != 0)
         return;
-    }
-    if (memcmp(h + 4, c->t->cluster_id, 22) != 0) {
-        char theirs[23];
-        memcpy(theirs, h + 4, 22);
-        theirs[22] = '\0';
-        for (int i = 0; i < 22; i++)
-            if (theirs[i] < 0x21 || theirs[i] > 0x7e)
-                theirs[i] = '?';
-        char why[128];
-        snprintf(why, sizeof(why), "cluster id %s is not this cluster's (%s)", theirs,
-                 c->t->cluster_id);
-        tc_close(c, why);
-        return;
-    }
-    raft_id id = 0;
-    for (int i = 0; i < 8; i++)
-        id = id << 8 | h[26 + i];
-    size_t alen = (size_t)h[34] << 8 | h[35];
-    c->peer_id = id;
-    snprintf(c->peer, sizeof(c->peer), "%.*s", (int)alen, (const char *)h + 36);
     open_conn(c);
     if (c->state == T_OPEN && pump_plain(c) != 0)
         tc_close(c, "TLS read failed");
@@ -354,17 +390,8 @@ static void handshake(tconn_t *c)
         return;
     }
     if (c->outgoing) {
-        uint8_t *h = c->hello;
-        const kc_tls_transport_t *t = c->t;
-        size_t alen = strlen(t->address);
-        h[0] = (uint8_t)(HELLO_MAGIC >> 24), h[1] = (uint8_t)(HELLO_MAGIC >> 16);
-        h[2] = (uint8_t)(HELLO_MAGIC >> 8), h[3] = (uint8_t)HELLO_MAGIC;
-        memcpy(h + 4, t->cluster_id, 22);
-        for (int i = 0; i < 8; i++)
-            h[26 + i] = (uint8_t)(t->id >> (56 - 8 * i));
-        h[34] = (uint8_t)(alen >> 8), h[35] = (uint8_t)alen;
-        memcpy(h + 36, t->address, alen);
-        if (SSL_write(c->ssl, h, (int)(36 + alen)) != (int)(36 + alen) || flush_tls(c) != 0) {
+        int hl = (int)make_hello(c);
+        if (SSL_write(c->ssl, c->hello, hl) != hl || flush_tls(c) != 0) {
             tc_close(c, "TLS write failed");
             return;
         }
@@ -377,9 +404,85 @@ static void handshake(tconn_t *c)
     read_hello(c);
 }
 
+/* Plaintext: the TCP stream itself goes to raft, once the hello was checked and acknowledged;
+ * this connection's shell goes. */
+static void hand_over(tconn_t *c)
+{
+    uv_read_stop((uv_stream_t *)c->tcp);
+    uv_stream_t *s = (uv_stream_t *)c->tcp;
+    c->tcp = NULL;
+    struct raft_uv_connect *req = c->req;
+    c->req = NULL;
+    raft_id id = c->peer_id;
+    char peer[sizeof(c->peer)];
+    memcpy(peer, c->peer, sizeof(peer));
+    kc_tls_transport_t *t = c->t;
+    bool outgoing = c->outgoing;
+    tc_close(c, NULL);
+    if (outgoing)
+        req->cb(req, s, 0);
+    else
+        t->accept_cb(t->outer, id, peer, s);
+}
+
+/* Plaintext: the accepting side reads the hello and answers one byte; the connecting side
+ * waits for that byte. Neither sends anything else before raft has the stream. */
+static void plain_read(tconn_t *c, const uint8_t *p, size_t n)
+{
+    if (c->outgoing) {
+        if (n != 1 || p[0] != 1) {
+            tc_close(c, "the peer did not accept this node's hello");
+            return;
+        }
+        hand_over(c);
+        return;
+    }
+    while (n > 0 && c->state != T_CLOSING) {
+        size_t want = 36;
+        if (c->hello_len >= 36)
+            want += (size_t)c->hello[34] << 8 | c->hello[35];
+        size_t k = want - c->hello_len < n ? want - c->hello_len : n;
+        memcpy(c->hello + c->hello_len, p, k);
+        c->hello_len += k;
+        p += k;
+        n -= k;
+        if (c->hello_len == 36) {
+            size_t alen = (size_t)c->hello[34] << 8 | c->hello[35];
+            if (alen == 0 || alen > 255 || c->hello[0] != (uint8_t)(HELLO_MAGIC >> 24)) {
+                tc_close(c, "not a kcoord node's hello");
+                return;
+            }
+            continue;
+        }
+        if (c->hello_len < 36 || c->hello_len < want)
+            continue;
+        if (n > 0) {
+            tc_close(c, "bytes after the hello before it was answered");
+            return;
+        }
+        if (check_hello(c) != 0)
+            return;
+        static const uint8_t ack = 1;
+        if (write_copy((uv_stream_t *)c->tcp, &ack, 1) != 0) {
+            tc_close(c, "write failed");
+            return;
+        }
+        hand_over(c);
+        return;
+    }
+}
+
 static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     tconn_t *c = s->data;
+    if (c->ssl == NULL) {
+        if (n < 0)
+            tc_close(c, "the connection ended during the hello");
+        else if (n > 0)
+            plain_read(c, (const uint8_t *)buf->base, (size_t)n);
+        free(buf->base);
+        return;
+    }
     if (n < 0) {
         free(buf->base);
         tc_close(c, c->state == T_OPEN ? NULL : "the connection ended during the handshake");
@@ -406,7 +509,7 @@ static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 
 static void on_timeout(uv_timer_t *h)
 {
-    tc_close(h->data, "no TLS handshake and hello within 10 s");
+    tc_close(h->data, "no hello (and TLS handshake) within 10 s");
 }
 
 static tconn_t *tc_new(kc_tls_transport_t *t, bool outgoing)
@@ -416,25 +519,33 @@ static tconn_t *tc_new(kc_tls_transport_t *t, bool outgoing)
         return NULL;
     c->t = t;
     c->outgoing = outgoing;
-    c->ssl = SSL_new(t->ctx);
-    c->rbio = BIO_new(BIO_s_mem());
-    c->wbio = BIO_new(BIO_s_mem());
-    if (c->ssl == NULL || c->rbio == NULL || c->wbio == NULL) {
-        if (c->ssl)
-            SSL_free(c->ssl);
-        BIO_free(c->rbio);
-        BIO_free(c->wbio);
+    c->tcp = raft_malloc(sizeof(*c->tcp));
+    if (c->tcp == NULL) {
         free(c);
         return NULL;
     }
-    SSL_set_bio(c->ssl, c->rbio, c->wbio);
-    if (outgoing)
-        SSL_set_connect_state(c->ssl);
-    else
-        SSL_set_accept_state(c->ssl);
-    uv_tcp_init(t->loop, &c->tcp);
+    if (t->ctx != NULL) {
+        c->ssl = SSL_new(t->ctx);
+        c->rbio = BIO_new(BIO_s_mem());
+        c->wbio = BIO_new(BIO_s_mem());
+        if (c->ssl == NULL || c->rbio == NULL || c->wbio == NULL) {
+            if (c->ssl)
+                SSL_free(c->ssl);
+            BIO_free(c->rbio);
+            BIO_free(c->wbio);
+            raft_free(c->tcp);
+            free(c);
+            return NULL;
+        }
+        SSL_set_bio(c->ssl, c->rbio, c->wbio);
+        if (outgoing)
+            SSL_set_connect_state(c->ssl);
+        else
+            SSL_set_accept_state(c->ssl);
+    }
+    uv_tcp_init(t->loop, c->tcp);
     uv_timer_init(t->loop, &c->timer);
-    c->tcp.data = c;
+    c->tcp->data = c;
     c->timer.data = c;
     c->handles = 2;
     c->next = t->list;
@@ -455,22 +566,22 @@ static void on_accept(uv_stream_t *server, int status)
     tconn_t *c = tc_new(t, false);
     if (c == NULL)
         return;
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+    if (uv_accept(server, (uv_stream_t *)c->tcp) != 0) {
         tc_close(c, NULL);
         return;
     }
     struct sockaddr_storage sa;
     int len = sizeof(sa);
     char host[64] = "?";
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) == 0) {
+    if (uv_tcp_getpeername(c->tcp, (struct sockaddr *)&sa, &len) == 0) {
         if (sa.ss_family == AF_INET)
             uv_ip4_name((struct sockaddr_in *)&sa, host, sizeof(host));
         else
             uv_ip6_name((struct sockaddr_in6 *)&sa, host, sizeof(host));
     }
     snprintf(c->peer, sizeof(c->peer), "%s", host);
-    kc_tls_transport_tune(t, (uv_stream_t *)&c->tcp);
-    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_tcp_read);
+    kc_tls_transport_tune(t, (uv_stream_t *)c->tcp);
+    uv_read_start((uv_stream_t *)c->tcp, on_alloc, on_tcp_read);
 }
 
 static void on_connected(uv_connect_t *req, int status)
@@ -483,9 +594,15 @@ static void on_connected(uv_connect_t *req, int status)
         tc_close(c, NULL);
         return;
     }
-    kc_tls_transport_tune(c->t, (uv_stream_t *)&c->tcp);
-    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_tcp_read);
-    handshake(c);
+    kc_tls_transport_tune(c->t, (uv_stream_t *)c->tcp);
+    uv_read_start((uv_stream_t *)c->tcp, on_alloc, on_tcp_read);
+    if (c->ssl != NULL) {
+        handshake(c);
+        return;
+    }
+    size_t hl = make_hello(c);
+    if (write_copy((uv_stream_t *)c->tcp, c->hello, hl) != 0)
+        tc_close(c, "write failed");
 }
 
 /* host:port (IPv4 or [IPv6]) into *sa. 0 or -1. */
@@ -527,7 +644,7 @@ int kc_tls_transport_connect(kc_tls_transport_t *t, struct raft_uv_connect *req,
     snprintf(c->peer, sizeof(c->peer), "%s", address);
     req->cb = cb;
     cr->data = c;
-    if (uv_tcp_connect(cr, &c->tcp, (struct sockaddr *)&sa, on_connected) != 0) {
+    if (uv_tcp_connect(cr, c->tcp, (struct sockaddr *)&sa, on_connected) != 0) {
         free(cr);
         tc_close(c, NULL);
         return RAFT_NOCONNECTION;
