@@ -205,26 +205,6 @@ class FailoverTest(ClusterCase):
         self.ok = True
 
 
-    def test_wiped_follower_counts_for_a_majority(self):
-        """A follower restarted on an empty data dir, caught up by snapshot, with the other
-        follower gone: the leader and it are a majority and commit. The leader had seen the
-        follower's log reach past its snapshot before the wipe, so the snapshot the follower
-        acknowledges is below what the leader remembers of it."""
-        leader = self.c.wait_leader()
-        self.c.wait_serving(leader)
-        self.commit_through_faults()
-        self.committer.stop()  # no newer snapshot than the one the wiped node gets
-        wiped, other = [i for i in self.c.nodes if i != leader]
-        self.c.restart(wiped, empty=True)
-        self.c.nodes[wiped].proc.wait_line(r"restored a snapshot", FAULT_TIMEOUT_S)
-        self.c.kill(other)
-        with wire.Conn(self.c.nodes[leader].kport, "after-wipe", timeout=10) as conn:
-            t0 = time.monotonic()
-            self.assertEqual(calls.commit(conn, "w", -1, "", TOPIC, {0: 7}), {0: NONE})
-            self.assertLess(time.monotonic() - t0, 5.0)
-        self.ok = True
-
-
 class LeadershipLossTest(ClusterCase):
     # Elections take 2-4 s: a leader that stops without handing over is told apart from one
     # that hands over (well under a second) by a wide margin.
