@@ -16,7 +16,7 @@
 # /dev/tcp, so the runtime image needs no HTTP client. kcoord exits 0 on SIGTERM; the exec form
 # of ENTRYPOINT makes it PID 1, so `docker stop` reaches it directly (it handles SIGTERM and
 # SIGINT itself and starts no child processes, so it needs no init).
-# In a cluster (docs/examples/cluster/compose.yaml), each container gets KCOORD_NODE_ID,
+# In a cluster (docs/examples/cluster/docker-compose.yml), each container gets KCOORD_NODE_ID,
 # KCOORD_CLUSTER_VOTERS (raft on port 9193 by convention) and KCOORD_CLUSTER_BROKERS; raft's
 # state is in /var/lib/kcoord/raft, on the volume.
 # tests/docker/docker_smoke.py builds this image with podman and checks it end to end
