@@ -298,7 +298,7 @@ class ExampleSettingsTest(unittest.TestCase):
         try:
             import yaml
         except ImportError:
-            self.skipTest("needs python3-yaml")
+            self.skipTest("needs python3-yaml (scripts/deps installs it)")
         with open(os.path.join(EXAMPLES, "cluster", "docker-compose.yml")) as f:
             compose = yaml.safe_load(f)
         settings = {}
