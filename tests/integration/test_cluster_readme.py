@@ -189,24 +189,26 @@ class ClusterReadmeTest(unittest.TestCase):
             time.sleep(0.1)
 
     def leader(self, nodes):
-        """The node that FindCoordinator names for my-group, asked of each of nodes in turn
-        until one answers."""
+        """The node that FindCoordinator names for my-group when each of nodes names the same
+        one; asked again while any answers an error (no leader known yet) or they disagree."""
         deadline = time.monotonic() + LEADER_TIMEOUT_S
         by_port = {self.kafka_port(n): n for n in NODES}
-        last = None
+        named = {}
         while time.monotonic() < deadline:
+            named = {}
             for n in nodes:
                 try:
                     addr = kwire.find_coordinator("127.0.0.1:%d" % self.kafka_port(n),
                                                   "my-group")
                 except kwire.KwireError as e:  # KwireRetry too: no leader yet
-                    last = e
+                    named[n] = str(e)
                     continue
-                port = int(addr.rsplit(":", 1)[1])
-                self.assertIn(port, by_port, "FindCoordinator named %s, no node's address" % addr)
-                return by_port[port]
+                named[n] = by_port.get(int(addr.rsplit(":", 1)[1]), addr)
+            if len(set(named.values())) == 1 and named[nodes[0]] in NODES:
+                return named[nodes[0]]
             time.sleep(0.2)
-        self.fail("no node named a coordinator within %d s (%s)" % (LEADER_TIMEOUT_S, last))
+        self.fail("the nodes named no common coordinator within %d s: %s"
+                  % (LEADER_TIMEOUT_S, named))
 
     def consume(self, offset):
         bootstrap = ",".join("127.0.0.1:%d" % self.kafka_port(n) for n in NODES)
