@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "api/api.h"
+#include "cluster/cluster.h"
 #include "conf.h"
 #include "coord/coord.h"
 #include "log/log.h"
@@ -40,8 +41,9 @@ typedef struct daemon_s {
     uv_timer_t log_flush; /* writes the summaries of rate-limited log lines */
     kc_server_t *server;
     kc_coord_t *coord;
-    kc_api_ctx_t *api;    /* its coord is cleared when the coordinator closes */
-    kc_obs_server_t *obs; /* metrics.listener, or NULL */
+    kc_cluster_t *cluster; /* cluster.voters: this node's raft; NULL on a single node */
+    kc_api_ctx_t *api;     /* its coord is cleared when the coordinator closes */
+    kc_obs_server_t *obs;  /* metrics.listener, or NULL */
     /* The SSL listeners' configurations (NULL for others), and the HTTP listener's at
      * MAX_LISTENERS (metrics.ssl.enabled). */
     kc_net_tls_t *tls[MAX_LISTENERS + 1];
@@ -181,6 +183,28 @@ static int probe_data_dir(const char *dir, char *err, size_t errlen)
     return -1;
 }
 
+/* The coordinator goes after raft: what raft still had to commit is answered first (its
+ * waiters fail: not acknowledged), and nothing of raft refers to the coordinator after. */
+static void close_coord(void *arg)
+{
+    daemon_t *d = arg;
+    /* Parked JoinGroup/SyncGroup requests are answered first, then connections drain. */
+    kc_coord_close(d->coord, NULL, NULL);
+    d->coord = NULL;
+    d->api->coord = NULL;
+    kc_server_shutdown(d->server, on_server_stopped, d);
+}
+
+static void close_cluster(void *arg)
+{
+    daemon_t *d = arg;
+    kc_cluster_t *cl = d->cluster;
+    d->cluster = NULL;
+    d->api->cluster = NULL;
+    kc_coord_set_cluster(d->coord, NULL);
+    kc_cluster_close(cl, close_coord, d);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     daemon_t *d = h->data;
@@ -191,6 +215,14 @@ static void on_signal(uv_signal_t *h, int signum)
     if (d->obs != NULL) {
         kc_obs_server_close(d->obs); /* before the coordinator it reads goes away */
         d->obs = NULL;
+    }
+    if (d->cluster != NULL) {
+        /* A leader first hands its leadership over, so that clients move to the new leader
+         * at once rather than after an election timeout. */
+        if (kc_cluster_transfer(d->cluster, close_cluster, d) == 0)
+            return;
+        close_cluster(d);
+        return;
     }
     /* Parked JoinGroup/SyncGroup requests are answered first, then connections drain. */
     kc_coord_close(d->coord, NULL, NULL);
@@ -482,8 +514,12 @@ int main(int argc, char **argv)
         kc_conf_free(&conf);
         return 1;
     }
-    if (kc_meta_load(conf.data_dir, conf.node_id, cluster_id, sizeof(cluster_id), err,
-                     sizeof(err)) != 0) {
+    char derived[23];
+    if (conf.cluster_voters[0] != '\0')
+        kc_cluster_derive_id(conf.cluster_voters, derived);
+    if (kc_meta_load_as(conf.data_dir, conf.node_id,
+                        conf.cluster_voters[0] != '\0' ? derived : NULL, cluster_id,
+                        sizeof(cluster_id), err, sizeof(err)) != 0) {
         KC_ERROR("main", "data.dir: %s", err);
         kc_conf_free(&conf);
         return 1;
@@ -536,10 +572,31 @@ int main(int argc, char **argv)
                         .loop = &d.loop,
                         .auth = auth,
                         .sasl = sasl};
+    bool clustered = conf.cluster_voters[0] != '\0';
+    char cl_err[512];
+    if (clustered && kc_coord_cluster_check(&conf, cl_err, sizeof(cl_err)) != 0) {
+        KC_ERROR("main", "%s; refusing to start", cl_err);
+        return 2;
+    }
     d.coord = kc_coord_new(&d.loop, &conf, &catalog, &kc_api_group_replies, NULL);
     if (d.coord == NULL) {
         KC_ERROR("main", "out of memory");
         return 1;
+    }
+    if (clustered) {
+        kc_cluster_ops_t ops;
+        kc_coord_cluster_ops(d.coord, &ops);
+        d.cluster = kc_cluster_new(&d.loop, &conf, &ops, cl_err, sizeof(cl_err));
+        if (d.cluster != NULL) {
+            kc_coord_set_cluster(d.coord, d.cluster);
+            if (kc_cluster_start(d.cluster, cl_err, sizeof(cl_err)) != 0)
+                d.cluster = NULL; /* its handles are closed with the process */
+        }
+        if (d.cluster == NULL) {
+            KC_ERROR("main", "%s; refusing to start", cl_err);
+            return 2;
+        }
+        ctx.cluster = d.cluster;
     }
     kc_coord_set_events(d.coord, &kc_obs_coord_events); /* log events count in the metrics */
     kc_net_set_events(&kc_obs_net_events);              /* and so do connection events */
@@ -621,6 +678,12 @@ int main(int argc, char **argv)
         if (d.obs != NULL) {
             kc_obs_server_close(d.obs);
             d.obs = NULL;
+        }
+        if (d.cluster != NULL) {
+            kc_coord_set_cluster(d.coord, NULL);
+            ctx.cluster = NULL;
+            kc_cluster_close(d.cluster, NULL, NULL);
+            d.cluster = NULL;
         }
         kc_coord_close(d.coord, NULL, NULL);
         d.coord = NULL;

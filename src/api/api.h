@@ -28,7 +28,7 @@ typedef struct kc_api_ctx_s {
     uv_loop_t *loop;   /* for handlers that park a request on a timer (Fetch) */
     kc_coord_t *coord; /* the partitions with their groups and offsets */
     kc_auth_t *auth;   /* ACL bindings and SCRAM credentials, kept in the metadata partition */
-    struct kc_api_sasl_s *sasl; /* the SASL listeners' settings (sasl.c); NULL: none */
+    struct kc_api_sasl_s *sasl;   /* the SASL listeners' settings (sasl.c); NULL: none */
     struct kc_cluster_s *cluster; /* the raft cluster this node is in; NULL: a single node */
 } kc_api_ctx_t;
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "cluster/cluster.h"
 #include "util/diag.h"
 
 /* Authorized-operation bit sets with no authorizer: every operation Kafka defines for the
@@ -82,6 +83,62 @@ static void advertised(const kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_t *h
     *port = p;
 }
 
+/* The listener name the call's client came in on ("PLAINTEXT" when unknown). */
+static const char *listener_of(kc_api_call_t *call)
+{
+    const kc_conn_t *conn = call != NULL && call->slot != NULL ? kc_slot_conn(call->slot) : NULL;
+    return conn != NULL ? kc_conn_listener(conn) : "PLAINTEXT";
+}
+
+/* The address of node `id` for the call's listener: this node's advertised one, or another
+ * node's from cluster.brokers. False when that node has none for the listener. */
+static bool node_address(kc_api_ctx_t *ctx, kc_api_call_t *call, int32_t id, kc_str_t *host,
+                         int32_t *port)
+{
+    if (ctx->cluster == NULL || id == ctx->node_id) {
+        advertised(ctx, call, host, port);
+        return true;
+    }
+    const kc_cluster_addr_t *a = kc_cluster_broker(ctx->cluster, id, listener_of(call));
+    if (a == NULL)
+        return false;
+    *host = kc_str_c(a->host);
+    *port = a->port;
+    return true;
+}
+
+/* The brokers Metadata and DescribeCluster list: this node alone, or every node of the
+ * cluster that has an address for the call's listener. *ids gets their ids. */
+static int32_t broker_ids(kc_api_ctx_t *ctx, kc_api_call_t *call, int32_t *ids, int32_t cap)
+{
+    if (ctx->cluster == NULL) {
+        ids[0] = ctx->node_id;
+        return 1;
+    }
+    int32_t all[16];
+    size_t n = kc_cluster_nodes(ctx->cluster, all, 16);
+    int32_t k = 0;
+    for (size_t i = 0; i < n && k < cap; i++) {
+        kc_str_t h;
+        int32_t port;
+        if (node_address(ctx, call, all[i], &h, &port))
+            ids[k++] = all[i];
+    }
+    return k;
+}
+
+/* The controller id Metadata and DescribeCluster give: the cluster's leader when one is known
+ * (as a KRaft broker names some live broker), else this node. */
+static int32_t controller_id(const kc_api_ctx_t *ctx)
+{
+    if (ctx->cluster != NULL) {
+        int32_t l = kc_cluster_leader(ctx->cluster);
+        if (l >= 0)
+            return l;
+    }
+    return ctx->node_id;
+}
+
 static int fill_topic(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_metadata_response_topic_t *rt,
                       const kc_topic_t *t, int with_ops, kc_arena_t *a)
 {
@@ -117,16 +174,20 @@ int kc_api_metadata(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *
     kc_metadata_response_t *resp = out;
     const kc_catalog_t *cat = ctx->catalog;
 
-    kc_metadata_response_broker_t *b = kc_arena_alloc(a, sizeof(*b));
+    int32_t ids[16];
+    int32_t nb = broker_ids(ctx, call, ids, 16);
+    kc_metadata_response_broker_t *b = kc_arena_alloc(a, (size_t)(nb ? nb : 1) * sizeof(*b));
     if (b == NULL)
         return -1;
-    b->node_id = ctx->node_id;
-    advertised(ctx, call, &b->host, &b->port);
-    b->rack = KC_STR_NULL;
+    for (int32_t i = 0; i < nb; i++) {
+        b[i].node_id = ids[i];
+        node_address(ctx, call, ids[i], &b[i].host, &b[i].port);
+        b[i].rack = KC_STR_NULL;
+    }
     resp->brokers.v = b;
-    resp->brokers.n = 1;
+    resp->brokers.n = nb;
     resp->cluster_id = kc_str_c(cat->cluster_id);
-    resp->controller_id = ctx->node_id;
+    resp->controller_id = controller_id(ctx);
     /* KafkaApis.handleTopicMetadataRequest: v8-10 may ask for the cluster's operations, 0
      * without CLUSTER DESCRIBE. */
     resp->cluster_authorized_operations = INT32_MIN;
@@ -226,10 +287,20 @@ static void coordinator_for(kc_api_ctx_t *ctx, kc_api_call_t *call, int16_t vers
         *err = KC_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         *msg = version >= 4 ? KC_STR_NULL : KC_STR_LIT("Transactional Id authorization failed.");
     } else if (key_type == 0) {
+        /* In a cluster every group is coordinated by the raft leader; with none known (an
+         * election), or none reachable on this listener, the coordinator is not available and
+         * the client asks again. */
+        int32_t leader = ctx->cluster != NULL ? kc_cluster_leader(ctx->cluster) : ctx->node_id;
+        if (leader < 0 || !node_address(ctx, call, leader, host, port)) {
+            *err = KC_ERR_COORDINATOR_NOT_AVAILABLE;
+            *msg = KC_STR_LIT("The coordinator is not available.");
+            *host = KC_STR_EMPTY;
+            *port = -1;
+            return;
+        }
         *err = KC_ERR_NONE;
         *msg = version >= 4 ? KC_STR_EMPTY : KC_STR_LIT("NONE");
-        *node = ctx->node_id;
-        advertised(ctx, call, host, port);
+        *node = leader;
     } else if (key_type == 1 || key_type == 2) {
         *err = KC_ERR_COORDINATOR_NOT_AVAILABLE;
         *msg = KC_STR_LIT("The coordinator is not available.");
@@ -286,7 +357,7 @@ int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
     }
     resp->endpoint_type = q->endpoint_type;
     resp->cluster_id = kc_str_c(ctx->catalog->cluster_id);
-    resp->controller_id = ctx->node_id;
+    resp->controller_id = controller_id(ctx);
     /* KafkaApis.handleDescribeCluster: the cluster's operations when asked, 0 without
      * CLUSTER DESCRIBE. */
     resp->cluster_authorized_operations = INT32_MIN;
@@ -295,14 +366,18 @@ int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
             kc_api_authorized_cluster(call, KC_OP_DESCRIBE)
                 ? kc_api_authorized_ops(call, KC_RES_CLUSTER, KC_STR_LIT(KC_AUTH_CLUSTER_NAME))
                 : 0;
-    kc_describe_cluster_broker_t *b = kc_arena_alloc(a, sizeof(*b));
+    int32_t ids[16];
+    int32_t nb = broker_ids(ctx, call, ids, 16);
+    kc_describe_cluster_broker_t *b = kc_arena_alloc(a, (size_t)(nb ? nb : 1) * sizeof(*b));
     if (b == NULL)
         return -1;
-    b->broker_id = ctx->node_id;
-    advertised(ctx, call, &b->host, &b->port);
-    b->rack = KC_STR_NULL;
-    b->is_fenced = false;
+    for (int32_t i = 0; i < nb; i++) {
+        b[i].broker_id = ids[i];
+        node_address(ctx, call, ids[i], &b[i].host, &b[i].port);
+        b[i].rack = KC_STR_NULL;
+        b[i].is_fenced = false;
+    }
     resp->brokers.v = b;
-    resp->brokers.n = 1;
+    resp->brokers.n = nb;
     return 0;
 }

@@ -60,6 +60,11 @@ typedef struct kc_cluster_node_s {
     bool voter;
 } kc_cluster_node_t;
 
+/* The cluster id every node of cluster.voters `voters` shares (22 characters of URL-safe base64
+ * of a version-4-shaped UUID, as Kafka's), derived from the voters' ids and addresses so that
+ * every node computes the same one without a formatting step; its meta.properties keeps it. */
+void kc_cluster_derive_id(const char *voters, char out[23]);
+
 /* Start this node's raft on `loop`: its log and snapshots under <data.dir>/raft, its transport
  * on its own cluster.voters address, the voters bootstrapped from cluster.voters on first start.
  * NULL with `err` filled when it cannot start. Callbacks begin once kc_cluster_start is called. */
@@ -68,6 +73,12 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
 /* Load the raft log and snapshot (restore, then role and apply callbacks), join the cluster.
  * 0, or -1 with err filled. */
 int kc_cluster_start(kc_cluster_t *cl, char *err, size_t errlen);
+/* Hand the leadership to the most up-to-date other voter (raft's transfer: the target is told
+ * to start an election at once), before a planned stop. done(arg) is called once from the loop
+ * when it is over, whether it worked or not (it gives up after an election timeout). Returns 0,
+ * or -1 when this node does not lead or has no other voter (done is then never called). */
+int kc_cluster_transfer(kc_cluster_t *cl, void (*done)(void *arg), void *arg);
+
 /* Stop raft: pending submissions complete with KC_CLUSTER_ESHUTDOWN; done(arg) from the loop
  * once its handles are closed. */
 void kc_cluster_close(kc_cluster_t *cl, void (*done)(void *arg), void *arg);
@@ -95,15 +106,15 @@ int32_t kc_cluster_self(const kc_cluster_t *cl);
 typedef struct kc_cluster_voter_s {
     int32_t id;
     char raft_address[128];
-    int role;               /* 0 standby, 1 voter, 2 spare (raft's roles) */
-    int64_t match_index;    /* the leader's view of its log end; -1 when not known here */
+    int role;                /* 0 standby, 1 voter, 2 spare (raft's roles) */
+    int64_t match_index;     /* the leader's view of its log end; -1 when not known here */
     int64_t last_contact_ms; /* monotonic ms since the leader last heard from it; -1 unknown */
 } kc_cluster_voter_t;
 
 typedef struct kc_cluster_status_s {
     int32_t self;
-    int32_t leader; /* -1 when none is known */
-    int role;       /* KC_CLUSTER_* */
+    int32_t leader;         /* -1 when none is known */
+    int role;               /* KC_CLUSTER_* */
     const char *raft_state; /* raft's name of its state: "follower", "candidate", "leader" */
     uint64_t term;
     uint64_t commit_index;
@@ -125,7 +136,8 @@ typedef struct kc_cluster_addr_s {
     const char *host;
     int32_t port;
 } kc_cluster_addr_t;
-const kc_cluster_addr_t *kc_cluster_broker(const kc_cluster_t *cl, int32_t id, const char *listener);
+const kc_cluster_addr_t *kc_cluster_broker(const kc_cluster_t *cl, int32_t id,
+                                           const char *listener);
 /* The ids of every node of the cluster, in order; returns how many (<= cap written). */
 size_t kc_cluster_nodes(const kc_cluster_t *cl, int32_t *ids, size_t cap);
 

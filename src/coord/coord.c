@@ -54,16 +54,23 @@
  * assignment also runs on the thread pool (on_offload), on a copy of the group that only the
  * job touches; any number of those may run next to a partition's job.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <unistd.h>
 
+#include "cluster/cluster.h"
 #include "coord/coord_int.h"
 #include "log/log.h"
 #include "proto/errors.h"
 #include "util/container.h"
 #include "util/diag.h"
+#include "util/hash.h"
 
 enum { RETRY_MIN_MS = 100, RETRY_MAX_MS = 5000 };
 
@@ -107,7 +114,13 @@ typedef struct part_s {
     int64_t retry_ms;  /* the backoff before the next reload after a failure; 0: no failure
                         * since the last durable write */
     bool queue_failed; /* a record could not be queued: memory is ahead of the log */
+    /* A cluster's leader: batches of this partition it submitted that raft has not applied
+     * yet; their records are in memory already, so their apply only writes the log. */
+    uint64_t own_inflight;
+    bool reload_pending; /* a cluster reload waits for a compaction run to return */
 } part_t;
+
+static void cluster_reload(part_t *p);
 
 /* A reply held until its partitions' records are durable. */
 typedef struct waiter_s {
@@ -155,6 +168,12 @@ struct kc_coord_s {
     kc_coord_events_t events; /* what observers are told; hooks may be NULL */
     kc_meta_t *meta;          /* __kcoord_metadata-0 */
     kc_gconf_t *gconf;        /* the group configs it holds */
+    /* A cluster node: raft and this node's role in it (KC_CLUSTER_*); lead_gen grows at each
+     * loss of leadership, so that completions of batches submitted before are ignored. */
+    bool clustered;
+    kc_cluster_t *cluster;
+    int role;
+    uint64_t lead_gen;
     void (*done)(void *);
     void *done_arg;
 };
@@ -204,8 +223,9 @@ static void on_record(void *ctx, const uint8_t *key, size_t key_len, const uint8
                       size_t value_len)
 {
     part_t *p = ctx;
-    if (p->pub.state != KC_PART_ACTIVE)
-        return; /* a manager being freed answers its parked requests; it writes nothing */
+    if (p->pub.state != KC_PART_ACTIVE || p->pub.cluster_err != 0)
+        return; /* a manager being freed answers its parked requests, and a follower's replays
+                 * its leader's records: neither writes anything */
     if (p->n_pend == p->cap_pend) {
         size_t cap = p->cap_pend ? p->cap_pend * 2 : 16;
         kc_log_record_t *v = realloc(p->pend, cap * sizeof(*v));
@@ -607,7 +627,8 @@ static void after_load(uv_work_t *w, int status)
     p->job_rc = 0;
     p->pub.obs.load_ms = p->load_ms;
     note_log_size(p);
-    kc_gm_load_complete(p->pub.groups, kc_coord_time(c));
+    if (p->pub.cluster_err == 0)
+        kc_gm_load_complete(p->pub.groups, kc_coord_time(c));
     p->touched = true;
     p->reloading = false;
     if (after_failure)
@@ -756,9 +777,15 @@ static void start_sync(part_t *p)
 
 /* Append the pending records as one batch; then make them durable as the policy says. At
  * shutdown the fsync runs here, on the loop thread. */
+static void cluster_flush(part_t *p);
+
 static void flush_partition(part_t *p)
 {
     kc_coord_t *c = p->coord;
+    if (c->clustered) {
+        cluster_flush(p);
+        return;
+    }
     if (p->pub.state != KC_PART_ACTIVE || p->busy)
         return;
     if (p->queue_failed) {
@@ -825,7 +852,7 @@ static void on_flush_timer(uv_timer_t *t)
 static void on_part_timer(uv_timer_t *t)
 {
     part_t *p = t->data;
-    if (p->pub.state != KC_PART_ACTIVE)
+    if (p->pub.state != KC_PART_ACTIVE || p->pub.cluster_err != 0)
         return;
     kc_time_t now = kc_coord_time(p->coord);
     if (now.mono_ms > p->coord->polled_ms)
@@ -864,7 +891,7 @@ static void on_prepare(uv_prepare_t *h)
         if (!p->touched)
             continue;
         p->touched = false;
-        if (p->pub.state != KC_PART_ACTIVE)
+        if (p->pub.state != KC_PART_ACTIVE || p->pub.cluster_err != 0)
             continue;
         int64_t when = kc_gm_next_deadline(p->pub.groups);
         if (when == INT64_MAX) {
@@ -930,6 +957,8 @@ static void after_clean(uv_work_t *w, int status)
     c->clean_running = false;
     c->jobs--;
     end_clean(p);
+    if (p->reload_pending && !c->closing)
+        cluster_reload(p);
     if (p->load_deferred) {
         p->load_deferred = false;
         if (!c->closing)
@@ -965,8 +994,8 @@ static void start_clean(kc_coord_t *c)
 static void on_cleaner(uv_timer_t *t)
 {
     kc_coord_t *c = t->data;
-    if (c->clean_next < c->n || c->clean_running)
-        return;
+    if (c->clean_next < c->n || c->clean_running || c->clustered)
+        return; /* a cluster node's logs are rewritten compacted from raft's snapshot instead */
     c->clean_next = 0;
     start_clean(c);
 }
@@ -982,7 +1011,7 @@ static void on_retention_step(uv_timer_t *t)
     if (c->retention_next < 0 || c->retention_next >= c->n)
         return;
     part_t *p = &c->parts[c->retention_next++];
-    if (p->pub.state == KC_PART_ACTIVE) {
+    if (p->pub.state == KC_PART_ACTIVE && p->pub.cluster_err == 0) {
         int64_t retention_ms = (int64_t)c->conf->offsets_retention_minutes * 60000;
         c->retention_removed += kc_shard_expire(&p->pub, kc_coord_time(c), retention_ms);
         p->touched = true;
@@ -1002,6 +1031,628 @@ static void on_retention(uv_timer_t *t)
     c->retention_next = 0;
     c->retention_removed = 0;
     on_retention_step(&c->retention_step);
+}
+
+/* ---- A cluster node ------------------------------------------------------------------------
+
+ * Raft is the log of a cluster node: the leader's pending records go to raft as one batch per
+ * partition and loop turn (cluster_flush), replies wait for raft's commit (on_committed), and
+ * every committed batch comes back through cluster_apply, on every node, in log order, to be
+ * appended to the partition's own log and, unless the leader has those records in memory
+ * already, replayed into its groups and offsets. */
+
+/* One submitted batch, for its completion. */
+typedef struct submit_tok_s {
+    part_t *p;
+    uint64_t seq;      /* the partition's seq_emitted when it was submitted */
+    uint64_t lead_gen; /* the coordinator's lead_gen then */
+} submit_tok_t;
+
+static void set_cluster_err(kc_coord_t *c, int16_t err)
+{
+    for (int32_t i = 0; i < c->n; i++)
+        c->parts[i].pub.cluster_err = err;
+}
+
+static kc_plog_opts_t plog_opts(const kc_conf_t *conf)
+{
+    kc_plog_opts_t opts;
+    kc_plog_opts_init(&opts);
+    opts.segment_bytes = conf->offsets_topic_segment_bytes;
+    opts.roll_ms = conf->log_roll_ms;
+    opts.codec = conf->offsets_topic_compression_codec == KC_CONF_CODEC_ZSTD ? KC_LOG_CODEC_ZSTD
+                                                                             : KC_LOG_CODEC_NONE;
+    return opts;
+}
+
+/* The partition cannot follow raft any more (its log could not take a committed batch): out of
+ * service until a restart, which rebuilds it from raft. */
+static void cluster_diverged(part_t *p, const char *why)
+{
+    KC_ERROR("coord",
+             "partition %d: %s; the partition is out of service until a restart "
+             "rebuilds it from the cluster",
+             p->pub.index, why);
+    p->pub.state = KC_PART_FAILED;
+    p->pub.obs.out = KC_PART_OUT_LOST;
+    p->pub.obs.write_failing = true;
+    p->pub.obs.write_failed_ms = kc_coord_now(p->coord);
+    EVENT(p->coord, log_write_failed);
+}
+
+/* Throw the partition's groups and offsets away and replay them from its log, which holds
+ * exactly what raft committed and this node applied. Waits for a compaction run to return. */
+static void cluster_reload(part_t *p)
+{
+    kc_coord_t *c = p->coord;
+    p->own_inflight = 0;
+    free_pending(p);
+    p->seq_written = p->seq_durable = p->seq_synced = p->seq_emitted;
+    kc_gm_t *gm = p->pub.groups;
+    kc_offsets_t *off = p->pub.offsets;
+    p->pub.groups = NULL;
+    p->pub.offsets = NULL;
+    int state = p->pub.state;
+    p->pub.state = KC_PART_LOADING; /* on_record ignores what the freed manager says */
+    if (gm)
+        kc_gm_free(gm); /* answers its parked requests */
+    if (off)
+        kc_offsets_free(off);
+    uv_timer_stop(&p->timer);
+    if (state == KC_PART_FAILED || p->log == NULL) {
+        p->pub.state = KC_PART_FAILED;
+        return;
+    }
+    if (p->cleaning) {
+        p->reload_pending = true; /* after_clean calls again; applies only append meanwhile */
+        return;
+    }
+    p->reload_pending = false;
+    make_state(p, &p->new_groups, &p->new_offsets);
+    int rc = p->new_groups && p->new_offsets ? 0 : -ENOMEM;
+    p->malformed = 0;
+    if (rc == 0)
+        rc = kc_plog_replay(p->log, replay_one, p, &p->stats);
+    if (rc != 0) {
+        if (p->new_groups)
+            kc_gm_free(p->new_groups);
+        if (p->new_offsets)
+            kc_offsets_free(p->new_offsets);
+        p->new_groups = NULL;
+        p->new_offsets = NULL;
+        cluster_diverged(p, rc == -ENOMEM ? "out of memory reloading" : kc_plog_error(p->log));
+        return;
+    }
+    p->pub.groups = p->new_groups;
+    p->pub.offsets = p->new_offsets;
+    p->new_groups = NULL;
+    p->new_offsets = NULL;
+    p->pub.state = KC_PART_ACTIVE;
+    if (p->pub.cluster_err == 0)
+        kc_gm_load_complete(p->pub.groups, kc_coord_time(c));
+    p->touched = true;
+}
+
+static void on_committed(void *arg, int status)
+{
+    submit_tok_t *t = arg;
+    part_t *p = t->p;
+    kc_coord_t *c = p->coord;
+    uint64_t seq = t->seq;
+    bool stale = t->lead_gen != c->lead_gen;
+    free(t);
+    if (stale || c->closing)
+        return; /* leadership was lost since: its waiters failed and the state was reloaded */
+    if (status == KC_CLUSTER_OK) {
+        if (p->seq_durable < seq)
+            p->seq_durable = seq;
+        p->pub.obs.write_failing = false;
+        check_waiters(c, NULL);
+        return;
+    }
+    /* Not committed: memory is ahead of what raft holds. Fail what waited on the partition and
+     * go back to its log. A lost leadership also reloads everything (cluster_role). */
+    KC_WARN_LIMITED("coord",
+                    "partition %d: a batch was not committed (%s); failing what "
+                    "waited on it and reloading the partition from its log",
+                    p->pub.index,
+                    status == KC_CLUSTER_ENOTLEADER  ? "leadership lost"
+                    : status == KC_CLUSTER_ESHUTDOWN ? "shutting down"
+                                                     : "raft could not store it");
+    check_waiters(c, p);
+    cluster_reload(p);
+}
+
+/* The leader's turn: this partition's pending records as one batch to raft. */
+static void cluster_flush(part_t *p)
+{
+    kc_coord_t *c = p->coord;
+    if (p->pub.state != KC_PART_ACTIVE)
+        return;
+    if (p->n_pend == 0 && !p->queue_failed)
+        return;
+    const char *why = NULL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    submit_tok_t *t = NULL;
+    if (p->queue_failed || c->cluster == NULL || p->pub.cluster_err != 0) {
+        why = p->queue_failed ? "out of memory queueing a record" : "not the leader";
+        p->queue_failed = false;
+        goto fail;
+    }
+    const kc_conf_t *conf = c->conf;
+    int codec = conf->offsets_topic_compression_codec == KC_CONF_CODEC_ZSTD ? KC_LOG_CODEC_ZSTD
+                                                                            : KC_LOG_CODEC_NONE;
+    int rc = kc_log_batch_build(p->pend, p->n_pend, wall_ms(), codec, &buf, &len);
+    if (rc != 0) {
+        why = kc_log_strerror(rc);
+        goto fail;
+    }
+    t = malloc(sizeof(*t));
+    if (t == NULL) {
+        why = "out of memory";
+        goto fail;
+    }
+    *t = (submit_tok_t){p, p->seq_emitted, c->lead_gen};
+    rc = kc_cluster_submit(c->cluster, p->pub.index, buf, len, on_committed, t);
+    free(buf);
+    buf = NULL;
+    if (rc != 0) {
+        free(t);
+        why = rc == KC_CLUSTER_ENOTLEADER ? "not the leader" : "raft refused the batch";
+        goto fail;
+    }
+    p->own_inflight++;
+    free_pending(p);
+    p->seq_written = p->seq_emitted;
+    return;
+fail:
+    free(buf);
+    KC_WARN_LIMITED("coord",
+                    "partition %d: %zu records not submitted (%s); failing what "
+                    "waited on them",
+                    p->pub.index, p->n_pend, why);
+    check_waiters(c, p);
+    cluster_reload(p);
+}
+
+/* A committed batch: to the partition's log, and into memory unless it is there already. */
+static void cluster_apply(void *ctx, int32_t part, const uint8_t *batch, size_t len, bool own)
+{
+    kc_coord_t *c = ctx;
+    if (part < 0 || part >= c->n) {
+        KC_ERROR_LIMITED("coord", "a committed batch names partition %d of %d: skipped", part,
+                         c->n);
+        return;
+    }
+    part_t *p = &c->parts[part];
+    if (p->pub.state == KC_PART_FAILED || p->log == NULL)
+        return; /* diverged: a restart rebuilds it */
+    kc_log_record_t *recs = NULL;
+    size_t n = 0;
+    kc_log_batch_keep_t *keep = NULL;
+    int rc = kc_log_batch_records(batch, len, &recs, &n, &keep);
+    if (rc != 0) {
+        cluster_diverged(p, "a committed batch cannot be read");
+        return;
+    }
+    if (n > 0) {
+        int64_t size0 = kc_plog_size_bytes(p->log);
+        rc = kc_plog_append(p->log, recs, n, wall_ms(), NULL);
+        if (rc != 0) {
+            kc_log_batch_records_free(recs, keep);
+            cluster_diverged(p, kc_plog_error(p->log)[0] ? kc_plog_error(p->log)
+                                                         : kc_log_strerror(rc));
+            return;
+        }
+        note_log_size(p);
+        int64_t grown = p->pub.obs.log_bytes - size0;
+        EVENT(c, log_append, n, grown > 0 ? (uint64_t)grown : 0);
+    }
+    if (own && p->own_inflight > 0) {
+        p->own_inflight--;
+    } else if (!p->reload_pending && p->pub.groups != NULL) {
+        for (size_t i = 0; i < n; i++) {
+            rc = kc_shard_replay_into(p->pub.groups, p->pub.offsets, recs[i].key, recs[i].key_len,
+                                      recs[i].value, recs[i].value_len);
+            if (rc == -1) {
+                kc_log_batch_records_free(recs, keep);
+                cluster_diverged(p, "out of memory replaying a committed batch");
+                return;
+            }
+        }
+        p->touched = true;
+    }
+    kc_log_batch_records_free(recs, keep);
+}
+
+static void cluster_role(void *ctx, int role)
+{
+    kc_coord_t *c = ctx;
+    int was = c->role;
+    c->role = role;
+    if (role == KC_CLUSTER_LOADING) {
+        set_cluster_err(c, KC_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+        return;
+    }
+    if (role == KC_CLUSTER_LEADER) {
+        /* Everything committed before this term is applied: the groups are current. Members'
+         * sessions start now, as after a load, so a failover within their session timeout
+         * costs no rebalance. */
+        set_cluster_err(c, 0);
+        kc_time_t now = kc_coord_time(c);
+        for (int32_t i = 0; i < c->n; i++) {
+            part_t *p = &c->parts[i];
+            if (p->pub.state == KC_PART_ACTIVE && p->pub.groups != NULL)
+                kc_gm_load_complete(p->pub.groups, now);
+            p->touched = true;
+        }
+        return;
+    }
+    set_cluster_err(c, KC_ERR_NOT_COORDINATOR);
+    if (was == KC_CLUSTER_FOLLOWER)
+        return;
+    /* Leadership lost: what waits fails with NOT_COORDINATOR, and memory (which may hold
+     * changes raft never committed, and the leader's in-memory-only rebalances) goes back to
+     * what the logs hold. Batches of the lost term that raft still commits are replayed. */
+    c->lead_gen++;
+    while (c->waiters) {
+        waiter_t *w = c->waiters;
+        c->waiters = w->next;
+        w->release(w->arg, false);
+        free(w);
+    }
+    c->waiters_tail = &c->waiters;
+    for (int32_t i = 0; i < c->n; i++)
+        cluster_reload(&c->parts[i]);
+}
+
+/* ---- Snapshots: every partition's live records (the newest per key, tombstones dropped) ---- */
+
+enum { SNAP_MAGIC = 0x4b435331u /* "KCS1" */ };
+
+typedef struct snap_rec_s {
+    int64_t ts;
+    size_t key_off, key_len;
+    size_t value_off; /* SIZE_MAX: tombstone */
+    size_t value_len;
+    uint64_t hash;
+} snap_rec_t;
+
+typedef struct snap_part_s {
+    kc_writer_t data; /* keys and values */
+    snap_rec_t *v;
+    size_t n, cap;
+    bool oom;
+} snap_part_t;
+
+static int snap_collect(void *arg, const kc_log_record_t *rec)
+{
+    snap_part_t *sp = arg;
+    if (sp->n == sp->cap) {
+        size_t cap = sp->cap ? sp->cap * 2 : 256;
+        snap_rec_t *v = realloc(sp->v, cap * sizeof(*v));
+        if (v == NULL) {
+            sp->oom = true;
+            return -1;
+        }
+        sp->v = v;
+        sp->cap = cap;
+    }
+    snap_rec_t *r = &sp->v[sp->n++];
+    r->ts = rec->timestamp_ms;
+    r->key_off = sp->data.len;
+    r->key_len = rec->key ? rec->key_len : 0;
+    kc_wr_raw(&sp->data, rec->key, r->key_len);
+    r->value_off = rec->value ? sp->data.len : SIZE_MAX;
+    r->value_len = rec->value ? rec->value_len : 0;
+    if (rec->value)
+        kc_wr_raw(&sp->data, rec->value, r->value_len);
+    r->hash = kc_hash_fnv1a(KC_HASH_FNV1A_SEED, rec->key, r->key_len);
+    if (sp->data.err) {
+        sp->oom = true;
+        return -1;
+    }
+    return 0;
+}
+
+/* Mark in keep[] the newest record of each key (an open-addressing table of record indexes). */
+static int snap_newest(const snap_part_t *sp, bool *keep)
+{
+    size_t size = 16;
+    while (size < sp->n * 2)
+        size *= 2;
+    size_t *slot = malloc(size * sizeof(*slot));
+    if (slot == NULL)
+        return -1;
+    for (size_t i = 0; i < size; i++)
+        slot[i] = SIZE_MAX;
+    const uint8_t *base = sp->data.buf;
+    for (size_t i = 0; i < sp->n; i++) {
+        const snap_rec_t *r = &sp->v[i];
+        size_t j = (size_t)r->hash & (size - 1);
+        while (slot[j] != SIZE_MAX) {
+            const snap_rec_t *o = &sp->v[slot[j]];
+            if (o->hash == r->hash && o->key_len == r->key_len &&
+                memcmp(base + o->key_off, base + r->key_off, r->key_len) == 0)
+                break;
+            j = (j + 1) & (size - 1);
+        }
+        if (slot[j] != SIZE_MAX)
+            keep[slot[j]] = false;
+        slot[j] = i;
+        keep[i] = r->value_off != SIZE_MAX;
+    }
+    free(slot);
+    return 0;
+}
+
+static int cluster_snapshot(void *ctx, uint8_t **out, size_t *len)
+{
+    kc_coord_t *c = ctx;
+    for (int32_t i = 0; i < c->n; i++) {
+        const part_t *p = &c->parts[i];
+        if (p->cleaning || p->busy || p->reload_pending)
+            return -1; /* raft asks again later */
+    }
+    kc_writer_t w;
+    kc_wr_init(&w);
+    kc_wr_i32(&w, (int32_t)SNAP_MAGIC);
+    kc_wr_i32(&w, c->n);
+    int rc = 0;
+    for (int32_t i = 0; i < c->n && rc == 0; i++) {
+        part_t *p = &c->parts[i];
+        snap_part_t sp = {0};
+        kc_wr_init(&sp.data);
+        if (p->log != NULL && p->pub.state != KC_PART_FAILED)
+            rc = kc_plog_replay(p->log, snap_collect, &sp, NULL);
+        bool *keep = rc == 0 && sp.n ? malloc(sp.n * sizeof(*keep)) : NULL;
+        if (rc == 0 && sp.n && (keep == NULL || snap_newest(&sp, keep) != 0))
+            rc = -ENOMEM;
+        if (rc == 0) {
+            uint32_t live = 0;
+            for (size_t k = 0; k < sp.n; k++)
+                live += keep[k];
+            kc_wr_i32(&w, i);
+            kc_wr_i32(&w, (int32_t)live);
+            for (size_t k = 0; k < sp.n; k++) {
+                if (!keep[k])
+                    continue;
+                const snap_rec_t *r = &sp.v[k];
+                kc_wr_i64(&w, r->ts);
+                kc_wr_i32(&w, (int32_t)r->key_len);
+                kc_wr_raw(&w, sp.data.buf + r->key_off, r->key_len);
+                kc_wr_i32(&w, (int32_t)r->value_len);
+                kc_wr_raw(&w, sp.data.buf + r->value_off, r->value_len);
+            }
+        }
+        free(keep);
+        free(sp.v);
+        kc_wr_free(&sp.data);
+        if (rc != 0)
+            KC_ERROR_LIMITED("coord", "partition %d: no snapshot: %s", i,
+                             rc == -ENOMEM ? "out of memory" : kc_plog_error(p->log));
+    }
+    if (rc != 0 || w.err) {
+        kc_wr_free(&w);
+        return -1;
+    }
+    *out = kc_wr_steal(&w, len);
+    return 0;
+}
+
+/* Remove every file of a partition directory (not the directory). */
+static int empty_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return errno == ENOENT ? 0 : -errno;
+    struct dirent *e;
+    int rc = 0;
+    char path[4096 + 256];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%.4095s/%.255s", dir, e->d_name);
+        if (unlink(path) != 0 && errno != ENOENT)
+            rc = -errno;
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Replace partition p's log and state with recs (the snapshot's live records), n of them. */
+static int reset_partition(part_t *p, const kc_log_record_t *recs, size_t n)
+{
+    kc_coord_t *c = p->coord;
+    const kc_conf_t *conf = c->conf;
+    p->own_inflight = 0;
+    p->reload_pending = false;
+    free_pending(p);
+    p->seq_written = p->seq_durable = p->seq_synced = p->seq_emitted;
+    kc_gm_t *gm = p->pub.groups;
+    kc_offsets_t *off = p->pub.offsets;
+    p->pub.groups = NULL;
+    p->pub.offsets = NULL;
+    p->pub.state = KC_PART_LOADING;
+    if (gm)
+        kc_gm_free(gm);
+    if (off)
+        kc_offsets_free(off);
+    uv_timer_stop(&p->timer);
+    kc_plog_close(p->log);
+    p->log = NULL;
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/%s-%d", conf->data_dir, "__consumer_offsets", p->pub.index);
+    int rc = empty_dir(dir);
+    kc_plog_opts_t opts = plog_opts(conf);
+    char err[256] = "";
+    if (rc == 0)
+        rc = kc_plog_open(&p->log, c->io, conf->data_dir, p->pub.index, &opts, err, sizeof(err));
+    for (size_t i = 0; rc == 0 && i < n;) {
+        size_t k = 0, bytes = 0;
+        while (i + k < n && k < 4096 && bytes < (1u << 20)) {
+            bytes += recs[i + k].key_len + recs[i + k].value_len;
+            k++;
+        }
+        rc = kc_plog_append(p->log, recs + i, k, wall_ms(), NULL);
+        i += k;
+    }
+    make_state(p, &p->new_groups, &p->new_offsets);
+    if (rc == 0 && (p->new_groups == NULL || p->new_offsets == NULL))
+        rc = -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (kc_shard_replay_into(p->new_groups, p->new_offsets, recs[i].key, recs[i].key_len,
+                                 recs[i].value, recs[i].value_len) == -1)
+            rc = -ENOMEM;
+    if (rc != 0) {
+        if (p->new_groups)
+            kc_gm_free(p->new_groups);
+        if (p->new_offsets)
+            kc_offsets_free(p->new_offsets);
+        p->new_groups = NULL;
+        p->new_offsets = NULL;
+        KC_ERROR("coord", "partition %d: cannot rebuild its log in %s: %s", p->pub.index, dir,
+                 err[0]                               ? err
+                 : p->log && kc_plog_error(p->log)[0] ? kc_plog_error(p->log)
+                                                      : kc_log_strerror(rc));
+        p->pub.state = KC_PART_FAILED;
+        p->pub.obs.out = KC_PART_OUT_LOST;
+        return -1;
+    }
+    p->pub.groups = p->new_groups;
+    p->pub.offsets = p->new_offsets;
+    p->new_groups = NULL;
+    p->new_offsets = NULL;
+    p->pub.state = KC_PART_ACTIVE;
+    note_log_size(p);
+    if (p->pub.cluster_err == 0)
+        kc_gm_load_complete(p->pub.groups, kc_coord_time(c));
+    p->touched = true;
+    return 0;
+}
+
+static int cluster_restore(void *ctx, const uint8_t *data, size_t len)
+{
+    kc_coord_t *c = ctx;
+    kc_reader_t r;
+    kc_rd_init(&r, data, len);
+    if (kc_rd_i32(&r) != (int32_t)SNAP_MAGIC) {
+        KC_ERROR("coord", "a raft snapshot kcoord cannot read (%zu bytes)", len);
+        return -1;
+    }
+    int32_t nparts = kc_rd_i32(&r);
+    if (r.err || nparts != c->n) {
+        KC_ERROR("coord",
+                 "a raft snapshot of %d partitions, but offsets.topic.num.partitions is "
+                 "%d",
+                 nparts, c->n);
+        return -1;
+    }
+    for (int32_t i = 0; i < c->n; i++) {
+        part_t *p = &c->parts[i];
+        if (p->cleaning || p->busy) {
+            KC_ERROR("coord", "partition %d is busy: the snapshot cannot be restored now", i);
+            return -1;
+        }
+    }
+    int rc = 0;
+    for (int32_t i = 0; i < c->n && rc == 0; i++) {
+        int32_t idx = kc_rd_i32(&r);
+        int32_t n = kc_rd_i32(&r);
+        if (r.err || idx != i || n < 0 || (size_t)n > len) {
+            rc = -1;
+            break;
+        }
+        kc_log_record_t *recs = n ? calloc((size_t)n, sizeof(*recs)) : NULL;
+        if (n && recs == NULL) {
+            rc = -1;
+            break;
+        }
+        for (int32_t k = 0; k < n && !r.err; k++) {
+            recs[k].timestamp_ms = kc_rd_i64(&r);
+            int32_t kl = kc_rd_i32(&r);
+            if (kl < 0 || (size_t)kl > kc_rd_remaining(&r)) {
+                kc_rd_fail(&r, KC_RD_INVALID);
+                break;
+            }
+            recs[k].key = r.p;
+            recs[k].key_len = (size_t)kl;
+            kc_rd_skip(&r, (size_t)kl);
+            int32_t vl = kc_rd_i32(&r);
+            if (vl < 0 || (size_t)vl > kc_rd_remaining(&r)) {
+                kc_rd_fail(&r, KC_RD_INVALID);
+                break;
+            }
+            recs[k].value = r.p;
+            recs[k].value_len = (size_t)vl;
+            kc_rd_skip(&r, (size_t)vl);
+        }
+        if (r.err)
+            rc = -1;
+        else if (reset_partition(&c->parts[i], recs, (size_t)n) != 0)
+            rc = -1;
+        free(recs);
+    }
+    if (rc != 0)
+        KC_ERROR("coord", "a raft snapshot could not be restored (%zu bytes)", len);
+    return rc;
+}
+
+/* At start, a cluster node's partitions begin empty: raft's snapshot and entries fill them. */
+static void cluster_start_empty(kc_coord_t *c)
+{
+    c->clustered = true;
+    c->role = KC_CLUSTER_FOLLOWER;
+    set_cluster_err(c, KC_ERR_NOT_COORDINATOR);
+    int failed = 0;
+    for (int32_t i = 0; i < c->n; i++)
+        failed += reset_partition(&c->parts[i], NULL, 0) != 0;
+    c->loaded_once = true;
+    if (failed == 0)
+        KC_INFO("coord", "all %d partitions loaded (empty: a cluster node fills them from raft)",
+                c->n);
+    else
+        KC_WARN("coord", "all %d partitions loaded; %d of them failed to load and are not served",
+                c->n, failed);
+}
+
+int kc_coord_cluster_check(const kc_conf_t *conf, char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/raft", conf->data_dir);
+    DIR *d = opendir(path);
+    if (d != NULL) { /* a cluster node's data: its logs are rebuilt from raft */
+        closedir(d);
+        return 0;
+    }
+    for (int32_t i = 0; i < conf->offsets_topic_num_partitions; i++) {
+        snprintf(path, sizeof(path), "%s/__consumer_offsets-%d/00000000000000000000.log",
+                 conf->data_dir, i);
+        struct stat st;
+        if (stat(path, &st) == 0 && st.st_size > 0) {
+            snprintf(err, errlen,
+                     "data.dir: %s holds the logs of a single node (%s is not empty); a cluster "
+                     "node starts from an empty data.dir, or from one it used as a cluster node",
+                     conf->data_dir, path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void kc_coord_cluster_ops(kc_coord_t *c, kc_cluster_ops_t *ops)
+{
+    ops->ctx = c;
+    ops->apply = cluster_apply;
+    ops->snapshot = cluster_snapshot;
+    ops->restore = cluster_restore;
+    ops->role = cluster_role;
+}
+
+void kc_coord_set_cluster(kc_coord_t *c, kc_cluster_t *cl)
+{
+    c->cluster = cl;
 }
 
 /* ---- Life ---------------------------------------------------------------------------------- */
@@ -1072,6 +1723,10 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
     else if (kc_coord_each_group_config(c, NULL, NULL) > 0)
         KC_INFO("coord", "%zu groups have group configs",
                 kc_coord_each_group_config(c, NULL, NULL));
+    if (conf->cluster_voters[0] != '\0') {
+        cluster_start_empty(c);
+        return c;
+    }
     KC_INFO("coord", "loading %d partitions from %s (%s)", c->n, conf->data_dir,
             c->clean_start ? "after a clean shutdown"
                            : "no clean-shutdown marker: recovering as after a crash");
@@ -1105,7 +1760,7 @@ int16_t kc_partition_error(const kc_partition_t *p)
 {
     switch (p->state) {
     case KC_PART_ACTIVE:
-        return KC_ERR_NONE;
+        return p->cluster_err;
     case KC_PART_LOADING:
         return KC_ERR_COORDINATOR_LOAD_IN_PROGRESS;
     default:
@@ -1217,6 +1872,11 @@ void kc_coord_close(kc_coord_t *c, void (*done)(void *arg), void *arg)
 }
 
 /* ---- The metadata partition and group configs --------------------------------------------- */
+
+bool kc_coord_clustered(const kc_coord_t *c)
+{
+    return c->clustered;
+}
 
 kc_meta_t *kc_coord_meta(kc_coord_t *c)
 {

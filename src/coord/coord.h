@@ -169,6 +169,26 @@ bool kc_coord_pending(const kc_coord_t *c, const int32_t *parts, size_t n);
 int kc_coord_hold(kc_coord_t *c, const int32_t *parts, size_t n,
                   void (*release)(void *arg, bool ok), void *arg);
 
+/* ---- A cluster node (cluster.voters set) -----------------------------------------------------
+ *
+ * The coordinator of a cluster node writes nothing to its logs itself: each partition's pending
+ * records go to raft as one batch (kc_cluster_submit), and a reply held by kc_coord_hold is
+ * released when raft has committed them. Every committed batch, this node's or the leader's,
+ * reaches the partition's log through the callbacks kc_coord_cluster_ops gives, and a
+ * follower also replays it into its groups and offsets. The partition logs are rebuilt from
+ * raft at every start: kc_coord_new then starts them empty, and raft's snapshot and entries
+ * fill them. */
+struct kc_cluster_s;
+struct kc_cluster_ops_s;
+
+/* Whether data.dir may be used by a cluster node: refused (-1, err says why) when it holds the
+ * partition logs of a single node, which the cluster does not have. 0 otherwise. */
+int kc_coord_cluster_check(const kc_conf_t *conf, char *err, size_t errlen);
+/* The callbacks a kc_cluster_t needs, bound to `c` (a coordinator made with cluster.voters). */
+void kc_coord_cluster_ops(kc_coord_t *c, struct kc_cluster_ops_s *ops);
+/* The cluster the coordinator submits its batches to; set before kc_cluster_start. */
+void kc_coord_set_cluster(kc_coord_t *c, struct kc_cluster_s *cl);
+
 /* Number of partitions still loading. */
 int32_t kc_coord_loading(const kc_coord_t *c);
 

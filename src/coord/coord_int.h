@@ -21,6 +21,11 @@ struct kc_partition_s {
     kc_gm_t *groups;
     kc_offsets_t *offsets;
     kc_partition_obs_t obs;
+    /* In a cluster: 0 while this node leads and serves, else the error every request for the
+     * partition gets (NOT_COORDINATOR on a follower, COORDINATOR_LOAD_IN_PROGRESS on a leader
+     * still applying earlier terms). A follower's groups and offsets are kept up to date by
+     * replay but serve nothing. Always 0 on a single node. */
+    int16_t cluster_err;
 };
 
 /* Apply one record read back from the log to `groups` and `offsets` (a partition's state, or
@@ -46,6 +51,8 @@ bool kc_meta_ok(const kc_meta_t *m);
 int kc_meta_sync(kc_meta_t *m);
 /* Sync, close, free (NULL allowed). 0 or the first error. */
 int kc_meta_close(kc_meta_t *m);
+/* Whether the coordinator is a cluster node's (coord.c). */
+bool kc_coord_clustered(const kc_coord_t *c);
 /* The coordinator's metadata partition (coord.c). */
 kc_meta_t *kc_coord_meta(kc_coord_t *c);
 

@@ -376,7 +376,10 @@ int16_t kc_gconf_alter(kc_gconf_t *s, kc_coord_t *c, const kc_conf_t *conf, kc_s
     }
     if (err) {
         snprintf(msg, len, "The group configs could not be written: %s",
-                 err == KC_ERR_KAFKA_STORAGE_ERROR ? "the metadata log failed" : "out of memory");
+                 err == KC_ERR_KAFKA_STORAGE_ERROR ? "the metadata log failed"
+                 : err == KC_ERR_POLICY_VIOLATION
+                     ? "a kcoord cluster does not replicate group configs yet"
+                     : "out of memory");
         return err;
     }
     for (int k = 0; k < KC_GCONF_N; k++)

@@ -214,6 +214,15 @@ int16_t kc_meta_append(kc_coord_t *c, const kc_meta_rec_t *v, size_t n)
     kc_meta_t *m = kc_coord_meta(c);
     if (n == 0)
         return KC_ERR_NONE;
+    if (kc_coord_clustered(c)) {
+        /* Not replicated yet: a change made on one node would be missing on the others (an
+         * ACL that denies, say). Refused, so that every node keeps the same, empty state. */
+        KC_WARN_LIMITED("coord",
+                        "%s-0: refusing a change: a cluster node does not replicate "
+                        "group configs, ACLs or SCRAM credentials yet",
+                        KC_META_TOPIC);
+        return KC_ERR_POLICY_VIOLATION;
+    }
     if (!kc_meta_ok(m))
         return KC_ERR_KAFKA_STORAGE_ERROR;
     kc_log_record_t *recs = calloc(n, sizeof(*recs));

@@ -35,7 +35,8 @@ _Static_assert((int)KC_SHARD_ANSWERED == (int)KC_GM_ANSWERED &&
 
 static bool serves(const kc_partition_t *p)
 {
-    return p->state == KC_PART_ACTIVE && p->groups != NULL && p->offsets != NULL;
+    return p->state == KC_PART_ACTIVE && p->cluster_err == 0 && p->groups != NULL &&
+           p->offsets != NULL;
 }
 
 int32_t kc_partition_index(const kc_partition_t *p)

@@ -585,3 +585,91 @@ int kc_batch_iter_next(kc_batch_iter_t *it, kc_log_record_t *rec)
     rec->value_len = vl > 0 ? (size_t)vl : 0;
     return 1;
 }
+
+/* ---- Batches outside a log (log.h) ------------------------------------------------------------
+ */
+
+int kc_log_batch_build(const kc_log_record_t *recs, size_t n, int64_t now_ms, int codec,
+                       uint8_t **out, size_t *len)
+{
+    kc_batch_ctx_t *c = kc_batch_ctx_new(0);
+    if (c == NULL)
+        return -ENOMEM;
+    kc_batch_spec_t spec;
+    kc_batch_spec_init(&spec, 0);
+    spec.codec = codec;
+    spec.default_timestamp_ms = now_ms;
+    kc_writer_t w;
+    kc_wr_init(&w);
+    int rc = kc_batch_encode(c, &w, &spec, recs, n);
+    kc_batch_ctx_free(c);
+    if (rc == 0 && w.err)
+        rc = -ENOMEM;
+    if (rc != 0) {
+        kc_wr_free(&w);
+        return rc;
+    }
+    *out = kc_wr_steal(&w, len);
+    return 0;
+}
+
+/* What the records of a decoded batch may point into: the context's inflate buffer. */
+struct kc_log_batch_keep_s {
+    kc_batch_ctx_t *ctx;
+};
+
+int kc_log_batch_records(const uint8_t *batch, size_t len, kc_log_record_t **recs, size_t *n,
+                         kc_log_batch_keep_t **keep)
+{
+    *recs = NULL;
+    *n = 0;
+    *keep = NULL;
+    kc_log_batch_keep_t *k = malloc(sizeof(*k));
+    if (k == NULL)
+        return -ENOMEM;
+    k->ctx = kc_batch_ctx_new(0);
+    if (k->ctx == NULL) {
+        free(k);
+        return -ENOMEM;
+    }
+    kc_batch_iter_t it;
+    int rc = kc_batch_iter_init(&it, k->ctx, batch, len);
+    if (rc != 0)
+        goto fail;
+    size_t cap = it.left > 0 ? (size_t)it.left : 1;
+    kc_log_record_t *v = malloc(cap * sizeof(*v));
+    if (v == NULL) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    size_t k_n = 0;
+    kc_log_record_t rec;
+    while ((rc = kc_batch_iter_next(&it, &rec)) == 1) {
+        if (k_n == cap) { /* recordCount said fewer: the iterator checks the count itself */
+            rc = KC_LOG_ECORRUPT;
+            break;
+        }
+        v[k_n++] = rec;
+    }
+    if (rc != 0) {
+        free(v);
+        goto fail;
+    }
+    *recs = v;
+    *n = k_n;
+    *keep = k;
+    return 0;
+fail:
+    kc_batch_ctx_free(k->ctx);
+    free(k);
+    return rc;
+}
+
+void kc_log_batch_records_free(kc_log_record_t *recs, kc_log_batch_keep_t *keep)
+{
+    free(recs);
+    if (keep) {
+        kc_batch_ctx_free(keep->ctx);
+        free(keep);
+    }
+}

@@ -183,6 +183,27 @@ int kc_plog_replay(kc_plog_t *l, int (*fn)(void *arg, const kc_log_record_t *rec
 int kc_plog_append(kc_plog_t *l, const kc_log_record_t *recs, size_t n, int64_t now_ms,
                    int64_t *base_offset);
 
+/* ---- Batches outside a log (a cluster's raft entries) ---------------------------------------
+ *
+ * A batch of records as kc_plog_append writes it (RecordBatch v2, base offset 0, compressed with
+ * `codec`, KC_LOG_CODEC_*), built in memory, and the records read back from such bytes. A
+ * cluster replicates these bytes, and every node appends the records to its own log. */
+
+/* Encode recs[0..n) (records with a negative timestamp get now_ms) into *out (malloc'd, *len
+ * bytes). Returns 0 or what kc_plog_append would return for them (-EINVAL, KC_LOG_ETOOBIG,
+ * -ENOMEM, KC_LOG_ECOMPRESS). */
+int kc_log_batch_build(const kc_log_record_t *recs, size_t n, int64_t now_ms, int codec,
+                       uint8_t **out, size_t *len);
+
+/* Decode the batch batch[0..len) (validated: length, magic, CRC; zstd inflated) into a record
+ * array *recs of *n records, whose keys and values point into `batch` or into a buffer that
+ * *keep owns; free both with kc_log_batch_records_free. Returns 0, KC_LOG_ECORRUPT,
+ * KC_LOG_EUNSUPPORTED, KC_LOG_ECOMPRESS or -ENOMEM. */
+typedef struct kc_log_batch_keep_s kc_log_batch_keep_t;
+int kc_log_batch_records(const uint8_t *batch, size_t len, kc_log_record_t **recs, size_t *n,
+                         kc_log_batch_keep_t **keep);
+void kc_log_batch_records_free(kc_log_record_t *recs, kc_log_batch_keep_t *keep);
+
 /* Make everything appended so far durable: fsync the active segment, then the partition
  * directory if a segment was created since the last sync. Cheap when there is nothing to do.
  * Makes the same check as kc_plog_append first (KC_LOG_EGONE).

@@ -172,6 +172,12 @@ static int write_meta(const char *dir, const char *path, int32_t node_id, const 
 int kc_meta_load(const char *data_dir, int32_t node_id, char *cluster_id, size_t cluster_id_len,
                  char *err, size_t errlen)
 {
+    return kc_meta_load_as(data_dir, node_id, NULL, cluster_id, cluster_id_len, err, errlen);
+}
+
+int kc_meta_load_as(const char *data_dir, int32_t node_id, const char *want, char *cluster_id,
+                    size_t cluster_id_len, char *err, size_t errlen)
+{
     if (mkdir_p(data_dir) != 0) {
         snprintf(err, errlen, "data.dir %s: cannot create: %s", data_dir, strerror(errno));
         return -1;
@@ -181,11 +187,27 @@ int kc_meta_load(const char *data_dir, int32_t node_id, char *cluster_id, size_t
         snprintf(err, errlen, "data.dir: path too long");
         return -1;
     }
-    if (access(path, F_OK) == 0)
-        return read_meta(path, node_id, cluster_id, cluster_id_len, err, errlen);
+    if (access(path, F_OK) == 0) {
+        if (read_meta(path, node_id, cluster_id, cluster_id_len, err, errlen) != 0)
+            return -1;
+        if (want != NULL && strcmp(want, cluster_id) != 0) {
+            snprintf(err, errlen,
+                     "%s: cluster.id %s is not the cluster's (%s): this data directory belongs "
+                     "to another cluster",
+                     path, cluster_id, want);
+            return -1;
+        }
+        return 0;
+    }
     char id[23];
-    if (cluster_id_len < sizeof(id) || new_cluster_id(id) != 0) {
+    if (want != NULL && strlen(want) < sizeof(id))
+        strcpy(id, want);
+    else if (cluster_id_len < sizeof(id) || new_cluster_id(id) != 0) {
         snprintf(err, errlen, "cannot generate a cluster id");
+        return -1;
+    }
+    if (cluster_id_len < sizeof(id)) {
+        snprintf(err, errlen, "cluster id buffer too small");
         return -1;
     }
     if (write_meta(data_dir, path, node_id, id, err, errlen) != 0)

@@ -17,4 +17,10 @@
 int kc_meta_load(const char *data_dir, int32_t node_id, char *cluster_id, size_t cluster_id_len,
                  char *err, size_t errlen);
 
+/* The same, for a node of a cluster whose id is `want` (22 characters): a new meta.properties
+ * gets it, and an existing one must have it (-1 otherwise: the directory is another
+ * cluster's). want NULL: kc_meta_load. */
+int kc_meta_load_as(const char *data_dir, int32_t node_id, const char *want, char *cluster_id,
+                    size_t cluster_id_len, char *err, size_t errlen);
+
 #endif

@@ -1,0 +1,730 @@
+/* cluster.c - kcoord's raft: cowsql's libraft (its v0 interface, raft_uv on the daemon's loop),
+ * an entry format for partition batches, leadership news for the coordinator, and the nodes'
+ * addresses. See cluster.h. */
+#include "cluster/cluster.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <raft.h>
+#include <raft/uv.h>
+
+#include "util/diag.h"
+
+/* An entry: this header (magic, partition, proposing node, batch length, proposer's term; all
+ * big-endian), then the partition's RecordBatch, then zero bytes up to a multiple of 8 (raft's
+ * storage takes only such entries). */
+enum { ENTRY_MAGIC = 0x4b435231u /* "KCR1" */, ENTRY_HDR = 24 };
+
+enum { MAX_NODES = 16, MAX_BROKERS = 64, POLL_MS = 100 };
+
+typedef struct broker_s {
+    int32_t id;
+    char listener[64]; /* upper case */
+    char host[128];
+    kc_cluster_addr_t addr;
+} broker_t;
+
+typedef struct node_s {
+    int32_t id;
+    char raft_address[128];
+} node_t;
+
+typedef struct submit_s {
+    struct raft_apply req;
+    kc_cluster_t *cl;
+    void (*done)(void *arg, int status);
+    void *arg;
+} submit_t;
+
+struct kc_cluster_s {
+    uv_loop_t *loop;
+    const kc_conf_t *conf;
+    kc_cluster_ops_t ops;
+    struct raft raft;
+    struct raft_io io;
+    struct raft_uv_transport transport;
+    struct raft_fsm fsm;
+    struct raft_barrier barrier;
+    struct raft_transfer transfer;
+    void (*transfer_done)(void *);
+    void *transfer_arg;
+    uv_timer_t poll; /* a second look at raft's state, beside step_cb */
+    uv_timer_t kick; /* starts the barrier outside raft's own callbacks */
+    node_t nodes[MAX_NODES];
+    size_t n_nodes;
+    broker_t brokers[MAX_BROKERS];
+    size_t n_brokers;
+    int32_t self;
+    char dir[PATH_MAX];
+    bool io_ready, raft_ready, transport_ready, started;
+    int role;            /* KC_CLUSTER_* */
+    raft_term lead_term; /* the term this node leads (role LOADING or LEADER) */
+    bool barrier_out;    /* a barrier is in flight */
+    int32_t leader;      /* the last leader logged; -1 none */
+    unsigned short last_state;
+    uint64_t elections, leadership_changes, snapshots, restored;
+    int pending; /* submissions not completed */
+    bool closing;
+    int close_steps;
+    void (*done)(void *);
+    void *done_arg;
+};
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)(v >> 32));
+    put32(p + 4, (uint32_t)v);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+static void seterr(char *err, size_t len, const char *fmt, ...)
+{
+    if (len == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+void kc_cluster_derive_id(const char *voters, char out[23])
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    uint8_t u[18] = {0};
+    uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
+    for (const char *p = voters; *p; p++) {
+        h1 = (h1 ^ (uint8_t)*p) * 0x100000001b3ull;
+        h2 = (h2 ^ (uint8_t)*p) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
+    }
+    for (int i = 0; i < 8; i++) {
+        u[i] = (uint8_t)(h1 >> (8 * i));
+        u[8 + i] = (uint8_t)(h2 >> (8 * i));
+    }
+    u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
+    u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+    size_t o = 0;
+    for (size_t i = 0; i < 18; i += 3) {
+        uint32_t v = (uint32_t)u[i] << 16 | (uint32_t)u[i + 1] << 8 | u[i + 2];
+        for (int k = 3; k >= 0; k--)
+            if (o < 22)
+                out[o++] = b64[(v >> (6 * k)) & 63];
+    }
+    out[22] = '\0';
+}
+
+/* ---- Settings ---------------------------------------------------------------------------- */
+
+/* cluster.voters: ID@host:port entries (the syntax was checked by conf). */
+static int parse_voters(kc_cluster_t *cl, const char *v, char *err, size_t len)
+{
+    const char *s = v;
+    while (*s) {
+        const char *end = strchr(s, ',');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        if (cl->n_nodes == MAX_NODES) {
+            seterr(err, len, "cluster.voters: more than %d nodes", MAX_NODES);
+            return -1;
+        }
+        node_t *nd = &cl->nodes[cl->n_nodes];
+        char item[256];
+        snprintf(item, sizeof(item), "%.*s", (int)n, s);
+        char *at = strchr(item, '@');
+        nd->id = (int32_t)strtol(item, NULL, 10);
+        if (at == NULL || nd->id < 1) {
+            seterr(err, len, "cluster.voters: node ids start at 1 (\"%s\")", item);
+            return -1;
+        }
+        for (size_t i = 0; i < cl->n_nodes; i++)
+            if (cl->nodes[i].id == nd->id) {
+                seterr(err, len, "cluster.voters: node %d is listed twice", nd->id);
+                return -1;
+            }
+        snprintf(nd->raft_address, sizeof(nd->raft_address), "%s", at + 1);
+        cl->n_nodes++;
+        s = end ? end + 1 : s + n;
+    }
+    return 0;
+}
+
+/* cluster.brokers: ID@NAME://host:port or ID@host:port (PLAINTEXT). */
+static int parse_brokers(kc_cluster_t *cl, const char *v, char *err, size_t len)
+{
+    const char *s = v;
+    while (*s) {
+        const char *end = strchr(s, ',');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        if (cl->n_brokers == MAX_BROKERS) {
+            seterr(err, len, "cluster.brokers: more than %d entries", MAX_BROKERS);
+            return -1;
+        }
+        broker_t *b = &cl->brokers[cl->n_brokers];
+        char item[256];
+        snprintf(item, sizeof(item), "%.*s", (int)n, s);
+        char *at = strchr(item, '@');
+        b->id = (int32_t)strtol(item, NULL, 10);
+        char *addr = at + 1;
+        char *sep = strstr(addr, "://");
+        if (sep) {
+            snprintf(b->listener, sizeof(b->listener), "%.*s", (int)(sep - addr), addr);
+            addr = sep + 3;
+        } else {
+            snprintf(b->listener, sizeof(b->listener), "PLAINTEXT");
+        }
+        for (char *q = b->listener; *q; q++)
+            if (*q >= 'a' && *q <= 'z')
+                *q = (char)(*q - 'a' + 'A');
+        char *colon = strrchr(addr, ':');
+        snprintf(b->host, sizeof(b->host), "%.*s", (int)(colon - addr), addr);
+        if (b->host[0] == '[') { /* [::1] */
+            size_t hl = strlen(b->host);
+            memmove(b->host, b->host + 1, hl);
+            if (hl >= 2 && b->host[hl - 2] == ']')
+                b->host[hl - 2] = '\0';
+        }
+        b->addr.host = b->host;
+        b->addr.port = (int32_t)strtol(colon + 1, NULL, 10);
+        bool known = false;
+        for (size_t i = 0; i < cl->n_nodes; i++)
+            known |= cl->nodes[i].id == b->id;
+        if (!known) {
+            seterr(err, len, "cluster.brokers: node %d is not in cluster.voters", b->id);
+            return -1;
+        }
+        for (size_t i = 0; i < cl->n_brokers; i++)
+            if (cl->brokers[i].id == b->id && strcmp(cl->brokers[i].listener, b->listener) == 0) {
+                seterr(err, len, "cluster.brokers: node %d has two %s addresses", b->id,
+                       b->listener);
+                return -1;
+            }
+        cl->n_brokers++;
+        s = end ? end + 1 : s + n;
+    }
+    return 0;
+}
+
+/* ---- Leadership ---------------------------------------------------------------------------- */
+
+static void check_state(kc_cluster_t *cl, bool in_raft);
+static void on_kick(uv_timer_t *t);
+
+static void on_barrier(struct raft_barrier *req, int status)
+{
+    kc_cluster_t *cl = req->data;
+    cl->barrier_out = false;
+    if (cl->closing)
+        return;
+    if (cl->role != KC_CLUSTER_LOADING || raft_state(&cl->raft) != RAFT_LEADER ||
+        raft_current_term(&cl->raft) != cl->lead_term) {
+        check_state(cl, true);
+        return;
+    }
+    if (status != 0) { /* still the leader of the same term: try again */
+        KC_WARN_LIMITED("cluster", "barrier failed: %s; retrying", raft_strerror(status));
+        uv_timer_start(&cl->kick, on_kick, 0, 0);
+        return;
+    }
+    cl->role = KC_CLUSTER_LEADER;
+    KC_INFO("cluster", "node %d serves as the leader (term %llu), %llu entries applied", cl->self,
+            (unsigned long long)cl->lead_term, (unsigned long long)raft_last_applied(&cl->raft));
+    cl->ops.role(cl->ops.ctx, KC_CLUSTER_LEADER);
+}
+
+/* Compare raft's state with what the coordinator was told, and tell it what changed. Called
+ * from raft's callbacks (in_raft: no call back into raft from there; the barrier of a new
+ * leader then starts from the kick timer) and from the loop's own timers. */
+static void check_state(kc_cluster_t *cl, bool in_raft)
+{
+    if (cl->closing || !cl->started)
+        return;
+    struct raft *r = &cl->raft;
+    unsigned short st = (unsigned short)raft_state(r);
+    if (st == RAFT_CANDIDATE && cl->last_state != RAFT_CANDIDATE)
+        cl->elections++;
+    cl->last_state = st;
+    raft_id lid = 0;
+    const char *laddr = NULL;
+    raft_leader(r, &lid, &laddr);
+    int32_t leader = lid ? (int32_t)lid : -1;
+    if (leader != cl->leader) {
+        cl->leader = leader;
+        cl->leadership_changes++;
+        if (leader >= 0)
+            KC_INFO("cluster", "leader is node %d (term %llu)", leader,
+                    (unsigned long long)raft_current_term(r));
+        else
+            KC_INFO("cluster", "no leader known (term %llu, this node is %s)",
+                    (unsigned long long)raft_current_term(r), raft_state_name(st));
+    }
+    bool leading = st == RAFT_LEADER;
+    if (!leading && cl->role != KC_CLUSTER_FOLLOWER) {
+        KC_WARN("cluster", "node %d lost the leadership of term %llu (now %s, term %llu)", cl->self,
+                (unsigned long long)cl->lead_term, raft_state_name(st),
+                (unsigned long long)raft_current_term(r));
+        cl->role = KC_CLUSTER_FOLLOWER;
+        cl->ops.role(cl->ops.ctx, KC_CLUSTER_FOLLOWER);
+    }
+    if (leading && cl->role != KC_CLUSTER_FOLLOWER && raft_current_term(r) != cl->lead_term) {
+        /* A new term without a moment as follower in between that we saw: start over. */
+        cl->role = KC_CLUSTER_FOLLOWER;
+        cl->ops.role(cl->ops.ctx, KC_CLUSTER_FOLLOWER);
+    }
+    if (leading && cl->role == KC_CLUSTER_FOLLOWER) {
+        cl->role = KC_CLUSTER_LOADING;
+        cl->lead_term = raft_current_term(r);
+        cl->ops.role(cl->ops.ctx, KC_CLUSTER_LOADING);
+    }
+    if (leading && cl->role == KC_CLUSTER_LOADING && !cl->barrier_out) {
+        if (in_raft) {
+            uv_timer_start(&cl->kick, on_kick, 0, 0);
+            return;
+        }
+        cl->barrier.data = cl;
+        int rv = raft_barrier(r, &cl->barrier, on_barrier);
+        if (rv == 0)
+            cl->barrier_out = true;
+        else
+            KC_WARN_LIMITED("cluster", "barrier not started: %s", raft_strerror(rv));
+    }
+}
+
+static void on_kick(uv_timer_t *t)
+{
+    check_state(t->data, false);
+}
+
+static void on_step(struct raft *r)
+{
+    check_state(r->data, true);
+}
+
+static void on_poll(uv_timer_t *t)
+{
+    check_state(t->data, false);
+}
+
+/* ---- The state machine ------------------------------------------------------------------- */
+
+static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+    kc_cluster_t *cl = fsm->data;
+    *result = NULL;
+    const uint8_t *p = buf->base;
+    if (buf->len < ENTRY_HDR || get32(p) != ENTRY_MAGIC) {
+        KC_ERROR_LIMITED("cluster", "skipping a raft entry kcoord does not know (%zu bytes)",
+                         buf->len);
+        return 0;
+    }
+    int32_t part = (int32_t)get32(p + 4);
+    int32_t origin = (int32_t)get32(p + 8);
+    size_t len = get32(p + 12);
+    uint64_t term = get64(p + 16);
+    if (len > buf->len - ENTRY_HDR) {
+        KC_ERROR_LIMITED("cluster",
+                         "skipping a raft entry whose batch length %zu passes its "
+                         "end (%zu bytes)",
+                         len, buf->len);
+        return 0;
+    }
+    /* Make sure a lost leadership is known before deciding whether the entry is ours. */
+    check_state(cl, true);
+    bool own = origin == cl->self && cl->role != KC_CLUSTER_FOLLOWER && term == cl->lead_term;
+    cl->ops.apply(cl->ops.ctx, part, p + ENTRY_HDR, len, own);
+    return 0;
+}
+
+static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+    kc_cluster_t *cl = fsm->data;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    if (cl->ops.snapshot(cl->ops.ctx, &data, &len) != 0)
+        return RAFT_BUSY;
+    struct raft_buffer *b = raft_malloc(sizeof(*b));
+    void *copy = raft_malloc(len ? len : 1);
+    if (b == NULL || copy == NULL) {
+        raft_free(b);
+        raft_free(copy);
+        free(data);
+        return RAFT_NOMEM;
+    }
+    memcpy(copy, data, len);
+    free(data);
+    b->base = copy;
+    b->len = len;
+    *bufs = b;
+    *n_bufs = 1;
+    cl->snapshots++;
+    KC_INFO("cluster", "snapshot taken at index %llu: %zu bytes",
+            (unsigned long long)raft_last_applied(&cl->raft), len);
+    return 0;
+}
+
+static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+    kc_cluster_t *cl = fsm->data;
+    int rc = cl->ops.restore(cl->ops.ctx, buf->base, buf->len);
+    if (rc != 0)
+        return RAFT_MALFORMED;
+    raft_free(buf->base);
+    cl->restored++;
+    KC_INFO("cluster", "restored a snapshot of %zu bytes", buf->len);
+    return 0;
+}
+
+/* ---- Life ---------------------------------------------------------------------------------- */
+
+kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cluster_ops_t *ops,
+                             char *err, size_t errlen)
+{
+    kc_cluster_t *cl = calloc(1, sizeof(*cl));
+    if (cl == NULL) {
+        seterr(err, errlen, "out of memory");
+        return NULL;
+    }
+    cl->loop = loop;
+    cl->conf = conf;
+    cl->ops = *ops;
+    cl->self = conf->node_id;
+    cl->leader = -1;
+    cl->last_state = RAFT_UNAVAILABLE;
+    if (parse_voters(cl, conf->cluster_voters, err, errlen) != 0 ||
+        parse_brokers(cl, conf->cluster_brokers, err, errlen) != 0)
+        goto fail;
+    const node_t *me = NULL;
+    for (size_t i = 0; i < cl->n_nodes; i++)
+        if (cl->nodes[i].id == cl->self)
+            me = &cl->nodes[i];
+    if (me == NULL) {
+        seterr(err, errlen, "node.id: %d is not one of the nodes of cluster.voters", cl->self);
+        goto fail;
+    }
+    if (conf->cluster_heartbeat_timeout_ms >= conf->cluster_election_timeout_ms) {
+        seterr(err, errlen,
+               "cluster.heartbeat.timeout.ms: %d is not below "
+               "cluster.election.timeout.ms (%d)",
+               conf->cluster_heartbeat_timeout_ms, conf->cluster_election_timeout_ms);
+        goto fail;
+    }
+    if ((size_t)snprintf(cl->dir, sizeof(cl->dir), "%s/raft", conf->data_dir) >= sizeof(cl->dir)) {
+        seterr(err, errlen, "data.dir: too long");
+        goto fail;
+    }
+    (void)mkdir(conf->data_dir, 0755);
+    if (mkdir(cl->dir, 0755) != 0 && errno != EEXIST) {
+        seterr(err, errlen, "data.dir: cannot create %s: %s", cl->dir, strerror(errno));
+        goto fail;
+    }
+    cl->transport.version = 1;
+    int rv = raft_uv_tcp_init(&cl->transport, loop);
+    if (rv != 0) {
+        seterr(err, errlen, "cluster: raft transport: %s", raft_strerror(rv));
+        goto fail;
+    }
+    cl->transport_ready = true;
+    rv = raft_uv_init(&cl->io, loop, cl->dir, &cl->transport);
+    if (rv != 0) {
+        seterr(err, errlen, "cluster: raft storage in %s: %s", cl->dir, cl->io.errmsg);
+        goto fail;
+    }
+    cl->io_ready = true;
+    cl->fsm.version = 1;
+    cl->fsm.data = cl;
+    cl->fsm.apply = fsm_apply;
+    cl->fsm.snapshot = fsm_snapshot;
+    cl->fsm.restore = fsm_restore;
+    rv = raft_init(&cl->raft, &cl->io, &cl->fsm, (raft_id)cl->self, me->raft_address);
+    if (rv != 0) {
+        seterr(err, errlen, "cluster: raft: %s", raft_errmsg(&cl->raft));
+        goto fail;
+    }
+    cl->raft_ready = true;
+    cl->raft.data = cl;
+    raft_set_election_timeout(&cl->raft, (unsigned)conf->cluster_election_timeout_ms);
+    raft_set_heartbeat_timeout(&cl->raft, (unsigned)conf->cluster_heartbeat_timeout_ms);
+    raft_set_snapshot_threshold(&cl->raft, (unsigned)conf->cluster_snapshot_threshold);
+    raft_set_snapshot_trailing(&cl->raft, (unsigned)conf->cluster_snapshot_trailing);
+    raft_set_pre_vote(&cl->raft, true);
+    raft_uv_set_connect_retry_delay(&cl->io, 200);
+    uv_timer_init(loop, &cl->poll);
+    cl->poll.data = cl;
+    uv_timer_init(loop, &cl->kick);
+    cl->kick.data = cl;
+    return cl;
+fail:
+    if (cl->raft_ready || cl->io_ready || cl->transport_ready) {
+        /* Partly set up: the handles close with the loop's next turn; leak the rest rather
+         * than free memory libuv may still touch. Start-up stops right after this. */
+        return NULL;
+    }
+    free(cl);
+    return NULL;
+}
+
+int kc_cluster_start(kc_cluster_t *cl, char *err, size_t errlen)
+{
+    struct raft_configuration conf;
+    raft_configuration_init(&conf);
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        int rv = raft_configuration_add(&conf, (raft_id)cl->nodes[i].id, cl->nodes[i].raft_address,
+                                        RAFT_VOTER);
+        if (rv != 0) {
+            raft_configuration_close(&conf);
+            seterr(err, errlen, "cluster.voters: %s", raft_strerror(rv));
+            return -1;
+        }
+    }
+    int rv = raft_bootstrap(&cl->raft, &conf);
+    raft_configuration_close(&conf);
+    if (rv == 0)
+        KC_INFO("cluster", "bootstrapped %s with %zu voters", cl->dir, cl->n_nodes);
+    else if (rv != RAFT_CANTBOOTSTRAP) {
+        seterr(err, errlen, "cluster: bootstrap in %s: %s", cl->dir, raft_errmsg(&cl->raft));
+        return -1;
+    }
+    cl->started = true;
+    cl->raft.legacy.step_cb = on_step;
+    rv = raft_start(&cl->raft);
+    if (rv != 0) {
+        cl->started = false;
+        seterr(err, errlen, "cluster: raft start in %s: %s", cl->dir, raft_errmsg(&cl->raft));
+        return -1;
+    }
+    uv_timer_start(&cl->poll, on_poll, POLL_MS, POLL_MS);
+    KC_INFO("cluster", "node %d started raft at %s with %zu voters (applied index %llu)", cl->self,
+            cl->raft.address, cl->n_nodes, (unsigned long long)raft_last_applied(&cl->raft));
+    return 0;
+}
+
+static void close_step(kc_cluster_t *cl)
+{
+    if (--cl->close_steps > 0)
+        return;
+    void (*done)(void *) = cl->done;
+    void *arg = cl->done_arg;
+    free(cl);
+    if (done)
+        done(arg);
+}
+
+static void on_poll_closed(uv_handle_t *h)
+{
+    close_step(h->data);
+}
+
+static void on_raft_closed(struct raft *r)
+{
+    kc_cluster_t *cl = r->data;
+    raft_uv_close(&cl->io);
+    raft_uv_tcp_close(&cl->transport);
+    close_step(cl);
+}
+
+void kc_cluster_close(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
+{
+    cl->closing = true;
+    cl->done = done;
+    cl->done_arg = arg;
+    cl->close_steps = 3;
+    uv_close((uv_handle_t *)&cl->poll, on_poll_closed);
+    uv_close((uv_handle_t *)&cl->kick, on_poll_closed);
+    raft_close(&cl->raft, on_raft_closed);
+}
+
+static void on_transferred(struct raft_transfer *req)
+{
+    kc_cluster_t *cl = req->data;
+    raft_id lid = 0;
+    const char *addr = NULL;
+    raft_leader(&cl->raft, &lid, &addr);
+    KC_INFO("cluster", "leadership transfer ended: the leader is %s",
+            lid ? (lid == (raft_id)cl->self ? "still this node" : "another node") : "not known");
+    void (*done)(void *) = cl->transfer_done;
+    cl->transfer_done = NULL;
+    if (done)
+        done(cl->transfer_arg);
+}
+
+int kc_cluster_transfer(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
+{
+    if (cl->closing || !cl->started || cl->transfer_done != NULL ||
+        raft_state(&cl->raft) != RAFT_LEADER || cl->n_nodes < 2)
+        return -1;
+    cl->transfer.data = cl;
+    cl->transfer_done = done;
+    cl->transfer_arg = arg;
+    int rv = raft_transfer(&cl->raft, &cl->transfer, 0, on_transferred);
+    if (rv != 0) {
+        cl->transfer_done = NULL;
+        KC_WARN("cluster", "leadership transfer not started: %s", raft_strerror(rv));
+        return -1;
+    }
+    KC_INFO("cluster", "node %d hands its leadership to another voter before stopping", cl->self);
+    return 0;
+}
+
+/* ---- Submissions --------------------------------------------------------------------------- */
+
+static int map_status(int status)
+{
+    switch (status) {
+    case 0:
+        return KC_CLUSTER_OK;
+    case RAFT_NOTLEADER:
+    case RAFT_LEADERSHIPLOST:
+        return KC_CLUSTER_ENOTLEADER;
+    case RAFT_SHUTDOWN:
+    case RAFT_CANCELED:
+        return KC_CLUSTER_ESHUTDOWN;
+    default:
+        return KC_CLUSTER_EIO;
+    }
+}
+
+static void on_applied(struct raft_apply *req, int status, void *result)
+{
+    (void)result;
+    submit_t *s = (submit_t *)req;
+    kc_cluster_t *cl = s->cl;
+    cl->pending--;
+    if (status != 0 && status != RAFT_SHUTDOWN && status != RAFT_LEADERSHIPLOST &&
+        status != RAFT_NOTLEADER)
+        KC_ERROR_LIMITED("cluster", "an entry was not committed: %s", raft_strerror(status));
+    s->done(s->arg, map_status(status));
+    free(s);
+}
+
+int kc_cluster_submit(kc_cluster_t *cl, int32_t partition, const uint8_t *batch, size_t len,
+                      void (*done)(void *arg, int status), void *arg)
+{
+    if (cl->closing)
+        return KC_CLUSTER_ESHUTDOWN;
+    if (cl->role != KC_CLUSTER_LEADER)
+        return KC_CLUSTER_ENOTLEADER;
+    if (len > UINT32_MAX - 64)
+        return KC_CLUSTER_EIO;
+    size_t total = (ENTRY_HDR + len + 7) & ~(size_t)7;
+    submit_t *s = calloc(1, sizeof(*s));
+    uint8_t *p = raft_malloc(total);
+    if (s == NULL || p == NULL) {
+        free(s);
+        raft_free(p);
+        return KC_CLUSTER_EIO;
+    }
+    put32(p, ENTRY_MAGIC);
+    put32(p + 4, (uint32_t)partition);
+    put32(p + 8, (uint32_t)cl->self);
+    put32(p + 12, (uint32_t)len);
+    put64(p + 16, cl->lead_term);
+    memcpy(p + ENTRY_HDR, batch, len);
+    memset(p + ENTRY_HDR + len, 0, total - ENTRY_HDR - len);
+    s->cl = cl;
+    s->done = done;
+    s->arg = arg;
+    struct raft_buffer buf = {p, total};
+    int rv = raft_apply(&cl->raft, &s->req, &buf, 1, on_applied);
+    if (rv != 0) {
+        /* The entry's buffer is not ours any more: raft releases it on this path too. */
+        free(s);
+        KC_WARN_LIMITED("cluster", "an entry was refused: %s", raft_strerror(rv));
+        return map_status(rv);
+    }
+    cl->pending++;
+    return 0;
+}
+
+/* ---- Views ------------------------------------------------------------------------------- */
+
+int kc_cluster_role(const kc_cluster_t *cl)
+{
+    return cl->role;
+}
+
+int32_t kc_cluster_leader(const kc_cluster_t *cl)
+{
+    if (!cl->started || cl->closing)
+        return -1;
+    raft_id lid = 0;
+    const char *addr = NULL;
+    raft_leader((struct raft *)&cl->raft, &lid, &addr);
+    return lid ? (int32_t)lid : -1;
+}
+
+int32_t kc_cluster_self(const kc_cluster_t *cl)
+{
+    return cl->self;
+}
+
+void kc_cluster_status(const kc_cluster_t *cl, kc_cluster_status_t *out)
+{
+    struct raft *r = (struct raft *)&cl->raft;
+    memset(out, 0, sizeof(*out));
+    out->self = cl->self;
+    out->leader = kc_cluster_leader(cl);
+    out->role = cl->role;
+    out->raft_state = raft_state_name(raft_state(r));
+    out->term = raft_current_term(r);
+    out->commit_index = raft_commit_index(r);
+    out->applied_index = raft_last_applied(r);
+    out->last_index = raft_last_index(r);
+    out->elections = cl->elections;
+    out->leadership_changes = cl->leadership_changes;
+    out->snapshots = cl->snapshots;
+    out->snapshots_restored = cl->restored;
+    const struct raft_configuration *c = &r->configuration;
+    for (unsigned i = 0; i < c->n && out->n_voters < sizeof(out->voters) / sizeof(out->voters[0]);
+         i++) {
+        kc_cluster_voter_t *v = &out->voters[out->n_voters++];
+        v->id = (int32_t)c->servers[i].id;
+        snprintf(v->raft_address, sizeof(v->raft_address), "%s", c->servers[i].address);
+        v->role = c->servers[i].role;
+        raft_index m = 0;
+        if (raft_state(r) == RAFT_LEADER && raft_match_index(r, c->servers[i].id, &m) == 0)
+            v->match_index = (int64_t)m;
+        else
+            v->match_index = v->id == cl->self ? (int64_t)raft_last_index(r) : -1;
+        v->last_contact_ms = -1;
+    }
+}
+
+const kc_cluster_addr_t *kc_cluster_broker(const kc_cluster_t *cl, int32_t id, const char *listener)
+{
+    for (size_t i = 0; i < cl->n_brokers; i++)
+        if (cl->brokers[i].id == id && strcasecmp(cl->brokers[i].listener, listener) == 0)
+            return &cl->brokers[i].addr;
+    return NULL;
+}
+
+size_t kc_cluster_nodes(const kc_cluster_t *cl, int32_t *ids, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        if (n < cap)
+            ids[n] = cl->nodes[i].id;
+        n++;
+    }
+    return n < cap ? n : cap;
+}
