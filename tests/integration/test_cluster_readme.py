@@ -143,7 +143,7 @@ class ClusterReadmeTest(unittest.TestCase):
         for n in NODES:
             try:
                 with open(self.path("data/node%d.log" % n), errors="replace") as f:
-                    out += "---- node %d\n%s" % (n, f.read()[-3000:])
+                    out += "---- node %d\n%s" % (n, f.read()[-6000:])
             except OSError:
                 pass
         return out
@@ -166,7 +166,8 @@ class ClusterReadmeTest(unittest.TestCase):
         deadline = time.monotonic() + STOP_TIMEOUT_S
         while alive(pid):
             if time.monotonic() > deadline:
-                self.fail("%s still running %d s after SIGTERM" % (what, STOP_TIMEOUT_S))
+                self.fail("%s still running %d s after SIGTERM\n%s"
+                          % (what, STOP_TIMEOUT_S, self.node_logs()))
             time.sleep(0.1)
 
     def start_node(self, n):
