@@ -6,10 +6,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <raft.h>
@@ -49,7 +53,10 @@ struct kc_cluster_s {
     kc_cluster_ops_t ops;
     struct raft raft;
     struct raft_io io;
-    struct raft_uv_transport transport;
+    struct raft_uv_transport transport; /* kcoord's: raft's TCP transport, with timeouts */
+    struct raft_uv_transport tcp;       /* raft's TCP transport, inside */
+    raft_uv_accept_cb accept_cb;
+    raft_uv_transport_close_cb outer_close_cb;
     struct raft_fsm fsm;
     struct raft_barrier barrier;
     struct raft_transfer transfer;
@@ -57,6 +64,7 @@ struct kc_cluster_s {
     void *transfer_arg;
     uv_timer_t poll; /* a second look at raft's state, beside step_cb */
     uv_timer_t kick; /* starts the barrier outside raft's own callbacks */
+    uv_timer_t xfer; /* gives up on a leadership transfer raft does not end */
     node_t nodes[MAX_NODES];
     size_t n_nodes;
     broker_t brokers[MAX_BROKERS];
@@ -395,6 +403,114 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
     return 0;
 }
 
+/* ---- The transport ------------------------------------------------------------------------
+ *
+ * raft's TCP transport with every connection given keepalives and a TCP user timeout: raft
+ * sends on one connection and receives on another, so a peer that vanished without a reset (a
+ * network partition, a powered-off host) would otherwise be noticed only when a send buffer
+ * fills, possibly minutes later. A dead connection now fails within about an election timeout
+ * or two and raft connects again. */
+
+typedef struct connect_req_s {
+    struct raft_uv_connect req; /* ours, given to the inner transport */
+    struct raft_uv_connect *outer;
+    kc_cluster_t *cl;
+} connect_req_t;
+
+static void tune_stream(kc_cluster_t *cl, struct uv_stream_s *stream)
+{
+    if (stream == NULL || stream->type != UV_TCP)
+        return;
+    unsigned idle_s = (unsigned)(cl->conf->cluster_election_timeout_ms / 1000);
+    uv_tcp_keepalive((uv_tcp_t *)stream, 1, idle_s > 0 ? idle_s : 1);
+    uv_tcp_nodelay((uv_tcp_t *)stream, 1);
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)stream, &fd) == 0) {
+        unsigned timeout = (unsigned)cl->conf->cluster_election_timeout_ms * 2;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, sizeof(timeout));
+        int intvl = 1, cnt = 2;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    }
+}
+
+/* raft's storage keeps its own pointer in the outer transport's `data`: ours is found by the
+ * transport's place in kc_cluster_t. */
+static kc_cluster_t *outer_cluster(struct raft_uv_transport *t)
+{
+    return (kc_cluster_t *)((char *)t - offsetof(kc_cluster_t, transport));
+}
+
+static int tr_init(struct raft_uv_transport *t, raft_id id, const char *address)
+{
+    kc_cluster_t *cl = outer_cluster(t);
+    int rv = cl->tcp.init(&cl->tcp, id, address);
+    if (rv != 0)
+        snprintf(t->errmsg, sizeof(t->errmsg), "%s", cl->tcp.errmsg);
+    return rv;
+}
+
+static void tr_accepted(struct raft_uv_transport *inner, raft_id id, const char *address,
+                        struct uv_stream_s *stream)
+{
+    kc_cluster_t *cl = inner->data;
+    tune_stream(cl, stream);
+    cl->accept_cb(&cl->transport, id, address, stream);
+}
+
+static int tr_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
+{
+    kc_cluster_t *cl = outer_cluster(t);
+    cl->accept_cb = cb;
+    int rv = cl->tcp.listen(&cl->tcp, tr_accepted);
+    if (rv != 0)
+        snprintf(t->errmsg, sizeof(t->errmsg), "%s", cl->tcp.errmsg);
+    return rv;
+}
+
+static void tr_connected(struct raft_uv_connect *req, struct uv_stream_s *stream, int status)
+{
+    connect_req_t *c = req->data;
+    if (status == 0)
+        tune_stream(c->cl, stream);
+    struct raft_uv_connect *outer = c->outer;
+    free(c);
+    outer->cb(outer, stream, status);
+}
+
+static int tr_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
+                      const char *address, raft_uv_connect_cb cb)
+{
+    kc_cluster_t *cl = outer_cluster(t);
+    connect_req_t *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return RAFT_NOMEM;
+    c->req.data = c;
+    c->outer = req;
+    c->cl = cl;
+    req->cb = cb;
+    int rv = cl->tcp.connect(&cl->tcp, &c->req, id, address, tr_connected);
+    if (rv != 0) {
+        snprintf(t->errmsg, sizeof(t->errmsg), "%s", cl->tcp.errmsg);
+        free(c);
+    }
+    return rv;
+}
+
+static void tr_inner_closed(struct raft_uv_transport *inner)
+{
+    kc_cluster_t *cl = inner->data;
+    if (cl->outer_close_cb)
+        cl->outer_close_cb(&cl->transport);
+}
+
+static void tr_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
+{
+    kc_cluster_t *cl = outer_cluster(t);
+    cl->outer_close_cb = cb;
+    cl->tcp.close(&cl->tcp, tr_inner_closed);
+}
+
 /* ---- Life ---------------------------------------------------------------------------------- */
 
 kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cluster_ops_t *ops,
@@ -438,13 +554,19 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
         seterr(err, errlen, "data.dir: cannot create %s: %s", cl->dir, strerror(errno));
         goto fail;
     }
-    cl->transport.version = 1;
-    int rv = raft_uv_tcp_init(&cl->transport, loop);
+    cl->tcp.version = 1;
+    int rv = raft_uv_tcp_init(&cl->tcp, loop);
     if (rv != 0) {
         seterr(err, errlen, "cluster: raft transport: %s", raft_strerror(rv));
         goto fail;
     }
     cl->transport_ready = true;
+    cl->tcp.data = cl;
+    cl->transport.version = 1;
+    cl->transport.init = tr_init;
+    cl->transport.listen = tr_listen;
+    cl->transport.connect = tr_connect;
+    cl->transport.close = tr_close;
     rv = raft_uv_init(&cl->io, loop, cl->dir, &cl->transport);
     if (rv != 0) {
         seterr(err, errlen, "cluster: raft storage in %s: %s", cl->dir, cl->io.errmsg);
@@ -473,6 +595,8 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
     cl->poll.data = cl;
     uv_timer_init(loop, &cl->kick);
     cl->kick.data = cl;
+    uv_timer_init(loop, &cl->xfer);
+    cl->xfer.data = cl;
     return cl;
 fail:
     if (cl->raft_ready || cl->io_ready || cl->transport_ready) {
@@ -510,7 +634,8 @@ int kc_cluster_start(kc_cluster_t *cl, char *err, size_t errlen)
     rv = raft_start(&cl->raft);
     if (rv != 0) {
         cl->started = false;
-        seterr(err, errlen, "cluster: raft start in %s: %s", cl->dir, raft_errmsg(&cl->raft));
+        seterr(err, errlen, "cluster: raft start in %s: %s (%s)", cl->dir, raft_strerror(rv),
+               raft_errmsg(&cl->raft));
         return -1;
     }
     uv_timer_start(&cl->poll, on_poll, POLL_MS, POLL_MS);
@@ -539,7 +664,7 @@ static void on_raft_closed(struct raft *r)
 {
     kc_cluster_t *cl = r->data;
     raft_uv_close(&cl->io);
-    raft_uv_tcp_close(&cl->transport);
+    raft_uv_tcp_close(&cl->tcp);
     close_step(cl);
 }
 
@@ -548,24 +673,42 @@ void kc_cluster_close(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
     cl->closing = true;
     cl->done = done;
     cl->done_arg = arg;
-    cl->close_steps = 3;
+    cl->close_steps = 4;
+    uv_close((uv_handle_t *)&cl->xfer, on_poll_closed);
     uv_close((uv_handle_t *)&cl->poll, on_poll_closed);
     uv_close((uv_handle_t *)&cl->kick, on_poll_closed);
     raft_close(&cl->raft, on_raft_closed);
 }
 
+static void transfer_over(kc_cluster_t *cl)
+{
+    uv_timer_stop(&cl->xfer);
+    void (*done)(void *) = cl->transfer_done;
+    cl->transfer_done = NULL;
+    if (done)
+        done(cl->transfer_arg);
+}
+
+static void on_xfer_timeout(uv_timer_t *t)
+{
+    kc_cluster_t *cl = t->data;
+    if (cl->transfer_done == NULL)
+        return;
+    KC_WARN("cluster", "leadership transfer did not end in time; stopping anyway");
+    transfer_over(cl);
+}
+
 static void on_transferred(struct raft_transfer *req)
 {
     kc_cluster_t *cl = req->data;
+    if (cl->transfer_done == NULL)
+        return; /* given up already */
     raft_id lid = 0;
     const char *addr = NULL;
     raft_leader(&cl->raft, &lid, &addr);
     KC_INFO("cluster", "leadership transfer ended: the leader is %s",
             lid ? (lid == (raft_id)cl->self ? "still this node" : "another node") : "not known");
-    void (*done)(void *) = cl->transfer_done;
-    cl->transfer_done = NULL;
-    if (done)
-        done(cl->transfer_arg);
+    transfer_over(cl);
 }
 
 int kc_cluster_transfer(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
@@ -582,6 +725,8 @@ int kc_cluster_transfer(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
         KC_WARN("cluster", "leadership transfer not started: %s", raft_strerror(rv));
         return -1;
     }
+    uv_timer_start(&cl->xfer, on_xfer_timeout, 2 * (uint64_t)cl->conf->cluster_election_timeout_ms,
+                   0);
     KC_INFO("cluster", "node %d hands its leadership to another voter before stopping", cl->self);
     return 0;
 }
