@@ -20,6 +20,12 @@ other than the one block 3 killed (the leader when it is another node), so that 
 was dead is one of the two that must store every commit; the consumer must find 43 and commit
 44; the two left exit 0 on SIGTERM.
 
+test_failover_keeps_the_member (the README's "Failover as clients see it"): a librdkafka consumer
+in a group of a fresh 3-node cluster, polling all along (session.timeout.ms 10 s); the leader is
+killed with kill -9; a synchronous commit must succeed through the two left within the session
+timeout, the consumer must see no revocation or new assignment (it keeps its generation and its
+partitions: no rebalance), and its commit must be what OffsetFetch returns on the new leader.
+
 test_example_settings: every kcoord service of docs/examples/cluster/docker-compose.yml (its
 environment, YAML merge keys resolved) and node1.conf..node3.conf are accepted by
 `kcoord --print-config`, with the node.id of the service or file, the same cluster.voters and
@@ -265,6 +271,118 @@ class ClusterReadmeTest(unittest.TestCase):
                     self.fail("node %d still running %d s after SIGTERM" % (n, STOP_TIMEOUT_S))
                 self.assertEqual(rc, 0, "node %d exited %d on SIGTERM\n%s"
                                  % (n, rc, self.node_logs()))
+
+
+@unittest.skipUnless(have_confluent_kafka(), "needs python3-confluent-kafka")
+class FailoverClientTest(unittest.TestCase):
+    SESSION_MS = 10000
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kc-cluster-failover-")
+        free = kcoord.free_ports(6)
+        self.kafka = dict(zip(NODES, free[:3]))
+        raft = dict(zip(NODES, free[3:]))
+        voters = ",".join("%d@127.0.0.1:%d" % (n, raft[n]) for n in NODES)
+        brokers = ",".join("%d@127.0.0.1:%d" % (n, self.kafka[n]) for n in NODES)
+        self.procs = {}
+        self.logs = {}
+        for n in NODES:
+            self.logs[n] = os.path.join(self.dir, "node%d.log" % n)
+            with open(self.logs[n], "w") as log:
+                self.procs[n] = subprocess.Popen(
+                    [BIN, "--set", "node.id=%d" % n, "--set", "cluster.voters=" + voters,
+                     "--set", "cluster.brokers=" + brokers,
+                     "--set", "listeners=127.0.0.1:%d" % self.kafka[n],
+                     "--set", "data.dir=" + os.path.join(self.dir, "node%d" % n),
+                     "--set", "topics=orders:3", "--set", "group.initial.rebalance.delay.ms=0"]
+                    + sum((["--set", x] for x in kcoord.no_metrics_listener()), []),
+                    env=kcoord.quiet_env(), stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT)
+
+    def tearDown(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def node_logs(self):
+        out = ""
+        for n in NODES:
+            with open(self.logs[n], errors="replace") as f:
+                out += "---- node %d\n%s" % (n, f.read()[-4000:])
+        return out
+
+    def coordinator(self, nodes, deadline):
+        """The node every one of nodes names as my-group's coordinator."""
+        by_port = {p: n for n, p in self.kafka.items()}
+        named = {}
+        while time.monotonic() < deadline:
+            named = {}
+            for n in nodes:
+                try:
+                    addr = kwire.find_coordinator("127.0.0.1:%d" % self.kafka[n], "my-group")
+                    named[n] = by_port.get(int(addr.rsplit(":", 1)[1]), addr)
+                except kwire.KwireError as e:
+                    named[n] = str(e)
+            if len(set(named.values())) == 1 and named[nodes[0]] in NODES:
+                return named[nodes[0]]
+            time.sleep(0.2)
+        self.fail("no common coordinator: %s\n%s" % (named, self.node_logs()))
+
+    def test_failover_keeps_the_member(self):
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        leader = self.coordinator(NODES, time.monotonic() + LEADER_TIMEOUT_S)
+        events = []
+        c = Consumer({"bootstrap.servers": ",".join("127.0.0.1:%d" % self.kafka[n]
+                                                    for n in NODES),
+                      "group.id": "my-group", "enable.auto.commit": False,
+                      "session.timeout.ms": self.SESSION_MS, "heartbeat.interval.ms": 500,
+                      "log.connection.close": False})
+        try:
+            c.subscribe(["orders"],
+                        on_assign=lambda _c, ps: events.append(("assign", sorted(
+                            p.partition for p in ps))),
+                        on_revoke=lambda _c, ps: events.append(("revoke", sorted(
+                            p.partition for p in ps))))
+            deadline = time.monotonic() + 60
+            while not events and time.monotonic() < deadline:
+                c.poll(0.2)
+            self.assertEqual(events, [("assign", [0, 1, 2])], self.node_logs())
+            c.commit(offsets=[TopicPartition("orders", 0, 7)], asynchronous=False)
+
+            self.procs[leader].kill()
+            self.procs[leader].wait()
+            killed = time.monotonic()
+            committed = False
+            while not committed:
+                self.assertLess(time.monotonic() - killed, self.SESSION_MS / 1000.0,
+                                "no commit went through within the session timeout\n"
+                                + self.node_logs())
+                c.poll(0.2)
+                try:
+                    c.commit(offsets=[TopicPartition("orders", 0, 8)], asynchronous=False)
+                    committed = True
+                except KafkaException:
+                    pass  # the coordinator moves: the client looks it up again
+            # A few more heartbeats on the new leader, then nothing must have changed.
+            until = time.monotonic() + 2
+            while time.monotonic() < until:
+                c.poll(0.2)
+            self.assertEqual(events, [("assign", [0, 1, 2])],
+                             "the member was rebalanced by the failover\n" + self.node_logs())
+            survivors = [n for n in NODES if n != leader]
+            new = self.coordinator(survivors, time.monotonic() + LEADER_TIMEOUT_S)
+            self.assertNotEqual(new, leader)
+            got = c.committed([TopicPartition("orders", 0)], timeout=30)
+            self.assertEqual(got[0].offset, 8)
+        finally:
+            c.close()
+        for n in survivors:
+            self.procs[n].send_signal(signal.SIGTERM)
+        for n in survivors:
+            self.assertEqual(self.procs[n].wait(timeout=STOP_TIMEOUT_S), 0, self.node_logs())
 
 
 class ExampleSettingsTest(unittest.TestCase):
