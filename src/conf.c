@@ -91,6 +91,8 @@ static int check_brokers(const char *v, char *prob, size_t problen);
 
 /* The server-side assignors of src/group/assignor.c. */
 static const char *const consumer_assignors[] = {"uniform", "range", NULL};
+/* cluster.security.protocol: what raft's port speaks. */
+static const char *const cluster_protocols[] = {"PLAINTEXT", "SSL", NULL};
 /* In KC_CONF_MIGRATION_* order. */
 static const char *const migration_policies[] = {"bidirectional", "upgrade", "downgrade",
                                                  "disabled", NULL};
@@ -192,6 +194,32 @@ static const setting_t settings[] = {
      .max = INT32_MAX,
      .doc = "Raft log entries kept behind a snapshot, so that a follower a little behind catches "
             "up from the log rather than by a whole snapshot."},
+    {.name = "cluster.security.protocol",
+     .type = T_ENUM,
+     .off = OFF(cluster_security_protocol),
+     .def = "PLAINTEXT",
+     .values = cluster_protocols,
+     .doc = "What the raft port of a cluster node speaks. SSL: mutual TLS, each node presenting "
+            "the certificate of cluster.ssl.keystore.location and trusting only the CA of "
+            "cluster.ssl.truststore.location, then naming its cluster id, which must be this "
+            "cluster's; a connection that fails either is refused and logged before raft sees "
+            "it. PLAINTEXT: anyone who reaches the raft port can take part in the cluster (vote, "
+            "lead, write its log): only on a network no one else reaches."},
+    {.name = "cluster.ssl.keystore.location",
+     .type = T_STRING,
+     .off = OFF(cluster_ssl_keystore_location),
+     .def = "",
+     .flags = F_EMPTY_OK,
+     .doc = "With cluster.security.protocol=SSL: a PEM file holding this node's certificate "
+            "chain and its private key (unencrypted), used both to accept and to make raft "
+            "connections."},
+    {.name = "cluster.ssl.truststore.location",
+     .type = T_STRING,
+     .off = OFF(cluster_ssl_truststore_location),
+     .def = "",
+     .flags = F_EMPTY_OK,
+     .doc = "With cluster.security.protocol=SSL: a PEM file of the CA certificates that sign the "
+            "cluster's nodes; a peer whose certificate they do not verify is refused."},
     {.name = "data.dir",
      .type = T_STRING,
      .off = OFF(data_dir),

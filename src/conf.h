@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 86
+#define KC_CONF_N_SETTINGS 89
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -94,28 +94,31 @@ typedef struct kc_conf_topic_s {
 typedef struct kc_conf_s {
     char *listeners;            /* listeners: validated, parse with kc_conf_parse_listeners */
     char *advertised_listeners; /* advertised.listeners: "" = what listeners is bound to */
-    char *listener_security_protocol_map; /* listener.security.protocol.map: validated */
-    int32_t node_id;                      /* node.id */
-    char *cluster_voters;                 /* cluster.voters: "" = a single node, no raft */
-    char *cluster_brokers;                /* cluster.brokers */
-    int32_t cluster_election_timeout_ms;  /* cluster.election.timeout.ms */
-    int32_t cluster_heartbeat_timeout_ms; /* cluster.heartbeat.timeout.ms */
-    int32_t cluster_snapshot_threshold;   /* cluster.snapshot.threshold: entries */
-    int32_t cluster_snapshot_trailing;    /* cluster.snapshot.trailing: entries */
-    char *data_dir;                       /* data.dir: never empty */
-    int32_t socket_request_max_bytes;     /* socket.request.max.bytes */
-    int64_t connections_max_idle_ms;      /* connections.max.idle.ms */
-    int32_t queued_max_requests;          /* queued.max.requests: per connection */
-    int64_t queued_max_request_bytes;     /* queued.max.request.bytes: all connections, -1 = none */
-    int64_t connection_max_unsent_bytes;  /* connection.max.unsent.bytes */
-    int64_t queued_max_unsent_bytes;      /* queued.max.unsent.bytes: all connections */
-    int64_t request_max_memory_bytes;     /* request.max.memory.bytes: one request's arena */
-    int32_t max_connections;              /* max.connections */
-    int32_t max_connections_per_ip;       /* max.connections.per.ip */
-    int32_t log_reserved_fds;             /* log.reserved.fds: -1 = from the partition count */
-    int log_level;                        /* log.level: KC_CONF_LOG_DEBUG..KC_CONF_LOG_ERROR */
-    int log_format;                       /* log.format: KC_CONF_LOG_TEXT or KC_CONF_LOG_JSON */
-    kc_conf_topic_t *topics;              /* topics: n_topics entries in the order given, or NULL */
+    char *listener_security_protocol_map;  /* listener.security.protocol.map: validated */
+    int32_t node_id;                       /* node.id */
+    char *cluster_voters;                  /* cluster.voters: "" = a single node, no raft */
+    char *cluster_brokers;                 /* cluster.brokers */
+    int32_t cluster_election_timeout_ms;   /* cluster.election.timeout.ms */
+    int32_t cluster_heartbeat_timeout_ms;  /* cluster.heartbeat.timeout.ms */
+    int32_t cluster_snapshot_threshold;    /* cluster.snapshot.threshold: entries */
+    int32_t cluster_snapshot_trailing;     /* cluster.snapshot.trailing: entries */
+    int cluster_security_protocol;         /* cluster.security.protocol: 0 PLAINTEXT, 1 SSL */
+    char *cluster_ssl_keystore_location;   /* cluster.ssl.keystore.location */
+    char *cluster_ssl_truststore_location; /* cluster.ssl.truststore.location */
+    char *data_dir;                        /* data.dir: never empty */
+    int32_t socket_request_max_bytes;      /* socket.request.max.bytes */
+    int64_t connections_max_idle_ms;       /* connections.max.idle.ms */
+    int32_t queued_max_requests;           /* queued.max.requests: per connection */
+    int64_t queued_max_request_bytes;    /* queued.max.request.bytes: all connections, -1 = none */
+    int64_t connection_max_unsent_bytes; /* connection.max.unsent.bytes */
+    int64_t queued_max_unsent_bytes;     /* queued.max.unsent.bytes: all connections */
+    int64_t request_max_memory_bytes;    /* request.max.memory.bytes: one request's arena */
+    int32_t max_connections;             /* max.connections */
+    int32_t max_connections_per_ip;      /* max.connections.per.ip */
+    int32_t log_reserved_fds;            /* log.reserved.fds: -1 = from the partition count */
+    int log_level;                       /* log.level: KC_CONF_LOG_DEBUG..KC_CONF_LOG_ERROR */
+    int log_format;                      /* log.format: KC_CONF_LOG_TEXT or KC_CONF_LOG_JSON */
+    kc_conf_topic_t *topics;             /* topics: n_topics entries in the order given, or NULL */
     size_t n_topics;
     bool auto_create_topics_enable;           /* auto.create.topics.enable */
     int32_t num_partitions;                   /* num.partitions */

@@ -37,7 +37,7 @@ enum { MAX_LISTENERS = 16 };
 
 typedef struct daemon_s {
     uv_loop_t loop;
-    uv_signal_t sigterm, sigint, sighup;
+    uv_signal_t sigterm, sigint, sighup, sigusr1;
     uv_timer_t log_flush; /* writes the summaries of rate-limited log lines */
     kc_server_t *server;
     kc_coord_t *coord;
@@ -75,6 +75,7 @@ static void on_server_stopped(void *arg)
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     uv_close((uv_handle_t *)&d->sigint, NULL);
     uv_close((uv_handle_t *)&d->sighup, NULL);
+    uv_close((uv_handle_t *)&d->sigusr1, NULL);
     for (size_t i = 0; i <= MAX_LISTENERS; i++) {
         kc_net_tls_close(d->tls[i]); /* no connection is left to use it */
         d->tls[i] = NULL;
@@ -233,6 +234,20 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* SIGHUP: every SSL listener re-reads its certificates and keys; new connections get them,
  * existing ones continue with theirs. A listener whose new ones do not load keeps the old. */
+/* SIGUSR1: a leader hands its leadership to another voter and goes on as a follower (before
+ * maintenance of its host, say). */
+static void on_sigusr1(uv_signal_t *h, int signum)
+{
+    daemon_t *d = h->data;
+    (void)signum;
+    if (d->cluster == NULL) {
+        KC_WARN("main", "SIGUSR1: not a cluster node: nothing to hand over");
+        return;
+    }
+    if (kc_cluster_transfer(d->cluster, NULL, NULL) != 0)
+        KC_INFO("main", "SIGUSR1: this node does not lead: nothing to hand over");
+}
+
 static void on_sighup(uv_signal_t *h, int signum)
 {
     daemon_t *d = h->data;
@@ -662,6 +677,8 @@ int main(int argc, char **argv)
     uv_signal_init(&d.loop, &d.sigint);
     uv_signal_init(&d.loop, &d.sighup);
     d.sighup.data = &d;
+    uv_signal_init(&d.loop, &d.sigusr1);
+    d.sigusr1.data = &d;
     uv_timer_init(&d.loop, &d.log_flush);
     uv_timer_start(&d.log_flush, on_log_flush, 1000, 1000);
     uv_unref((uv_handle_t *)&d.log_flush);
@@ -671,6 +688,7 @@ int main(int argc, char **argv)
         uv_signal_start(&d.sigterm, on_signal, SIGTERM);
         uv_signal_start(&d.sigint, on_signal, SIGINT);
         uv_signal_start(&d.sighup, on_sighup, SIGHUP);
+        uv_signal_start(&d.sigusr1, on_sigusr1, SIGUSR1);
         KC_INFO("main", "kcoord %s serving cluster %s as node %d, advertised as %s:%d, %zu topics",
                 KCOORD_VERSION, cluster_id, conf.node_id, ctx.host, ctx.port, catalog.n);
     } else {

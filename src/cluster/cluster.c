@@ -2,6 +2,7 @@
  * an entry format for partition batches, leadership news for the coordinator, and the nodes'
  * addresses. See cluster.h. */
 #include "cluster/cluster.h"
+#include "cluster/cluster_int.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -57,6 +58,8 @@ struct kc_cluster_s {
     struct raft_uv_transport tcp;       /* raft's TCP transport, inside */
     raft_uv_accept_cb accept_cb;
     raft_uv_transport_close_cb outer_close_cb;
+    bool tls_on;             /* cluster.security.protocol=SSL */
+    kc_tls_transport_t tlst; /* then raft's connections go through it */
     struct raft_fsm fsm;
     struct raft_barrier barrier;
     struct raft_transfer transfer;
@@ -417,6 +420,13 @@ typedef struct connect_req_s {
     kc_cluster_t *cl;
 } connect_req_t;
 
+static void tune_stream(kc_cluster_t *cl, struct uv_stream_s *stream);
+
+static void tune_cb(void *arg, uv_stream_t *s)
+{
+    tune_stream(arg, s);
+}
+
 static void tune_stream(kc_cluster_t *cl, struct uv_stream_s *stream)
 {
     if (stream == NULL || stream->type != UV_TCP)
@@ -444,6 +454,11 @@ static kc_cluster_t *outer_cluster(struct raft_uv_transport *t)
 static int tr_init(struct raft_uv_transport *t, raft_id id, const char *address)
 {
     kc_cluster_t *cl = outer_cluster(t);
+    if (cl->tls_on) {
+        cl->tlst.id = id;
+        snprintf(cl->tlst.address, sizeof(cl->tlst.address), "%s", address);
+        return 0;
+    }
     int rv = cl->tcp.init(&cl->tcp, id, address);
     if (rv != 0)
         snprintf(t->errmsg, sizeof(t->errmsg), "%s", cl->tcp.errmsg);
@@ -462,9 +477,14 @@ static int tr_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 {
     kc_cluster_t *cl = outer_cluster(t);
     cl->accept_cb = cb;
+    if (cl->tls_on)
+        return kc_tls_transport_listen(&cl->tlst, cb);
     int rv = cl->tcp.listen(&cl->tcp, tr_accepted);
-    if (rv != 0)
+    if (rv != 0) {
         snprintf(t->errmsg, sizeof(t->errmsg), "%s", cl->tcp.errmsg);
+        KC_ERROR("cluster", "cannot listen on the raft address: %s (%s)", cl->tcp.errmsg,
+                 raft_strerror(rv));
+    }
     return rv;
 }
 
@@ -482,6 +502,8 @@ static int tr_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, 
                       const char *address, raft_uv_connect_cb cb)
 {
     kc_cluster_t *cl = outer_cluster(t);
+    if (cl->tls_on)
+        return kc_tls_transport_connect(&cl->tlst, req, id, address, cb);
     connect_req_t *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return RAFT_NOMEM;
@@ -504,10 +526,22 @@ static void tr_inner_closed(struct raft_uv_transport *inner)
         cl->outer_close_cb(&cl->transport);
 }
 
+static void tls_closed(kc_tls_transport_t *t)
+{
+    kc_cluster_t *cl = (kc_cluster_t *)((char *)t - offsetof(kc_cluster_t, tlst));
+    if (cl->outer_close_cb)
+        cl->outer_close_cb(&cl->transport);
+}
+
 static void tr_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
 {
     kc_cluster_t *cl = outer_cluster(t);
     cl->outer_close_cb = cb;
+    if (cl->tls_on) {
+        cl->tlst.closed = tls_closed;
+        kc_tls_transport_close(&cl->tlst);
+        return;
+    }
     cl->tcp.close(&cl->tcp, tr_inner_closed);
 }
 
@@ -562,6 +596,29 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
     }
     cl->transport_ready = true;
     cl->tcp.data = cl;
+    if (conf->cluster_security_protocol == 1) {
+        const char *ks = conf->cluster_ssl_keystore_location;
+        const char *ts = conf->cluster_ssl_truststore_location;
+        if (ks[0] == '\0' || ts[0] == '\0') {
+            seterr(err, errlen, "%s: required with cluster.security.protocol=SSL",
+                   ks[0] == '\0' ? "cluster.ssl.keystore.location"
+                                 : "cluster.ssl.truststore.location");
+            goto fail;
+        }
+        cl->tlst.loop = loop;
+        cl->tlst.outer = &cl->transport;
+        cl->tlst.tune = tune_cb;
+        cl->tlst.tune_arg = cl;
+        kc_cluster_derive_id(conf->cluster_voters, cl->tlst.cluster_id);
+        if (kc_tls_transport_ctx(&cl->tlst, ks, ts, err, errlen) != 0)
+            goto fail;
+        cl->tls_on = true;
+    } else {
+        KC_WARN("cluster",
+                "the raft port %s is PLAINTEXT: anyone who reaches it can take part "
+                "in the cluster; set cluster.security.protocol=SSL unless no one else can",
+                me->raft_address);
+    }
     cl->transport.version = 1;
     cl->transport.init = tr_init;
     cl->transport.listen = tr_listen;
@@ -650,6 +707,7 @@ static void close_step(kc_cluster_t *cl)
         return;
     void (*done)(void *) = cl->done;
     void *arg = cl->done_arg;
+    kc_tls_transport_free(&cl->tlst);
     free(cl);
     if (done)
         done(arg);
@@ -727,7 +785,7 @@ int kc_cluster_transfer(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
     }
     uv_timer_start(&cl->xfer, on_xfer_timeout, 2 * (uint64_t)cl->conf->cluster_election_timeout_ms,
                    0);
-    KC_INFO("cluster", "node %d hands its leadership to another voter before stopping", cl->self);
+    KC_INFO("cluster", "node %d hands its leadership to another voter", cl->self);
     return 0;
 }
 

@@ -1,0 +1,60 @@
+/* cluster_int.h - inside the cluster room: raft's transport over mutual TLS
+ * (tls_transport.c), for cluster.c. Not part of the door. */
+#ifndef KC_CLUSTER_CLUSTER_INT_H
+#define KC_CLUSTER_CLUSTER_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <raft.h>
+#include <raft/uv.h>
+#include <uv.h>
+
+typedef struct ssl_ctx_st SSL_CTX;
+typedef struct tconn_s tconn_t;
+
+typedef struct kc_tls_transport_s {
+    uv_loop_t *loop;
+    SSL_CTX *ctx;                    /* client and server: the node's certificate, the CA */
+    struct raft_uv_transport *outer; /* what raft's accept callback is given */
+    raft_uv_accept_cb accept_cb;
+    raft_id id;        /* this node */
+    char address[256]; /* this node's raft address, host:port */
+    char cluster_id[23];
+    uv_tcp_t server;
+    bool server_open;
+    bool closing;
+    tconn_t *list;                                /* connections not closed */
+    int conns;                                    /* connections whose handles are not all closed */
+    void (*closed)(struct kc_tls_transport_s *t); /* once closing and nothing is left open */
+    void (*tune)(void *arg, uv_stream_t *s);      /* keepalives and timeouts for a TCP socket */
+    void *tune_arg;
+} kc_tls_transport_t;
+
+/* Build the TLS context from the node's keystore (PEM: certificate chain and unencrypted key)
+ * and the cluster's CA file. 0, or -1 with err naming the setting. */
+int kc_tls_transport_ctx(kc_tls_transport_t *t, const char *keystore, const char *truststore,
+                         char *err, size_t errlen);
+int kc_tls_transport_listen(kc_tls_transport_t *t, raft_uv_accept_cb cb);
+int kc_tls_transport_connect(kc_tls_transport_t *t, struct raft_uv_connect *req, raft_id id,
+                             const char *address, raft_uv_connect_cb cb);
+/* Close every connection and the listener; t->closed(t) once all handles are closed. */
+void kc_tls_transport_close(kc_tls_transport_t *t);
+void kc_tls_transport_free(kc_tls_transport_t *t);
+
+static inline void kc_tls_transport_tune(kc_tls_transport_t *t, uv_stream_t *s)
+{
+    if (t->tune)
+        t->tune(t->tune_arg, s);
+}
+
+static inline void kc_tls_transport_maybe_closed(kc_tls_transport_t *t)
+{
+    if (t->closing && t->conns == 0 && !t->server_open && t->closed) {
+        void (*closed)(struct kc_tls_transport_s *) = t->closed;
+        t->closed = NULL;
+        closed(t);
+    }
+}
+
+#endif
