@@ -29,7 +29,8 @@ partitions: no rebalance), and its commit must be what OffsetFetch returns on th
 test_example_settings: every kcoord service of docs/examples/cluster/docker-compose.yml (its
 environment, YAML merge keys resolved) and node1.conf..node3.conf are accepted by
 `kcoord --print-config`, with the node.id of the service or file, the same cluster.voters and
-cluster.brokers on every node, and every node in both lists.
+cluster.brokers on every node, and every node in both lists; the nodes of the systemd example,
+on several hosts, have raft over mutual TLS.
 """
 import os
 import re
@@ -412,8 +413,11 @@ class ExampleSettingsTest(unittest.TestCase):
 
     def test_node_conf_files(self):
         d = os.path.join(EXAMPLES, "cluster")
-        self.check_nodes({n: self.print_config(conf=os.path.join(d, "node%d.conf" % n))
-                          for n in NODES})
+        settings = {n: self.print_config(conf=os.path.join(d, "node%d.conf" % n))
+                    for n in NODES}
+        self.check_nodes(settings)
+        for n, s in settings.items():  # nodes on several hosts: raft over mutual TLS
+            self.assertEqual(s["cluster.security.protocol"], "SSL", "node%d.conf" % n)
 
     def test_compose_services(self):
         try:
