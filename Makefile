@@ -107,6 +107,14 @@ $(BUILD)/tests/unit/test_api: LDFLAGS_ALL += -Wl,--wrap=kc_slot_reply,--wrap=kc_
 	-Wl,--wrap=kc_slot_arena,--wrap=kc_conn_peer,--wrap=malloc,--wrap=realloc \
 	-Wl,--wrap=kc_coord_hold,--wrap=kc_api_fail,--wrap=kc_conn_principal
 
+# test_quorum answers DescribeQuorum and renders the cluster's views from a fake cluster status:
+# the cluster room's calls are replaced by its own, and so are the network calls of the API room
+# (see its header comment). test_obs serves the cluster's endpoints from the same kind of fake.
+$(BUILD)/tests/unit/test_quorum: LDFLAGS_ALL += -Wl,--wrap=kc_cluster_status \
+	-Wl,--wrap=kc_cluster_broker,--wrap=kc_slot_reply,--wrap=kc_slot_close \
+	-Wl,--wrap=kc_slot_arena,--wrap=kc_conn_peer,--wrap=kc_conn_principal
+$(BUILD)/tests/unit/test_obs: LDFLAGS_ALL += -Wl,--wrap=kc_cluster_status
+
 $(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(INTEG_SUPPORT_OBJS) $(BUILD)/libkcoord.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ -lrdkafka -lcmocka $(LIBS)

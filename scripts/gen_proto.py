@@ -126,7 +126,7 @@ class Message:
 class Row:
     """One served API: a `serve` line (docs/proto-format.md, "API rows")."""
 
-    FLAGS = ("waits-for-log", "empty-group-id", "response-header-v0")
+    FLAGS = ("waits-for-log", "empty-group-id", "response-header-v0", "cluster")
 
     def __init__(self, key, name, served, handler, flags, where):
         self.key = key
@@ -1082,6 +1082,7 @@ typedef struct kc_api_info_s {
 #define KC_ROW_WAITS_FOR_LOG 1       /* its answer waits until the records it caused are durable */
 #define KC_ROW_EMPTY_GROUP_ID 2      /* it accepts the empty group id */
 #define KC_ROW_RESPONSE_HEADER_V0 4  /* its response header is v0 even in flexible versions */
+#define KC_ROW_CLUSTER 8             /* served only by a node of a raft cluster */
 
 /* A standalone structure (headers, __consumer_offsets keys and values). */
 typedef struct kc_data_info_s {
@@ -1172,7 +1173,8 @@ static inline int kc_api_is_flexible(const kc_api_info_t *api, int16_t version)
  * this file; it is undefined at the end, so the file can be included more than once. */
 """)
         names = {"waits-for-log": "KC_ROW_WAITS_FOR_LOG", "empty-group-id": "KC_ROW_EMPTY_GROUP_ID",
-                 "response-header-v0": "KC_ROW_RESPONSE_HEADER_V0"}
+                 "response-header-v0": "KC_ROW_RESPONSE_HEADER_V0",
+                 "cluster": "KC_ROW_CLUSTER"}
         for r in self.model.rows:
             flags = " | ".join(names[f] for f in r.flags) or "0"
             o.append("KC_API_ROW(%d, %s, %d, %d, %s, %s)\n" % (r.key, r.name, r.served[0], r.served[1], r.handler, flags))

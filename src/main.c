@@ -428,6 +428,8 @@ static int start_metrics(daemon_t *d, const kc_conf_t *conf)
     d->obs = kc_obs_server_new(&d->loop, d->coord);
     if (d->obs != NULL)
         kc_obs_server_configure(d->obs, conf);
+    if (d->obs != NULL)
+        kc_obs_server_set_cluster(d->obs, d->cluster);
     if (d->obs != NULL && d->tls[MAX_LISTENERS] != NULL)
         kc_obs_server_set_tls(d->obs, d->tls[MAX_LISTENERS]);
     int rc = d->obs == NULL ? UV_ENOMEM

@@ -3,7 +3,8 @@
  * To serve a new API: add its `serve` row to proto/apis.kdef (key, versions, handler, flags),
  * run scripts/gen_proto.py, and write its handler (one file per API family). The rows
  * (proto/gen_api_rows.h) give the table below, the handler declarations in api.h, the
- * versions dispatch accepts and the ApiVersions answer, so none of them can disagree.
+ * versions dispatch accepts and the ApiVersions answer, so none of them can disagree. A row
+ * flagged `cluster` (DescribeQuorum) is served and advertised only by a node of a cluster.
  *
  * Memory: a request's arena may hold request.max.memory.bytes beyond the frame it copies: the
  * decoded request, the handler's work and the response struct. A request whose decoding would
@@ -60,6 +61,28 @@ int kc_api_served(int16_t key, int16_t version)
 {
     const row_t *row = row_for(key);
     return row != NULL && version >= row->min_version && version <= row->max_version;
+}
+
+/* The cluster APIs (rows flagged `cluster`: DescribeQuorum) exist only on a node of a raft
+ * cluster. A single node has no quorum to describe, as a Kafka broker without KRaft (a ZooKeeper
+ * broker, whose listener never exposed them): it does not advertise them, and a request for one
+ * closes the connection like any API it does not serve. */
+static bool served_here(const kc_api_ctx_t *ctx, const row_t *row)
+{
+    return (row->flags & KC_ROW_CLUSTER) == 0 || (ctx != NULL && ctx->cluster != NULL);
+}
+
+/* Drop from an ApiVersions answer the APIs this node does not serve (served_here). */
+static void advertise_here(const kc_api_ctx_t *ctx, kc_api_versions_response_t *resp)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < resp->api_keys.n; i++) {
+        const row_t *row = row_for(resp->api_keys.v[i].api_key);
+        if (row == NULL || served_here(ctx, row))
+            resp->api_keys.v[n++] = resp->api_keys.v[i];
+    }
+    if (resp->api_keys.n > 0)
+        resp->api_keys.n = n;
 }
 
 void kc_api_fill_versions(kc_api_versions_response_t *resp, kc_arena_t *a)
@@ -221,6 +244,13 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
         kc_slot_close(slot, why);
         return;
     }
+    if (!served_here(ctx, row_for(req.api_key))) {
+        char why[128];
+        snprintf(why, sizeof(why), "API key %d is served only by a node of a cluster", req.api_key);
+        kc_obs_refused(false);
+        kc_slot_close(slot, why);
+        return;
+    }
     kc_api_call_t *call = kc_arena_alloc(a, sizeof(*call));
     void *resp = kc_arena_alloc(a, req.api->response.struct_size);
     if (call == NULL || resp == NULL) {
@@ -247,6 +277,8 @@ void kc_api_on_request(void *app, kc_conn_t *conn, kc_slot_t *slot, const uint8_
     if (kc_api_sasl_admit(ctx, call, &req, a, resp) != KC_API_DONE)
         return;
     int rc = row_for(req.api_key)->fn(ctx, call, &req, a, resp);
+    if (rc == KC_API_DONE && req.api_key == KC_API_API_VERSIONS)
+        advertise_here(ctx, resp);
     if (rc == KC_API_DONE)
         kc_api_call_reply(call, resp);
     else if (rc == KC_API_CLOSE && a->over_limit)

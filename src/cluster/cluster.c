@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +23,10 @@
 
 #include "util/diag.h"
 
-/* An entry: this header (magic, partition, proposing node, batch length, proposer's term; all
- * big-endian), then the partition's RecordBatch, then zero bytes up to a multiple of 8 (raft's
- * storage takes only such entries). */
-enum { ENTRY_MAGIC = 0x4b435231u /* "KCR1" */, ENTRY_HDR = 24 };
+/* An entry: this header (magic, proposing node, number of batches, 0, proposer's term; all
+ * big-endian), then per batch its partition and length (int32 each) and the RecordBatch, then
+ * zero bytes up to a multiple of 8 (raft's storage takes only such entries). */
+enum { ENTRY_MAGIC = 0x4b435232u /* "KCR2" */, ENTRY_HDR = 24, PART_HDR = 8 };
 
 enum { MAX_NODES = 16, MAX_BROKERS = 64, POLL_MS = 100 };
 
@@ -349,21 +350,28 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
                          buf->len);
         return 0;
     }
-    int32_t part = (int32_t)get32(p + 4);
-    int32_t origin = (int32_t)get32(p + 8);
-    size_t len = get32(p + 12);
+    int32_t origin = (int32_t)get32(p + 4);
+    uint32_t n = get32(p + 8);
     uint64_t term = get64(p + 16);
-    if (len > buf->len - ENTRY_HDR) {
-        KC_ERROR_LIMITED("cluster",
-                         "skipping a raft entry whose batch length %zu passes its "
-                         "end (%zu bytes)",
-                         len, buf->len);
-        return 0;
-    }
     /* Make sure a lost leadership is known before deciding whether the entry is ours. */
     check_state(cl, true);
     bool own = origin == cl->self && cl->role != KC_CLUSTER_FOLLOWER && term == cl->lead_term;
-    cl->ops.apply(cl->ops.ctx, part, p + ENTRY_HDR, len, own);
+    size_t off = ENTRY_HDR;
+    for (uint32_t i = 0; i < n; i++) {
+        if (buf->len - off < PART_HDR) {
+            KC_ERROR_LIMITED("cluster", "a raft entry ends inside its batch %u of %u", i, n);
+            return 0;
+        }
+        int32_t part = (int32_t)get32(p + off);
+        size_t len = get32(p + off + 4);
+        off += PART_HDR;
+        if (len > buf->len - off) {
+            KC_ERROR_LIMITED("cluster", "a raft entry's batch %u passes its end", i);
+            return 0;
+        }
+        cl->ops.apply(cl->ops.ctx, part, p + off, len, own);
+        off += len;
+    }
     return 0;
 }
 
@@ -820,16 +828,20 @@ static void on_applied(struct raft_apply *req, int status, void *result)
     free(s);
 }
 
-int kc_cluster_submit(kc_cluster_t *cl, int32_t partition, const uint8_t *batch, size_t len,
+int kc_cluster_submit(kc_cluster_t *cl, const kc_cluster_part_t *v, size_t n,
                       void (*done)(void *arg, int status), void *arg)
 {
     if (cl->closing)
         return KC_CLUSTER_ESHUTDOWN;
     if (cl->role != KC_CLUSTER_LEADER)
         return KC_CLUSTER_ENOTLEADER;
-    if (len > UINT32_MAX - 64)
-        return KC_CLUSTER_EIO;
-    size_t total = (ENTRY_HDR + len + 7) & ~(size_t)7;
+    size_t total = ENTRY_HDR;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].len > UINT32_MAX - 64 || total > SIZE_MAX / 2)
+            return KC_CLUSTER_EIO;
+        total += PART_HDR + v[i].len;
+    }
+    total = (total + 7) & ~(size_t)7;
     submit_t *s = calloc(1, sizeof(*s));
     uint8_t *p = raft_malloc(total);
     if (s == NULL || p == NULL) {
@@ -838,12 +850,18 @@ int kc_cluster_submit(kc_cluster_t *cl, int32_t partition, const uint8_t *batch,
         return KC_CLUSTER_EIO;
     }
     put32(p, ENTRY_MAGIC);
-    put32(p + 4, (uint32_t)partition);
-    put32(p + 8, (uint32_t)cl->self);
-    put32(p + 12, (uint32_t)len);
+    put32(p + 4, (uint32_t)cl->self);
+    put32(p + 8, (uint32_t)n);
+    put32(p + 12, 0);
     put64(p + 16, cl->lead_term);
-    memcpy(p + ENTRY_HDR, batch, len);
-    memset(p + ENTRY_HDR + len, 0, total - ENTRY_HDR - len);
+    size_t off = ENTRY_HDR;
+    for (size_t i = 0; i < n; i++) {
+        put32(p + off, (uint32_t)v[i].partition);
+        put32(p + off + 4, (uint32_t)v[i].len);
+        memcpy(p + off + PART_HDR, v[i].batch, v[i].len);
+        off += PART_HDR + v[i].len;
+    }
+    memset(p + off, 0, total - off);
     s->cl = cl;
     s->done = done;
     s->arg = arg;

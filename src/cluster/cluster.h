@@ -1,12 +1,13 @@
 /* cluster.h - the cluster room's door: kcoord nodes replicating the coordinator's records over
  * raft (cowsql's libraft, on the daemon's libuv loop), leadership, and where each node is.
  *
- * One raft group holds every partition: an entry is one partition's batch of records (a Kafka
- * RecordBatch, the bytes a single node appends to its __consumer_offsets-N log), tagged with the
- * partition. The leader's partitions answer requests; an answer that waits for records is sent
- * once raft has committed them (a majority of voters stored them) and this node applied them.
- * Every node applies every committed entry, in log order, through kc_cluster_ops_t.apply: to its
- * own partition logs and to its in-memory groups, so a follower is a hot standby.
+ * One raft group holds every partition: an entry holds the batches of records the partitions
+ * wrote in one turn of the leader's loop (each a Kafka RecordBatch, the bytes a single node
+ * appends to its __consumer_offsets-N log), each tagged with its partition. The leader's partitions
+ * answer requests; an answer that waits for records is sent once raft has committed them (a
+ * majority of voters stored them) and this node applied them. Every node applies every committed
+ * entry, in log order, through kc_cluster_ops_t.apply: to its own partition logs and to its
+ * in-memory groups, so a follower is a hot standby.
  *
  * The room knows nothing of groups, partitions' contents or sockets: it moves opaque batches,
  * snapshots and leadership news between raft and the coordinator room (coord/), which registers
@@ -91,10 +92,19 @@ enum {
     KC_CLUSTER_EIO = -3,        /* raft could not store it (disk, memory, too big) */
 };
 
-/* Propose `partition`'s batch batch[0..len) (copied). done(arg, status) is called once from the
- * loop: KC_CLUSTER_OK after it is committed and applied here (ops.apply ran for it first), or an
- * error. Returns 0, or an error (done is then never called). Only the leader may submit. */
-int kc_cluster_submit(kc_cluster_t *cl, int32_t partition, const uint8_t *batch, size_t len,
+/* One partition's batch in a submission. */
+typedef struct kc_cluster_part_s {
+    int32_t partition;
+    const uint8_t *batch;
+    size_t len;
+} kc_cluster_part_t;
+
+/* Propose the batches v[0..n) (copied) as ONE raft entry: what every partition wrote in a loop
+ * turn commits together, with one append and one round of replication. done(arg, status) is
+ * called once from the loop: KC_CLUSTER_OK after the entry is committed and applied here
+ * (ops.apply ran for each batch first, in order), or an error. Returns 0, or an error (done is
+ * then never called). Only the leader may submit. */
+int kc_cluster_submit(kc_cluster_t *cl, const kc_cluster_part_t *v, size_t n,
                       void (*done)(void *arg, int status), void *arg);
 
 /* The role (KC_CLUSTER_*) and the leader's node id (-1 when none is known). */

@@ -778,6 +778,7 @@ static void start_sync(part_t *p)
 /* Append the pending records as one batch; then make them durable as the policy says. At
  * shutdown the fsync runs here, on the loop thread. */
 static void cluster_flush(part_t *p);
+static void cluster_flush_all(kc_coord_t *c);
 
 static void flush_partition(part_t *p)
 {
@@ -884,6 +885,8 @@ static void on_prepare(uv_prepare_t *h)
     if (c->retention_next >= 0 && !c->closing && !uv_is_active((uv_handle_t *)&c->retention_step))
         uv_timer_start(&c->retention_step, on_retention_step, 0, 0);
     int64_t now = -1;
+    if (c->clustered)
+        cluster_flush_all(c);
     for (int32_t i = 0; i < c->n; i++) {
         part_t *p = &c->parts[i];
         if (p->n_pend > 0 || p->queue_failed)
@@ -1041,11 +1044,15 @@ static void on_retention(uv_timer_t *t)
  * appended to the partition's own log and, unless the leader has those records in memory
  * already, replayed into its groups and offsets. */
 
-/* One submitted batch, for its completion. */
+/* One submission (the batches of several partitions), for its completion. */
 typedef struct submit_tok_s {
-    part_t *p;
-    uint64_t seq;      /* the partition's seq_emitted when it was submitted */
     uint64_t lead_gen; /* the coordinator's lead_gen then */
+    kc_coord_t *c;
+    size_t n;
+    struct {
+        part_t *p;
+        uint64_t seq; /* the partition's seq_emitted when it was submitted */
+    } e[];
 } submit_tok_t;
 
 static void set_cluster_err(kc_coord_t *c, int16_t err)
@@ -1136,84 +1143,120 @@ static void cluster_reload(part_t *p)
 static void on_committed(void *arg, int status)
 {
     submit_tok_t *t = arg;
-    part_t *p = t->p;
-    kc_coord_t *c = p->coord;
-    uint64_t seq = t->seq;
-    bool stale = t->lead_gen != c->lead_gen;
-    free(t);
-    if (stale || c->closing)
-        return; /* leadership was lost since: its waiters failed and the state was reloaded */
+    kc_coord_t *c = t->c;
+    if (t->lead_gen != c->lead_gen || c->closing) {
+        free(t); /* leadership was lost since: its waiters failed and the state was reloaded */
+        return;
+    }
     if (status == KC_CLUSTER_OK) {
-        if (p->seq_durable < seq)
-            p->seq_durable = seq;
-        p->pub.obs.write_failing = false;
+        for (size_t i = 0; i < t->n; i++) {
+            part_t *p = t->e[i].p;
+            if (p->seq_durable < t->e[i].seq)
+                p->seq_durable = t->e[i].seq;
+            p->pub.obs.write_failing = false;
+        }
+        free(t);
         check_waiters(c, NULL);
         return;
     }
-    /* Not committed: memory is ahead of what raft holds. Fail what waited on the partition and
-     * go back to its log. A lost leadership also reloads everything (cluster_role). */
+    /* Not committed: memory is ahead of what raft holds. Fail what waited on the partitions
+     * and go back to their logs. A lost leadership also reloads everything (cluster_role). */
     KC_WARN_LIMITED("coord",
-                    "partition %d: a batch was not committed (%s); failing what "
-                    "waited on it and reloading the partition from its log",
-                    p->pub.index,
+                    "the batches of %zu partitions were not committed (%s); failing "
+                    "what waited on them and reloading them from their logs",
+                    t->n,
                     status == KC_CLUSTER_ENOTLEADER  ? "leadership lost"
                     : status == KC_CLUSTER_ESHUTDOWN ? "shutting down"
-                                                     : "raft could not store it");
-    check_waiters(c, p);
-    cluster_reload(p);
+                                                     : "raft could not store them");
+    for (size_t i = 0; i < t->n; i++) {
+        check_waiters(c, t->e[i].p);
+        cluster_reload(t->e[i].p);
+    }
+    free(t);
 }
 
-/* The leader's turn: this partition's pending records as one batch to raft. */
-static void cluster_flush(part_t *p)
+/* A partition's pending records that cannot go to raft: fail what waited on them. */
+static void cluster_unsubmitted(part_t *p, const char *why)
 {
-    kc_coord_t *c = p->coord;
-    if (p->pub.state != KC_PART_ACTIVE)
-        return;
-    if (p->n_pend == 0 && !p->queue_failed)
-        return;
-    const char *why = NULL;
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    submit_tok_t *t = NULL;
-    if (p->queue_failed || c->cluster == NULL || p->pub.cluster_err != 0) {
-        why = p->queue_failed ? "out of memory queueing a record" : "not the leader";
-        p->queue_failed = false;
-        goto fail;
-    }
-    const kc_conf_t *conf = c->conf;
-    int codec = conf->offsets_topic_compression_codec == KC_CONF_CODEC_ZSTD ? KC_LOG_CODEC_ZSTD
-                                                                            : KC_LOG_CODEC_NONE;
-    int rc = kc_log_batch_build(p->pend, p->n_pend, wall_ms(), codec, &buf, &len);
-    if (rc != 0) {
-        why = kc_log_strerror(rc);
-        goto fail;
-    }
-    t = malloc(sizeof(*t));
-    if (t == NULL) {
-        why = "out of memory";
-        goto fail;
-    }
-    *t = (submit_tok_t){p, p->seq_emitted, c->lead_gen};
-    rc = kc_cluster_submit(c->cluster, p->pub.index, buf, len, on_committed, t);
-    free(buf);
-    buf = NULL;
-    if (rc != 0) {
-        free(t);
-        why = rc == KC_CLUSTER_ENOTLEADER ? "not the leader" : "raft refused the batch";
-        goto fail;
-    }
-    p->own_inflight++;
-    free_pending(p);
-    p->seq_written = p->seq_emitted;
-    return;
-fail:
-    free(buf);
     KC_WARN_LIMITED("coord",
                     "partition %d: %zu records not submitted (%s); failing what "
                     "waited on them",
                     p->pub.index, p->n_pend, why);
-    check_waiters(c, p);
+    p->queue_failed = false;
+    check_waiters(p->coord, p);
     cluster_reload(p);
+}
+
+/* The leader's turn: the pending records of every partition, one batch each, as one raft
+ * entry. */
+static void cluster_flush_all(kc_coord_t *c)
+{
+    size_t n = 0;
+    for (int32_t i = 0; i < c->n; i++) {
+        part_t *p = &c->parts[i];
+        if (p->pub.state != KC_PART_ACTIVE || (p->n_pend == 0 && !p->queue_failed))
+            continue;
+        if (p->queue_failed || c->cluster == NULL || p->pub.cluster_err != 0)
+            cluster_unsubmitted(p, p->queue_failed ? "out of memory queueing a record"
+                                                   : "not the leader");
+        else
+            n++;
+    }
+    if (n == 0)
+        return;
+    submit_tok_t *t = malloc(sizeof(*t) + n * sizeof(t->e[0]));
+    kc_cluster_part_t *v = calloc(n, sizeof(*v));
+    const char *why = t && v ? NULL : "out of memory";
+    int codec = c->conf->offsets_topic_compression_codec == KC_CONF_CODEC_ZSTD ? KC_LOG_CODEC_ZSTD
+                                                                               : KC_LOG_CODEC_NONE;
+    size_t k = 0;
+    int64_t now = wall_ms();
+    for (int32_t i = 0; i < c->n && why == NULL; i++) {
+        part_t *p = &c->parts[i];
+        if (p->pub.state != KC_PART_ACTIVE || p->n_pend == 0)
+            continue;
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        int rc = kc_log_batch_build(p->pend, p->n_pend, now, codec, &buf, &len);
+        if (rc != 0) {
+            cluster_unsubmitted(p, kc_log_strerror(rc));
+            continue;
+        }
+        v[k] = (kc_cluster_part_t){p->pub.index, buf, len};
+        t->e[k].p = p;
+        t->e[k].seq = p->seq_emitted;
+        k++;
+    }
+    int rc = why == NULL && k > 0 ? 0 : -1;
+    if (rc == 0) {
+        t->lead_gen = c->lead_gen;
+        t->c = c;
+        t->n = k;
+        rc = kc_cluster_submit(c->cluster, v, k, on_committed, t);
+        if (rc != 0)
+            why = rc == KC_CLUSTER_ENOTLEADER ? "not the leader" : "raft refused the entry";
+    }
+    for (size_t i = 0; i < k; i++) {
+        free((void *)v[i].batch);
+        part_t *p = t->e[i].p;
+        if (rc == 0) {
+            p->own_inflight++;
+            free_pending(p);
+            p->seq_written = p->seq_emitted;
+        } else if (why != NULL) {
+            cluster_unsubmitted(p, why);
+        }
+    }
+    free(v);
+    if (rc != 0)
+        free(t);
+}
+
+/* A partition alone (at shutdown): its records cannot be submitted any more. */
+static void cluster_flush(part_t *p)
+{
+    if (p->pub.state == KC_PART_ACTIVE && (p->n_pend > 0 || p->queue_failed))
+        cluster_unsubmitted(p, "the node is stopping");
 }
 
 /* A committed batch: to the partition's log, and into memory unless it is there already. */

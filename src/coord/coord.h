@@ -172,12 +172,12 @@ int kc_coord_hold(kc_coord_t *c, const int32_t *parts, size_t n,
 /* ---- A cluster node (cluster.voters set) -----------------------------------------------------
  *
  * The coordinator of a cluster node writes nothing to its logs itself: each partition's pending
- * records go to raft as one batch (kc_cluster_submit), and a reply held by kc_coord_hold is
- * released when raft has committed them. Every committed batch, this node's or the leader's,
- * reaches the partition's log through the callbacks kc_coord_cluster_ops gives, and a
- * follower also replays it into its groups and offsets. The partition logs are rebuilt from
- * raft at every start: kc_coord_new then starts them empty, and raft's snapshot and entries
- * fill them. */
+ * records go to raft as one batch, all partitions' batches of a loop turn in one entry
+ * (kc_cluster_submit), and a reply held by kc_coord_hold is released when raft has committed them.
+ * Every committed batch, this node's or the leader's, reaches the partition's log through the
+ * callbacks kc_coord_cluster_ops gives, and a follower also replays it into its groups and offsets.
+ * The partition logs are rebuilt from raft at every start: kc_coord_new then starts them empty, and
+ * raft's snapshot and entries fill them. */
 struct kc_cluster_s;
 struct kc_cluster_ops_s;
 

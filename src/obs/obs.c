@@ -1,4 +1,5 @@
-/* obs.c - the observability endpoints: /metrics, /healthz, /readyz, /v1/groups[/<id>].
+/* obs.c - the observability endpoints: /metrics, /healthz, /readyz, /v1/groups[/<id>],
+ * /v1/cluster.
  *
  * http.c parses and answers; this file decides what to answer. The /metrics page is the
  * counters of metrics.c followed by what is read from the coordinator at scrape time, through
@@ -8,7 +9,9 @@
  * group counters again from zero, so the rebalance counters may go down then, which
  * Prometheus' rate() treats as a counter reset. The JSON views come from the shard's emitters
  * (kc_shard_json_summary per group of a streamed list, kc_shard_json_group). The coordinator's
- * log events reach the counters through kc_obs_coord_events, which main installs.
+ * log events reach the counters through kc_obs_coord_events, which main installs. On a node of
+ * a cluster, each request for /metrics, /readyz or /v1/cluster takes one kc_cluster_status
+ * reading and hands it to cluster_view.c.
  */
 #include "obs/obs.h"
 
@@ -21,6 +24,7 @@
 struct kc_obs_server_s {
     kc_http_t *http;
     kc_coord_t *coord;
+    kc_cluster_t *cluster; /* NULL: a single node */
 };
 
 const kc_coord_events_t kc_obs_coord_events = {
@@ -554,14 +558,29 @@ static void handle(void *app, const kc_http_req_t *req, kc_http_resp_t *resp)
 {
     kc_obs_server_t *s = app;
     static const char prefix[] = "/v1/groups/";
+    kc_cluster_status_t st;
+    if (s->cluster != NULL)
+        kc_cluster_status(s->cluster, &st);
     if (path_is(req, "/metrics")) {
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
         kc_obs_render_metrics(&resp->body, s->coord);
+        if (s->cluster != NULL)
+            kc_obs_render_cluster_metrics(&resp->body, &st);
     } else if (path_is(req, "/healthz")) {
         kc_obs_buf_puts(&resp->body, "ok\n");
     } else if (path_is(req, "/readyz")) {
-        if (!kc_obs_ready(&resp->body, s->coord))
+        if (s->cluster != NULL && !kc_obs_cluster_ready(&resp->body, &st))
             resp->status = 503;
+        else if (!kc_obs_ready(&resp->body, s->coord))
+            resp->status = 503;
+    } else if (path_is(req, "/v1/cluster") || path_is(req, "/v1/cluster/")) {
+        if (s->cluster == NULL) {
+            json_error(resp, 404, "not a cluster: this node runs alone (cluster.voters is empty)",
+                       NULL, 0);
+        } else {
+            resp->content_type = "application/json";
+            kc_obs_cluster_json(&resp->body, &st);
+        }
     } else if (path_is(req, "/v1/groups") || path_is(req, "/v1/groups/")) {
         if (s->coord == NULL)
             json_error(resp, 503, "shutting down", NULL, 0);
@@ -576,9 +595,9 @@ static void handle(void *app, const kc_http_req_t *req, kc_http_resp_t *resp)
                       req->path_len - (sizeof(prefix) - 1), resp);
     } else {
         resp->status = 404;
-        kc_obs_buf_puts(
-            &resp->body,
-            "not found; try /metrics, /healthz, /readyz, /v1/groups, /v1/groups/<id>\n");
+        kc_obs_buf_puts(&resp->body,
+                        "not found; try /metrics, /healthz, /readyz, /v1/groups, /v1/groups/<id>, "
+                        "/v1/cluster\n");
     }
 }
 
@@ -611,6 +630,11 @@ void kc_obs_server_configure(kc_obs_server_t *s, const kc_conf_t *conf)
         KC_ERROR("obs", "out of memory for metrics.bearer.token: no token is required");
 }
 
+void kc_obs_server_set_cluster(kc_obs_server_t *s, kc_cluster_t *cluster)
+{
+    s->cluster = cluster;
+}
+
 void kc_obs_server_set_tls(kc_obs_server_t *s, kc_net_tls_t *tls)
 {
     kc_http_set_tls(s->http, tls);
@@ -624,5 +648,6 @@ static void on_http_closed(void *arg)
 void kc_obs_server_close(kc_obs_server_t *s)
 {
     s->coord = NULL;
+    s->cluster = NULL;
     kc_http_close(s->http, on_http_closed, s);
 }

@@ -16,6 +16,12 @@
  *                         after that group id (a page's last), whether it still exists or not
  *   GET /v1/groups/<id>   one group in full (members, assignments, heartbeat ages, recent
  *                         rebalances); <id> percent-encoded; 404 with a JSON error when missing
+ *   GET /v1/cluster       the raft cluster as this node sees it (self, leader, role, raft
+ *                         state, term, commit/applied/last index, voters with their match index,
+ *                         lag and last contact, elections, leadership changes, snapshots); 404
+ *                         with a JSON error on a single node (no cluster.voters)
+ * On a node of a cluster, /metrics also has the kcoord_cluster_* families and /readyz says 503
+ * while no leader is known.
  * Everything runs on the loop thread and only reads the coordinator.
  */
 #ifndef KC_OBS_OBS_H
@@ -23,6 +29,7 @@
 
 #include <uv.h>
 
+#include "cluster/cluster.h"
 #include "coord/coord.h"
 #include "obs/metrics.h"
 
@@ -40,9 +47,9 @@ kc_obs_server_t *kc_obs_server_new(uv_loop_t *loop, kc_coord_t *coord);
  * metrics.request.timeout.ms, metrics.chunk.bytes); until then, their defaults apply. */
 void kc_obs_server_configure(kc_obs_server_t *s, const kc_conf_t *conf);
 /* The raft cluster this node is in (NULL, the default: a single node), for /v1/cluster, /readyz
- * and the cluster metrics. */
-struct kc_cluster_s;
-void kc_obs_server_set_cluster(kc_obs_server_t *s, struct kc_cluster_s *cluster);
+ * and the cluster metrics. Not owned: it must stay valid until kc_obs_server_close or until it
+ * is replaced (kc_obs_server_set_cluster(s, NULL) before the cluster closes). */
+void kc_obs_server_set_cluster(kc_obs_server_t *s, kc_cluster_t *cluster);
 
 /* Serve HTTPS with `tls` (metrics.ssl.enabled; not owned, closed by its owner after this
  * server), before kc_obs_server_listen. */
@@ -67,5 +74,13 @@ void kc_obs_render_metrics(kc_obs_buf_t *b, kc_coord_t *coord);
 
 /* The /readyz verdict: true when ready. A sentence per reason goes to `b`. */
 bool kc_obs_ready(kc_obs_buf_t *b, kc_coord_t *coord);
+
+/* The cluster's part of the endpoints (cluster_view.c), from one kc_cluster_status reading:
+ * the kcoord_cluster_* metric families; the /v1/cluster JSON object (and a newline); and the
+ * cluster's /readyz verdict, true when a leader is known, else false with a "not ready: ..."
+ * line saying why. */
+void kc_obs_render_cluster_metrics(kc_obs_buf_t *b, const kc_cluster_status_t *st);
+void kc_obs_cluster_json(kc_obs_buf_t *b, const kc_cluster_status_t *st);
+bool kc_obs_cluster_ready(kc_obs_buf_t *b, const kc_cluster_status_t *st);
 
 #endif

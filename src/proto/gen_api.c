@@ -67,6 +67,17 @@ static size_t w_delete_groups_response_size(int16_t v, const void *m) { return k
 static void w_delete_groups_response_set_errors(void *m, int16_t v, int16_t err) { kc_delete_groups_response_set_errors(m, v, err); }
 static void w_delete_groups_response_fail(void *m, int16_t v, int16_t err) { kc_delete_groups_response_fail(m, v, err); }
 static size_t w_delete_groups_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_delete_groups_response_walk_errors(m, v, fn, arg); }
+static void w_describe_quorum_request_init(void *m) { kc_describe_quorum_request_init(m); }
+static int w_describe_quorum_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_quorum_request_decode(r, a, v, m); }
+static void w_describe_quorum_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_quorum_request_encode(w, v, m); }
+static size_t w_describe_quorum_request_size(int16_t v, const void *m) { return kc_describe_quorum_request_size(v, m); }
+static void w_describe_quorum_response_init(void *m) { kc_describe_quorum_response_init(m); }
+static int w_describe_quorum_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_quorum_response_decode(r, a, v, m); }
+static void w_describe_quorum_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_quorum_response_encode(w, v, m); }
+static size_t w_describe_quorum_response_size(int16_t v, const void *m) { return kc_describe_quorum_response_size(v, m); }
+static void w_describe_quorum_response_set_errors(void *m, int16_t v, int16_t err) { kc_describe_quorum_response_set_errors(m, v, err); }
+static void w_describe_quorum_response_fail(void *m, int16_t v, int16_t err) { kc_describe_quorum_response_fail(m, v, err); }
+static size_t w_describe_quorum_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_describe_quorum_response_walk_errors(m, v, fn, arg); }
 static void w_describe_configs_request_init(void *m) { kc_describe_configs_request_init(m); }
 static int w_describe_configs_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_configs_request_decode(r, a, v, m); }
 static void w_describe_configs_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_configs_request_encode(w, v, m); }
@@ -547,6 +558,10 @@ const kc_api_info_t kc_api_table[] = {
      {"AlterUserScramCredentialsRequest", sizeof(kc_alter_user_scram_credentials_request_t), w_alter_user_scram_credentials_request_init, w_alter_user_scram_credentials_request_decode, w_alter_user_scram_credentials_request_encode, w_alter_user_scram_credentials_request_size},
      {"AlterUserScramCredentialsResponse", sizeof(kc_alter_user_scram_credentials_response_t), w_alter_user_scram_credentials_response_init, w_alter_user_scram_credentials_response_decode, w_alter_user_scram_credentials_response_encode, w_alter_user_scram_credentials_response_size},
      w_alter_user_scram_credentials_response_set_errors, w_alter_user_scram_credentials_response_fail, w_alter_user_scram_credentials_response_walk_errors},
+    {55, "DescribeQuorum", 0, 2, 0,
+     {"DescribeQuorumRequest", sizeof(kc_describe_quorum_request_t), w_describe_quorum_request_init, w_describe_quorum_request_decode, w_describe_quorum_request_encode, w_describe_quorum_request_size},
+     {"DescribeQuorumResponse", sizeof(kc_describe_quorum_response_t), w_describe_quorum_response_init, w_describe_quorum_response_decode, w_describe_quorum_response_encode, w_describe_quorum_response_size},
+     w_describe_quorum_response_set_errors, w_describe_quorum_response_fail, w_describe_quorum_response_walk_errors},
     {60, "DescribeCluster", 0, 2, 0,
      {"DescribeClusterRequest", sizeof(kc_describe_cluster_request_t), w_describe_cluster_request_init, w_describe_cluster_request_decode, w_describe_cluster_request_encode, w_describe_cluster_request_size},
      {"DescribeClusterResponse", sizeof(kc_describe_cluster_response_t), w_describe_cluster_response_init, w_describe_cluster_response_decode, w_describe_cluster_response_encode, w_describe_cluster_response_size},

@@ -8,6 +8,7 @@
 #include "proto/wire.h"
 #include "proto/gen_acls.h"
 #include "proto/gen_admin.h"
+#include "proto/gen_cluster.h"
 #include "proto/gen_configs.h"
 #include "proto/gen_consumer.h"
 #include "proto/gen_discovery.h"
@@ -55,6 +56,7 @@ typedef struct kc_api_info_s {
 #define KC_ROW_WAITS_FOR_LOG 1       /* its answer waits until the records it caused are durable */
 #define KC_ROW_EMPTY_GROUP_ID 2      /* it accepts the empty group id */
 #define KC_ROW_RESPONSE_HEADER_V0 4  /* its response header is v0 even in flexible versions */
+#define KC_ROW_CLUSTER 8             /* served only by a node of a raft cluster */
 
 /* A standalone structure (headers, __consumer_offsets keys and values). */
 typedef struct kc_data_info_s {

@@ -28,6 +28,7 @@ APIS = {  # name: (key, min version, max version, first flexible version or None
     'ListGroups': (16, 0, 5, 3),
     'DescribeGroups': (15, 0, 6, 5),
     'DeleteGroups': (42, 0, 2, 2),
+    'DescribeQuorum': (55, 0, 2, 0),
     'DescribeConfigs': (32, 1, 4, 4),
     'IncrementalAlterConfigs': (44, 0, 1, 1),
     'ListConfigResources': (74, 0, 1, 0),
@@ -1018,6 +1019,423 @@ def _dec_deletable_group_result(r, v):
     m = _init_deletable_group_result()
     m['group_id'] = r.str_(flex)
     m['error_code'] = r.i16()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_quorum_request():
+    return Msg(
+        topics=[],
+    )
+
+
+def _enc_describe_quorum_request(w, v, m):
+    flex = True
+    xs = m.get('topics', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_quorum_topic(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_quorum_request(r, v):
+    flex = True
+    m = _init_describe_quorum_request()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array topics")
+    m['topics'] = None if n < 0 else [
+            _dec_describe_quorum_topic(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_quorum_topic():
+    return Msg(
+        topic_name="",
+        partitions=[],
+    )
+
+
+def _enc_describe_quorum_topic(w, v, m):
+    flex = True
+    x = m.get('topic_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    xs = m.get('partitions', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_quorum_partition(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_quorum_topic(r, v):
+    flex = True
+    m = _init_describe_quorum_topic()
+    m['topic_name'] = r.str_(flex)
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array partitions")
+    m['partitions'] = None if n < 0 else [
+            _dec_describe_quorum_partition(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_quorum_partition():
+    return Msg(
+        partition_index=0,
+    )
+
+
+def _enc_describe_quorum_partition(w, v, m):
+    flex = True
+    w.i32(m.get('partition_index', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_quorum_partition(r, v):
+    flex = True
+    m = _init_describe_quorum_partition()
+    m['partition_index'] = r.i32()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_quorum_response():
+    return Msg(
+        error_code=0,
+        error_message=None,
+        topics=[],
+        nodes=[],
+    )
+
+
+def _enc_describe_quorum_response(w, v, m):
+    flex = True
+    w.i16(m.get('error_code', 0))
+    if v >= 2:
+        x = m.get('error_message', None)
+        if x is None and not (v >= 2):
+            x = ""
+        w.str_(x, flex)
+    xs = m.get('topics', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_quorum_topic_data(w, v, x)
+    if v >= 2:
+        xs = m.get('nodes', [])
+        if xs is None:
+            xs = []
+        w.array_len(-1 if xs is None else len(xs), flex)
+        for x in xs or ():
+            _enc_describe_quorum_node(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_quorum_response(r, v):
+    flex = True
+    m = _init_describe_quorum_response()
+    m['error_code'] = r.i16()
+    if v >= 2:
+        m['error_message'] = r.str_(flex)
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array topics")
+    m['topics'] = None if n < 0 else [
+            _dec_describe_quorum_topic_data(r, v) for _ in range(n)]
+    if v >= 2:
+        n = r.array_len(flex)
+        if n < 0:
+            raise r.error("null array nodes")
+        m['nodes'] = None if n < 0 else [
+                _dec_describe_quorum_node(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_quorum_topic_data():
+    return Msg(
+        topic_name="",
+        partitions=[],
+    )
+
+
+def _enc_describe_quorum_topic_data(w, v, m):
+    flex = True
+    x = m.get('topic_name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    xs = m.get('partitions', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_quorum_partition_data(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_quorum_topic_data(r, v):
+    flex = True
+    m = _init_describe_quorum_topic_data()
+    m['topic_name'] = r.str_(flex)
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array partitions")
+    m['partitions'] = None if n < 0 else [
+            _dec_describe_quorum_partition_data(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_quorum_partition_data():
+    return Msg(
+        partition_index=0,
+        error_code=0,
+        error_message=None,
+        leader_id=0,
+        leader_epoch=0,
+        high_watermark=0,
+        current_voters=[],
+        observers=[],
+    )
+
+
+def _enc_describe_quorum_partition_data(w, v, m):
+    flex = True
+    w.i32(m.get('partition_index', 0))
+    w.i16(m.get('error_code', 0))
+    if v >= 2:
+        x = m.get('error_message', None)
+        if x is None and not (v >= 2):
+            x = ""
+        w.str_(x, flex)
+    w.i32(m.get('leader_id', 0))
+    w.i32(m.get('leader_epoch', 0))
+    w.i64(m.get('high_watermark', 0))
+    xs = m.get('current_voters', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_quorum_voter(w, v, x)
+    xs = m.get('observers', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_quorum_observer(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_quorum_partition_data(r, v):
+    flex = True
+    m = _init_describe_quorum_partition_data()
+    m['partition_index'] = r.i32()
+    m['error_code'] = r.i16()
+    if v >= 2:
+        m['error_message'] = r.str_(flex)
+    m['leader_id'] = r.i32()
+    m['leader_epoch'] = r.i32()
+    m['high_watermark'] = r.i64()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array current_voters")
+    m['current_voters'] = None if n < 0 else [
+            _dec_describe_quorum_voter(r, v) for _ in range(n)]
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array observers")
+    m['observers'] = None if n < 0 else [
+            _dec_describe_quorum_observer(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_quorum_voter():
+    return Msg(
+        replica_id=0,
+        replica_directory_id=bytes(16),
+        log_end_offset=0,
+        last_fetch_timestamp=-1,
+        last_caught_up_timestamp=-1,
+    )
+
+
+def _enc_describe_quorum_voter(w, v, m):
+    flex = True
+    w.i32(m.get('replica_id', 0))
+    if v >= 2:
+        w.uuid(m.get('replica_directory_id', bytes(16)))
+    w.i64(m.get('log_end_offset', 0))
+    if v >= 1:
+        w.i64(m.get('last_fetch_timestamp', -1))
+    if v >= 1:
+        w.i64(m.get('last_caught_up_timestamp', -1))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_quorum_voter(r, v):
+    flex = True
+    m = _init_describe_quorum_voter()
+    m['replica_id'] = r.i32()
+    if v >= 2:
+        m['replica_directory_id'] = r.uuid()
+    m['log_end_offset'] = r.i64()
+    if v >= 1:
+        m['last_fetch_timestamp'] = r.i64()
+    if v >= 1:
+        m['last_caught_up_timestamp'] = r.i64()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_quorum_observer():
+    return Msg(
+        replica_id=0,
+        replica_directory_id=bytes(16),
+        log_end_offset=0,
+        last_fetch_timestamp=-1,
+        last_caught_up_timestamp=-1,
+    )
+
+
+def _enc_describe_quorum_observer(w, v, m):
+    flex = True
+    w.i32(m.get('replica_id', 0))
+    if v >= 2:
+        w.uuid(m.get('replica_directory_id', bytes(16)))
+    w.i64(m.get('log_end_offset', 0))
+    if v >= 1:
+        w.i64(m.get('last_fetch_timestamp', -1))
+    if v >= 1:
+        w.i64(m.get('last_caught_up_timestamp', -1))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_quorum_observer(r, v):
+    flex = True
+    m = _init_describe_quorum_observer()
+    m['replica_id'] = r.i32()
+    if v >= 2:
+        m['replica_directory_id'] = r.uuid()
+    m['log_end_offset'] = r.i64()
+    if v >= 1:
+        m['last_fetch_timestamp'] = r.i64()
+    if v >= 1:
+        m['last_caught_up_timestamp'] = r.i64()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_quorum_node():
+    return Msg(
+        node_id=0,
+        listeners=[],
+    )
+
+
+def _enc_describe_quorum_node(w, v, m):
+    flex = True
+    w.i32(m.get('node_id', 0))
+    xs = m.get('listeners', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_describe_quorum_listener(w, v, x)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_quorum_node(r, v):
+    flex = True
+    m = _init_describe_quorum_node()
+    m['node_id'] = r.i32()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array listeners")
+    m['listeners'] = None if n < 0 else [
+            _dec_describe_quorum_listener(r, v) for _ in range(n)]
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_describe_quorum_listener():
+    return Msg(
+        name="",
+        host="",
+        port=0,
+    )
+
+
+def _enc_describe_quorum_listener(w, v, m):
+    flex = True
+    x = m.get('name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    x = m.get('host', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.u16(m.get('port', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_describe_quorum_listener(r, v):
+    flex = True
+    m = _init_describe_quorum_listener()
+    m['name'] = r.str_(flex)
+    m['host'] = r.str_(flex)
+    m['port'] = r.u16()
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -8169,6 +8587,36 @@ def decode_delete_groups_response(version, data):
     _check_version('DeleteGroupsResponse', version, 0, 2)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_delete_groups_response(r, version)
+
+
+def encode_describe_quorum_request(version, m=None, **fields):
+    """DescribeQuorumRequest v0-2 (flexible 0+): the body."""
+    _check_version('DescribeQuorumRequest', version, 0, 2)
+    w = Writer()
+    _enc_describe_quorum_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_quorum_request(version, data):
+    """DescribeQuorumRequest v0-2 from bytes or a Reader: a Msg."""
+    _check_version('DescribeQuorumRequest', version, 0, 2)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_quorum_request(r, version)
+
+
+def encode_describe_quorum_response(version, m=None, **fields):
+    """DescribeQuorumResponse v0-2 (flexible 0+): the body."""
+    _check_version('DescribeQuorumResponse', version, 0, 2)
+    w = Writer()
+    _enc_describe_quorum_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_describe_quorum_response(version, data):
+    """DescribeQuorumResponse v0-2 from bytes or a Reader: a Msg."""
+    _check_version('DescribeQuorumResponse', version, 0, 2)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_describe_quorum_response(r, version)
 
 
 def encode_describe_configs_request(version, m=None, **fields):

@@ -70,6 +70,16 @@ static void fill_described_group_member(kc_described_group_member_t *m, kc_arena
 static void fill_delete_groups_request(kc_delete_groups_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_delete_groups_response(kc_delete_groups_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_deletable_group_result(kc_deletable_group_result_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_quorum_request(kc_describe_quorum_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_quorum_topic(kc_describe_quorum_topic_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_quorum_partition(kc_describe_quorum_partition_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_quorum_response(kc_describe_quorum_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_quorum_topic_data(kc_describe_quorum_topic_data_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_quorum_partition_data(kc_describe_quorum_partition_data_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_quorum_voter(kc_describe_quorum_voter_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_quorum_observer(kc_describe_quorum_observer_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_quorum_node(kc_describe_quorum_node_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_describe_quorum_listener(kc_describe_quorum_listener_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_describe_configs_request(kc_describe_configs_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_describe_configs_resource(kc_describe_configs_resource_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_describe_configs_response(kc_describe_configs_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
@@ -715,6 +725,209 @@ static void fill_deletable_group_result(kc_deletable_group_result_t *m, kc_arena
     if (1) {
         m->error_code = (int16_t)(next_(s) - (1u << 22));
         kc_fill_error_fields++;
+    }
+}
+
+static void fill_describe_quorum_request(kc_describe_quorum_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->topics.n = n_;
+        m->topics.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_quorum_topic_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_quorum_topic(&m->topics.v[i_], a, v, s);
+    }
+}
+
+static void fill_describe_quorum_topic(kc_describe_quorum_topic_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->topic_name = str_(a, s, 0);
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->partitions.n = n_;
+        m->partitions.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_quorum_partition_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_quorum_partition(&m->partitions.v[i_], a, v, s);
+    }
+}
+
+static void fill_describe_quorum_partition(kc_describe_quorum_partition_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->partition_index = (int32_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_describe_quorum_response(kc_describe_quorum_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (v >= 2) {
+        m->error_message = str_(a, s, (v >= 2));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->topics.n = n_;
+        m->topics.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_quorum_topic_data_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_quorum_topic_data(&m->topics.v[i_], a, v, s);
+    }
+    if (v >= 2) {
+        int32_t n_ = count_(s, 0);
+        m->nodes.n = n_;
+        m->nodes.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_quorum_node_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_quorum_node(&m->nodes.v[i_], a, v, s);
+    }
+}
+
+static void fill_describe_quorum_topic_data(kc_describe_quorum_topic_data_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->topic_name = str_(a, s, 0);
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->partitions.n = n_;
+        m->partitions.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_quorum_partition_data_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_quorum_partition_data(&m->partitions.v[i_], a, v, s);
+    }
+}
+
+static void fill_describe_quorum_partition_data(kc_describe_quorum_partition_data_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->partition_index = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (v >= 2) {
+        m->error_message = str_(a, s, (v >= 2));
+    }
+    if (1) {
+        m->leader_id = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->leader_epoch = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->high_watermark = (int64_t)(((uint64_t)next_(s) << 40) ^ next_(s)) - (int64_t)(next_(s) % 1000);
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->current_voters.n = n_;
+        m->current_voters.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_quorum_voter_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_quorum_voter(&m->current_voters.v[i_], a, v, s);
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->observers.n = n_;
+        m->observers.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_quorum_observer_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_quorum_observer(&m->observers.v[i_], a, v, s);
+    }
+}
+
+static void fill_describe_quorum_voter(kc_describe_quorum_voter_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->replica_id = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (v >= 2) {
+        for (int b_ = 0; b_ < 16; b_++) m->replica_directory_id.b[b_] = (uint8_t)next_(s);
+    }
+    if (1) {
+        m->log_end_offset = (int64_t)(((uint64_t)next_(s) << 40) ^ next_(s)) - (int64_t)(next_(s) % 1000);
+    }
+    if (v >= 1) {
+        m->last_fetch_timestamp = (int64_t)(((uint64_t)next_(s) << 40) ^ next_(s)) - (int64_t)(next_(s) % 1000);
+    }
+    if (v >= 1) {
+        m->last_caught_up_timestamp = (int64_t)(((uint64_t)next_(s) << 40) ^ next_(s)) - (int64_t)(next_(s) % 1000);
+    }
+}
+
+static void fill_describe_quorum_observer(kc_describe_quorum_observer_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->replica_id = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (v >= 2) {
+        for (int b_ = 0; b_ < 16; b_++) m->replica_directory_id.b[b_] = (uint8_t)next_(s);
+    }
+    if (1) {
+        m->log_end_offset = (int64_t)(((uint64_t)next_(s) << 40) ^ next_(s)) - (int64_t)(next_(s) % 1000);
+    }
+    if (v >= 1) {
+        m->last_fetch_timestamp = (int64_t)(((uint64_t)next_(s) << 40) ^ next_(s)) - (int64_t)(next_(s) % 1000);
+    }
+    if (v >= 1) {
+        m->last_caught_up_timestamp = (int64_t)(((uint64_t)next_(s) << 40) ^ next_(s)) - (int64_t)(next_(s) % 1000);
+    }
+}
+
+static void fill_describe_quorum_node(kc_describe_quorum_node_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->node_id = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->listeners.n = n_;
+        m->listeners.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_describe_quorum_listener_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_describe_quorum_listener(&m->listeners.v[i_], a, v, s);
+    }
+}
+
+static void fill_describe_quorum_listener(kc_describe_quorum_listener_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->name = str_(a, s, 0);
+    }
+    if (1) {
+        m->host = str_(a, s, 0);
+    }
+    if (1) {
+        m->port = (uint16_t)(next_(s) - (1u << 22));
     }
 }
 
@@ -4127,6 +4340,14 @@ void kc_fill_sample(const kc_codec_t *c, void *m, kc_arena_t *a, int16_t v, uint
     }
     if (strcmp(c->name, "DeleteGroupsResponse") == 0) {
         fill_delete_groups_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DescribeQuorumRequest") == 0) {
+        fill_describe_quorum_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "DescribeQuorumResponse") == 0) {
+        fill_describe_quorum_response(m, a, v, &s);
         return;
     }
     if (strcmp(c->name, "DescribeConfigsRequest") == 0) {

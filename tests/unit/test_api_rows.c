@@ -325,6 +325,13 @@ static uint32_t old_walk(int16_t key, int16_t version, const void *resp)
     case KC_API_ALTER_USER_SCRAM_CREDENTIALS:
         COUNT_EACH(key, ((const kc_alter_user_scram_credentials_response_t *)resp)->results);
         break;
+    case KC_API_DESCRIBE_QUORUM: {
+        const kc_describe_quorum_response_t *r = resp;
+        kc_obs_error(key, r->error_code);
+        for (int32_t i = 0; i < r->topics.n; i++)
+            COUNT_EACH(key, r->topics.v[i].partitions);
+        break;
+    }
     default:
         break;
     }

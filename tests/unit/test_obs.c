@@ -834,6 +834,85 @@ static void test_server(void **state)
     memset(&kc_obs, 0, sizeof(kc_obs));
 }
 
+/* ---- The cluster's endpoints ---------------------------------------------------------------- */
+
+/* The cluster room is not started: kc_cluster_status is replaced at link time (-Wl,--wrap, see
+ * the Makefile) by this fake, which answers `fake_status`. */
+static kc_cluster_status_t fake_status;
+static int fake_cluster;
+
+void __wrap_kc_cluster_status(const kc_cluster_t *cl, kc_cluster_status_t *out)
+{
+    assert_ptr_equal(cl, (const kc_cluster_t *)&fake_cluster);
+    *out = fake_status;
+}
+
+/* On a node of a cluster, /v1/cluster shows the raft view, /metrics has the cluster's families
+ * (in the strict format) and /readyz is 503 while no leader is known; a single node answers 404
+ * on /v1/cluster and has none of them. */
+static void test_server_cluster(void **state)
+{
+    (void)state;
+    memset(&kc_obs, 0, sizeof(kc_obs));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    kc_obs_server_t *s = kc_obs_server_new(&loop, NULL);
+    assert_non_null(s);
+    int port = 0;
+    assert_int_equal(kc_obs_server_listen(s, "127.0.0.1", 0, &port), 0);
+    static client_t c;
+#define RT(req) roundtrip(&loop, port, &c, (req), sizeof(req) - 1)
+    const char *r = RT("GET /v1/cluster HTTP/1.1\r\n\r\n");
+    assert_non_null(strstr(r, "HTTP/1.1 404 Not Found\r\n"));
+    assert_non_null(strstr(r, "{\"error\":\"not a cluster: this node runs alone"));
+    r = RT("GET /metrics HTTP/1.1\r\n\r\n");
+    assert_null(strstr(r, "kcoord_cluster_"));
+
+    memset(&fake_status, 0, sizeof(fake_status));
+    fake_status.self = 2;
+    fake_status.leader = 1;
+    fake_status.raft_state = "follower";
+    fake_status.term = 3;
+    fake_status.commit_index = fake_status.applied_index = fake_status.last_index = 10;
+    fake_status.n_voters = 2;
+    fake_status.voters[0] = (kc_cluster_voter_t){
+        .id = 1, .raft_address = "a:1", .role = 1, .match_index = -1, .last_contact_ms = -1};
+    fake_status.voters[1] = (kc_cluster_voter_t){
+        .id = 2, .raft_address = "b:1", .role = 1, .match_index = 10, .last_contact_ms = -1};
+    kc_obs_server_set_cluster(s, (kc_cluster_t *)&fake_cluster);
+    r = RT("GET /v1/cluster HTTP/1.1\r\n\r\n");
+    assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+    assert_non_null(strstr(r, "\r\nContent-Type: application/json\r\n"));
+    const char *body = strstr(r, "\r\n\r\n");
+    assert_non_null(body);
+    assert_true(json_valid(body + 4, strlen(body + 4)));
+    assert_non_null(strstr(body, "{\"self\":2,\"leader\":1,\"is_leader\":false,"));
+    r = RT("GET /metrics HTTP/1.1\r\n\r\n");
+    body = strstr(r, "\r\n\r\n");
+    assert_non_null(body);
+    check_exposition(body + 4);
+    assert_non_null(strstr(body, "\nkcoord_cluster_term 3\n"));
+    assert_non_null(strstr(body, "\nkcoord_cluster_leader 1\n"));
+    /* No coordinator: not ready for that reason, the leader being known. */
+    r = RT("GET /readyz HTTP/1.1\r\n\r\n");
+    assert_non_null(strstr(r, "HTTP/1.1 503 "));
+    assert_non_null(strstr(r, "not ready: shutting down"));
+    fake_status.leader = -1;
+    fake_status.raft_state = "candidate";
+    r = RT("GET /readyz HTTP/1.1\r\n\r\n");
+    assert_non_null(strstr(r, "HTTP/1.1 503 "));
+    assert_non_null(strstr(r, "not ready: node 2 is a member of a cluster with no known leader "
+                              "(raft state candidate, term 3)"));
+    kc_obs_server_set_cluster(s, NULL);
+    r = RT("GET /v1/cluster HTTP/1.1\r\n\r\n");
+    assert_non_null(strstr(r, "HTTP/1.1 404 Not Found\r\n"));
+#undef RT
+    kc_obs_server_close(s);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    memset(&kc_obs, 0, sizeof(kc_obs));
+}
+
 /* ---- The server's bounds ------------------------------------------------------------------- */
 
 static const char *RT_HEALTHZ(uv_loop_t *loop, int port, client_t *c)
@@ -1331,6 +1410,7 @@ int main(void)
         cmocka_unit_test(test_net_counters),
         cmocka_unit_test(test_coordinator_metrics_and_readiness),
         cmocka_unit_test(test_server),
+        cmocka_unit_test(test_server_cluster),
         cmocka_unit_test(test_server_bounds),
         cmocka_unit_test(test_groups_streamed),
         cmocka_unit_test(test_setting),

@@ -1,0 +1,267 @@
+/* quorum.c - DescribeQuorum: the raft quorum of a kcoord cluster, as Kafka describes its KRaft
+ * quorum (KIP-595, with KIP-836's timestamps and KIP-853's nodes), so that Kafka's admin client
+ * (Admin.describeMetadataQuorum) and `kafka-metadata-quorum describe --status/--replication`
+ * read it.
+ *
+ * Kafka describes the one partition of its quorum, `__cluster_metadata` 0; kcoord's one raft
+ * group takes that name. The mapping, from kc_cluster_status():
+ *   LeaderId       the raft leader (a partition error NOT_LEADER_OR_FOLLOWER while none is known,
+ *                  which the admin client retries, as it does while a KRaft quorum elects)
+ *   LeaderEpoch    the raft term
+ *   HighWatermark  the commit index (raft's index i is the i-th entry: the index of the last
+ *                  committed entry is the count of committed entries, Kafka's exclusive end)
+ *   CurrentVoters  every voter of the raft configuration: LogEndOffset its match index as this
+ *                  node knows it (the leader knows every voter's; a follower only its own last
+ *                  index, -1 for the others), LastFetchTimestamp the wall time the leader last
+ *                  heard from it, LastCaughtUpTimestamp that time when the voter had everything
+ *                  the leader had (the leader itself: now for both, as Kafka reports its leader;
+ *                  -1 wherever it is not known here)
+ *   Observers      raft's standbys (they replicate the log and do not vote, as Kafka's
+ *                  observers), in the same shape; raft's spares replicate nothing and are left out
+ *   Nodes (v2)     each voter with the client listeners cluster.brokers gives it, one per name
+ *                  of this node's listeners
+ * A Kafka broker forwards DescribeQuorum to its active controller, so its answer is always the
+ * leader's; kcoord nodes do not forward, and a follower answers with what it knows.
+ *
+ * Authorization: CLUSTER DESCRIBE (Kafka's ControllerApis.handleDescribeQuorum), else a
+ * top-level CLUSTER_AUTHORIZATION_FAILED. A request for anything but __cluster_metadata-0 gets
+ * UNKNOWN_TOPIC_OR_PARTITION on each requested partition (KafkaRaftClient). The API's row says
+ * `cluster`: without a cluster, dispatch neither advertises nor serves it (dispatch.c).
+ */
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "cluster/cluster.h"
+
+#define METADATA_TOPIC "__cluster_metadata"
+
+/* Raft's roles of a server (kc_cluster_voter_t.role). */
+enum { ROLE_STANDBY = 0, ROLE_VOTER = 1, ROLE_SPARE = 2 };
+
+/* Errors.NOT_LEADER_OR_FOLLOWER and UNKNOWN_TOPIC_OR_PARTITION, whose codes this room's list
+ * does not name, and their messages (Errors.java), which Kafka sends from v2. */
+enum { ERR_NOT_LEADER_OR_FOLLOWER = 6 };
+static const char msg_not_leader[] =
+    "For requests intended only for the leader, this error indicates that the broker is not the "
+    "current leader. For requests intended for any replica, this error indicates that the broker "
+    "is not a replica of the topic partition.";
+static const char msg_unknown_tp[] = "This server does not host this topic-partition.";
+static const char msg_cluster_auth[] = "Cluster authorization failed.";
+
+/* The wall clock, in ms since the epoch, as the coordinator gives it. */
+static int64_t wall_ms(const kc_api_ctx_t *ctx)
+{
+    if (ctx->coord != NULL)
+        return kc_coord_time(ctx->coord).wall_ms;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Kafka's hasValidTopicPartition: exactly one topic, __cluster_metadata, with exactly one
+ * partition, 0. */
+static bool describes_metadata_partition(const kc_describe_quorum_request_t *q)
+{
+    return q->topics.n == 1 && kc_str_eq_c(q->topics.v[0].topic_name, METADATA_TOPIC) &&
+           q->topics.v[0].partitions.n == 1 && q->topics.v[0].partitions.v[0].partition_index == 0;
+}
+
+/* DescribeQuorumRequest.getPartitionLevelErrorResponse: every requested partition with `err`. */
+static int partition_errors(const kc_describe_quorum_request_t *q, int16_t err, kc_str_t msg,
+                            kc_arena_t *a, kc_describe_quorum_response_t *resp)
+{
+    int32_t nt = q->topics.n > 0 ? q->topics.n : 0;
+    kc_describe_quorum_topic_data_t *ts = nt ? kc_arena_alloc(a, (size_t)nt * sizeof(*ts)) : NULL;
+    if (nt && ts == NULL)
+        return -1;
+    for (int32_t i = 0; i < nt; i++) {
+        const kc_describe_quorum_topic_t *qt = &q->topics.v[i];
+        int32_t np = qt->partitions.n > 0 ? qt->partitions.n : 0;
+        kc_describe_quorum_partition_data_t *ps =
+            np ? kc_arena_alloc(a, (size_t)np * sizeof(*ps)) : NULL;
+        if (np && ps == NULL)
+            return -1;
+        for (int32_t j = 0; j < np; j++) {
+            memset(&ps[j], 0, sizeof(ps[j]));
+            ps[j].partition_index = qt->partitions.v[j].partition_index;
+            ps[j].error_code = err;
+            ps[j].error_message = msg;
+        }
+        ts[i].topic_name = qt->topic_name;
+        ts[i].partitions.v = ps;
+        ts[i].partitions.n = np;
+    }
+    resp->topics.v = ts;
+    resp->topics.n = nt;
+    return 0;
+}
+
+/* One voter's replication state, as the node answering knows it. */
+static void voter_state(const kc_cluster_status_t *st, const kc_cluster_voter_t *v, int64_t now,
+                        kc_describe_quorum_voter_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->replica_id = v->id;
+    out->log_end_offset = v->match_index >= 0 ? v->match_index : -1;
+    out->last_fetch_timestamp = -1;
+    out->last_caught_up_timestamp = -1;
+    if (st->leader != st->self)
+        return; /* only the leader hears from the voters */
+    if (v->id == st->self) {
+        /* RaftUtil.toReplicaState: the leader reports the current time for itself. */
+        out->log_end_offset = (int64_t)st->last_index;
+        out->last_fetch_timestamp = now;
+        out->last_caught_up_timestamp = now;
+        return;
+    }
+    if (v->last_contact_ms >= 0) {
+        out->last_fetch_timestamp = now - v->last_contact_ms;
+        if (v->match_index >= 0 && (uint64_t)v->match_index >= st->last_index)
+            out->last_caught_up_timestamp = out->last_fetch_timestamp;
+    }
+}
+
+/* The listener names of this node (its `listeners`, each name once). */
+static size_t listener_names(const kc_api_ctx_t *ctx, kc_listener_t *ls, size_t max)
+{
+    size_t n = 0, out = 0;
+    char err[128];
+    if (ctx->conf == NULL || ctx->conf->listeners == NULL ||
+        kc_conf_parse_listeners(ctx->conf->listeners, ls, max, &n, err, sizeof(err)) != 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < out && !seen; j++)
+            seen = strcmp(ls[j].name, ls[i].name) == 0;
+        if (!seen)
+            ls[out++] = ls[i];
+    }
+    return out;
+}
+
+/* How many servers of the raft configuration have raft role `role`. */
+static size_t count_role(const kc_cluster_status_t *st, int role)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < st->n_voters; i++)
+        n += st->voters[i].role == role;
+    return n;
+}
+
+/* v2's Nodes: every voter with its client listeners (cluster.brokers). */
+static int fill_nodes(const kc_api_ctx_t *ctx, const kc_cluster_status_t *st, kc_arena_t *a,
+                      kc_describe_quorum_response_t *resp)
+{
+    enum { MAX_LISTENERS = 16 };
+    kc_listener_t ls[MAX_LISTENERS];
+    size_t nl = listener_names(ctx, ls, MAX_LISTENERS);
+    size_t nv = count_role(st, ROLE_VOTER);
+    kc_describe_quorum_node_t *nodes = nv ? kc_arena_alloc(a, nv * sizeof(*nodes)) : NULL;
+    if (nv && nodes == NULL)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < st->n_voters; i++) {
+        if (st->voters[i].role != ROLE_VOTER)
+            continue;
+        kc_describe_quorum_node_t *node = &nodes[k++];
+        memset(node, 0, sizeof(*node));
+        node->node_id = st->voters[i].id;
+        kc_describe_quorum_listener_t *out = nl ? kc_arena_alloc(a, nl * sizeof(*out)) : NULL;
+        if (nl && out == NULL)
+            return -1;
+        int32_t n = 0;
+        for (size_t j = 0; j < nl; j++) {
+            const kc_cluster_addr_t *addr =
+                kc_cluster_broker(ctx->cluster, node->node_id, ls[j].name);
+            if (addr == NULL || addr->host == NULL || addr->port < 0 || addr->port > 65535)
+                continue;
+            char *name = kc_arena_dup(a, ls[j].name, strlen(ls[j].name));
+            if (name == NULL)
+                return -1;
+            out[n].name = (kc_str_t){name, (int32_t)strlen(ls[j].name)};
+            out[n].host = kc_str_c(addr->host);
+            out[n].port = (uint16_t)addr->port;
+            n++;
+        }
+        node->listeners.v = out;
+        node->listeners.n = n;
+    }
+    resp->nodes.v = nodes;
+    resp->nodes.n = (int32_t)nv;
+    return 0;
+}
+
+static int fill_quorum(const kc_api_ctx_t *ctx, const kc_cluster_status_t *st, int16_t version,
+                       kc_arena_t *a, kc_describe_quorum_response_t *resp)
+{
+    kc_describe_quorum_topic_data_t *t = kc_arena_alloc(a, sizeof(*t));
+    kc_describe_quorum_partition_data_t *p = kc_arena_alloc(a, sizeof(*p));
+    size_t nv = count_role(st, ROLE_VOTER), no = count_role(st, ROLE_STANDBY);
+    kc_describe_quorum_voter_t *vs = nv ? kc_arena_alloc(a, nv * sizeof(*vs)) : NULL;
+    kc_describe_quorum_observer_t *os = no ? kc_arena_alloc(a, no * sizeof(*os)) : NULL;
+    if (t == NULL || p == NULL || (nv && vs == NULL) || (no && os == NULL))
+        return -1;
+    memset(p, 0, sizeof(*p));
+    p->partition_index = 0;
+    p->error_code = KC_ERR_NONE;
+    p->error_message = KC_STR_NULL;
+    p->leader_id = st->leader;
+    p->leader_epoch = st->term > INT32_MAX ? INT32_MAX : (int32_t)st->term;
+    p->high_watermark = st->commit_index > INT64_MAX ? INT64_MAX : (int64_t)st->commit_index;
+    int64_t now = wall_ms(ctx);
+    size_t iv = 0, io = 0;
+    for (size_t i = 0; i < st->n_voters; i++) {
+        const kc_cluster_voter_t *v = &st->voters[i];
+        if (v->role == ROLE_VOTER) {
+            voter_state(st, v, now, &vs[iv++]);
+        } else if (v->role == ROLE_STANDBY) {
+            kc_describe_quorum_voter_t r;
+            voter_state(st, v, now, &r);
+            os[io++] = (kc_describe_quorum_observer_t){
+                .replica_id = r.replica_id,
+                .replica_directory_id = r.replica_directory_id,
+                .log_end_offset = r.log_end_offset,
+                .last_fetch_timestamp = r.last_fetch_timestamp,
+                .last_caught_up_timestamp = r.last_caught_up_timestamp};
+        }
+    }
+    p->current_voters.v = vs;
+    p->current_voters.n = (int32_t)nv;
+    p->observers.v = os;
+    p->observers.n = (int32_t)no;
+    t->topic_name = KC_STR_LIT(METADATA_TOPIC);
+    t->partitions.v = p;
+    t->partitions.n = 1;
+    resp->topics.v = t;
+    resp->topics.n = 1;
+    return version >= 2 ? fill_nodes(ctx, st, a, resp) : 0;
+}
+
+int kc_api_describe_quorum(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                           kc_arena_t *a, void *out)
+{
+    const kc_describe_quorum_request_t *q = req->body;
+    kc_describe_quorum_response_t *resp = out;
+    if (ctx->cluster == NULL) /* dispatch serves the API only to a cluster's node */
+        return KC_API_CLOSE;
+    if (!kc_api_authorized_cluster(call, KC_OP_DESCRIBE)) {
+        /* DescribeQuorumRequest.getErrorResponse: the top-level error alone. */
+        resp->error_code = KC_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        resp->error_message = KC_STR_LIT(msg_cluster_auth);
+        return KC_API_DONE;
+    }
+    if (!describes_metadata_partition(q))
+        return partition_errors(q, KC_ERR_UNKNOWN_TOPIC_OR_PARTITION, KC_STR_LIT(msg_unknown_tp), a,
+                                resp) == 0
+                   ? KC_API_DONE
+                   : KC_API_CLOSE;
+    kc_cluster_status_t st;
+    kc_cluster_status(ctx->cluster, &st);
+    if (st.leader < 0)
+        return partition_errors(q, ERR_NOT_LEADER_OR_FOLLOWER, KC_STR_LIT(msg_not_leader), a,
+                                resp) == 0
+                   ? KC_API_DONE
+                   : KC_API_CLOSE;
+    return fill_quorum(ctx, &st, req->api_version, a, resp) == 0 ? KC_API_DONE : KC_API_CLOSE;
+}

@@ -1,0 +1,678 @@
+/* test_quorum.c - DescribeQuorum and the cluster's observability views, from a fake cluster.
+ *
+ * A request frame goes through kc_api_on_request to its answer on a fake connection slot, as in
+ * test_api.c. The cluster room is not started: the calls the API and observability rooms make
+ * on it (kc_cluster_status, kc_cluster_broker) are replaced at link time (-Wl,--wrap, see the
+ * Makefile) by fakes that answer from `fake`, a status the test writes; so are the network
+ * calls of the API room (kc_slot_reply, kc_slot_close, kc_slot_arena, kc_conn_peer,
+ * kc_conn_principal). The observability views are pure functions of a status and are called
+ * directly.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "api/api.h"
+#include "cluster/cluster.h"
+#include "obs/obs.h"
+#include "proto/gen_cluster.h"
+#include "proto/gen_discovery.h"
+
+#include "json_check.h"
+
+/* ---- Link-time fakes ----------------------------------------------------------------------- */
+
+static kc_cluster_status_t fake;
+static int status_calls;
+static const char *principal = "User:ANONYMOUS";
+
+/* The fake cluster's client addresses: node n at 10.0.0.n:9092 (PLAINTEXT) and :9093 (SSL). */
+static kc_cluster_addr_t addrs[8][2];
+static char hosts[8][24];
+
+void __wrap_kc_cluster_status(const kc_cluster_t *cl, kc_cluster_status_t *out)
+{
+    assert_non_null(cl);
+    status_calls++;
+    *out = fake;
+}
+
+const kc_cluster_addr_t *__wrap_kc_cluster_broker(const kc_cluster_t *cl, int32_t id,
+                                                  const char *listener)
+{
+    assert_non_null(cl);
+    if (id < 1 || id > 7)
+        return NULL;
+    snprintf(hosts[id], sizeof(hosts[id]), "10.0.0.%d", id);
+    int which = strcasecmp(listener, "PLAINTEXT") == 0 ? 0
+                : strcasecmp(listener, "SSL") == 0     ? 1
+                                                       : -1;
+    if (which < 0 || (which == 1 && id == 3)) /* node 3 has no SSL listener */
+        return NULL;
+    addrs[id][which] = (kc_cluster_addr_t){hosts[id], 9092 + which};
+    return &addrs[id][which];
+}
+
+struct kc_slot_s {
+    kc_arena_t arena;
+    uint8_t *answer;
+    size_t answer_len;
+    int closed;
+};
+
+kc_arena_t *__wrap_kc_slot_arena(kc_slot_t *slot)
+{
+    return &slot->arena;
+}
+
+void __wrap_kc_slot_reply(kc_slot_t *slot, uint8_t *buf, size_t len)
+{
+    assert_null(slot->answer);
+    assert_false(slot->closed);
+    slot->answer = buf;
+    slot->answer_len = len;
+}
+
+void __wrap_kc_slot_close(kc_slot_t *slot, const char *why)
+{
+    (void)why;
+    assert_null(slot->answer);
+    slot->closed = 1;
+}
+
+const char *__wrap_kc_conn_peer(const kc_conn_t *c)
+{
+    (void)c;
+    return "127.0.0.1:40000";
+}
+
+const char *__wrap_kc_conn_principal(const kc_conn_t *c)
+{
+    (void)c;
+    return principal;
+}
+
+/* ---- A context, requests and answers -------------------------------------------------------- */
+
+typedef struct env_s {
+    kc_conf_t conf;
+    kc_api_ctx_t ctx;
+    int cluster_token; /* what ctx.cluster points at: the fakes never read it */
+} env_t;
+
+static void env_init(env_t *e, bool cluster)
+{
+    char err[256];
+    memset(e, 0, sizeof(*e));
+    kc_conf_init(&e->conf);
+    assert_int_equal(kc_conf_set(&e->conf, "listeners",
+                                 "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093", KC_CONF_SRC_SET,
+                                 err, sizeof(err)),
+                     0);
+    e->ctx = (kc_api_ctx_t){.node_id = 1, .host = "127.0.0.1", .port = 9092, .conf = &e->conf};
+    e->ctx.cluster = cluster ? (kc_cluster_t *)&e->cluster_token : NULL;
+}
+
+static void env_free(env_t *e)
+{
+    kc_auth_free(e->ctx.auth);
+    kc_conf_free(&e->conf);
+}
+
+/* Send one request (header v2: flexible requests) and return its slot. */
+typedef void (*encode_fn)(kc_writer_t *w, int16_t v, const void *body);
+
+static kc_slot_t *send_request(env_t *e, int16_t key, int16_t version, const void *body,
+                               encode_fn enc)
+{
+    const kc_api_info_t *api = kc_api_find(key);
+    assert_non_null(api);
+    kc_writer_t w;
+    kc_wr_init(&w);
+    kc_wr_i16(&w, key);
+    kc_wr_i16(&w, version);
+    kc_wr_i32(&w, 42);
+    kc_wr_str(&w, KC_STR_LIT("test"));
+    if (kc_api_is_flexible(api, version))
+        kc_wr_uvarint(&w, 0);
+    enc(&w, version, body);
+    assert_false(w.err);
+    size_t len;
+    uint8_t *frame = kc_wr_steal(&w, &len);
+    kc_slot_t *slot = calloc(1, sizeof(*slot));
+    assert_non_null(slot);
+    kc_arena_init(&slot->arena);
+    uint8_t *copy = kc_arena_dup(&slot->arena, frame, len);
+    assert_non_null(copy);
+    free(frame);
+    kc_api_on_request(&e->ctx, (kc_conn_t *)slot, slot, copy, len);
+    return slot;
+}
+
+static void slot_free(kc_slot_t *slot)
+{
+    free(slot->answer);
+    kc_arena_free(&slot->arena);
+    free(slot);
+}
+
+static void enc_quorum(kc_writer_t *w, int16_t v, const void *body)
+{
+    kc_describe_quorum_request_encode(w, v, body);
+}
+
+static void enc_versions(kc_writer_t *w, int16_t v, const void *body)
+{
+    kc_api_versions_request_encode(w, v, body);
+}
+
+/* Ask DescribeQuorum at `version` for topic/partition, decode the answer into *resp (from `a`).
+ * Returns false when the connection was closed instead. */
+static bool describe(env_t *e, int16_t version, const char *topic, int32_t partition, kc_arena_t *a,
+                     kc_describe_quorum_response_t *resp)
+{
+    kc_describe_quorum_partition_t p = {.partition_index = partition};
+    kc_describe_quorum_topic_t t = {.topic_name = kc_str_c(topic)};
+    t.partitions.v = &p;
+    t.partitions.n = 1;
+    kc_describe_quorum_request_t q;
+    kc_describe_quorum_request_init(&q);
+    q.topics.v = &t;
+    q.topics.n = 1;
+    kc_slot_t *slot = send_request(e, KC_API_DESCRIBE_QUORUM, version, &q, enc_quorum);
+    if (slot->closed) {
+        slot_free(slot);
+        return false;
+    }
+    assert_non_null(slot->answer);
+    /* size, correlation id, the response header's tagged fields (v1 header: flexible 0+) */
+    size_t off = 4 + 4 + 1;
+    uint8_t *copy = kc_arena_dup(a, slot->answer + off, slot->answer_len - off);
+    assert_non_null(copy);
+    size_t len = slot->answer_len - off;
+    slot_free(slot);
+    kc_reader_t r;
+    kc_rd_init(&r, copy, len);
+    kc_describe_quorum_response_init(resp);
+    assert_int_equal(kc_describe_quorum_response_decode(&r, a, version, resp), 0);
+    assert_int_equal(kc_rd_remaining(&r), 0);
+    return true;
+}
+
+/* ---- Fake statuses --------------------------------------------------------------------------- */
+
+/* Three voters, node 1 leading in term 7: node 2 caught up, node 3 behind and silent so far. */
+static void leader_status(void)
+{
+    memset(&fake, 0, sizeof(fake));
+    fake.self = 1;
+    fake.leader = 1;
+    fake.role = KC_CLUSTER_LEADER;
+    fake.raft_state = "leader";
+    fake.term = 7;
+    fake.commit_index = 120;
+    fake.applied_index = 119;
+    fake.last_index = 125;
+    fake.elections = 2;
+    fake.leadership_changes = 3;
+    fake.snapshots = 4;
+    fake.snapshots_restored = 1;
+    fake.n_voters = 3;
+    for (int i = 0; i < 3; i++) {
+        kc_cluster_voter_t *v = &fake.voters[i];
+        v->id = i + 1;
+        snprintf(v->raft_address, sizeof(v->raft_address), "10.0.0.%d:9500", i + 1);
+        v->role = 1;
+    }
+    fake.voters[0].match_index = 125;
+    fake.voters[0].last_contact_ms = 0;
+    fake.voters[1].match_index = 125;
+    fake.voters[1].last_contact_ms = 40;
+    fake.voters[2].match_index = 100;
+    fake.voters[2].last_contact_ms = -1;
+}
+
+/* Node 2's view of the same cluster: it knows only its own log. */
+static void follower_status(void)
+{
+    leader_status();
+    fake.self = 2;
+    fake.role = KC_CLUSTER_FOLLOWER;
+    fake.raft_state = "follower";
+    fake.last_index = 125;
+    for (int i = 0; i < 3; i++) {
+        fake.voters[i].match_index = i == 1 ? 125 : -1;
+        fake.voters[i].last_contact_ms = -1;
+    }
+}
+
+static int64_t wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The APIs an ApiVersions v3 answer lists: whether `key` is among them, with its range. */
+static bool advertised(env_t *e, int16_t key, int16_t *min, int16_t *max)
+{
+    kc_api_versions_request_t q;
+    kc_api_versions_request_init(&q);
+    q.client_software_name = KC_STR_LIT("test");
+    q.client_software_version = KC_STR_LIT("1.0");
+    kc_slot_t *slot = send_request(e, KC_API_API_VERSIONS, 3, &q, enc_versions);
+    assert_non_null(slot->answer);
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_reader_t r;
+    kc_rd_init(&r, slot->answer + 8, slot->answer_len - 8); /* header v0 (KIP-511) */
+    kc_api_versions_response_t resp;
+    kc_api_versions_response_init(&resp);
+    assert_int_equal(kc_api_versions_response_decode(&r, &a, 3, &resp), 0);
+    assert_int_equal(resp.error_code, KC_ERR_NONE);
+    assert_true(resp.api_keys.n > 20);
+    bool found = false;
+    for (int32_t i = 0; i < resp.api_keys.n; i++) {
+        if (resp.api_keys.v[i].api_key == key) {
+            found = true;
+            *min = resp.api_keys.v[i].min_version;
+            *max = resp.api_keys.v[i].max_version;
+        }
+        if (i > 0) /* still in key order, without holes */
+            assert_true(resp.api_keys.v[i].api_key > resp.api_keys.v[i - 1].api_key);
+    }
+    kc_arena_free(&a);
+    slot_free(slot);
+    return found;
+}
+
+/* ---- DescribeQuorum ---------------------------------------------------------------------------
+ */
+
+/* A single node has no quorum: DescribeQuorum is not advertised and a request for it closes the
+ * connection (as a Kafka broker without KRaft); a node of a cluster advertises 0-2. */
+static void test_single_node_has_no_quorum(void **state)
+{
+    (void)state;
+    env_t e;
+    int16_t min = -1, max = -1;
+    env_init(&e, false);
+    assert_false(advertised(&e, KC_API_DESCRIBE_QUORUM, &min, &max));
+    assert_true(advertised(&e, KC_API_DESCRIBE_CLUSTER, &min, &max)); /* the rest stays */
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_describe_quorum_response_t resp;
+    status_calls = 0;
+    assert_false(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
+    assert_int_equal(status_calls, 0);
+    env_free(&e);
+
+    env_init(&e, true);
+    leader_status();
+    assert_true(advertised(&e, KC_API_DESCRIBE_QUORUM, &min, &max));
+    assert_int_equal(min, 0);
+    assert_int_equal(max, 2);
+    assert_true(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
+    assert_int_equal(resp.error_code, KC_ERR_NONE);
+    kc_arena_free(&a);
+    env_free(&e);
+}
+
+static const kc_describe_quorum_partition_data_t *
+only_partition(const kc_describe_quorum_response_t *resp)
+{
+    assert_int_equal(resp->error_code, KC_ERR_NONE);
+    assert_int_equal(resp->topics.n, 1);
+    assert_true(kc_str_eq_c(resp->topics.v[0].topic_name, "__cluster_metadata"));
+    assert_int_equal(resp->topics.v[0].partitions.n, 1);
+    const kc_describe_quorum_partition_data_t *p = &resp->topics.v[0].partitions.v[0];
+    assert_int_equal(p->partition_index, 0);
+    return p;
+}
+
+/* The leader's answer at v2: term as epoch, commit index as high watermark, every voter's match
+ * index, the leader's own timestamps now, a caught-up voter's last fetch, -1 where unknown, no
+ * observers, and each voter's listeners. */
+static void test_leader_answer(void **state)
+{
+    (void)state;
+    env_t e;
+    env_init(&e, true);
+    leader_status();
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_describe_quorum_response_t resp;
+    int64_t before = wall_now();
+    assert_true(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
+    int64_t after = wall_now();
+    assert_true(resp.error_message.len < 0);
+    const kc_describe_quorum_partition_data_t *p = only_partition(&resp);
+    assert_int_equal(p->error_code, KC_ERR_NONE);
+    assert_true(p->error_message.len < 0);
+    assert_int_equal(p->leader_id, 1);
+    assert_int_equal(p->leader_epoch, 7);
+    assert_int_equal(p->high_watermark, 120);
+    assert_int_equal(p->observers.n, 0);
+    assert_int_equal(p->current_voters.n, 3);
+    const kc_describe_quorum_voter_t *v = p->current_voters.v;
+    static const uint8_t zero[16];
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(v[i].replica_id, i + 1);
+        assert_memory_equal(&v[i].replica_directory_id, zero, 16);
+    }
+    assert_int_equal(v[0].log_end_offset, 125);
+    assert_in_range(v[0].last_fetch_timestamp, before, after);
+    assert_int_equal(v[0].last_caught_up_timestamp, v[0].last_fetch_timestamp);
+    assert_int_equal(v[1].log_end_offset, 125);
+    assert_in_range(v[1].last_fetch_timestamp, before - 40, after - 40);
+    assert_int_equal(v[1].last_caught_up_timestamp, v[1].last_fetch_timestamp);
+    assert_int_equal(v[2].log_end_offset, 100);
+    assert_int_equal(v[2].last_fetch_timestamp, -1);
+    assert_int_equal(v[2].last_caught_up_timestamp, -1);
+
+    assert_int_equal(resp.nodes.n, 3);
+    for (int i = 0; i < 3; i++) {
+        const kc_describe_quorum_node_t *n = &resp.nodes.v[i];
+        char host[24];
+        snprintf(host, sizeof(host), "10.0.0.%d", i + 1);
+        assert_int_equal(n->node_id, i + 1);
+        assert_int_equal(n->listeners.n, i == 2 ? 1 : 2);
+        assert_true(kc_str_eq_c(n->listeners.v[0].name, "PLAINTEXT"));
+        assert_true(kc_str_eq_c(n->listeners.v[0].host, host));
+        assert_int_equal(n->listeners.v[0].port, 9092);
+        if (i != 2) {
+            assert_true(kc_str_eq_c(n->listeners.v[1].name, "SSL"));
+            assert_int_equal(n->listeners.v[1].port, 9093);
+        }
+    }
+
+    /* A voter ahead of what the leader last saw is caught up; one behind is not. */
+    fake.voters[2].last_contact_ms = 10;
+    assert_true(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
+    v = only_partition(&resp)->current_voters.v;
+    assert_true(v[2].last_fetch_timestamp > 0);
+    assert_int_equal(v[2].last_caught_up_timestamp, -1);
+
+    /* v1 has the timestamps but no nodes; v0 neither. */
+    assert_true(describe(&e, 1, "__cluster_metadata", 0, &a, &resp));
+    p = only_partition(&resp);
+    assert_int_equal(resp.nodes.n, 0);
+    assert_true(p->current_voters.v[0].last_fetch_timestamp > 0);
+    assert_true(describe(&e, 0, "__cluster_metadata", 0, &a, &resp));
+    p = only_partition(&resp);
+    assert_int_equal(p->leader_epoch, 7);
+    assert_int_equal(p->current_voters.n, 3);
+    assert_int_equal(p->current_voters.v[0].last_fetch_timestamp, -1); /* not on the wire */
+    assert_int_equal(p->current_voters.v[2].log_end_offset, 100);
+    kc_arena_free(&a);
+    env_free(&e);
+}
+
+/* A follower answers with what it knows: the leader and term, its commit index, its own log
+ * end, and -1 for everything only the leader knows. */
+static void test_follower_answer(void **state)
+{
+    (void)state;
+    env_t e;
+    env_init(&e, true);
+    follower_status();
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_describe_quorum_response_t resp;
+    assert_true(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
+    const kc_describe_quorum_partition_data_t *p = only_partition(&resp);
+    assert_int_equal(p->error_code, KC_ERR_NONE);
+    assert_int_equal(p->leader_id, 1);
+    assert_int_equal(p->leader_epoch, 7);
+    assert_int_equal(p->high_watermark, 120);
+    const kc_describe_quorum_voter_t *v = p->current_voters.v;
+    assert_int_equal(p->current_voters.n, 3);
+    assert_int_equal(v[0].log_end_offset, -1);
+    assert_int_equal(v[1].log_end_offset, 125);
+    assert_int_equal(v[2].log_end_offset, -1);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(v[i].last_fetch_timestamp, -1);
+        assert_int_equal(v[i].last_caught_up_timestamp, -1);
+    }
+    kc_arena_free(&a);
+    env_free(&e);
+}
+
+/* Raft's standbys replicate without voting, as Kafka's observers: they are the observers, in
+ * the voters' shape; spares replicate nothing and are not shown; Nodes lists the voters. */
+static void test_standbys_are_observers(void **state)
+{
+    (void)state;
+    env_t e;
+    env_init(&e, true);
+    leader_status();
+    fake.n_voters = 5;
+    fake.voters[3] = (kc_cluster_voter_t){.id = 4,
+                                          .raft_address = "10.0.0.4:9500",
+                                          .role = 0,
+                                          .match_index = 125,
+                                          .last_contact_ms = 5};
+    fake.voters[4] = (kc_cluster_voter_t){.id = 5,
+                                          .raft_address = "10.0.0.5:9500",
+                                          .role = 2,
+                                          .match_index = -1,
+                                          .last_contact_ms = -1};
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_describe_quorum_response_t resp;
+    int64_t before = wall_now();
+    assert_true(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
+    int64_t after = wall_now();
+    const kc_describe_quorum_partition_data_t *p = only_partition(&resp);
+    assert_int_equal(p->current_voters.n, 3);
+    assert_int_equal(p->observers.n, 1);
+    const kc_describe_quorum_observer_t *o = &p->observers.v[0];
+    assert_int_equal(o->replica_id, 4);
+    assert_int_equal(o->log_end_offset, 125);
+    assert_in_range(o->last_fetch_timestamp, before - 5, after - 5);
+    assert_int_equal(o->last_caught_up_timestamp, o->last_fetch_timestamp);
+    assert_int_equal(resp.nodes.n, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(resp.nodes.v[i].node_id, i + 1);
+    kc_arena_free(&a);
+    env_free(&e);
+}
+
+/* Errors as KafkaRaftClient answers them: while no leader is known, NOT_LEADER_OR_FOLLOWER on
+ * the partition (the admin client retries it); another topic or partition, or more than one,
+ * UNKNOWN_TOPIC_OR_PARTITION on each; the messages from v2 only. */
+static void test_partition_errors(void **state)
+{
+    (void)state;
+    env_t e;
+    env_init(&e, true);
+    leader_status();
+    fake.leader = -1;
+    fake.raft_state = "candidate";
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_describe_quorum_response_t resp;
+    assert_true(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
+    const kc_describe_quorum_partition_data_t *p = only_partition(&resp);
+    assert_int_equal(p->error_code, 6);
+    assert_true(p->error_message.len > 0);
+    assert_int_equal(p->current_voters.n, 0);
+    assert_true(describe(&e, 1, "__cluster_metadata", 0, &a, &resp));
+    assert_int_equal(only_partition(&resp)->error_code, 6);
+
+    leader_status();
+    assert_true(describe(&e, 2, "__consumer_offsets", 0, &a, &resp));
+    assert_int_equal(resp.error_code, KC_ERR_NONE);
+    assert_int_equal(resp.topics.n, 1);
+    assert_true(kc_str_eq_c(resp.topics.v[0].topic_name, "__consumer_offsets"));
+    assert_int_equal(resp.topics.v[0].partitions.v[0].error_code,
+                     KC_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_true(describe(&e, 2, "__cluster_metadata", 1, &a, &resp));
+    assert_int_equal(resp.topics.v[0].partitions.v[0].partition_index, 1);
+    assert_int_equal(resp.topics.v[0].partitions.v[0].error_code,
+                     KC_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_int_equal(resp.nodes.n, 0);
+    kc_arena_free(&a);
+    env_free(&e);
+}
+
+/* CLUSTER DESCRIBE is required once an authorizer is on: a top-level
+ * CLUSTER_AUTHORIZATION_FAILED without it, with nothing of the quorum. */
+static void test_authorization(void **state)
+{
+    (void)state;
+    env_t e;
+    char err[256];
+    env_init(&e, true);
+    leader_status();
+    assert_int_equal(kc_conf_set(&e.conf, "authorizer.class.name",
+                                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                 KC_CONF_SRC_SET, err, sizeof(err)),
+                     0);
+    e.ctx.auth = kc_auth_new(&(kc_auth_conf_t){.super_users = "User:admin"});
+    assert_non_null(e.ctx.auth);
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_describe_quorum_response_t resp;
+    status_calls = 0;
+    principal = "User:alice";
+    assert_true(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
+    assert_int_equal(resp.error_code, KC_ERR_CLUSTER_AUTHORIZATION_FAILED);
+    assert_true(kc_str_eq_c(resp.error_message, "Cluster authorization failed."));
+    assert_int_equal(resp.topics.n, 0);
+    assert_int_equal(resp.nodes.n, 0);
+    assert_int_equal(status_calls, 0);
+    principal = "User:admin";
+    assert_true(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
+    assert_int_equal(only_partition(&resp)->leader_id, 1);
+    principal = "User:ANONYMOUS";
+    kc_arena_free(&a);
+    env_free(&e);
+}
+
+/* ---- The observability views -------------------------------------------------------------- */
+
+static bool has_line(const kc_obs_buf_t *b, const char *line)
+{
+    size_t n = strlen(line);
+    for (const char *p = b->p; p != NULL && (p = strstr(p, line)) != NULL; p++)
+        if ((p == b->p || p[-1] == '\n') && p[n] == '\n')
+            return true;
+    return false;
+}
+
+static void test_cluster_metrics(void **state)
+{
+    (void)state;
+    kc_obs_buf_t b = {0};
+    leader_status();
+    kc_obs_render_cluster_metrics(&b, &fake);
+    assert_false(b.oom);
+    assert_true(has_line(&b, "# TYPE kcoord_cluster_term gauge"));
+    assert_true(has_line(&b, "kcoord_cluster_term 7"));
+    assert_true(has_line(&b, "kcoord_cluster_leader 1"));
+    assert_true(has_line(&b, "kcoord_cluster_is_leader 1"));
+    assert_true(has_line(&b, "kcoord_cluster_commit_index 120"));
+    assert_true(has_line(&b, "kcoord_cluster_applied_index 119"));
+    assert_true(has_line(&b, "kcoord_cluster_last_index 125"));
+    assert_true(has_line(&b, "kcoord_cluster_follower_lag_entries{node=\"2\"} 0"));
+    assert_true(has_line(&b, "kcoord_cluster_follower_lag_entries{node=\"3\"} 25"));
+    assert_null(strstr(b.p, "node=\"1\""));
+    assert_true(has_line(&b, "# TYPE kcoord_cluster_elections_total counter"));
+    assert_true(has_line(&b, "kcoord_cluster_elections_total 2"));
+    assert_true(has_line(&b, "kcoord_cluster_leadership_changes_total 3"));
+    assert_true(has_line(&b, "kcoord_cluster_snapshots_total{kind=\"taken\"} 4"));
+    assert_true(has_line(&b, "kcoord_cluster_snapshots_total{kind=\"restored\"} 1"));
+    kc_obs_buf_free(&b);
+
+    /* A follower: not the leader, no lag it could know. */
+    memset(&b, 0, sizeof(b));
+    follower_status();
+    kc_obs_render_cluster_metrics(&b, &fake);
+    assert_true(has_line(&b, "kcoord_cluster_is_leader 0"));
+    assert_true(has_line(&b, "kcoord_cluster_leader 1"));
+    assert_null(strstr(b.p, "kcoord_cluster_follower_lag_entries{"));
+    kc_obs_buf_free(&b);
+
+    memset(&b, 0, sizeof(b));
+    fake.leader = -1;
+    kc_obs_render_cluster_metrics(&b, &fake);
+    assert_true(has_line(&b, "kcoord_cluster_leader -1"));
+    kc_obs_buf_free(&b);
+}
+
+static void test_cluster_json(void **state)
+{
+    (void)state;
+    kc_obs_buf_t b = {0};
+    leader_status();
+    snprintf(fake.voters[2].raft_address, sizeof(fake.voters[2].raft_address), "host\"3\":9500");
+    kc_obs_cluster_json(&b, &fake);
+    assert_false(b.oom);
+    assert_true(json_valid(b.p, b.len));
+    assert_non_null(strstr(b.p, "{\"self\":1,\"leader\":1,\"is_leader\":true,\"role\":\"leader\","
+                                "\"raft_state\":\"leader\",\"term\":7,\"commit_index\":120,"
+                                "\"applied_index\":119,\"last_index\":125,\"elections\":2,"
+                                "\"leadership_changes\":3,\"snapshots\":{\"taken\":4,"
+                                "\"restored\":1},\"voters\":["));
+    assert_non_null(strstr(b.p, "{\"id\":2,\"raft_address\":\"10.0.0.2:9500\",\"role\":\"voter\","
+                                "\"self\":false,\"leader\":false,\"match_index\":125,"
+                                "\"lag_entries\":0,\"last_contact_ms\":40}"));
+    assert_non_null(strstr(b.p, "\"raft_address\":\"host\\\"3\\\":9500\""));
+    assert_non_null(
+        strstr(b.p, "\"match_index\":100,\"lag_entries\":25,\"last_contact_ms\":null}"));
+    kc_obs_buf_free(&b);
+
+    memset(&b, 0, sizeof(b));
+    follower_status();
+    fake.leader = -1;
+    fake.raft_state = "candidate";
+    kc_obs_cluster_json(&b, &fake);
+    assert_true(json_valid(b.p, b.len));
+    assert_non_null(strstr(b.p, "{\"self\":2,\"leader\":null,\"is_leader\":false,"
+                                "\"role\":\"follower\",\"raft_state\":\"candidate\""));
+    assert_non_null(strstr(b.p, "\"match_index\":null,\"lag_entries\":null"));
+    kc_obs_buf_free(&b);
+}
+
+static void test_cluster_ready(void **state)
+{
+    (void)state;
+    kc_obs_buf_t b = {0};
+    leader_status();
+    assert_true(kc_obs_cluster_ready(&b, &fake));
+    assert_int_equal(b.len, 0);
+    follower_status();
+    assert_true(kc_obs_cluster_ready(&b, &fake));
+    fake.leader = -1;
+    fake.raft_state = "candidate";
+    fake.term = 9;
+    assert_false(kc_obs_cluster_ready(&b, &fake));
+    assert_non_null(strstr(b.p, "not ready: node 2 is a member of a cluster with no known leader "
+                                "(raft state candidate, term 9)"));
+    kc_obs_buf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_single_node_has_no_quorum),
+        cmocka_unit_test(test_leader_answer),
+        cmocka_unit_test(test_follower_answer),
+        cmocka_unit_test(test_standbys_are_observers),
+        cmocka_unit_test(test_partition_errors),
+        cmocka_unit_test(test_authorization),
+        cmocka_unit_test(test_cluster_metrics),
+        cmocka_unit_test(test_cluster_json),
+        cmocka_unit_test(test_cluster_ready),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
