@@ -14,6 +14,8 @@
 #                        and a reference Kafka); writes docs/BENCHMARKS.md
 #   make bench-hostile   hostile clients, clock steps and bytes on disk against the current
 #                        build; rewrites the section "Hostile load" of docs/BENCHMARKS.md
+#   make chaos           a 3-node cluster through rounds of faults, no acknowledged commit
+#                        lost; writes docs/RELIABILITY.md (CHAOS_ARGS=--short: a few rounds)
 #   make log-interop     kcoord's log read by Kafka's DumpLogSegments, a Kafka broker's
 #                        __consumer_offsets loaded by kcoord
 #   make compat          scenarios with real clients against kcoord and a reference Kafka, and the
@@ -256,5 +258,15 @@ log-interop:
 	$(Q)scripts/deps --compat
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/kcoord
 	$(Q)tests/interop/log_interop.py $(BUILD)
+
+# make chaos: a 3-node cluster under a commit load through many rounds of faults (kills,
+# SIGSTOP, the leader cut off, a one-way partition, empty data dirs, rolling restarts), each node
+# in a network namespace of its own (root; nftables and iproute2); writes docs/RELIABILITY.md.
+# CHAOS_ARGS=--short runs a few rounds (what CI can afford).
+.PHONY: chaos
+
+chaos: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/kcoord
+	$(Q)KC_TEST_BIN=$(BUILD)/kcoord tests/chaos/chaos.py $(CHAOS_ARGS)
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -10,11 +10,21 @@
                   --compaction-note TEXT] [--output FILE] [BUILD_DIR]
     tests/bench/bench.py --only-member-memory [--quick] [--no-kafka] [--output FILE] [BUILD_DIR]
     tests/bench/bench.py --only-security [--quick] [--no-kafka] [--output FILE] [BUILD_DIR]
+    tests/bench/bench.py --only-cluster [--quick] [--no-kafka] [--cluster-before OLD_BUILD
+                  --cluster-note TEXT] [--output FILE] [BUILD_DIR]
 
 Security (the section of security_bench.SECURITY_HEADING; only with --only-security, which
 replaces only that section): commit throughput and join time over SASL_SSL (SCRAM-SHA-512, ACLs
 on) against plaintext, kcoord and Kafka side by side, and handshakes per second (TLS, and
 TLS+SCRAM); tests/bench/security_bench.py says how.
+
+Cluster (the section of cluster_bench.CLUSTER_HEADING; only with --only-cluster, which replaces
+only that section): commit throughput of a single kcoord, a 3-node kcoord cluster and a 3-broker
+Kafka (scripts/kafka-ref start --nodes 3) on this machine, and the coordinator's node killed
+(kill -9) under a committing client and a 3-member consumer group: the time to the first
+acknowledged commit and whether the group rebalanced; tests/bench/cluster_bench.py says how.
+--cluster-before OLD_BUILD runs OLD_BUILD/kcoord's single node too, alternating, for the
+single-node commit figure (--cluster-note says what it is: e.g. the commit before the cluster).
 
 Writes docs/BENCHMARKS.md (with --quick: BUILD_DIR/bench/BENCHMARKS-quick.md, so that a smoke
 run never replaces the real report; --output FILE chooses). It has two parts.
@@ -2636,6 +2646,54 @@ def security_main(args, argv, build):
     return 1 if bad else 0
 
 
+def cluster_main(args, argv, build):
+    """--only-cluster: tests/bench/cluster_bench.py's runs, and only its section replaced."""
+    import cluster_bench
+    binary = os.path.join(build, "kcoord")
+    tool = os.path.join(build, "bench", "kcoord-bench")
+    for b in (binary, tool):
+        if not os.access(b, os.X_OK):
+            print("bench: %s is missing; run `make bench-tools`" % b, file=sys.stderr)
+            return 1
+    mode = "quick" if args.quick else "full"
+    output = args.output or (os.path.join(build, "bench", "BENCHMARKS-quick.md") if args.quick
+                             else os.path.join(ROOT, "docs", "BENCHMARKS.md"))
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    # The single node's figure of the load scenarios, as the page had it before this run.
+    previous = cluster_bench.previous_single_figure(os.path.join(ROOT, "docs", "BENCHMARKS.md"))
+    started = datetime.datetime.now(datetime.timezone.utc)
+    t0 = time.monotonic()
+    try:
+        before = None
+        if args.cluster_before:
+            before = os.path.abspath(os.path.join(args.cluster_before, "kcoord"))
+            if not os.access(before, os.X_OK):
+                print("bench: %s is missing" % before, file=sys.stderr)
+                return 1
+        results, plan = cluster_bench.run(os.path.abspath(binary), os.path.abspath(tool),
+                                          PLANS[mode]["commit"], args.quick, not args.no_kafka,
+                                          before)
+    except cluster_bench.ClusterBenchError as e:
+        print("bench: %s" % e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 1
+    elapsed = time.monotonic() - t0
+    command = " ".join(shlex.quote(a) for a in ["tests/bench/bench.py"] + argv[1:])
+    splice_section(output, cluster_bench.CLUSTER_HEADING,
+                   cluster_bench.section(results, plan, PLANS[mode]["commit"], previous,
+                                         started.strftime("%Y-%m-%d %H:%M UTC"), git_revision(),
+                                         command, elapsed, args.cluster_note),
+                   cluster_bench.CLUSTER_TOP_LINE)
+    bad = [s for s, r in results["kill"].items() if not isinstance(r, list)]
+    bad += ["kafka"] if "error" in results["kafka"] and not args.no_kafka else []
+    print("bench: replaced the cluster section of %s in %.0f s%s"
+          % (os.path.relpath(output, ROOT), elapsed,
+             "" if not bad else "; did not finish on: " + ", ".join(sorted(set(bad)))))
+    return 1 if bad else 0
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="tests/bench/bench.py", description="kcoord's benchmarks")
     ap.add_argument("--quick", action="store_true", help="a short smoke run")
@@ -2673,6 +2731,14 @@ def main(argv):
     ap.add_argument("--only-security", action="store_true",
                     help="run only the security runs (SASL_SSL against plaintext, handshakes "
                     "per second) and replace only their section of the report")
+    ap.add_argument("--only-cluster", action="store_true",
+                    help="run only the cluster runs (commit throughput of one kcoord, a 3-node "
+                    "kcoord and a 3-broker Kafka; the coordinator's node killed) and replace "
+                    "only their section of the report")
+    ap.add_argument("--cluster-before", metavar="OLD_BUILD",
+                    help="with --only-cluster: also run the single-node commit figure on this "
+                    "build's kcoord, alternating, to compare the single-node path with it")
+    ap.add_argument("--cluster-note", help="what OLD_BUILD of --cluster-before is")
     ap.add_argument("--output", help="the report (default docs/BENCHMARKS.md, or "
                     "BUILD_DIR/bench/BENCHMARKS-quick.md with --quick)")
     ap.add_argument("build", nargs="?", default="build")
@@ -2686,6 +2752,8 @@ def main(argv):
             ROOT, "docs", "BENCHMARKS.md"), "quick" if args.quick else "full")
     if args.only_security:
         return security_main(args, argv, build)
+    if args.only_cluster:
+        return cluster_main(args, argv, build)
     kcoord = os.path.join(build, "kcoord")
     gen_log = os.path.join(build, "bench", "gen_log")
     tool = os.path.join(build, "bench", "kcoord-bench")

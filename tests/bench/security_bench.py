@@ -310,11 +310,11 @@ class KafkaSide:
 # ---- runs --------------------------------------------------------------------------------
 
 
-def commit_rate(python, addr, props, plan, tag):
+def commit_rate(python, addr, props, plan, tag, topic="sec-bench-commit"):
     procs = []
     for i in range(plan["clients"]):
         a = {"bootstrap": addr, "group": "sec-bench-%s-%d" % (tag, i), "props": props,
-             "n": plan["commits"], "topic": "sec-bench-commit"}
+             "n": plan["commits"], "topic": topic}
         procs.append(subprocess.Popen([python, "-c", CLIENT, json.dumps(a)],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
     try:

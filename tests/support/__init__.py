@@ -11,6 +11,10 @@
                   request with the right headers and decodes its answer; send/recv/frame for
                   pipelined or hand-made (malformed) requests
     calls.py      requests several tests share (classic join and sync, OffsetCommit v7)
+    cluster.py    a kcoord cluster on raft: Cluster(n, ...) starts n nodes on free ports (or
+                  in network namespaces of a NetLab), names the leader through FindCoordinator,
+                  kills, pauses and restarts nodes (optionally on an empty data dir); Committer,
+                  the raw committer whose every acknowledged commit check() reads back
     kafka_ref.py  the reference Kafka broker (scripts/kafka-ref runs it as a command)
     test_gen_wire.py  gen_wire.py against the fuzz seeds tests/fuzz/make-seeds.py encodes by
                   its own rules (run by make test)

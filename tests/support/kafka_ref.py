@@ -8,6 +8,9 @@ The command scripts/kafka-ref runs this file; suites may also import it as tests
                             [--timeout S] [--secure --keystore PEM --truststore PEM
                             [--scram USER=PASSWORD]... [--plain USER=PASSWORD]...
                             [--super-user PRINCIPAL]...] [--set KEY=VALUE]...
+    scripts/kafka-ref start --nodes N [--partitions N] [--initial-delay MS] [--dir D]
+                            [--heap SIZE] [--timeout S] [--set KEY=VALUE]...
+    scripts/kafka-ref restart-node ID [--timeout S]
     scripts/kafka-ref stop [--keep] [--timeout S]
     scripts/kafka-ref status
     scripts/kafka-ref env
@@ -55,8 +58,24 @@ listener.name.sasl_ssl.plain.sasl.jaas.config (PlainLoginModule user_USER="PASSW
 --set KEY=VALUE: any other broker setting, after those above (a later one wins); e.g.
 --set allow.everyone.if.no.acl.found=true.
 
-stop: SIGTERM, then SIGKILL when it has not exited after --timeout (default 60 s) seconds;
-removes the temporary directory, unless --keep or the directory was given with --dir.
+start --nodes N (N > 1): a KRaft cluster of N nodes on 127.0.0.1, each a broker and a
+controller in one process (node.id 1..N, controller.quorum.voters naming all N), each with its
+own free broker and controller ports, its own -Xmx (--heap) and its directory <dir>/node-ID
+(server.properties, data, logs/server.log); storage formatted with one cluster id. Replicated
+as a production cluster is: offsets.topic.replication.factor, default.replication.factor and
+the transaction and share state topics' replication factors are min(N, 3), min.insync.replicas
+and their min.isr min(N, 2). It waits until every node serves, then prints
+KAFKA_REF_BOOTSTRAP=127.0.0.1:P1,127.0.0.1:P2,... and, per node, KAFKA_REF_NODE_<ID>=127.0.0.1:P
+and KAFKA_REF_NODE_<ID>_PID=PID. --secure is for a single node only. Without --nodes (or with
+--nodes 1) start is the single node above, unchanged.
+
+restart-node ID: starts node ID of the running cluster again, after it stopped or was killed
+(kill -9 for a failover test), on the same directory, ports and settings; waits until it
+serves and prints KAFKA_REF_NODE_<ID>_PID=PID.
+
+stop: SIGTERM (to every node of a cluster at once), then SIGKILL when it has not exited after
+--timeout (default 60 s) seconds; removes the temporary directory, unless --keep or the
+directory was given with --dir.
 
 status: prints whether the broker runs, its pid and address; exit status 0 when it runs, 3
 when it does not.
@@ -70,6 +89,9 @@ env: prints shell assignments, for `eval "$(scripts/kafka-ref env)"`:
     KAFKA_REF_PID       its process id                               (only while one runs)
     KAFKA_REF_SASL_SSL  127.0.0.1:PORT of its SASL_SSL listener   (only with start --secure)
     KAFKA_REF_SSL       127.0.0.1:PORT of its mTLS listener       (only with start --secure)
+    KAFKA_REF_NODE_<ID>      127.0.0.1:PORT of node ID         (only with start --nodes N)
+    KAFKA_REF_NODE_<ID>_PID  its process id, while it runs    (only with start --nodes N)
+(with --nodes N, KAFKA_REF_DATA, KAFKA_REF_PID are node 1's and KAFKA_REF_BOOTSTRAP lists all)
 
 run-class: runs `java -cp <jars> MAIN ARGS...` with a quiet Log4j2 configuration (warnings and
 errors on stderr) and passes its exit status through. Useful classes (Kafka 4.3 and later):
@@ -285,7 +307,7 @@ def running_state():
     st = read_state()
     if st is None:
         return None
-    if pid_is_broker(st):
+    if any(pid_is_broker(x) for x in st.get("nodes") or [st]):
         return st
     return None
 
@@ -430,6 +452,57 @@ logger.state.level=WARN
 """
 
 
+def format_storage(java, cid, config, more=()):
+    fmt = subprocess.run(java + ["-Dlog4j2.configurationFile=" + tools_log4j2(), "-cp",
+                                 class_path(), "kafka.tools.StorageTool", "format", "-t",
+                                 cid, "-c", config] + list(more),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if fmt.returncode != 0:
+        raise Failure("formatting the storage failed (exit %d):\n%s"
+                      % (fmt.returncode, fmt.stdout))
+
+
+def broker_cmd(java, heap, log4j, logs, config):
+    return java + ["-Xmx" + heap, "-Djava.awt.headless=true",
+                   "-Dlog4j2.configurationFile=" + log4j, "-Dkafka.logs.dir=" + logs,
+                   "-cp", class_path(), "kafka.Kafka", config]
+
+
+def spawn(cmd, server_log, cwd):
+    """The broker process, detached, its output appended to server_log."""
+    with open(server_log, "ab") as out:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd)
+
+
+def wait_started(proc, server_log, port, deadline, timeout, log_from=0, what="the broker"):
+    """Until server_log (from byte log_from on) says STARTED_LINE and port accepts
+    connections; Failure when proc exits first or at the deadline."""
+    delay = 0.05
+    while True:
+        rc = proc.poll()
+        if rc is not None:
+            raise Failure("%s exited with status %d while starting; end of %s:\n%s"
+                          % (what, rc, server_log, log_tail(server_log)))
+        with open(server_log, errors="replace") as f:
+            f.seek(log_from)
+            started = STARTED_LINE in f.read()
+        if started and port_accepts(port):
+            return
+        if time.monotonic() > deadline:
+            raise Failure("%s did not start within %d s; end of %s:\n%s"
+                          % (what, timeout, server_log, log_tail(server_log)))
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def write_state(st):
+    tmp = state_file() + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(st, f, indent=1)
+    os.replace(tmp, state_file())
+
+
 def start(args):
     if args.partitions < 1:
         raise Failure("--partitions must be at least 1")
@@ -439,6 +512,10 @@ def start(args):
                             args.super_user):
         raise Failure("--keystore, --truststore, --scram, --plain and --super-user go with "
                       "--secure")
+    if args.nodes < 1:
+        raise Failure("--nodes must be at least 1")
+    if args.nodes > 1 and args.secure:
+        raise Failure("--secure is for a single node (--nodes 1)")
     st = running_state()
     if st is not None:
         raise Failure("a broker already runs from %s (pid %d, %s); stop it first, or set "
@@ -455,6 +532,9 @@ def start(args):
     else:
         work = tempfile.mkdtemp(prefix="kafka-ref-")
         owned = True
+    if args.nodes > 1:
+        start_cluster(args, work, owned)
+        return
     proc = None
     try:
         data = os.path.join(work, "data")
@@ -477,46 +557,18 @@ def start(args):
         with open(log4j, "w") as f:
             f.write(SERVER_LOG4J2)
         java = [java_bin()] + extra_java_opts()
-        fmt = subprocess.run(java + ["-Dlog4j2.configurationFile=" + tools_log4j2(), "-cp",
-                                     class_path(), "kafka.tools.StorageTool", "format", "-t",
-                                     cluster_id(), "-c", config] + scram_format_args(args),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if fmt.returncode != 0:
-            raise Failure("formatting the storage failed (exit %d):\n%s"
-                          % (fmt.returncode, fmt.stdout))
+        format_storage(java, cluster_id(), config, scram_format_args(args))
         server_log = os.path.join(logs, "server.log")
-        cmd = java + ["-Xmx" + args.heap, "-Djava.awt.headless=true",
-                      "-Dlog4j2.configurationFile=" + log4j, "-Dkafka.logs.dir=" + logs,
-                      "-cp", class_path(), "kafka.Kafka", config]
-        with open(server_log, "ab") as out:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True, cwd=work)
+        cmd = broker_cmd(java, args.heap, log4j, logs, config)
+        proc = spawn(cmd, server_log, work)
         st = {"pid": proc.pid, "bootstrap": "127.0.0.1:%d" % port, "controller": cport,
               "dir": work, "data": data, "log": server_log, "config": config, "owned": owned,
               "version": VERSION, "partitions": args.partitions,
               "initial_delay": args.initial_delay, "listeners": listeners}
-        tmp = state_file() + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(st, f, indent=1)
-        os.replace(tmp, state_file())
+        write_state(st)
 
         t0 = time.monotonic()
-        deadline = t0 + args.timeout
-        delay = 0.05
-        while True:
-            rc = proc.poll()
-            if rc is not None:
-                raise Failure("the broker exited with status %d while starting; end of %s:\n%s"
-                              % (rc, server_log, log_tail(server_log)))
-            with open(server_log, errors="replace") as f:
-                started = STARTED_LINE in f.read()
-            if started and port_accepts(port):
-                break
-            if time.monotonic() > deadline:
-                raise Failure("the broker did not start within %d s; end of %s:\n%s"
-                              % (args.timeout, server_log, log_tail(server_log)))
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
+        wait_started(proc, server_log, port, t0 + args.timeout, args.timeout)
         say("Kafka %s started in %.1f s: pid %d, bootstrap 127.0.0.1:%d, dir %s"
             % (VERSION, time.monotonic() - t0, proc.pid, port, work))
         print("KAFKA_REF_BOOTSTRAP=127.0.0.1:%d" % port)
@@ -535,7 +587,153 @@ def start(args):
         raise
 
 
+# ---- start --nodes N: a cluster ----
+
+CLUSTER_PROPERTIES = """\
+# Written by kcoord's scripts/kafka-ref: node {node} of a {nodes}-node KRaft cluster (each node
+# broker and controller) for comparisons.
+process.roles=broker,controller
+node.id={node}
+controller.quorum.voters={voters}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs={data}
+num.partitions=1
+default.replication.factor={rf}
+min.insync.replicas={min_isr}
+offsets.topic.replication.factor={rf}
+offsets.topic.num.partitions={partitions}
+group.initial.rebalance.delay.ms={initial_delay}
+transaction.state.log.replication.factor={rf}
+transaction.state.log.min.isr={min_isr}
+share.coordinator.state.topic.replication.factor={rf}
+share.coordinator.state.topic.min.isr={min_isr}
+"""
+
+
+def start_cluster(args, work, owned):
+    """start --nodes N: N nodes, each its own process in <work>/node-ID."""
+    n = args.nodes
+    ports = free_ports(2 * n)
+    ids = list(range(1, n + 1))
+    voters = ",".join("%d@127.0.0.1:%d" % (i, ports[2 * k + 1]) for k, i in enumerate(ids))
+    rf = min(n, 3)
+    min_isr = min(rf, 2)
+    java = [java_bin()] + extra_java_opts()
+    cid = cluster_id()
+    nodes, procs = [], []
+    try:
+        for k, i in enumerate(ids):
+            home = os.path.join(work, "node-%d" % i)
+            logs = os.path.join(home, "logs")
+            os.makedirs(logs)
+            config = os.path.join(home, "server.properties")
+            with open(config, "w") as f:
+                f.write(CLUSTER_PROPERTIES.format(
+                    node=i, nodes=n, voters=voters, port=ports[2 * k], cport=ports[2 * k + 1],
+                    data=os.path.join(home, "data"), rf=rf, min_isr=min_isr,
+                    partitions=args.partitions, initial_delay=args.initial_delay))
+                f.write(extra_properties(args))
+            log4j = os.path.join(home, "log4j2.properties")
+            with open(log4j, "w") as f:
+                f.write(SERVER_LOG4J2)
+            format_storage(java, cid, config)
+            nodes.append({"id": i, "port": ports[2 * k], "controller": ports[2 * k + 1],
+                          "bootstrap": "127.0.0.1:%d" % ports[2 * k], "dir": home,
+                          "data": os.path.join(home, "data"), "config": config,
+                          "log": os.path.join(logs, "server.log"),
+                          "cmd": broker_cmd(java, args.heap, log4j, logs, config)})
+        t0 = time.monotonic()
+        for node in nodes:
+            proc = spawn(node["cmd"], node["log"], node["dir"])
+            procs.append(proc)
+            node["pid"] = proc.pid
+        st = {"pid": nodes[0]["pid"], "bootstrap": ",".join(x["bootstrap"] for x in nodes),
+              "controller": nodes[0]["controller"], "dir": work, "data": nodes[0]["data"],
+              "log": nodes[0]["log"], "config": nodes[0]["config"], "owned": owned,
+              "version": VERSION, "partitions": args.partitions,
+              "initial_delay": args.initial_delay, "listeners": {}, "nodes": nodes}
+        write_state(st)
+        for node, proc in zip(nodes, procs):
+            wait_started(proc, node["log"], node["port"], t0 + args.timeout, args.timeout,
+                         what="node %d" % node["id"])
+        say("Kafka %s cluster of %d nodes started in %.1f s: bootstrap %s, dir %s"
+            % (VERSION, n, time.monotonic() - t0, st["bootstrap"], work))
+        print("KAFKA_REF_BOOTSTRAP=%s" % st["bootstrap"])
+        for node in nodes:
+            print("KAFKA_REF_NODE_%d=%s" % (node["id"], node["bootstrap"]))
+            print("KAFKA_REF_NODE_%d_PID=%d" % (node["id"], node["pid"]))
+    except BaseException:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        try:
+            os.unlink(state_file())
+        except OSError:
+            pass
+        if owned:
+            shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def restart_node(args):
+    """restart-node ID: start node ID of the running cluster again (after it stopped or was
+    killed), on its directory and ports, and wait until it serves."""
+    st = read_state()
+    if st is None or not st.get("nodes"):
+        raise Failure("no cluster (start --nodes N) runs from %s" % state_dir())
+    node = next((x for x in st["nodes"] if x["id"] == args.node), None)
+    if node is None:
+        raise Failure("the cluster has no node %d" % args.node)
+    if pid_is_broker(node):
+        raise Failure("node %d runs (pid %d)" % (args.node, node["pid"]))
+    log_from = os.path.getsize(node["log"]) if os.path.exists(node["log"]) else 0
+    t0 = time.monotonic()
+    proc = spawn(node["cmd"], node["log"], node["dir"])
+    node["pid"] = proc.pid
+    if node["id"] == st["nodes"][0]["id"]:
+        st["pid"] = proc.pid
+    write_state(st)
+    try:
+        wait_started(proc, node["log"], node["port"], t0 + args.timeout, args.timeout,
+                     log_from, what="node %d" % node["id"])
+    except BaseException:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        raise
+    say("node %d restarted in %.1f s: pid %d" % (node["id"], time.monotonic() - t0, proc.pid))
+    print("KAFKA_REF_NODE_%d_PID=%d" % (node["id"], proc.pid))
+
+
 # ---- stop, status, env ----
+
+
+def stop_pids(sts, timeout):
+    """SIGTERM to every broker of sts (all at once: a cluster's last node would wait for a
+    quorum its stopped peers no longer form), then SIGKILL to those still running after
+    timeout seconds."""
+    for st in sts:
+        os.kill(st["pid"], signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while any(pid_is_broker(st) for st in sts) and time.monotonic() < deadline:
+        for st in sts:
+            try:
+                os.waitpid(st["pid"], os.WNOHANG)  # reaps it only when we are its parent
+            except ChildProcessError:
+                pass
+        time.sleep(0.1)
+    for st in sts:
+        if pid_is_broker(st):
+            say("pid %d did not exit within %d s: SIGKILL" % (st["pid"], timeout))
+            os.kill(st["pid"], signal.SIGKILL)
+            while pid_is_broker(st):
+                time.sleep(0.05)
+        say("stopped pid %d" % st["pid"])
 
 
 def stop(args):
@@ -543,25 +741,11 @@ def stop(args):
     if st is None:
         say("no broker state in %s: nothing to stop" % state_dir())
         return
-    if pid_is_broker(st):
-        pid = st["pid"]
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + args.timeout
-        while pid_is_broker(st) and time.monotonic() < deadline:
-            try:
-                if os.waitpid(pid, os.WNOHANG)[0] == pid:  # only when we are its parent
-                    break
-            except ChildProcessError:
-                pass
-            time.sleep(0.1)
-        if pid_is_broker(st):
-            say("pid %d did not exit within %d s: SIGKILL" % (pid, args.timeout))
-            os.kill(pid, signal.SIGKILL)
-            while pid_is_broker(st):
-                time.sleep(0.05)
-        say("stopped pid %d" % pid)
-    else:
-        say("the broker (pid %s) was not running" % st.get("pid"))
+    nodes = st.get("nodes") or [st]
+    for node in nodes:
+        if not pid_is_broker(node):
+            say("the broker (pid %s) was not running" % node.get("pid"))
+    stop_pids([node for node in nodes if pid_is_broker(node)], args.timeout)
     os.unlink(state_file())
     if st.get("owned") and not args.keep:
         shutil.rmtree(st["dir"], ignore_errors=True)
@@ -574,6 +758,14 @@ def status(_args):
     if st is None:
         print("not running")
         return 3
+    if st.get("nodes"):
+        print("running: Kafka %s cluster of %d nodes, bootstrap %s dir %s"
+              % (st["version"], len(st["nodes"]), st["bootstrap"], st["dir"]))
+        for node in st["nodes"]:
+            print("  node %d %s: %s" % (node["id"], node["bootstrap"],
+                                       "pid %d" % node["pid"] if pid_is_broker(node)
+                                       else "not running"))
+        return 0
     print("running: Kafka %s pid %d bootstrap %s dir %s"
           % (st["version"], st["pid"], st["bootstrap"], st["dir"]))
     return 0
@@ -590,6 +782,10 @@ def env(_args):
         print("KAFKA_REF_PID=%d" % st["pid"])
         for name, addr in sorted((st.get("listeners") or {}).items()):
             print("KAFKA_REF_%s=%s" % (name, addr))
+        for node in st.get("nodes") or []:
+            print("KAFKA_REF_NODE_%d=%s" % (node["id"], node["bootstrap"]))
+            if pid_is_broker(node):
+                print("KAFKA_REF_NODE_%d_PID=%d" % (node["id"], node["pid"]))
 
 
 def run_class(argv):
@@ -627,6 +823,11 @@ def main(argv):
                    help="a super.users principal, e.g. User:admin (with --secure)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any other broker setting (a later one wins)")
+    p.add_argument("--nodes", type=int, default=1,
+                   help="a KRaft cluster of N nodes, each broker and controller (default 1)")
+    p = sub.add_parser("restart-node")
+    p.add_argument("node", type=int, help="the node id (1..N)")
+    p.add_argument("--timeout", type=int, default=180, help="start timeout in s (default 180)")
     p = sub.add_parser("stop")
     p.add_argument("--keep", action="store_true", help="keep the broker's directory")
     p.add_argument("--timeout", type=int, default=60, help="SIGKILL after S s (default 60)")
@@ -644,6 +845,9 @@ def main(argv):
         return 0
     if args.cmd == "start":
         start(args)
+        return 0
+    if args.cmd == "restart-node":
+        restart_node(args)
         return 0
     if args.cmd == "stop":
         stop(args)

@@ -1,0 +1,529 @@
+#!/usr/bin/python3
+"""chaos: a kcoord cluster under a continuous commit load through many rounds of faults; no
+acknowledged commit may be lost.
+
+    tests/chaos/chaos.py [--short] [--rounds N] [--nodes 3|5] [--seed N] [--loopback]
+                         [--faults F,F...] [--keep] [--out FILE]
+
+Runs build/kcoord (or $KC_TEST_BIN) as a cluster of --nodes (3) nodes. As root, each node runs
+in a network namespace of its own with one veth into a bridge in the root namespace (subnet
+10.217.117.0/24: node i is .i, the bridge .254; nothing is routed anywhere else), where the
+clients run; --loopback (or not root) runs the nodes on 127.0.0.1 instead, without the network
+faults. Every namespace, veth and the bridge are removed at the end, also on a failure or an
+interrupt, and every node is killed.
+
+The raw committer (tests/support/cluster.py) commits increasing offsets without pause to 6
+groups through whichever node FindCoordinator names, recording every commit answered with
+error 0. Faults, --rounds (10; --short: 1, 2 for the leader kill) rounds each, in a shuffled
+order (--seed):
+
+  leader-kill       kill -9 of the leader; restarted once a new leader serves
+  follower-kill     kill -9 of a follower; restarted
+  leader-stop       SIGSTOP of the leader; SIGCONT once a new leader serves
+  leader-isolate    the leader's link down (it and its clients cut off); up again
+  one-way           nftables in the leader's namespace drops what it sends to the others
+                    (they still reach it), or, in turn, what it receives from them (it
+                    still reaches them); removed once a new leader serves
+  empty-restart     a node (follower or leader, in turn) killed and restarted on an empty data
+                    directory; it must catch up
+  rolling-restart   every node in turn stopped with SIGTERM and started again, the leader last
+
+A round ends when every node is back and all agree on one leader that serves, and commits are
+acknowledged again. Measured: the time from the fault to the first commit acknowledged after
+it. At the end the committer stops and the checker asks OffsetFetch for every group: an offset
+below the last acknowledged one is a lost commit, one above the last sent one an invented
+commit; an OffsetFetch that went below an acknowledged offset while running is a violation too.
+Then every node is killed and its __consumer_offsets segments must pass `kcoord verify-log`.
+
+It writes --out (default docs/RELIABILITY.md): rounds per fault, acknowledged commits checked,
+lost, time to the first commit after each fault (median and max) and the command line. Exit
+status 0 when nothing was lost or violated, 1 otherwise.
+"""
+import argparse
+import os
+import random
+import signal
+import statistics
+import sys
+import threading
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+os.environ.setdefault("KC_TEST_BIN", os.path.join(ROOT, "build", "kcoord"))
+sys.path.insert(0, ROOT)
+from tests.support import cluster  # noqa: E402
+
+TOPIC = "chaos"
+TOPIC_PARTITIONS = 6
+RK_SESSION_MS = 30000
+RK_COMMIT_S = 0.2
+SETTINGS = ["topics=%s:%d" % (TOPIC, TOPIC_PARTITIONS), "offsets.topic.num.partitions=6",
+            "group.initial.rebalance.delay.ms=0", "log.level=info", "log.flush.policy=always",
+            # snapshots (and raft log truncation) several times a run; a node restarted on an
+            # empty data dir catches up by snapshot, then by log
+            "cluster.snapshot.threshold=1024", "cluster.snapshot.trailing=256"]
+FAULTS = ["leader-kill", "follower-kill", "leader-stop", "leader-isolate", "one-way",
+          "empty-restart", "rolling-restart"]
+NET_FAULTS = {"leader-isolate", "one-way"}
+STEP_TIMEOUT_S = 60
+MAX_CRASHES = 5  # a run with more node crashes than this stops
+SETTLE_ACKS = 20
+
+
+def log(msg):
+    sys.stderr.write("%s chaos: %s\n" % (time.strftime("%H:%M:%S"), msg))
+    sys.stderr.flush()
+
+
+class Run:
+    """One chaos run: the cluster, the committer and what each round measured."""
+
+    def __init__(self, c, committer, rk=None):
+        self.c = c
+        self.com = committer
+        self.rk = rk
+        self.times = {f: [] for f in FAULTS}  # seconds from fault to the first ack after it
+        self.rebalances = {f: 0 for f in FAULTS}  # librdkafka assignments after the faults
+        self.empty_turn = 0
+        self.oneway_turn = 0
+        self.crashes = []  # what check_alive said of each crash
+
+    def recover(self, crashed):
+        """After a crash in a round: heal every fault, start every node that is down (the
+        crashed one on its data dir), wait until the cluster serves again."""
+        c = self.c
+        if c.netlab is not None:
+            for i in c.nodes:
+                c.netlab.heal(i)
+                c.netlab.unblock(i)
+        for i, node in c.nodes.items():
+            if node.paused:
+                c.resume(i)
+            if node.proc is None or not node.alive:
+                node.proc = None
+                c.start_node(i)
+        self.settle()
+
+    def settle(self, ignore=()):
+        """Every running node agrees on one serving leader and commits are acknowledged."""
+        leader = self.c.wait_leader(STEP_TIMEOUT_S, ignore=ignore)
+        self.c.wait_serving(leader, STEP_TIMEOUT_S)
+        self.com.wait_acks_after(time.monotonic(), SETTLE_ACKS, STEP_TIMEOUT_S)
+        return leader
+
+    def measure(self, fault, t0):
+        first = self.com.wait_acks_after(t0, 1, STEP_TIMEOUT_S)
+        self.times[fault].append(first - t0)
+        return first - t0
+
+    def round(self, fault):
+        c = self.c
+        leader = self.settle()
+        followers = [i for i in c.nodes if i != leader]
+        if fault == "leader-kill":
+            c.kill(leader)
+            t0 = time.monotonic()  # the fault is in place
+            c.wait_leader(STEP_TIMEOUT_S, exclude=(leader,))
+            took = self.measure(fault, t0)
+            c.start_node(leader)
+        elif fault == "follower-kill":
+            victim = random.choice(followers)
+            c.kill(victim)
+            t0 = time.monotonic()  # the fault is in place
+            log("killed follower %d" % victim)
+            took = self.measure(fault, t0)
+            c.start_node(victim)
+        elif fault == "leader-stop":
+            c.pause(leader)
+            t0 = time.monotonic()  # the fault is in place
+            c.wait_leader(STEP_TIMEOUT_S, exclude=(leader,))
+            took = self.measure(fault, t0)
+            c.resume(leader)
+        elif fault == "leader-isolate":
+            c.netlab.isolate(leader)
+            t0 = time.monotonic()  # the fault is in place
+            c.wait_leader(STEP_TIMEOUT_S, exclude=(leader,), ignore=(leader,))
+            took = self.measure(fault, t0)
+            c.netlab.heal(leader)
+        elif fault == "one-way":
+            self.oneway_turn += 1
+            direction = "out" if self.oneway_turn % 2 else "in"
+            c.netlab.block(leader, followers, direction)
+            t0 = time.monotonic()  # the fault is in place
+            c.wait_leader(STEP_TIMEOUT_S, exclude=(leader,), ignore=(leader,))
+            took = self.measure(fault, t0)
+            c.netlab.unblock(leader)
+            fault += " (leader %s)" % ("cannot send" if direction == "out" else "cannot hear")
+        elif fault == "empty-restart":
+            self.empty_turn += 1
+            victim = leader if self.empty_turn % 2 == 0 else random.choice(followers)
+            c.kill(victim)
+            t0 = time.monotonic()  # the fault is in place
+            c.start_node(victim, empty=True)
+            took = self.measure(fault, t0)
+            fault += " (%s)" % ("leader" if victim == leader else "follower")
+        elif fault == "rolling-restart":
+            # the longest wait for a commit after one of its stops
+            t0 = time.monotonic()
+            took = 0.0
+            for i in followers + [leader]:
+                step = time.monotonic()
+                c.kill(i, signal.SIGTERM)
+                took = max(took, self.com.wait_acks_after(step, 1, STEP_TIMEOUT_S) - step)
+                c.start_node(i)
+                self.settle()
+            self.times[fault].append(took)
+        else:
+            raise ValueError(fault)
+        self.settle()
+        kind = fault.split(" ")[0]
+        extra = ""
+        if self.rk is not None:
+            n = self.rk.rebalances_after(t0)
+            self.rebalances[kind] += n
+            extra = ", %d librdkafka rebalances" % n
+        log("%-26s leader was %d, first commit after it %.3f s%s" % (fault, leader, took, extra))
+
+
+class RkGroup:
+    """A librdkafka (confluent-kafka) classic group of `members` consumers of TOPIC, session
+    timeout RK_SESSION_MS, each committing the partitions it holds synchronously every
+    RK_COMMIT_S with offsets that only grow (a shared millisecond clock). Every commit librdkafka
+    reports as successful is recorded; check() reads them back with OffsetFetch. Rebalance
+    callbacks are recorded with their times: a failover within the session timeout should
+    cause none. A partition held by two members at once (by their callbacks) is a violation."""
+
+    def __init__(self, c, members=3, group="chaos-rk"):
+        from confluent_kafka import Consumer
+        self.c = c
+        self.group = group
+        self.lock = threading.Lock()
+        self.acked = {}   # partition: highest offset acknowledged
+        self.sent = {}    # partition: highest offset sent
+        self.commits = 0
+        self.errors = {}
+        self.events = []  # (monotonic time, member, "assign" | "revoke", partitions)
+        self.owned = {}   # member: set of partitions
+        self.violations = []
+        self.stopping = threading.Event()
+        self.closed = False
+        self.closers = []
+        bootstrap = ",".join("%s:%d" % (x.host, x.kport) for x in c.nodes.values())
+        self.consumers = []
+        for k in range(members):
+            name = "rk%d" % k
+            self.owned[name] = set()
+            self.consumers.append((name, Consumer({
+                "bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
+                "session.timeout.ms": RK_SESSION_MS, "heartbeat.interval.ms": 1000,
+                "enable.auto.commit": False, "log_level": 3,
+                "partition.assignment.strategy": "range"})))
+        self.threads = [threading.Thread(target=self._run, args=(n, cons), daemon=True)
+                        for n, cons in self.consumers]
+        for t in self.threads:
+            t.start()
+
+    def _on_assign(self, name, parts):
+        with self.lock:
+            got = {p.partition for p in parts}
+            for other, held in self.owned.items():
+                if other != name and held & got:
+                    self.violations.append("%s: partitions %s assigned to %s while %s held "
+                                           "them" % (self.group, sorted(held & got), name,
+                                                     other))
+            self.owned[name] = got
+            self.events.append((time.monotonic(), name, "assign", sorted(got)))
+
+    def _on_revoke(self, name, parts):
+        with self.lock:
+            self.owned[name] = set()
+            self.events.append((time.monotonic(), name, "revoke",
+                                sorted(p.partition for p in parts)))
+
+    def _run(self, name, cons):
+        from confluent_kafka import KafkaException, TopicPartition
+        cons.subscribe([TOPIC], on_assign=lambda _c, ps: self._on_assign(name, ps),
+                       on_revoke=lambda _c, ps: self._on_revoke(name, ps),
+                       on_lost=lambda _c, ps: self._on_revoke(name, ps))
+        last = 0.0
+        while not self.stopping.is_set():
+            cons.poll(0.05)
+            with self.lock:
+                held = sorted(self.owned[name])
+            if not held or time.monotonic() - last < RK_COMMIT_S:
+                continue
+            last = time.monotonic()
+            off = int(time.time() * 1000)
+            with self.lock:
+                for p in held:
+                    self.sent[p] = max(self.sent.get(p, -1), off)
+            try:
+                got = cons.commit(offsets=[TopicPartition(TOPIC, p, off) for p in held],
+                                  asynchronous=False)
+            except KafkaException as e:
+                self._count(e.args[0].name() if e.args else repr(e))
+                continue
+            with self.lock:
+                for tp in got:
+                    if tp.error is None:
+                        self.acked[tp.partition] = max(self.acked.get(tp.partition, -1), off)
+                        self.commits += 1
+                    else:
+                        self.errors[tp.error.name()] = self.errors.get(tp.error.name(), 0) + 1
+
+    def _count(self, what):
+        with self.lock:
+            self.errors[what] = self.errors.get(what, 0) + 1
+
+    def wait_stable(self, timeout):
+        """Every member holds partitions and together they hold them all."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                held = [self.owned[n] for n, _ in self.consumers]
+            if all(held) and set().union(*held) == set(range(TOPIC_PARTITIONS)):
+                return
+            time.sleep(0.1)
+        raise AssertionError("the librdkafka group did not settle within %d s" % timeout)
+
+    def rebalances_after(self, t):
+        with self.lock:
+            return sum(1 for e in self.events if e[0] > t and e[2] == "assign")
+
+    def stop(self, timeout=15):
+        """Stop polling and close the consumers, giving up after timeout seconds (a consumer
+        whose coordinator is gone can take long to close; the process ends anyway)."""
+        self.stopping.set()
+        deadline = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.1, deadline - time.monotonic()))
+        if self.closed or any(t.is_alive() for t in self.threads):
+            return
+        self.closed = True
+        closers = [threading.Thread(target=cons.close, daemon=True) for _, cons in self.consumers]
+        for t in closers:
+            t.start()
+        for t in closers:
+            t.join(max(0.1, deadline - time.monotonic()))
+        self.closers = closers
+
+    def closed_all(self):
+        """Every consumer closed (none left trying to reach the cluster)."""
+        return self.closed and not any(t.is_alive() for t in self.closers)
+
+    def check(self, com):
+        """Every acknowledged commit read back (through the committer's coordinator lookup):
+        (commits acknowledged, violations)."""
+        violations = list(self.violations)
+        parts = sorted(self.acked)
+        if not parts:
+            return 0, violations + ["%s: no commit was acknowledged" % self.group]
+        got = com.fetch_final(self.group, TOPIC, parts, STEP_TIMEOUT_S)
+        for p in parts:
+            e, off, _ = got.get(p, (None, -1, None))
+            if e != 0 or off < self.acked[p]:
+                violations.append("%s/%d: LOST: OffsetFetch %s (error %s), %d acknowledged"
+                                  % (self.group, p, off, e, self.acked[p]))
+            elif off > self.sent[p]:
+                violations.append("%s/%d: offset %d never sent" % (self.group, p, off))
+        return self.commits, violations
+
+
+def summary(values):
+    if not values:
+        return "-", "-"
+    return "%.3f" % statistics.median(values), "%.3f" % max(values)
+
+
+def write_report(path, args, run, faults, checked, violations, errors, elapsed, netns,
+                 rk=None, rk_checked=0, failure=None):
+    lost = [v for v in violations if "LOST" in v]
+    cmd = "tests/chaos/chaos.py" + "".join(" " + a for a in sys.argv[1:])
+    lines = [
+        "# Reliability",
+        "",
+        "Generated by `make chaos` (`%s`, seed %d) on %s: a %d-node kcoord cluster on raft%s, "
+        "a raw committer committing without pause to %d groups through whichever node "
+        "FindCoordinator names, a librdkafka group of 3 consumers (classic protocol, %d s "
+        "session timeout) committing what it holds every %.1f s, and the faults below. A "
+        "failover within the session timeout should cause the group no rebalance. "
+        "Checker: every commit answered with "
+        "error 0 must be returned by OffsetFetch afterwards with the same or a later offset "
+        "(never one that was not sent), and no OffsetFetch while running may go below an "
+        "acknowledged offset; every node's segments must pass `kcoord verify-log`."
+        % (cmd, args.seed, time.strftime("%Y-%m-%d", time.gmtime()), args.nodes,
+           " (each node in its own network namespace, joined by veth pairs to a bridge)"
+           if netns else " (on loopback, without the network faults)", args.groups,
+           RK_SESSION_MS // 1000, RK_COMMIT_S),
+        "",
+        "Time to the first commit: from the fault to the first acknowledgement of a commit "
+        "sent after it (for a rolling restart, the longest such wait after one of its stops).",
+        "",
+        "| fault | rounds | first commit after the fault, median (s) | max (s) "
+        "| librdkafka rebalances after it |",
+        "|---|---|---|---|---|",
+    ]
+    for f in FAULTS:
+        if f not in faults:
+            continue
+        med, mx = summary(run.times[f])
+        lines.append("| %s | %d | %s | %s | %s |" % (f, len(run.times[f]), med, mx,
+                                                    run.rebalances[f] if rk else "-"))
+    lines += [
+        "",
+        "- acknowledged commits checked: %d (raw committer) + %d (librdkafka group)"
+        % (checked, rk_checked),
+        "- lost: %d" % len(lost),
+        "- other violations: %d" % (len(violations) - len(lost)),
+        "- errors the committer saw and retried (Kafka error code or exception: count): %s"
+        % (", ".join("%s: %d" % (k, v) for k, v in sorted(errors.items(), key=str)) or "none"),
+        "- errors the librdkafka group's commits got: %s"
+        % ((", ".join("%s: %d" % kv for kv in sorted(rk.errors.items())) or "none")
+           if rk else "-"),
+        "- run time: %.0f s" % elapsed,
+        "",
+        "The time to the first commit includes the clients' own detection: a request to a "
+        "stopped or cut-off node waits for the committer's %d s timeout before it asks "
+        "FindCoordinator again." % cluster.IO_TIMEOUT_S,
+    ]
+    if run.crashes:
+        lines += ["", "**Node crashes** (each node restarted on its data dir and the run went "
+                  "on; each is a violation):", ""]
+        for x in run.crashes:
+            head, _, tail = x.partition("\n")
+            lines += ["- " + head, "", "```", tail.strip()[-1500:], "```", ""]
+    if failure:
+        lines += ["", "**The run did not finish**: after %d rounds the cluster did not recover "
+                  "within %d s, so the acknowledged commits were not checked:"
+                  % (sum(len(v) for v in run.times.values()), STEP_TIMEOUT_S), "",
+                  "```", failure.strip()[:3000], "```"]
+    if violations:
+        lines += ["", "Violations:", ""] + ["- " + v for v in violations[:50]]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--short", action="store_true", help="a few rounds (under 3 minutes)")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds per fault (10)")
+    ap.add_argument("--nodes", type=int, default=3, choices=(3, 5))
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--loopback", action="store_true", help="no namespaces, no network faults")
+    ap.add_argument("--faults", default=",".join(FAULTS),
+                    help="comma-separated faults to run (default: all)")
+    ap.add_argument("--keep", action="store_true", help="keep the data directories and logs")
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "RELIABILITY.md"))
+    args = ap.parse_args()
+    args.groups = 6
+    if args.seed is None:
+        args.seed = random.randrange(1 << 16)
+    random.seed(args.seed)
+    netns = not args.loopback and os.geteuid() == 0
+    chosen = args.faults.split(",")
+    for f in chosen:
+        if f not in FAULTS:
+            ap.error("unknown fault %r (known: %s)" % (f, ", ".join(FAULTS)))
+    faults = [f for f in FAULTS if f in chosen and (netns or f not in NET_FAULTS)]
+    rounds = args.rounds or (1 if args.short else 10)
+    plan = [f for f in faults for _ in range(rounds)]
+    if args.short:
+        plan.append("leader-kill")
+    random.shuffle(plan)
+
+    # A SIGTERM or SIGHUP unwinds like Ctrl-C, so that the cleanup below always runs.
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt("signal %d" % signum)
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGHUP, interrupt)
+
+    start = time.monotonic()
+    lab = c = com = rk = run = None
+    ok = False
+    try:
+        lab = cluster.NetLab(args.nodes) if netns else None
+        c = cluster.Cluster(args.nodes, *SETTINGS, netlab=lab, keep=args.keep)
+        log("%d nodes%s, data in %s, seed %d, %d rounds" % (
+            args.nodes, " in namespaces" if netns else " on loopback", c.root, args.seed,
+            len(plan)))
+        c.start()
+        leader = c.wait_leader(STEP_TIMEOUT_S)
+        c.wait_serving(leader, STEP_TIMEOUT_S)
+        com = cluster.Committer(c, TOPIC, clients=args.groups, partitions=2, prefix="chaos")
+        com.start()
+        rk = RkGroup(c)
+        rk.wait_stable(STEP_TIMEOUT_S)
+        run = Run(c, com, rk)
+        run.settle()
+        for k, fault in enumerate(plan):
+            log("round %d/%d: %s" % (k + 1, len(plan), fault))
+            try:
+                run.round(fault)
+            except cluster.NodeCrashed as e:
+                # A crash is a violation; the run goes on (the node restarted, every fault
+                # healed) so that the acknowledged commits are still checked at the end.
+                run.crashes.append("round %d (%s): %s" % (k + 1, fault, e))
+                log("CRASH in round %d: node %d exited with status %s; restarting it"
+                    % (k + 1, e.node, e.status))
+                if len(run.crashes) > MAX_CRASHES:
+                    raise
+                run.recover(e.node)
+        com.stop()
+        rk.stop()
+        checked, violations = com.check(STEP_TIMEOUT_S)
+        violations += ["node crash, %s" % x.split("; its last lines")[0] for x in run.crashes]
+        rk_checked, rk_violations = rk.check(com)
+        violations += rk_violations
+        for i, node in c.nodes.items():
+            c.kill(i)
+            good, out = cluster.verify_log(node.data_dir)
+            if not good:
+                violations.append("node %d: verify-log failed: %s" % (i, out.strip()[-500:]))
+        elapsed = time.monotonic() - start
+        write_report(args.out, args, run, faults, checked, violations, com.errors, elapsed,
+                     netns, rk, rk_checked)
+        log("%d + %d acknowledged commits checked, %d violations, %.0f s; wrote %s"
+            % (checked, rk_checked, len(violations), elapsed, args.out))
+        for v in violations:
+            log("VIOLATION " + v)
+        ok = not violations
+    except (AssertionError, KeyboardInterrupt) as e:
+        log("FAILED: %s" % e)
+        if run is not None and isinstance(e, AssertionError):
+            write_report(args.out, args, run, faults, 0, [], com.errors,
+                         time.monotonic() - start, netns, rk, 0,
+                         failure=str(e).split("\n---- node")[0])
+            log("wrote %s (an unfinished run)" % args.out)
+        if c is not None and "---- node" not in str(e):
+            sys.stderr.write(c.logs(tail=80) + "\n")
+        if c is not None:
+            c.keep = True  # every node's whole log stays for the post-mortem
+            log("the nodes' data and logs (node-N.log) are kept in %s" % c.root)
+    finally:
+        # Nothing may interrupt the cleanup: every node killed, every namespace removed.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        if com is not None:
+            com.stop()
+        if rk is not None:
+            rk.stop()  # while the nodes still answer, so that the consumers leave and close
+        if c is not None:
+            c.close()
+            if c.keep:
+                log("kept %s" % c.root)
+        if lab is not None:
+            # consumers that would not close keep trying the nodes: into the blackhole
+            lingering = (rk is not None and not rk.closed_all()) or \
+                (com is not None and any(t.is_alive() for t in com.threads))
+            lab.close(keep_blackhole=lingering)
+            lab.release_later()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    rc = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # librdkafka consumers that could not close must not hold the process at exit.
+    os._exit(rc)
