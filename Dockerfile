@@ -16,13 +16,22 @@
 # /dev/tcp, so the runtime image needs no HTTP client. kcoord exits 0 on SIGTERM; the exec form
 # of ENTRYPOINT makes it PID 1, so `docker stop` reaches it directly (it handles SIGTERM and
 # SIGINT itself and starts no child processes, so it needs no init).
+# In a cluster (docs/examples/cluster/docker-compose.yml), each container gets KCOORD_NODE_ID,
+# KCOORD_CLUSTER_VOTERS (raft on port 9193 by convention) and KCOORD_CLUSTER_BROKERS; raft's
+# state is in /var/lib/kcoord/raft, on the volume.
 # tests/docker/docker_smoke.py builds this image with podman and checks it end to end
 # (`make compat`).
 
 FROM debian:bookworm-slim AS build
-RUN apt-get update \
+# libraft-dev 0.22 (cowsql's raft) is in bookworm-backports only; scripts/apt-backports adds that
+# suite from the image's own APT sources (the same mirror and key).
+COPY scripts/apt-backports /tmp/apt-backports
+RUN /tmp/apt-backports \
+    && suite="$(. /etc/os-release && echo "$VERSION_CODENAME")-backports" \
+    && apt-get update \
     && apt-get install -y --no-install-recommends gcc g++ libc6-dev make pkg-config \
         libuv1-dev libzstd-dev libre2-dev libssl-dev \
+    && apt-get install -y --no-install-recommends -t "$suite" libraft-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
@@ -31,8 +40,14 @@ RUN make -j"$(nproc)" BUILD=/tmp/build /tmp/build/kcoord \
     && install -D -s -m 0755 /tmp/build/kcoord /out/kcoord && rm -rf /tmp/build
 
 FROM debian:bookworm-slim
-RUN apt-get update \
+# libraft0 is libraft 0.22's shared library, from bookworm-backports as in the build stage; the
+# backports entry stays, so that apt-get upgrade in a derived image keeps it current.
+COPY scripts/apt-backports /tmp/apt-backports
+RUN /tmp/apt-backports && rm /tmp/apt-backports \
+    && suite="$(. /etc/os-release && echo "$VERSION_CODENAME")-backports" \
+    && apt-get update \
     && apt-get install -y --no-install-recommends libuv1 libzstd1 libre2-9 libssl3 \
+    && apt-get install -y --no-install-recommends -t "$suite" libraft0 \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb \
     && groupadd --gid 10001 kcoord \
     && useradd --uid 10001 --gid kcoord --home-dir /var/lib/kcoord \
@@ -46,7 +61,7 @@ ENV KCOORD_LISTENERS=0.0.0.0:9092 \
 USER 10001:10001
 WORKDIR /var/lib/kcoord
 VOLUME /var/lib/kcoord
-EXPOSE 9092 9404
+EXPOSE 9092 9193 9404
 STOPSIGNAL SIGTERM
 # The port (and host, unless a wildcard) come from KCOORD_METRICS_LISTENER, so overriding it
 # keeps the check working.

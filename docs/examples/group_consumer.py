@@ -1,14 +1,18 @@
 """group_consumer: join a consumer group through kcoord, commit offsets, read them back.
 
-    python3 group_consumer.py [BOOTSTRAP [GROUP [TOPIC]]]
-        (defaults: $BOOTSTRAP or 127.0.0.1:9092, $GROUP or example, $TOPIC or orders)
+    python3 group_consumer.py [BOOTSTRAP [GROUP [TOPIC [OFFSET]]]]
+        (defaults: $BOOTSTRAP or 127.0.0.1:9092, $GROUP or example, $TOPIC or orders,
+         $OFFSET or 42)
 
 Needs confluent-kafka (`pip install confluent-kafka`, or Debian's python3-confluent-kafka).
 kcoord stores no records, so there is nothing to consume: the consumer subscribes, waits for
 its assignment, commits an offset for each assigned partition (as a consumer does after
 processing records), reads the committed offsets back from kcoord, and leaves the group.
-It prints one line per step and exits 0, or 1 when no assignment came within 60 s or a
-commit failed. docker-compose.yml beside this file runs it against the kcoord container.
+It prints one line per step: the partitions assigned, the offsets the group had committed
+before ("found ... = none" for a new group), the offsets committed and read back. It exits 0,
+or 1 when no assignment came within 60 s or a commit failed. docker-compose.yml beside this
+file runs it against the kcoord container, cluster/docker-compose.yml against a 3-node
+cluster.
 """
 import os
 import sys
@@ -22,6 +26,7 @@ def main():
     bootstrap = args[0] if len(args) > 0 else os.environ.get("BOOTSTRAP", "127.0.0.1:9092")
     group = args[1] if len(args) > 1 else os.environ.get("GROUP", "example")
     topic = args[2] if len(args) > 2 else os.environ.get("TOPIC", "orders")
+    offset = int(args[3] if len(args) > 3 else os.environ.get("OFFSET", "42"))
 
     assigned = []
     consumer = Consumer({
@@ -42,9 +47,12 @@ def main():
                 print("consumer error: %s" % msg.error(), file=sys.stderr)
         for tp in assigned:
             print("assigned %s [%d]" % (tp.topic, tp.partition))
+        for tp in consumer.committed(assigned, timeout=30):
+            print("found %s [%d] = %s" % (tp.topic, tp.partition,
+                                          tp.offset if tp.offset >= 0 else "none"))
 
-        # Commit "processed up to offset 42" on every assigned partition, synchronously.
-        offsets = [TopicPartition(tp.topic, tp.partition, 42) for tp in assigned]
+        # Commit "processed up to OFFSET" on every assigned partition, synchronously.
+        offsets = [TopicPartition(tp.topic, tp.partition, offset) for tp in assigned]
         try:
             consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as e:

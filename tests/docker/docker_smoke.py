@@ -32,7 +32,14 @@ Needs root, podman, debootstrap, chroot and Debian's python3-confluent-kafka (`s
      handler for): kcoord must exit 0 within STOP_TIMEOUT_S seconds, the health check must then
      fail, and the data directory must hold its __consumer_offsets partitions (the VOLUME was
      used).
-  7. Clean-up, on every exit: the process is killed if still running, the mounts undone, the
+  7. A cluster: three more instances of the ENTRYPOINT, each PID 1 of its own PID namespace in
+     the same image, with KCOORD_NODE_ID 1..3, the same KCOORD_CLUSTER_VOTERS (raft on free
+     loopback ports) and KCOORD_CLUSTER_BROKERS, and its own data directory on the volume.
+     group_consumer.py commits 42 through them; the node FindCoordinator names (the raft
+     leader) is killed with SIGKILL; group_consumer.py must find 42 on every partition through
+     the two left and commit 43; those two must exit 0 on SIGTERM with raft's state in their
+     data directories.
+  8. Clean-up, on every exit: the process is killed if still running, the mounts undone, the
      container removed. The images stay (TAG and the base image, and the build's layer cache);
      the image that TAG named before this build is removed.
 
@@ -55,7 +62,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests", "compat"))
 from tests.support import kcoord  # noqa: E402
+import kwire  # noqa: E402
 BASE = "debian:bookworm-slim"
 SUITE = "bookworm"
 TOPIC = "smoke"
@@ -64,6 +73,7 @@ GROUP = "smoke"
 START_TIMEOUT_S = 30
 STOP_TIMEOUT_S = 5
 CLIENT_TIMEOUT_S = 30
+CLUSTER_NODES = (1, 2, 3)
 BUILD_TIMEOUT_S = 1200
 
 
@@ -323,24 +333,107 @@ def run_healthcheck(chroot, check, env):
 
 # ---- 5. a librdkafka consumer ---------------------------------------------------------------
 
-def consume_and_commit(bootstrap):
+def consume_and_commit(bootstrap, offset=42, found=None):
     """docs/examples/group_consumer.py (the compose example's consumer) against the image: it
-    must be assigned every partition and read its commits back. Returns its output lines."""
+    must be assigned every partition and read its commits back (offset, on each); with found,
+    it must first find that offset committed on each. Returns its output lines."""
     script = os.path.join(ROOT, "docs", "examples", "group_consumer.py")
     try:
-        p = subprocess.run([sys.executable, script, bootstrap, GROUP, TOPIC],
+        p = subprocess.run([sys.executable, script, bootstrap, GROUP, TOPIC, str(offset)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            timeout=CLIENT_TIMEOUT_S + 60)
     except subprocess.TimeoutExpired:
         raise Failure("group_consumer.py still running after %d s" % (CLIENT_TIMEOUT_S + 60))
     lines = p.stdout.splitlines()
     want = (["assigned %s [%d]" % (TOPIC, i) for i in range(PARTITIONS)] +
-            ["committed %s [%d] = 42" % (TOPIC, i) for i in range(PARTITIONS)])
-    got = sorted(l for l in lines if l.startswith(("assigned ", "committed ")))
+            ["committed %s [%d] = %d" % (TOPIC, i, offset) for i in range(PARTITIONS)])
+    kinds = ("assigned ", "committed ")
+    if found is not None:
+        want += ["found %s [%d] = %s" % (TOPIC, i, found) for i in range(PARTITIONS)]
+        kinds += ("found ",)
+    got = sorted(l for l in lines if l.startswith(kinds))
     if p.returncode != 0 or got != sorted(want):
         raise Failure("group_consumer.py: exit status %d, output:\n%s"
                       % (p.returncode, p.stdout.rstrip("\n")))
     return got
+
+
+# ---- 7. a cluster of three containers -------------------------------------------------------
+
+def find_leader(ports):
+    """The node id FindCoordinator names for GROUP when every node (ports: {id: Kafka port})
+    names the same one; nodes that answer NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE (no leader
+    known yet) or disagree are asked again until START_TIMEOUT_S, then it is a failure."""
+    by_port = {p: n for n, p in ports.items()}
+    deadline = time.monotonic() + START_TIMEOUT_S
+    named = {}
+    while time.monotonic() < deadline:
+        named = {}
+        for n, port in ports.items():
+            try:
+                addr = kwire.find_coordinator("127.0.0.1:%d" % port, GROUP)
+            except kwire.KwireError as e:  # KwireRetry too: no leader yet
+                named[n] = str(e)
+                continue
+            named[n] = by_port.get(int(addr.rsplit(":", 1)[1]), addr)
+        if len(set(named.values())) == 1 and isinstance(named[min(named)], int):
+            return named[min(named)]
+        time.sleep(0.2)
+    raise Failure("the nodes named no common coordinator within %d s: %s"
+                  % (START_TIMEOUT_S, named))
+
+
+def smoke_cluster(chroot, entrypoint, base_env, state):
+    """Three instances of the ENTRYPOINT, each as PID 1 of its own PID namespace with its own
+    data directory on the volume, as the nodes of a raft cluster on loopback (libraft from the
+    image). A consumer commits through them; the leader is killed (SIGKILL); the consumer must
+    find its commits on the two left and commit again; they must exit 0 on SIGTERM."""
+    ports = kcoord.free_ports(6)
+    kafka = dict(zip(CLUSTER_NODES, ports[:3]))
+    raft = dict(zip(CLUSTER_NODES, ports[3:]))
+    voters = ",".join("%d@127.0.0.1:%d" % (n, raft[n]) for n in CLUSTER_NODES)
+    brokers = ",".join("%d@127.0.0.1:%d" % (n, kafka[n]) for n in CLUSTER_NODES)
+    nodes = {}
+    for n in CLUSTER_NODES:
+        env = dict(base_env)
+        env.pop("KCOORD_METRICS_LISTENER", None)
+        env.update({"KCOORD_NODE_ID": str(n), "KCOORD_CLUSTER_VOTERS": voters,
+                    "KCOORD_CLUSTER_BROKERS": brokers,
+                    "KCOORD_LISTENERS": "127.0.0.1:%d" % kafka[n],
+                    "KCOORD_ADVERTISED_LISTENERS": "127.0.0.1:%d" % kafka[n],
+                    "KCOORD_DATA_DIR": "/var/lib/kcoord/node%d" % n})
+        if state["metrics"]:
+            env["KCOORD_METRICS_LISTENER"] = ""
+        nodes[n] = Daemon(chroot, entrypoint, env)
+        state["cluster"].append(nodes[n])
+    for n, d in nodes.items():
+        d.wait_log(r"listening on", START_TIMEOUT_S)
+        d.find_pid1()
+    leader = find_leader(kafka)
+    bootstrap = ",".join("127.0.0.1:%d" % kafka[n] for n in CLUSTER_NODES)
+    consume_and_commit(bootstrap, 42, "none")
+    if find_leader(kafka) != leader:
+        raise Failure("the leader changed while the cluster was undisturbed")
+    say("cluster of 3: committed through node %d, the leader; killing it" % leader)
+    nodes[leader].kill()
+    t = time.monotonic()
+    consume_and_commit(bootstrap, 43, "42")
+    say("cluster: the consumer found its commits and committed again %.1f s after the kill"
+        % (time.monotonic() - t))
+    for n, d in nodes.items():
+        if n != leader:
+            os.kill(d.pid, signal.SIGTERM)
+    for n, d in nodes.items():
+        if n == leader:
+            continue
+        try:
+            rc = d.proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise Failure("cluster node %d still running %d s after SIGTERM" % (n, STOP_TIMEOUT_S))
+        if rc != 0:
+            raise Failure("cluster node %d exited with status %d on SIGTERM" % (n, rc))
+        if not os.path.isdir(os.path.join(state["data"], "node%d" % n, "raft")):
+            raise Failure("cluster node %d kept no raft state in its data directory" % n)
 
 
 # ---- the run --------------------------------------------------------------------------------
@@ -406,6 +499,7 @@ def smoke(args, state):
                       % ("still running after 10 s" if rc is None else "exit status %d" % rc,
                          out.rstrip("\n")))
     metrics = re.search(r"^metrics\.listener=", out, re.M) is not None
+    state["metrics"] = metrics
     if not metrics:
         env = probe_env
         say("NOTE: this kcoord has no metrics.listener setting yet: KCOORD_METRICS_LISTENER is "
@@ -442,11 +536,13 @@ def smoke(args, state):
     if not glob.glob(os.path.join(data, "__consumer_offsets-*")):
         raise Failure("the data directory on /var/lib/kcoord holds no __consumer_offsets-*")
 
+    smoke_cluster(chroot, entrypoint, env, state)
+
 
 def cleanup(state):
-    d = state.get("daemon")
-    if d is not None:
-        d.kill()
+    for d in state["cluster"] + [state.get("daemon")]:
+        if d is not None:
+            d.kill()
     for path in reversed(state["binds"]):
         run(["umount", path], check=False)
     if state.get("mounted"):
@@ -477,7 +573,7 @@ def main():
         return 2
 
     start = time.monotonic()
-    state = {"binds": []}
+    state = {"binds": [], "cluster": []}
     rc = 0
     try:
         smoke(args, state)
@@ -492,6 +588,9 @@ def main():
         cleanup(state)
         if d is not None and (rc != 0 or args.keep_logs):
             print("---- kcoord log\n" + d.log.rstrip("\n"), flush=True)
+        for i, c in enumerate(state["cluster"]):
+            if rc != 0 or args.keep_logs:
+                print("---- cluster node %d log\n%s" % (i + 1, c.log.rstrip("\n")), flush=True)
     size = state.get("size")
     say("%s in %.1f s, image size %s"
         % ("passed" if rc == 0 else "failed", time.monotonic() - start,
