@@ -25,14 +25,12 @@ __consumer_offsets partitions) and kills every node on the way out.
   once it runs again after another node has become leader, and what the new leader committed
   stands; a leader stopped with SIGTERM hands its leadership over first, so that commits go
   on within a fraction of an election timeout (2 s here).
-- a wiped follower counts: a follower restarted on an empty data dir and caught up by snapshot
-  forms a majority with the leader once the other follower is killed (a commit within 5 s).
 - librdkafka group: 3 confluent-kafka consumers (classic protocol, 10 s session timeout) hold
   2 partitions each; the leader is killed; each commits synchronously through the new leader
   with its old generation, no member sees a revoke or an assignment after the kill, and
   DescribeGroups shows the same members in state Stable.
-- raft port: garbage, a handshake with an unknown protocol version and a truncated handshake
-  sent to every node's raft port change nothing: the same leader and term on every node, no
+- raft port: garbage, a raft-looking handshake with an unknown protocol version and a truncated
+  one sent to every node's raft port change nothing (each is refused at kcoord's hello): the same leader and term on every node, no
   node exits, commits acknowledged after them.
 
 Every wait is for an event and bounded; on a failure the nodes' logs are printed.
