@@ -110,7 +110,7 @@ def tail(text, n=40):
 
 def debian_mirror():
     """The first Debian archive URI of this machine's APT sources that serves SUITE, in either
-    the one-line or the deb822 format; deb.debian.org when none does."""
+    the one-line or the deb822 format; an error when none does (nothing is guessed)."""
     for path in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*.list")):
         try:
             lines = open(path).read().splitlines()
@@ -134,7 +134,7 @@ def debian_mirror():
             if (SUITE in fields.get("suites", []) and "deb" in fields.get("types", [])
                     and "main" in fields.get("components", []) and fields.get("uris")):
                 return fields["uris"][0]
-    return "http://deb.debian.org/debian"
+    raise RuntimeError("no APT source of this machine serves %s: debootstrap needs one" % SUITE)
 
 
 def ensure_base():
