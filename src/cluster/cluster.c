@@ -63,9 +63,13 @@ struct kc_cluster_s {
     struct raft_transfer transfer;
     void (*transfer_done)(void *);
     void *transfer_arg;
-    uv_timer_t poll; /* a second look at raft's state, beside step_cb */
-    uv_timer_t kick; /* starts the barrier outside raft's own callbacks */
-    uv_timer_t xfer; /* gives up on a leadership transfer raft does not end */
+    bool xfer_active; /* handing the leadership over: no new submissions meanwhile */
+    bool xfer_raft;   /* raft's transfer is in flight */
+    int xfer_tries;
+    uint64_t xfer_deadline; /* uv_now when it gives up */
+    uv_timer_t poll;        /* a second look at raft's state, beside step_cb */
+    uv_timer_t kick;        /* starts the barrier outside raft's own callbacks */
+    uv_timer_t xfer;        /* gives up on a leadership transfer raft does not end */
     node_t nodes[MAX_NODES];
     size_t n_nodes;
     broker_t brokers[MAX_BROKERS];
@@ -692,54 +696,72 @@ void kc_cluster_close(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
     raft_close(&cl->raft, on_raft_closed);
 }
 
-static void transfer_over(kc_cluster_t *cl)
+/* Handing the leadership over: submissions stop, the leader waits until everything it
+ * appended is committed and applied (a follower still persisting entries ignores raft's
+ * TimeoutNow), then asks raft to transfer, and asks again when the target did not take over, until
+ * another node leads or 3 election timeouts have passed. */
+static void transfer_over(kc_cluster_t *cl, const char *how)
 {
     uv_timer_stop(&cl->xfer);
+    cl->xfer_active = false;
+    KC_INFO("cluster", "leadership transfer %s after %d attempt(s)", how, cl->xfer_tries);
     void (*done)(void *) = cl->transfer_done;
     cl->transfer_done = NULL;
     if (done)
         done(cl->transfer_arg);
 }
 
-static void on_xfer_timeout(uv_timer_t *t)
+static void on_transferred(struct raft_transfer *req);
+
+static void on_xfer_step(uv_timer_t *t)
 {
     kc_cluster_t *cl = t->data;
-    if (cl->transfer_done == NULL)
+    if (!cl->xfer_active || cl->closing)
         return;
-    KC_WARN("cluster", "leadership transfer did not end in time; stopping anyway");
-    transfer_over(cl);
+    struct raft *r = &cl->raft;
+    if (raft_state(r) != RAFT_LEADER) {
+        transfer_over(cl, "done: another node leads");
+        return;
+    }
+    if (uv_now(cl->loop) >= cl->xfer_deadline) {
+        transfer_over(cl, "given up: this node still leads");
+        return;
+    }
+    uint64_t again = 10;
+    if (!cl->xfer_raft && raft_commit_index(r) == raft_last_index(r) &&
+        raft_last_applied(r) == raft_commit_index(r)) {
+        cl->transfer.data = cl;
+        int rv = raft_transfer(r, &cl->transfer, 0, on_transferred);
+        if (rv == 0) {
+            cl->xfer_raft = true;
+            cl->xfer_tries++;
+        } else {
+            again = 50;
+        }
+    }
+    uv_timer_start(&cl->xfer, on_xfer_step, again, 0);
 }
 
 static void on_transferred(struct raft_transfer *req)
 {
     kc_cluster_t *cl = req->data;
-    if (cl->transfer_done == NULL)
-        return; /* given up already */
-    raft_id lid = 0;
-    const char *addr = NULL;
-    raft_leader(&cl->raft, &lid, &addr);
-    KC_INFO("cluster", "leadership transfer ended: the leader is %s",
-            lid ? (lid == (raft_id)cl->self ? "still this node" : "another node") : "not known");
-    transfer_over(cl);
+    cl->xfer_raft = false;
+    if (cl->xfer_active && !cl->closing)
+        uv_timer_start(&cl->xfer, on_xfer_step, 0, 0);
 }
 
 int kc_cluster_transfer(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
 {
-    if (cl->closing || !cl->started || cl->transfer_done != NULL ||
-        raft_state(&cl->raft) != RAFT_LEADER || cl->n_nodes < 2)
+    if (cl->closing || !cl->started || cl->xfer_active || raft_state(&cl->raft) != RAFT_LEADER ||
+        cl->n_nodes < 2)
         return -1;
-    cl->transfer.data = cl;
     cl->transfer_done = done;
     cl->transfer_arg = arg;
-    int rv = raft_transfer(&cl->raft, &cl->transfer, 0, on_transferred);
-    if (rv != 0) {
-        cl->transfer_done = NULL;
-        KC_WARN("cluster", "leadership transfer not started: %s", raft_strerror(rv));
-        return -1;
-    }
-    uv_timer_start(&cl->xfer, on_xfer_timeout, 2 * (uint64_t)cl->conf->cluster_election_timeout_ms,
-                   0);
+    cl->xfer_active = true;
+    cl->xfer_tries = 0;
+    cl->xfer_deadline = uv_now(cl->loop) + 3 * (uint64_t)cl->conf->cluster_election_timeout_ms;
     KC_INFO("cluster", "node %d hands its leadership to another voter", cl->self);
+    uv_timer_start(&cl->xfer, on_xfer_step, 0, 0);
     return 0;
 }
 
@@ -780,7 +802,7 @@ int kc_cluster_submit(kc_cluster_t *cl, const kc_cluster_part_t *v, size_t n,
     if (cl->closing)
         return KC_CLUSTER_ESHUTDOWN;
     if (cl->role != KC_CLUSTER_LEADER || raft_state(&cl->raft) != RAFT_LEADER ||
-        raft_transferee(&cl->raft) != 0)
+        raft_transferee(&cl->raft) != 0 || cl->xfer_active)
         return KC_CLUSTER_ENOTLEADER; /* also while handing the leadership over */
     size_t total = ENTRY_HDR;
     for (size_t i = 0; i < n; i++) {
@@ -828,6 +850,11 @@ int kc_cluster_submit(kc_cluster_t *cl, const kc_cluster_part_t *v, size_t n,
 }
 
 /* ---- Views ------------------------------------------------------------------------------- */
+
+bool kc_cluster_draining(const kc_cluster_t *cl)
+{
+    return cl->xfer_active;
+}
 
 int kc_cluster_role(const kc_cluster_t *cl)
 {

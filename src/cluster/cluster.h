@@ -107,6 +107,11 @@ typedef struct kc_cluster_part_s {
 int kc_cluster_submit(kc_cluster_t *cl, const kc_cluster_part_t *v, size_t n,
                       void (*done)(void *arg, int status), void *arg);
 
+/* Whether the leader is handing its leadership over (kc_cluster_transfer): submissions are
+ * refused meanwhile, and the coordinator keeps what it would submit until the new leader's
+ * term (when this node then loses the leadership, that is thrown away with its waiters). */
+bool kc_cluster_draining(const kc_cluster_t *cl);
+
 /* The role (KC_CLUSTER_*) and the leader's node id (-1 when none is known). */
 int kc_cluster_role(const kc_cluster_t *cl);
 int32_t kc_cluster_leader(const kc_cluster_t *cl);

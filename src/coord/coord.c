@@ -1191,6 +1191,8 @@ static void cluster_unsubmitted(part_t *p, const char *why)
  * entry. */
 static void cluster_flush_all(kc_coord_t *c)
 {
+    if (c->cluster != NULL && kc_cluster_draining(c->cluster))
+        return; /* handing the leadership over: kept until it is lost, then thrown away */
     size_t n = 0;
     for (int32_t i = 0; i < c->n; i++) {
         part_t *p = &c->parts[i];
