@@ -21,6 +21,7 @@
 #include <raft.h>
 #include <raft/uv.h>
 
+#include "log/meta.h"
 #include "util/diag.h"
 
 /* An entry: this header (magic, proposing node, number of batches, 0, proposer's term; all
@@ -131,8 +132,7 @@ static void seterr(char *err, size_t len, const char *fmt, ...)
 
 void kc_cluster_derive_id(const char *voters, char out[23])
 {
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    uint8_t u[18] = {0};
+    uint8_t u[16];
     uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
     for (const char *p = voters; *p; p++) {
         h1 = (h1 ^ (uint8_t)*p) * 0x100000001b3ull;
@@ -142,16 +142,7 @@ void kc_cluster_derive_id(const char *voters, char out[23])
         u[i] = (uint8_t)(h1 >> (8 * i));
         u[8 + i] = (uint8_t)(h2 >> (8 * i));
     }
-    u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
-    u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
-    size_t o = 0;
-    for (size_t i = 0; i < 18; i += 3) {
-        uint32_t v = (uint32_t)u[i] << 16 | (uint32_t)u[i + 1] << 8 | u[i + 2];
-        for (int k = 3; k >= 0; k--)
-            if (o < 22)
-                out[o++] = b64[(v >> (6 * k)) & 63];
-    }
-    out[22] = '\0';
+    kc_meta_format_cluster_id(u, out);
 }
 
 /* ---- Settings ---------------------------------------------------------------------------- */

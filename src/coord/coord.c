@@ -1577,6 +1577,21 @@ static int reset_partition(part_t *p, const kc_log_record_t *recs, size_t n)
     return 0;
 }
 
+/* An int32 length and that many bytes of a snapshot, as a view into it. */
+static void snap_bytes(kc_reader_t *r, const uint8_t **p, size_t *len)
+{
+    int32_t n = kc_rd_i32(r);
+    if (r->err || n < 0 || (size_t)n > kc_rd_remaining(r)) {
+        kc_rd_fail(r, KC_RD_INVALID);
+        *p = NULL;
+        *len = 0;
+        return;
+    }
+    *p = r->p;
+    *len = (size_t)n;
+    kc_rd_skip(r, (size_t)n);
+}
+
 static int cluster_restore(void *ctx, const uint8_t *data, size_t len)
 {
     kc_coord_t *c = ctx;
@@ -1616,22 +1631,8 @@ static int cluster_restore(void *ctx, const uint8_t *data, size_t len)
         }
         for (int32_t k = 0; k < n && !r.err; k++) {
             recs[k].timestamp_ms = kc_rd_i64(&r);
-            int32_t kl = kc_rd_i32(&r);
-            if (kl < 0 || (size_t)kl > kc_rd_remaining(&r)) {
-                kc_rd_fail(&r, KC_RD_INVALID);
-                break;
-            }
-            recs[k].key = r.p;
-            recs[k].key_len = (size_t)kl;
-            kc_rd_skip(&r, (size_t)kl);
-            int32_t vl = kc_rd_i32(&r);
-            if (vl < 0 || (size_t)vl > kc_rd_remaining(&r)) {
-                kc_rd_fail(&r, KC_RD_INVALID);
-                break;
-            }
-            recs[k].value = r.p;
-            recs[k].value_len = (size_t)vl;
-            kc_rd_skip(&r, (size_t)vl);
+            snap_bytes(&r, &recs[k].key, &recs[k].key_len);
+            snap_bytes(&r, &recs[k].value, &recs[k].value_len);
         }
         if (r.err)
             rc = -1;

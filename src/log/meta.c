@@ -58,13 +58,11 @@ static int random_bytes(uint8_t *p, size_t n)
     return 0;
 }
 
-/* A new cluster id: a random version-4 UUID in URL-safe base64 without padding. */
-static int new_cluster_id(char out[23])
+void kc_meta_format_cluster_id(const uint8_t bytes[16], char out[23])
 {
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     uint8_t u[18] = {0};
-    if (random_bytes(u, 16) != 0)
-        return -1;
+    memcpy(u, bytes, 16);
     u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
     u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
     size_t o = 0;
@@ -75,6 +73,15 @@ static int new_cluster_id(char out[23])
                 out[o++] = b64[(v >> (6 * k)) & 63];
     }
     out[22] = '\0';
+}
+
+/* A new cluster id: a random version-4 UUID in URL-safe base64 without padding. */
+static int new_cluster_id(char out[23])
+{
+    uint8_t u[16];
+    if (random_bytes(u, 16) != 0)
+        return -1;
+    kc_meta_format_cluster_id(u, out);
     return 0;
 }
 

@@ -17,6 +17,10 @@
 int kc_meta_load(const char *data_dir, int32_t node_id, char *cluster_id, size_t cluster_id_len,
                  char *err, size_t errlen);
 
+/* 16 bytes as a cluster id: the version-4 and variant bits set, 22 characters of URL-safe
+ * base64 without padding, as Kafka writes cluster ids. */
+void kc_meta_format_cluster_id(const uint8_t bytes[16], char out[23]);
+
 /* The same, for a node of a cluster whose id is `want` (22 characters): a new meta.properties
  * gets it, and an existing one must have it (-1 otherwise: the directory is another
  * cluster's). want NULL: kc_meta_load. */
