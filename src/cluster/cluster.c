@@ -70,7 +70,7 @@ struct kc_cluster_s {
     uint64_t xfer_deadline; /* uv_now when it gives up */
     uv_timer_t poll;        /* a second look at raft's state, beside step_cb */
     uv_timer_t kick;        /* starts the barrier outside raft's own callbacks */
-    uv_timer_t xfer;        /* gives up on a leadership transfer raft does not end */
+    uv_timer_t xfer;        /* paces a leadership transfer: drain, ask raft, ask again, give up */
     node_t nodes[MAX_NODES];
     size_t n_nodes;
     broker_t brokers[MAX_BROKERS];
