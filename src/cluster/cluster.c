@@ -45,7 +45,6 @@ typedef struct node_s {
 
 typedef struct submit_s {
     struct raft_apply req;
-    kc_cluster_t *cl;
     void (*done)(void *arg, int status);
     void *arg;
 } submit_t;
@@ -77,7 +76,7 @@ struct kc_cluster_s {
     size_t n_brokers;
     int32_t self;
     char dir[PATH_MAX];
-    bool io_ready, raft_ready, transport_ready, started;
+    bool io_ready, raft_ready, started;
     int role;            /* KC_CLUSTER_* */
     raft_term lead_term; /* the term this node leads (role LOADING or LEADER) */
     bool barrier_out;    /* a barrier is in flight */
@@ -88,8 +87,6 @@ struct kc_cluster_s {
      * known) or installed the leader's snapshot: a follower takes no snapshot of its own soon
      * after (see fsm_snapshot). */
     uint64_t unsettled_ms;
-    uint64_t snapshots_deferred;
-    int pending; /* submissions not completed */
     bool closing;
     int close_steps;
     void (*done)(void *);
@@ -385,7 +382,6 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsign
      * at a later entry. */
     uint64_t settle = 3 * (uint64_t)cl->conf->cluster_election_timeout_ms;
     if (raft_state(&cl->raft) != RAFT_LEADER && uv_now(cl->loop) - cl->unsettled_ms < settle) {
-        cl->snapshots_deferred++;
         return RAFT_BUSY;
     }
     uint8_t *data = NULL;
@@ -545,7 +541,6 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
         seterr(err, errlen, "data.dir: cannot create %s: %s", cl->dir, strerror(errno));
         goto fail;
     }
-    cl->transport_ready = true;
     cl->tlst.loop = loop;
     cl->tlst.outer = &cl->transport;
     cl->tlst.tune = tune_cb;
@@ -605,11 +600,12 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
     cl->xfer.data = cl;
     return cl;
 fail:
-    if (cl->raft_ready || cl->io_ready || cl->transport_ready) {
+    if (cl->raft_ready || cl->io_ready) {
         /* Partly set up: the handles close with the loop's next turn; leak the rest rather
          * than free memory libuv may still touch. Start-up stops right after this. */
         return NULL;
     }
+    kc_tls_transport_free(&cl->tlst);
     free(cl);
     return NULL;
 }
@@ -778,8 +774,6 @@ static void on_applied(struct raft_apply *req, int status, void *result)
 {
     (void)result;
     submit_t *s = (submit_t *)req;
-    kc_cluster_t *cl = s->cl;
-    cl->pending--;
     if (status != 0 && status != RAFT_SHUTDOWN && status != RAFT_LEADERSHIPLOST &&
         status != RAFT_NOTLEADER)
         KC_ERROR_LIMITED("cluster", "an entry was not committed: %s", raft_strerror(status));
@@ -822,7 +816,6 @@ int kc_cluster_submit(kc_cluster_t *cl, const kc_cluster_part_t *v, size_t n,
         off += PART_HDR + v[i].len;
     }
     memset(p + off, 0, total - off);
-    s->cl = cl;
     s->done = done;
     s->arg = arg;
     struct raft_buffer buf = {p, total};
@@ -836,7 +829,6 @@ int kc_cluster_submit(kc_cluster_t *cl, const kc_cluster_part_t *v, size_t n,
         KC_WARN_LIMITED("cluster", "an entry was refused: %s", raft_strerror(rv));
         return map_status(rv);
     }
-    cl->pending++;
     return 0;
 }
 
@@ -845,11 +837,6 @@ int kc_cluster_submit(kc_cluster_t *cl, const kc_cluster_part_t *v, size_t n,
 bool kc_cluster_draining(const kc_cluster_t *cl)
 {
     return cl->xfer_active;
-}
-
-int kc_cluster_role(const kc_cluster_t *cl)
-{
-    return cl->role;
 }
 
 int32_t kc_cluster_leader(const kc_cluster_t *cl)

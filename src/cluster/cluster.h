@@ -112,8 +112,7 @@ int kc_cluster_submit(kc_cluster_t *cl, const kc_cluster_part_t *v, size_t n,
  * term (when this node then loses the leadership, that is thrown away with its waiters). */
 bool kc_cluster_draining(const kc_cluster_t *cl);
 
-/* The role (KC_CLUSTER_*) and the leader's node id (-1 when none is known). */
-int kc_cluster_role(const kc_cluster_t *cl);
+/* The leader's node id (-1 when none is known); the role is in kc_cluster_status. */
 int32_t kc_cluster_leader(const kc_cluster_t *cl);
 int32_t kc_cluster_self(const kc_cluster_t *cl);
 
