@@ -591,7 +591,7 @@ int main(int argc, char **argv)
                         .sasl = sasl};
     bool clustered = conf.cluster_voters[0] != '\0';
     char cl_err[512];
-    if (clustered && kc_coord_cluster_check(&conf, cl_err, sizeof(cl_err)) != 0) {
+    if (clustered && kc_cluster_check_data_dir(&conf, cl_err, sizeof(cl_err)) != 0) {
         KC_ERROR("main", "%s; refusing to start", cl_err);
         return 2;
     }

@@ -21,6 +21,7 @@
 #include <raft.h>
 #include <raft/uv.h>
 
+#include "log/log.h"
 #include "log/meta.h"
 #include "util/diag.h"
 
@@ -499,6 +500,22 @@ static void tr_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
 }
 
 /* ---- Life ---------------------------------------------------------------------------------- */
+
+int kc_cluster_check_data_dir(const kc_conf_t *conf, char *err, size_t errlen)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    if ((size_t)snprintf(dir, sizeof(dir), "%s/raft", conf->data_dir) < sizeof(dir) &&
+        stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+        return 0;
+    if (!kc_log_dir_has_data(kc_log_io_posix(), conf->data_dir, conf->offsets_topic_num_partitions))
+        return 0;
+    seterr(err, errlen,
+           "data.dir: %s holds the partition logs of a single node; a cluster node starts from an "
+           "empty data.dir, or from one it used as a cluster node",
+           conf->data_dir);
+    return -1;
+}
 
 kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cluster_ops_t *ops,
                              char *err, size_t errlen)

@@ -66,6 +66,11 @@ typedef struct kc_cluster_node_s {
  * every node computes the same one without a formatting step; its meta.properties keeps it. */
 void kc_cluster_derive_id(const char *voters, char out[23]);
 
+/* Whether data.dir may be a cluster node's: refused (-1, err names data.dir) when it holds the
+ * partition logs of a single node (no <data.dir>/raft, a non-empty log), which the cluster does
+ * not have; a node's own logs are rebuilt from raft at each start. 0 otherwise. */
+int kc_cluster_check_data_dir(const kc_conf_t *conf, char *err, size_t errlen);
+
 /* Start this node's raft on `loop`: its log and snapshots under <data.dir>/raft, its transport
  * on its own cluster.voters address, the voters bootstrapped from cluster.voters on first start.
  * NULL with `err` filled when it cannot start. Callbacks begin once kc_cluster_start is called. */

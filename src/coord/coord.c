@@ -54,15 +54,12 @@
  * assignment also runs on the thread pool (on_offload), on a copy of the group that only the
  * job touches; any number of those may run next to a partition's job.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/time.h>
-#include <unistd.h>
 
 #include "cluster/cluster.h"
 #include "coord/coord_int.h"
@@ -1486,26 +1483,6 @@ static int cluster_snapshot(void *ctx, uint8_t **out, size_t *len)
     return 0;
 }
 
-/* Remove every file of a partition directory (not the directory). */
-static int empty_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return errno == ENOENT ? 0 : -errno;
-    struct dirent *e;
-    int rc = 0;
-    char path[4096 + 256];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof(path), "%.4095s/%.255s", dir, e->d_name);
-        if (unlink(path) != 0 && errno != ENOENT)
-            rc = -errno;
-    }
-    closedir(d);
-    return rc;
-}
-
 /* Replace partition p's log and state with recs (the snapshot's live records), n of them. */
 static int reset_partition(part_t *p, const kc_log_record_t *recs, size_t n)
 {
@@ -1527,9 +1504,7 @@ static int reset_partition(part_t *p, const kc_log_record_t *recs, size_t n)
     uv_timer_stop(&p->timer);
     kc_plog_close(p->log);
     p->log = NULL;
-    char dir[4096];
-    snprintf(dir, sizeof(dir), "%s/%s-%d", conf->data_dir, "__consumer_offsets", p->pub.index);
-    int rc = empty_dir(dir);
+    int rc = kc_plog_remove(c->io, conf->data_dir, p->pub.index);
     kc_plog_opts_t opts = plog_opts(conf);
     char err[256] = "";
     if (rc == 0)
@@ -1557,7 +1532,7 @@ static int reset_partition(part_t *p, const kc_log_record_t *recs, size_t n)
             kc_offsets_free(p->new_offsets);
         p->new_groups = NULL;
         p->new_offsets = NULL;
-        KC_ERROR("coord", "partition %d: cannot rebuild its log in %s: %s", p->pub.index, dir,
+        KC_ERROR("coord", "partition %d: cannot rebuild its log: %s", p->pub.index,
                  err[0]                               ? err
                  : p->log && kc_plog_error(p->log)[0] ? kc_plog_error(p->log)
                                                       : kc_log_strerror(rc));
@@ -1661,30 +1636,6 @@ static void cluster_start_empty(kc_coord_t *c)
     else
         KC_WARN("coord", "all %d partitions loaded; %d of them failed to load and are not served",
                 c->n, failed);
-}
-
-int kc_coord_cluster_check(const kc_conf_t *conf, char *err, size_t errlen)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/raft", conf->data_dir);
-    DIR *d = opendir(path);
-    if (d != NULL) { /* a cluster node's data: its logs are rebuilt from raft */
-        closedir(d);
-        return 0;
-    }
-    for (int32_t i = 0; i < conf->offsets_topic_num_partitions; i++) {
-        snprintf(path, sizeof(path), "%s/__consumer_offsets-%d/00000000000000000000.log",
-                 conf->data_dir, i);
-        struct stat st;
-        if (stat(path, &st) == 0 && st.st_size > 0) {
-            snprintf(err, errlen,
-                     "data.dir: %s holds the logs of a single node (%s is not empty); a cluster "
-                     "node starts from an empty data.dir, or from one it used as a cluster node",
-                     conf->data_dir, path);
-            return -1;
-        }
-    }
-    return 0;
 }
 
 void kc_coord_cluster_ops(kc_coord_t *c, kc_cluster_ops_t *ops)

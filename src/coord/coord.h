@@ -181,9 +181,6 @@ int kc_coord_hold(kc_coord_t *c, const int32_t *parts, size_t n,
 struct kc_cluster_s;
 struct kc_cluster_ops_s;
 
-/* Whether data.dir may be used by a cluster node: refused (-1, err says why) when it holds the
- * partition logs of a single node, which the cluster does not have. 0 otherwise. */
-int kc_coord_cluster_check(const kc_conf_t *conf, char *err, size_t errlen);
 /* The callbacks a kc_cluster_t needs, bound to `c` (a coordinator made with cluster.voters). */
 void kc_coord_cluster_ops(kc_coord_t *c, struct kc_cluster_ops_s *ops);
 /* The cluster the coordinator submits its batches to; set before kc_cluster_start. */

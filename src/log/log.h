@@ -183,6 +183,15 @@ int kc_plog_replay(kc_plog_t *l, int (*fn)(void *arg, const kc_log_record_t *rec
 int kc_plog_append(kc_plog_t *l, const kc_log_record_t *recs, size_t n, int64_t now_ms,
                    int64_t *base_offset);
 
+/* Remove every file of the directory of `partition` under `data_dir` (through `io`; the
+ * directory stays, and is fine if missing): its next kc_plog_open starts an empty log. Never
+ * while a plog of it is open. 0 or -errno. */
+int kc_plog_remove(const kc_log_io_t *io, const char *data_dir, int32_t partition);
+
+/* Whether any log of __consumer_offsets-0..partitions-1 under `data_dir` holds a byte (a
+ * non-empty .log file), through `io`. */
+bool kc_log_dir_has_data(const kc_log_io_t *io, const char *data_dir, int32_t partitions);
+
 /* ---- Batches outside a log (a cluster's raft entries) ---------------------------------------
  *
  * A batch of records as kc_plog_append writes it (RecordBatch v2, base offset 0, compressed with

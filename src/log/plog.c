@@ -55,6 +55,9 @@
 #include "log/log_int.h"
 #include "util/diag.h"
 
+/* The topic of the partition logs (opts.topic NULL). */
+#define KC_LOG_TOPIC "__consumer_offsets"
+
 #define MOD        "log"
 #define SCAN_CHUNK ((size_t)1 << 20)
 #define PATH_MAX_  4096
@@ -872,7 +875,7 @@ int kc_plog_open(kc_plog_t **out, const kc_log_io_t *io, const char *data_dir, i
         kc_plog_opts_init(&l->opts);
 
     int rc = 0;
-    const char *topic = l->opts.topic ? l->opts.topic : "__consumer_offsets";
+    const char *topic = l->opts.topic ? l->opts.topic : KC_LOG_TOPIC;
     size_t dlen = strlen(data_dir) + strlen(topic) + 16;
     if (partition < 0 || l->opts.segment_bytes < KC_BATCH_HEADER_SIZE ||
         l->opts.segment_bytes > INT32_MAX / 2 || l->opts.roll_ms <= 0 ||
@@ -1375,4 +1378,64 @@ int kc_plog_close(kc_plog_t *l)
     free(l->dir);
     free(l);
     return rc;
+}
+
+/* ---- Whole partition directories ----------------------------------------------------------- */
+
+typedef struct dir_walk_s {
+    const kc_log_io_t *io;
+    char dir[PATH_MAX];
+    int rc;        /* kc_plog_remove: the first failure */
+    bool has_data; /* kc_log_dir_has_data: a non-empty .log was seen */
+} dir_walk_t;
+
+static int remove_one(void *arg, const char *name)
+{
+    dir_walk_t *w = arg;
+    char path[PATH_MAX + 256];
+    snprintf(path, sizeof(path), "%s/%s", w->dir, name);
+    int rc = w->io->unlink(w->io->ctx, path);
+    if (rc != 0 && rc != -ENOENT && w->rc == 0)
+        w->rc = rc;
+    return 0;
+}
+
+int kc_plog_remove(const kc_log_io_t *io, const char *data_dir, int32_t partition)
+{
+    dir_walk_t w = {.io = io};
+    if ((size_t)snprintf(w.dir, sizeof(w.dir), "%s/%s-%d", data_dir, KC_LOG_TOPIC, partition) >=
+        sizeof(w.dir))
+        return -ENAMETOOLONG;
+    int rc = io->listdir(io->ctx, w.dir, remove_one, &w);
+    if (rc == -ENOENT)
+        return 0;
+    return rc != 0 ? rc : w.rc;
+}
+
+static int note_data(void *arg, const char *name)
+{
+    dir_walk_t *w = arg;
+    size_t n = strlen(name);
+    if (n < 4 || strcmp(name + n - 4, ".log") != 0 || w->io->stat == NULL)
+        return 0;
+    char path[PATH_MAX + 256];
+    snprintf(path, sizeof(path), "%s/%s", w->dir, name);
+    kc_log_stat_t st;
+    if (w->io->stat(w->io->ctx, path, &st) == 0 && st.size > 0)
+        w->has_data = true;
+    return w->has_data;
+}
+
+bool kc_log_dir_has_data(const kc_log_io_t *io, const char *data_dir, int32_t partitions)
+{
+    for (int32_t i = 0; i < partitions; i++) {
+        dir_walk_t w = {.io = io};
+        if ((size_t)snprintf(w.dir, sizeof(w.dir), "%s/%s-%d", data_dir, KC_LOG_TOPIC, i) >=
+            sizeof(w.dir))
+            continue;
+        (void)io->listdir(io->ctx, w.dir, note_data, &w);
+        if (w.has_data)
+            return true;
+    }
+    return false;
 }

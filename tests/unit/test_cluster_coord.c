@@ -246,18 +246,18 @@ static void test_data_dir_of_a_single_node_is_refused(void **state)
     char err[512] = "";
     /* The raft directory is made by the cluster room: without it, the logs are a single
      * node's; an empty log is no data. */
-    assert_int_equal(kc_coord_cluster_check(&n->conf, err, sizeof(err)), 0);
+    assert_int_equal(kc_cluster_check_data_dir(&n->conf, err, sizeof(err)), 0);
     char path[256];
     snprintf(path, sizeof(path), "%s/__consumer_offsets-1/00000000000000000000.log", n->dir);
     FILE *f = fopen(path, "ab");
     assert_non_null(f);
     fputs("x", f);
     fclose(f);
-    assert_int_equal(kc_coord_cluster_check(&n->conf, err, sizeof(err)), -1);
+    assert_int_equal(kc_cluster_check_data_dir(&n->conf, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "data.dir"));
     snprintf(path, sizeof(path), "mkdir %s/raft", n->dir);
     assert_int_equal(system(path), 0);
-    assert_int_equal(kc_coord_cluster_check(&n->conf, err, sizeof(err)), 0);
+    assert_int_equal(kc_cluster_check_data_dir(&n->conf, err, sizeof(err)), 0);
     node_free(n);
 }
 
