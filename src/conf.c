@@ -88,6 +88,7 @@ static int check_authorizer(const char *v, char *prob, size_t problen);
 static int check_super_users(const char *v, char *prob, size_t problen);
 static int check_voters(const char *v, char *prob, size_t problen);
 static int check_brokers(const char *v, char *prob, size_t problen);
+static int check_cluster_id(const char *v, char *prob, size_t problen);
 
 /* The server-side assignors of src/group/assignor.c. */
 static const char *const consumer_assignors[] = {"uniform", "range", NULL};
@@ -161,6 +162,26 @@ static const setting_t settings[] = {
             "Metadata lists the nodes and FindCoordinator names the leader at the address of the "
             "listener name the client came in on. This node's own entries default to its "
             "advertised listeners."},
+    {.name = "cluster.id",
+     .type = T_STRING,
+     .off = OFF(cluster_id),
+     .def = "",
+     .check = check_cluster_id,
+     .flags = F_EMPTY_OK,
+     .doc = "The cluster's id (22 characters of URL-safe base64, as Kafka's). Empty: derived from "
+            "cluster.voters, so that nodes with the same list agree without a formatting step. "
+            "Set it on a node whose cluster.voters differs from the list the cluster was formed "
+            "with (a node added later): the id is in DescribeCluster, /v1/cluster and "
+            "kafka-metadata-quorum describe --status. A raft peer naming another id is refused."},
+    {.name = "cluster.bootstrap",
+     .type = T_BOOL,
+     .off = OFF(cluster_bootstrap),
+     .def = "true",
+     .doc = "Whether this node, on its first start (an empty <data.dir>/raft), forms the cluster "
+            "from cluster.voters. false for a node that joins a running cluster (added with "
+            "AddRaftVoter, kafka-metadata-quorum add-controller), including a node coming back "
+            "with an emptied data dir after it was removed: it waits until the leader adds it "
+            "and sends it the cluster's state."},
     {.name = "cluster.election.timeout.ms",
      .type = T_INT,
      .off = OFF(cluster_election_timeout_ms),
@@ -1370,6 +1391,19 @@ static int check_voters(const char *v, char *prob, size_t problen)
 static int check_brokers(const char *v, char *prob, size_t problen)
 {
     return walk_id_list(v, true, prob, problen);
+}
+
+/* cluster.id: Kafka's form, 22 characters of URL-safe base64. */
+static int check_cluster_id(const char *v, char *prob, size_t problen)
+{
+    size_t n = strlen(v);
+    for (size_t i = 0; i < n; i++)
+        if (!(isalnum((unsigned char)v[i]) || v[i] == '-' || v[i] == '_'))
+            n = 1;
+    if (n == 22 || *v == '\0')
+        return 0;
+    seterr(prob, problen, "is not 22 characters of URL-safe base64 (a Kafka cluster id)");
+    return -1;
 }
 
 /* authorizer.class.name: kcoord has one authorizer, Kafka's StandardAuthorizer. */

@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 /* The number of settings, i.e. rows in conf.c's table. conf.c asserts that the two agree. */
-#define KC_CONF_N_SETTINGS 89
+#define KC_CONF_N_SETTINGS 91
 
 /* Where a setting's current value came from. */
 typedef enum kc_conf_source_e {
@@ -98,6 +98,8 @@ typedef struct kc_conf_s {
     int32_t node_id;                       /* node.id */
     char *cluster_voters;                  /* cluster.voters: "" = a single node, no raft */
     char *cluster_brokers;                 /* cluster.brokers */
+    char *cluster_id;                      /* cluster.id: "" = derived from cluster.voters */
+    bool cluster_bootstrap;                /* cluster.bootstrap */
     int32_t cluster_election_timeout_ms;   /* cluster.election.timeout.ms */
     int32_t cluster_heartbeat_timeout_ms;  /* cluster.heartbeat.timeout.ms */
     int32_t cluster_snapshot_threshold;    /* cluster.snapshot.threshold: entries */

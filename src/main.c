@@ -533,7 +533,7 @@ int main(int argc, char **argv)
     }
     char derived[23];
     if (conf.cluster_voters[0] != '\0')
-        kc_cluster_derive_id(conf.cluster_voters, derived);
+        kc_cluster_conf_id(&conf, derived);
     if (kc_meta_load_as(conf.data_dir, conf.node_id,
                         conf.cluster_voters[0] != '\0' ? derived : NULL, cluster_id,
                         sizeof(cluster_id), err, sizeof(err)) != 0) {

@@ -343,8 +343,13 @@ int kc_api_describe_cluster(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
 {
     const kc_describe_cluster_request_t *q = req->body;
     kc_describe_cluster_response_t *resp = out;
-    if (req->api_version >= 1 && q->endpoint_type != 1) {
-        /* 2 asks for controllers, which a broker's listener does not serve. As Kafka's error
+    /* 2 asks for controllers. A cluster's nodes are its raft quorum's controllers too, reached
+     * on their client listeners (they serve DescribeQuorum, AddRaftVoter, RemoveRaftVoter): the
+     * same list, with the leader as the active controller, so that Kafka's admin client given
+     * --bootstrap-controller sends those requests to the leader. */
+    bool controllers = q->endpoint_type == 2 && ctx->cluster != NULL;
+    if (req->api_version >= 1 && q->endpoint_type != 1 && !controllers) {
+        /* A single node's listener does not serve controllers. As Kafka's error
          * answer, the rest keeps its defaults: endpoint type 1, no cluster id, controller -1. */
         resp->error_code = q->endpoint_type == 2 ? KC_ERR_MISMATCHED_ENDPOINT_TYPE
                                                  : KC_ERR_UNSUPPORTED_ENDPOINT_TYPE;

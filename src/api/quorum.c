@@ -28,6 +28,8 @@
  * UNKNOWN_TOPIC_OR_PARTITION on each requested partition (KafkaRaftClient). The API's row says
  * `cluster`: without a cluster, dispatch neither advertises nor serves it (dispatch.c).
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -35,13 +37,65 @@
 #include "cluster/cluster.h"
 
 #define METADATA_TOPIC "__cluster_metadata"
+/* The listener name of a node's raft address in AddRaftVoter and DescribeQuorum's nodes. */
+#define RAFT_LISTENER "CONTROLLER"
+
+/* Kafka's Uuid.toString: 22 characters of URL-safe base64 (no padding) of the 16 bytes. */
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static void uuid_format(const kc_uuid_t *u, char out[23])
+{
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (int i = 0; i < 16; i++) {
+        acc = acc << 8 | u->b[i];
+        bits += 8;
+        while (bits >= 6) {
+            bits -= 6;
+            out[o++] = b64url[(acc >> bits) & 63];
+        }
+    }
+    out[o++] = b64url[(acc << (6 - bits)) & 63]; /* the last 2 bits */
+    out[o] = '\0';
+}
+
+/* The reverse; an id that is not one (or "") leaves *u zero. */
+static void uuid_parse(const char *s, kc_uuid_t *u)
+{
+    memset(u, 0, sizeof(*u));
+    if (strlen(s) != 22)
+        return;
+    uint32_t acc = 0;
+    int bits = 0, o = 0;
+    for (int i = 0; i < 22; i++) {
+        const char *p = strchr(b64url, s[i]);
+        if (p == NULL || s[i] == '\0') {
+            memset(u, 0, sizeof(*u));
+            return;
+        }
+        acc = acc << 6 | (uint32_t)(p - b64url);
+        bits += 6;
+        if (bits >= 8 && o < 16) {
+            bits -= 8;
+            u->b[o++] = (uint8_t)(acc >> bits);
+        }
+    }
+}
+
+static bool uuid_zero(const kc_uuid_t *u)
+{
+    for (int i = 0; i < 16; i++)
+        if (u->b[i])
+            return false;
+    return true;
+}
 
 /* Raft's roles of a server (kc_cluster_voter_t.role). */
 enum { ROLE_STANDBY = 0, ROLE_VOTER = 1, ROLE_SPARE = 2 };
 
-/* Errors.NOT_LEADER_OR_FOLLOWER and UNKNOWN_TOPIC_OR_PARTITION, whose codes this room's list
- * does not name, and their messages (Errors.java), which Kafka sends from v2. */
-enum { ERR_NOT_LEADER_OR_FOLLOWER = 6 };
+/* Errors.NOT_LEADER_OR_FOLLOWER's and UNKNOWN_TOPIC_OR_PARTITION's messages (Errors.java),
+ * which Kafka sends from v2. */
 static const char msg_not_leader[] =
     "For requests intended only for the leader, this error indicates that the broker is not the "
     "current leader. For requests intended for any replica, this error indicates that the broker "
@@ -103,6 +157,7 @@ static void voter_state(const kc_cluster_status_t *st, const kc_cluster_voter_t 
 {
     memset(out, 0, sizeof(*out));
     out->replica_id = v->id;
+    uuid_parse(v->directory_id, &out->replica_directory_id);
     out->log_end_offset = v->match_index >= 0 ? v->match_index : -1;
     out->last_fetch_timestamp = -1;
     out->last_caught_up_timestamp = -1;
@@ -167,10 +222,26 @@ static int fill_nodes(const kc_api_ctx_t *ctx, const kc_cluster_status_t *st, kc
         kc_describe_quorum_node_t *node = &nodes[k++];
         memset(node, 0, sizeof(*node));
         node->node_id = st->voters[i].id;
-        kc_describe_quorum_listener_t *out = nl ? kc_arena_alloc(a, nl * sizeof(*out)) : NULL;
-        if (nl && out == NULL)
+        kc_describe_quorum_listener_t *out = kc_arena_alloc(a, (nl + 1) * sizeof(*out));
+        if (out == NULL)
             return -1;
         int32_t n = 0;
+        /* Its raft address, under the name AddRaftVoter gives it (CONTROLLER, as Kafka's
+         * controller listener usually is), then its client listeners. */
+        const char *ra = st->voters[i].raft_address;
+        const char *colon = strrchr(ra, ':');
+        if (colon != NULL && colon > ra) {
+            size_t hl = (size_t)(colon - ra);
+            if (ra[0] == '[' && hl >= 2 && ra[hl - 1] == ']')
+                ra++, hl -= 2;
+            char *host = kc_arena_dup(a, ra, hl);
+            if (host == NULL)
+                return -1;
+            out[n].name = KC_STR_LIT(RAFT_LISTENER);
+            out[n].host = (kc_str_t){host, (int32_t)hl};
+            out[n].port = (uint16_t)atoi(colon + 1);
+            n++;
+        }
         for (size_t j = 0; j < nl; j++) {
             const kc_cluster_addr_t *addr =
                 kc_cluster_broker(ctx->cluster, node->node_id, ls[j].name);
@@ -259,9 +330,221 @@ int kc_api_describe_quorum(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_requ
     kc_cluster_status_t st;
     kc_cluster_status(ctx->cluster, &st);
     if (st.leader < 0)
-        return partition_errors(q, ERR_NOT_LEADER_OR_FOLLOWER, KC_STR_LIT(msg_not_leader), a,
+        return partition_errors(q, KC_ERR_NOT_LEADER_OR_FOLLOWER, KC_STR_LIT(msg_not_leader), a,
                                 resp) == 0
                    ? KC_API_DONE
                    : KC_API_CLOSE;
     return fill_quorum(ctx, &st, req->api_version, a, resp) == 0 ? KC_API_DONE : KC_API_CLOSE;
+}
+
+/* ---- AddRaftVoter, RemoveRaftVoter ------------------------------------------------------------
+ *
+ * KIP-853's membership changes, as KafkaRaftClient answers them: CLUSTER ALTER (ControllerApis),
+ * then INCONSISTENT_CLUSTER_ID when a cluster id is given and is not ours, NOT_LEADER_OR_FOLLOWER
+ * on a node that does not lead (a Kafka broker would forward; Kafka's admin client reaches the
+ * leader itself when given --bootstrap-controller: DescribeCluster names it), INVALID_REQUEST
+ * without a voter key or without the raft endpoint (the listener named CONTROLLER), then the
+ * change itself: DUPLICATE_VOTER, VOTER_NOT_FOUND, REQUEST_TIMED_OUT while another change is
+ * in flight or when this one is not committed within TimeoutMs. The answer is sent once the new
+ * configuration is committed (AckWhenCommitted is always honoured that way). */
+
+typedef struct change_call_s {
+    kc_api_call_t *call;
+    kc_arena_t *arena;                  /* the call's */
+    kc_add_raft_voter_response_t *resp; /* RemoveRaftVoter's answer has the same shape */
+    int32_t id;
+    char dir[23];
+    bool adding;
+} change_call_t;
+
+_Static_assert(sizeof(kc_add_raft_voter_response_t) == sizeof(kc_remove_raft_voter_response_t),
+               "the two answers share a shape");
+
+static void change_error(change_call_t *cc, int status, const char *message, kc_arena_t *a)
+{
+    char buf[256];
+    int16_t err = KC_ERR_UNKNOWN_SERVER_ERROR;
+    buf[0] = '\0';
+    switch (status) {
+    case KC_CLUSTER_OK:
+        err = KC_ERR_NONE;
+        break;
+    case KC_CLUSTER_ENOTLEADER:
+    case KC_CLUSTER_ESHUTDOWN:
+        err = KC_ERR_NOT_LEADER_OR_FOLLOWER;
+        break;
+    case KC_CLUSTER_EDUPLICATE:
+        err = KC_ERR_DUPLICATE_VOTER;
+        snprintf(buf, sizeof(buf),
+                 "The voter id for ReplicaKey(id=%d, directoryId=%s) is already part of the set "
+                 "of voters.",
+                 cc->id, cc->dir);
+        break;
+    case KC_CLUSTER_ENOTFOUND:
+        err = KC_ERR_VOTER_NOT_FOUND;
+        snprintf(buf, sizeof(buf),
+                 "Cannot remove voter ReplicaKey(id=%d, directoryId=%s) from the set of voters",
+                 cc->id, cc->dir);
+        break;
+    case KC_CLUSTER_EBUSY:
+        err = KC_ERR_REQUEST_TIMED_OUT;
+        snprintf(buf, sizeof(buf),
+                 "Request timed out waiting for leader to handle previous voter change request");
+        break;
+    case KC_CLUSTER_ETIMEDOUT:
+        err = KC_ERR_REQUEST_TIMED_OUT;
+        snprintf(buf, sizeof(buf), "%s voter %d: %s", cc->adding ? "Adding" : "Removing", cc->id,
+                 message ? message : "not committed in time");
+        break;
+    case KC_CLUSTER_EINVALID:
+        err = KC_ERR_INVALID_REQUEST;
+        snprintf(buf, sizeof(buf), "%s",
+                 cc->adding ? "The new voter's raft address is not host:port"
+                            : "The last voter cannot be removed");
+        break;
+    default:
+        snprintf(buf, sizeof(buf), "%s", message ? message : "the change failed");
+        break;
+    }
+    cc->resp->error_code = err;
+    if (buf[0] != '\0') {
+        char *m = kc_arena_dup(a, buf, strlen(buf));
+        if (m != NULL)
+            cc->resp->error_message = (kc_str_t){m, (int32_t)strlen(buf)};
+    }
+}
+
+static void on_change_done(void *arg, int status, const char *message)
+{
+    change_call_t *cc = arg;
+    change_error(cc, status, message, cc->arena);
+    kc_api_call_reply(cc->call, cc->resp);
+}
+
+/* The checks both APIs make before the change: 0 to go on, else the answer is filled. */
+static int change_precheck(kc_api_ctx_t *ctx, kc_api_call_t *call, kc_str_t cluster_id,
+                           kc_arena_t *a, kc_add_raft_voter_response_t *resp)
+{
+    if (!kc_api_authorized_cluster(call, KC_OP_ALTER)) {
+        resp->error_code = KC_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        resp->error_message = KC_STR_LIT(msg_cluster_auth);
+        return -1;
+    }
+    const char *ours = kc_cluster_id(ctx->cluster);
+    if (cluster_id.len >= 0 && !kc_str_eq_c(cluster_id, ours)) {
+        char buf[160];
+        snprintf(buf, sizeof(buf), "The given id \"%.*s\" doesn't match the cluster id \"%s\"",
+                 cluster_id.len > 64 ? 64 : (int)cluster_id.len, cluster_id.p, ours);
+        char *m = kc_arena_dup(a, buf, strlen(buf));
+        resp->error_code = KC_ERR_INCONSISTENT_CLUSTER_ID;
+        resp->error_message = m ? (kc_str_t){m, (int32_t)strlen(buf)} : KC_STR_NULL;
+        return -1;
+    }
+    kc_cluster_status_t st;
+    kc_cluster_status(ctx->cluster, &st);
+    if (st.role != KC_CLUSTER_LEADER) {
+        resp->error_code = KC_ERR_NOT_LEADER_OR_FOLLOWER;
+        return -1;
+    }
+    return 0;
+}
+
+/* A listener's "host:port" (IPv6 hosts in brackets) into buf; -1 when it cannot be one. */
+static int endpoint(const kc_add_raft_voter_listener_t *l, bool with_name, char *buf, size_t len)
+{
+    if (l->host.len <= 0 || l->host.len > 200 || l->port == 0 || l->name.len <= 0 ||
+        l->name.len > 60)
+        return -1;
+    for (int32_t i = 0; i < l->host.len; i++)
+        if (l->host.p[i] == ' ' || l->host.p[i] == ',' || l->host.p[i] == '\0')
+            return -1;
+    for (int32_t i = 0; i < l->name.len; i++) {
+        char c = l->name.p[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return -1;
+    }
+    bool v6 = memchr(l->host.p, ':', (size_t)l->host.len) != NULL;
+    int n = snprintf(buf, len, "%.*s%s%s%.*s%s:%u", with_name ? (int)l->name.len : 0, l->name.p,
+                     with_name ? "://" : "", v6 ? "[" : "", (int)l->host.len, l->host.p,
+                     v6 ? "]" : "", (unsigned)l->port);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+int kc_api_add_raft_voter(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                          kc_arena_t *a, void *out)
+{
+    const kc_add_raft_voter_request_t *q = req->body;
+    kc_add_raft_voter_response_t *resp = out;
+    if (ctx->cluster == NULL) /* dispatch serves the API only to a cluster's node */
+        return KC_API_CLOSE;
+    if (change_precheck(ctx, call, q->cluster_id, a, resp) != 0)
+        return KC_API_DONE;
+    if (q->voter_id < 0 || uuid_zero(&q->voter_directory_id)) {
+        resp->error_code = KC_ERR_INVALID_REQUEST;
+        resp->error_message = KC_STR_LIT("Add voter request didn't include a valid voter");
+        return KC_API_DONE;
+    }
+    char raft[300] = "", listeners[1024] = "";
+    size_t used = 0;
+    for (int32_t i = 0; i < q->listeners.n; i++) {
+        const kc_add_raft_voter_listener_t *l = &q->listeners.v[i];
+        char ep[300];
+        bool is_raft = kc_str_eq_c(l->name, RAFT_LISTENER);
+        if (endpoint(l, !is_raft, ep, sizeof(ep)) != 0) {
+            resp->error_code = KC_ERR_INVALID_REQUEST;
+            resp->error_message = KC_STR_LIT("Add voter request has a malformed endpoint");
+            return KC_API_DONE;
+        }
+        if (is_raft) {
+            snprintf(raft, sizeof(raft), "%s", ep);
+        } else if (used + strlen(ep) + 2 < sizeof(listeners)) {
+            used += (size_t)snprintf(listeners + used, sizeof(listeners) - used, "%s%s",
+                                     used ? "," : "", ep);
+        }
+    }
+    if (raft[0] == '\0') {
+        resp->error_code = KC_ERR_INVALID_REQUEST;
+        resp->error_message = KC_STR_LIT("Add voter request didn't include the endpoint for the "
+                                         "default listener " RAFT_LISTENER);
+        return KC_API_DONE;
+    }
+    change_call_t *cc = kc_arena_alloc(a, sizeof(*cc));
+    if (cc == NULL)
+        return KC_API_CLOSE;
+    *cc =
+        (change_call_t){.call = call, .arena = a, .resp = resp, .id = q->voter_id, .adding = true};
+    uuid_format(&q->voter_directory_id, cc->dir);
+    int rc = kc_cluster_add_voter(ctx->cluster, q->voter_id, cc->dir, raft, listeners,
+                                  q->timeout_ms, on_change_done, cc);
+    if (rc == 0)
+        return KC_API_PARKED;
+    change_error(cc, rc, NULL, a);
+    return KC_API_DONE;
+}
+
+int kc_api_remove_raft_voter(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
+                             kc_arena_t *a, void *out)
+{
+    const kc_remove_raft_voter_request_t *q = req->body;
+    kc_add_raft_voter_response_t *resp = out;
+    if (ctx->cluster == NULL)
+        return KC_API_CLOSE;
+    if (change_precheck(ctx, call, q->cluster_id, a, resp) != 0)
+        return KC_API_DONE;
+    if (q->voter_id < 0 || uuid_zero(&q->voter_directory_id)) {
+        resp->error_code = KC_ERR_INVALID_REQUEST;
+        resp->error_message = KC_STR_LIT("Remove voter request didn't include a valid voter");
+        return KC_API_DONE;
+    }
+    change_call_t *cc = kc_arena_alloc(a, sizeof(*cc));
+    if (cc == NULL)
+        return KC_API_CLOSE;
+    *cc = (change_call_t){.call = call, .arena = a, .resp = resp, .id = q->voter_id};
+    uuid_format(&q->voter_directory_id, cc->dir);
+    int rc = kc_cluster_remove_voter(ctx->cluster, q->voter_id, cc->dir, 30000, on_change_done, cc);
+    if (rc == 0)
+        return KC_API_PARKED;
+    change_error(cc, rc, NULL, a);
+    return KC_API_DONE;
 }

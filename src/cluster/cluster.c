@@ -44,6 +44,18 @@ typedef struct node_s {
     char raft_address[128];
 } node_t;
 
+/* A membership change in flight (one at a time). */
+typedef struct change_s {
+    struct raft_change req;
+    kc_cluster_t *cl;
+    raft_id id;
+    bool adding;   /* raft_add done, raft_assign to come */
+    bool answered; /* done was called (the change may still be in raft's hands) */
+    kc_cluster_change_cb done;
+    void *arg;
+    char address[512];
+} change_t;
+
 typedef struct submit_s {
     struct raft_apply req;
     void (*done)(void *arg, int status);
@@ -75,6 +87,14 @@ struct kc_cluster_s {
     size_t n_nodes;
     broker_t brokers[MAX_BROKERS];
     size_t n_brokers;
+    /* The client listeners of nodes added at runtime, read from raft's configuration again
+     * whenever it changed (dyn_sig). */
+    broker_t dyn[MAX_BROKERS];
+    size_t n_dyn;
+    uint64_t dyn_sig;
+    change_t *change; /* the membership change in flight */
+    uv_timer_t change_timer;
+    char dir_id[23]; /* this node's directory id */
     int32_t self;
     char dir[PATH_MAX];
     bool io_ready, raft_ready, started;
@@ -128,6 +148,14 @@ static void seterr(char *err, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
+void kc_cluster_conf_id(const kc_conf_t *conf, char out[23])
+{
+    if (conf->cluster_id != NULL && strlen(conf->cluster_id) == 22)
+        memcpy(out, conf->cluster_id, 23);
+    else
+        kc_cluster_derive_id(conf->cluster_voters, out);
+}
+
 void kc_cluster_derive_id(const char *voters, char out[23])
 {
     uint8_t u[16];
@@ -177,6 +205,59 @@ static int parse_voters(kc_cluster_t *cl, const char *v, char *err, size_t len)
     return 0;
 }
 
+/* NAME://host:port (or host:port, PLAINTEXT) into b's listener, host and addr (not its id).
+ * 0, or -1 when it is not one. */
+static int parse_endpoint(const char *item, broker_t *b)
+{
+    const char *addr = item;
+    const char *sep = strstr(addr, "://");
+    if (sep) {
+        snprintf(b->listener, sizeof(b->listener), "%.*s", (int)(sep - addr), addr);
+        addr = sep + 3;
+    } else {
+        snprintf(b->listener, sizeof(b->listener), "PLAINTEXT");
+    }
+    for (char *q = b->listener; *q; q++)
+        if (*q >= 'a' && *q <= 'z')
+            *q = (char)(*q - 'a' + 'A');
+    const char *colon = strrchr(addr, ':');
+    if (colon == NULL || colon == addr)
+        return -1;
+    snprintf(b->host, sizeof(b->host), "%.*s", (int)(colon - addr), addr);
+    if (b->host[0] == '[') { /* [::1] */
+        size_t hl = strlen(b->host);
+        memmove(b->host, b->host + 1, hl);
+        if (hl >= 2 && b->host[hl - 2] == ']')
+            b->host[hl - 2] = '\0';
+    }
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (end == colon + 1 || *end != '\0' || port < 1 || port > 65535)
+        return -1;
+    b->addr.host = b->host;
+    b->addr.port = (int32_t)port;
+    return 0;
+}
+
+/* The directory id of a configuration's address ("" for a node of cluster.voters), and its
+ * client listeners (NULL when none): see cluster.h. */
+static void addr_dir_id(const char *address, char out[23])
+{
+    const char *sp = strchr(address, ' ');
+    out[0] = '\0';
+    if (sp != NULL && strlen(sp + 1) >= 22 && (sp[23] == ' ' || sp[23] == '\0')) {
+        memcpy(out, sp + 1, 22);
+        out[22] = '\0';
+    }
+}
+
+static const char *addr_listeners(const char *address)
+{
+    const char *sp = address ? strchr(address, ' ') : NULL;
+    sp = sp ? strchr(sp + 1, ' ') : NULL;
+    return sp ? sp + 1 : NULL;
+}
+
 /* cluster.brokers: ID@NAME://host:port or ID@host:port (PLAINTEXT). */
 static int parse_brokers(kc_cluster_t *cl, const char *v, char *err, size_t len)
 {
@@ -193,27 +274,10 @@ static int parse_brokers(kc_cluster_t *cl, const char *v, char *err, size_t len)
         snprintf(item, sizeof(item), "%.*s", (int)n, s);
         char *at = strchr(item, '@');
         b->id = (int32_t)strtol(item, NULL, 10);
-        char *addr = at + 1;
-        char *sep = strstr(addr, "://");
-        if (sep) {
-            snprintf(b->listener, sizeof(b->listener), "%.*s", (int)(sep - addr), addr);
-            addr = sep + 3;
-        } else {
-            snprintf(b->listener, sizeof(b->listener), "PLAINTEXT");
+        if (parse_endpoint(at + 1, b) != 0) {
+            seterr(err, len, "cluster.brokers: \"%s\" is not ID@NAME://host:port", item);
+            return -1;
         }
-        for (char *q = b->listener; *q; q++)
-            if (*q >= 'a' && *q <= 'z')
-                *q = (char)(*q - 'a' + 'A');
-        char *colon = strrchr(addr, ':');
-        snprintf(b->host, sizeof(b->host), "%.*s", (int)(colon - addr), addr);
-        if (b->host[0] == '[') { /* [::1] */
-            size_t hl = strlen(b->host);
-            memmove(b->host, b->host + 1, hl);
-            if (hl >= 2 && b->host[hl - 2] == ']')
-                b->host[hl - 2] = '\0';
-        }
-        b->addr.host = b->host;
-        b->addr.port = (int32_t)strtol(colon + 1, NULL, 10);
         bool known = false;
         for (size_t i = 0; i < cl->n_nodes; i++)
             known |= cl->nodes[i].id == b->id;
@@ -478,10 +542,19 @@ static int tr_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
     return rv;
 }
 
+/* The raft host:port of a configuration's address: up to its first space (see cluster.h). */
+static size_t raft_addr_len(const char *address)
+{
+    const char *sp = strchr(address, ' ');
+    return sp ? (size_t)(sp - address) : strlen(address);
+}
+
 static int tr_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
                       const char *address, raft_uv_connect_cb cb)
 {
-    return kc_tls_transport_connect(&outer_cluster(t)->tlst, req, id, address, cb);
+    char plain[256];
+    snprintf(plain, sizeof(plain), "%.*s", (int)raft_addr_len(address), address);
+    return kc_tls_transport_connect(&outer_cluster(t)->tlst, req, id, plain, cb);
 }
 
 static void tls_closed(kc_tls_transport_t *t)
@@ -562,7 +635,10 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
     cl->tlst.outer = &cl->transport;
     cl->tlst.tune = tune_cb;
     cl->tlst.tune_arg = cl;
-    kc_cluster_derive_id(conf->cluster_voters, cl->tlst.cluster_id);
+    kc_cluster_conf_id(conf, cl->tlst.cluster_id);
+    if (kc_meta_directory_id(conf->data_dir, cl->dir_id, err, errlen) != 0)
+        goto fail;
+    memcpy(cl->tlst.dir_id, cl->dir_id, sizeof(cl->dir_id));
     if (conf->cluster_security_protocol == 1) {
         const char *ks = conf->cluster_ssl_keystore_location;
         const char *ts = conf->cluster_ssl_truststore_location;
@@ -615,6 +691,8 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
     cl->kick.data = cl;
     uv_timer_init(loop, &cl->xfer);
     cl->xfer.data = cl;
+    uv_timer_init(loop, &cl->change_timer);
+    cl->change_timer.data = cl;
     return cl;
 fail:
     if (cl->raft_ready || cl->io_ready) {
@@ -640,7 +718,7 @@ int kc_cluster_start(kc_cluster_t *cl, char *err, size_t errlen)
             return -1;
         }
     }
-    int rv = raft_bootstrap(&cl->raft, &conf);
+    int rv = cl->conf->cluster_bootstrap ? raft_bootstrap(&cl->raft, &conf) : RAFT_CANTBOOTSTRAP;
     raft_configuration_close(&conf);
     if (rv == 0)
         KC_INFO("cluster", "bootstrapped %s with %zu voters", cl->dir, cl->n_nodes);
@@ -659,8 +737,14 @@ int kc_cluster_start(kc_cluster_t *cl, char *err, size_t errlen)
         return -1;
     }
     uv_timer_start(&cl->poll, on_poll, POLL_MS, POLL_MS);
-    KC_INFO("cluster", "node %d started raft at %s with %zu voters (applied index %llu)", cl->self,
-            cl->raft.address, cl->n_nodes, (unsigned long long)raft_last_applied(&cl->raft));
+    KC_INFO("cluster", "node %d started raft at %s with %u servers (applied index %llu)", cl->self,
+            cl->raft.address, cl->raft.configuration.n,
+            (unsigned long long)raft_last_applied(&cl->raft));
+    if (cl->raft.configuration.n == 0)
+        KC_INFO("cluster",
+                "node %d (directory id %s) is not in a cluster yet: it waits until the leader "
+                "adds it (AddRaftVoter)",
+                cl->self, cl->dir_id);
     return 0;
 }
 
@@ -693,7 +777,12 @@ void kc_cluster_close(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
     cl->closing = true;
     cl->done = done;
     cl->done_arg = arg;
-    cl->close_steps = 4;
+    cl->close_steps = 5;
+    if (cl->change != NULL && !cl->change->answered) {
+        cl->change->answered = true;
+        cl->change->done(cl->change->arg, KC_CLUSTER_ESHUTDOWN, "the node is stopping");
+    }
+    uv_close((uv_handle_t *)&cl->change_timer, on_poll_closed);
     uv_close((uv_handle_t *)&cl->xfer, on_poll_closed);
     uv_close((uv_handle_t *)&cl->poll, on_poll_closed);
     uv_close((uv_handle_t *)&cl->kick, on_poll_closed);
@@ -756,8 +845,11 @@ static void on_transferred(struct raft_transfer *req)
 
 int kc_cluster_transfer(kc_cluster_t *cl, void (*done)(void *arg), void *arg)
 {
+    unsigned voters = 0;
+    for (unsigned i = 0; i < cl->raft.configuration.n; i++)
+        voters += cl->raft.configuration.servers[i].role == RAFT_VOTER;
     if (cl->closing || !cl->started || cl->xfer_active || raft_state(&cl->raft) != RAFT_LEADER ||
-        cl->n_nodes < 2)
+        voters < 2)
         return -1;
     cl->transfer_done = done;
     cl->transfer_arg = arg;
@@ -891,8 +983,15 @@ void kc_cluster_status(const kc_cluster_t *cl, kc_cluster_status_t *out)
     for (unsigned i = 0; i < c->n && out->n_voters < sizeof(out->voters) / sizeof(out->voters[0]);
          i++) {
         kc_cluster_voter_t *v = &out->voters[out->n_voters++];
+        const char *addr = c->servers[i].address;
         v->id = (int32_t)c->servers[i].id;
-        snprintf(v->raft_address, sizeof(v->raft_address), "%s", c->servers[i].address);
+        snprintf(v->raft_address, sizeof(v->raft_address), "%.*s", (int)raft_addr_len(addr), addr);
+        addr_dir_id(addr, v->directory_id);
+        if (v->directory_id[0] == '\0')
+            snprintf(v->directory_id, sizeof(v->directory_id), "%s",
+                     kc_tls_transport_peer_dir(&cl->tlst, c->servers[i].id));
+        if (v->id == cl->self)
+            memcpy(v->directory_id, cl->dir_id, sizeof(v->directory_id));
         v->role = c->servers[i].role;
         raft_index m = 0;
         if (raft_state(r) == RAFT_LEADER && raft_match_index(r, c->servers[i].id, &m) == 0)
@@ -903,21 +1002,254 @@ void kc_cluster_status(const kc_cluster_t *cl, kc_cluster_status_t *out)
     }
 }
 
+/* The client listeners of the nodes added at runtime, from raft's configuration: read again
+ * when the configuration's addresses changed since the last look. */
+static void refresh_dyn(kc_cluster_t *cl)
+{
+    const struct raft_configuration *c = &cl->raft.configuration;
+    uint64_t sig = 0xcbf29ce484222325ull ^ c->n;
+    for (unsigned i = 0; i < c->n; i++) {
+        sig = (sig ^ c->servers[i].id) * 0x100000001b3ull;
+        for (const char *p = c->servers[i].address; p && *p; p++)
+            sig = (sig ^ (uint8_t)*p) * 0x100000001b3ull;
+    }
+    if (sig == cl->dyn_sig)
+        return;
+    cl->dyn_sig = sig;
+    cl->n_dyn = 0;
+    for (unsigned i = 0; i < c->n; i++) {
+        const char *ls = addr_listeners(c->servers[i].address);
+        while (ls != NULL && *ls && cl->n_dyn < MAX_BROKERS) {
+            const char *end = strchr(ls, ',');
+            size_t n = end ? (size_t)(end - ls) : strlen(ls);
+            char item[256];
+            snprintf(item, sizeof(item), "%.*s", (int)n, ls);
+            broker_t *b = &cl->dyn[cl->n_dyn];
+            if (parse_endpoint(item, b) == 0) {
+                b->id = (int32_t)c->servers[i].id;
+                cl->n_dyn++;
+            }
+            ls = end ? end + 1 : ls + n;
+        }
+    }
+}
+
 const kc_cluster_addr_t *kc_cluster_broker(const kc_cluster_t *cl, int32_t id, const char *listener)
 {
     for (size_t i = 0; i < cl->n_brokers; i++)
         if (cl->brokers[i].id == id && strcasecmp(cl->brokers[i].listener, listener) == 0)
             return &cl->brokers[i].addr;
+    kc_cluster_t *m = (kc_cluster_t *)cl; /* the cache below is not part of its state */
+    if (!cl->started)
+        return NULL;
+    refresh_dyn(m);
+    for (size_t i = 0; i < m->n_dyn; i++)
+        if (m->dyn[i].id == id && strcasecmp(m->dyn[i].listener, listener) == 0)
+            return &m->dyn[i].addr;
     return NULL;
 }
 
 size_t kc_cluster_nodes(const kc_cluster_t *cl, int32_t *ids, size_t cap)
 {
     size_t n = 0;
-    for (size_t i = 0; i < cl->n_nodes; i++) {
-        if (n < cap)
-            ids[n] = cl->nodes[i].id;
-        n++;
+    const struct raft_configuration *c = &cl->raft.configuration;
+    if (cl->started && c->n > 0) {
+        for (unsigned i = 0; i < c->n && n < cap; i++)
+            if (c->servers[i].role == RAFT_VOTER)
+                ids[n++] = (int32_t)c->servers[i].id;
+        return n;
     }
-    return n < cap ? n : cap;
+    for (size_t i = 0; i < cl->n_nodes && n < cap; i++)
+        ids[n++] = cl->nodes[i].id;
+    return n;
+}
+
+const char *kc_cluster_directory_id(const kc_cluster_t *cl)
+{
+    return cl->dir_id;
+}
+
+const char *kc_cluster_id(const kc_cluster_t *cl)
+{
+    return cl->tlst.cluster_id;
+}
+
+/* ---- Membership ---------------------------------------------------------------------------- */
+
+static int change_status(int rv)
+{
+    switch (rv) {
+    case 0:
+        return KC_CLUSTER_OK;
+    case RAFT_CANTCHANGE:
+        return KC_CLUSTER_EBUSY;
+    case RAFT_DUPLICATEID:
+        return KC_CLUSTER_EDUPLICATE;
+    case RAFT_NOTFOUND:
+    case RAFT_BADID:
+        return KC_CLUSTER_ENOTFOUND;
+    case RAFT_DUPLICATEADDRESS:
+    case RAFT_BADROLE:
+    case RAFT_MALFORMED:
+        return KC_CLUSTER_EINVALID;
+    case RAFT_NOCONNECTION:
+        return KC_CLUSTER_ETIMEDOUT;
+    default:
+        return map_status(rv);
+    }
+}
+
+/* Answer the change's requester, once. */
+static void change_answer(change_t *ch, int status, const char *msg)
+{
+    if (ch->answered)
+        return;
+    ch->answered = true;
+    uv_timer_stop(&ch->cl->change_timer);
+    ch->done(ch->arg, status, msg);
+}
+
+static void on_change_timeout(uv_timer_t *t)
+{
+    kc_cluster_t *cl = t->data;
+    if (cl->change != NULL)
+        change_answer(cl->change, KC_CLUSTER_ETIMEDOUT, "the change is not committed yet");
+}
+
+static void on_changed(struct raft_change *req, int status)
+{
+    change_t *ch = req->data;
+    kc_cluster_t *cl = ch->cl;
+    if (status == 0 && ch->adding && !cl->closing) {
+        /* A spare now, with its address in the configuration: catch it up, make it a voter. */
+        ch->adding = false;
+        KC_INFO("cluster", "node %llu added as a spare; catching it up to make it a voter",
+                (unsigned long long)ch->id);
+        int rv = raft_assign(&cl->raft, &ch->req, ch->id, RAFT_VOTER, on_changed);
+        if (rv == 0)
+            return;
+        status = rv;
+    }
+    if (status == 0)
+        KC_INFO("cluster", "the configuration change for node %llu is committed: %u servers",
+                (unsigned long long)ch->id, cl->raft.configuration.n);
+    else
+        KC_WARN("cluster", "the configuration change for node %llu failed: %s",
+                (unsigned long long)ch->id, raft_strerror(status));
+    if (cl->change == ch)
+        cl->change = NULL;
+    change_answer(ch, change_status(status), status ? raft_strerror(status) : NULL);
+    free(ch);
+}
+
+/* A change can start: this node leads and has nothing else changing. */
+static int change_can_start(kc_cluster_t *cl)
+{
+    if (cl->closing || !cl->started)
+        return KC_CLUSTER_ESHUTDOWN;
+    if (cl->role != KC_CLUSTER_LEADER || raft_state(&cl->raft) != RAFT_LEADER || cl->xfer_active)
+        return KC_CLUSTER_ENOTLEADER;
+    if (cl->change != NULL)
+        return KC_CLUSTER_EBUSY;
+    return 0;
+}
+
+static change_t *change_new(kc_cluster_t *cl, raft_id id, int32_t timeout_ms,
+                            kc_cluster_change_cb done, void *arg)
+{
+    change_t *ch = calloc(1, sizeof(*ch));
+    if (ch == NULL)
+        return NULL;
+    ch->cl = cl;
+    ch->id = id;
+    ch->done = done;
+    ch->arg = arg;
+    ch->req.data = ch;
+    uv_timer_start(&cl->change_timer, on_change_timeout,
+                   timeout_ms > 0 ? (uint64_t)timeout_ms : 60000, 0);
+    return ch;
+}
+
+int kc_cluster_add_voter(kc_cluster_t *cl, int32_t id, const char *directory_id,
+                         const char *raft_address, const char *listeners, int32_t timeout_ms,
+                         kc_cluster_change_cb done, void *arg)
+{
+    int rc = change_can_start(cl);
+    if (rc != 0)
+        return rc;
+    struct sockaddr_storage sa;
+    if (id < 1 || strlen(directory_id) != 22 || strchr(raft_address, ' ') ||
+        strchr(listeners, ' ') || kc_tls_transport_parse_addr(raft_address, &sa) != 0)
+        return KC_CLUSTER_EINVALID;
+    const struct raft_server *srv = NULL;
+    for (unsigned i = 0; i < cl->raft.configuration.n; i++)
+        if (cl->raft.configuration.servers[i].id == (raft_id)id)
+            srv = &cl->raft.configuration.servers[i];
+    if (srv != NULL && srv->role == RAFT_VOTER)
+        return KC_CLUSTER_EDUPLICATE;
+    change_t *ch = change_new(cl, (raft_id)id, timeout_ms, done, arg);
+    if (ch == NULL)
+        return KC_CLUSTER_EIO;
+    int n = snprintf(ch->address, sizeof(ch->address), "%s %s %s", raft_address, directory_id,
+                     listeners);
+    int rv;
+    if (n < 0 || (size_t)n >= sizeof(ch->address)) {
+        rv = RAFT_MALFORMED;
+    } else if (srv != NULL) {
+        /* A spare or standby from an add that did not finish: promote it. */
+        rv = raft_assign(&cl->raft, &ch->req, (raft_id)id, RAFT_VOTER, on_changed);
+    } else {
+        ch->adding = true;
+        rv = raft_add(&cl->raft, &ch->req, (raft_id)id, ch->address, on_changed);
+    }
+    if (rv != 0) {
+        uv_timer_stop(&cl->change_timer);
+        free(ch);
+        return change_status(rv);
+    }
+    cl->change = ch;
+    KC_INFO("cluster", "adding node %d (raft %s, directory id %s, listeners %s)", id, raft_address,
+            directory_id, listeners[0] ? listeners : "none");
+    return 0;
+}
+
+int kc_cluster_remove_voter(kc_cluster_t *cl, int32_t id, const char *directory_id,
+                            int32_t timeout_ms, kc_cluster_change_cb done, void *arg)
+{
+    int rc = change_can_start(cl);
+    if (rc != 0)
+        return rc;
+    const struct raft_configuration *c = &cl->raft.configuration;
+    const struct raft_server *srv = NULL;
+    unsigned voters = 0;
+    for (unsigned i = 0; i < c->n; i++) {
+        voters += c->servers[i].role == RAFT_VOTER;
+        if (c->servers[i].id == (raft_id)id)
+            srv = &c->servers[i];
+    }
+    if (srv == NULL)
+        return KC_CLUSTER_ENOTFOUND;
+    char known[23];
+    addr_dir_id(srv->address, known);
+    if (known[0] == '\0')
+        snprintf(known, sizeof(known), "%s", kc_tls_transport_peer_dir(&cl->tlst, srv->id));
+    if (srv->id == (raft_id)cl->self)
+        memcpy(known, cl->dir_id, sizeof(known));
+    if (known[0] != '\0' && strcmp(known, directory_id) != 0)
+        return KC_CLUSTER_ENOTFOUND;
+    if (srv->role == RAFT_VOTER && voters == 1)
+        return KC_CLUSTER_EINVALID;
+    change_t *ch = change_new(cl, (raft_id)id, timeout_ms, done, arg);
+    if (ch == NULL)
+        return KC_CLUSTER_EIO;
+    int rv = raft_remove(&cl->raft, &ch->req, (raft_id)id, on_changed);
+    if (rv != 0) {
+        uv_timer_stop(&cl->change_timer);
+        free(ch);
+        return change_status(rv);
+    }
+    cl->change = ch;
+    KC_INFO("cluster", "removing node %d%s", id,
+            id == cl->self ? " (this node: it steps down once that is committed)" : "");
+    return 0;
 }

@@ -61,6 +61,10 @@ typedef struct kc_cluster_node_s {
     bool voter;
 } kc_cluster_node_t;
 
+/* The cluster id of this node's cluster: cluster.id when set, else kc_cluster_derive_id of
+ * cluster.voters. */
+void kc_cluster_conf_id(const kc_conf_t *conf, char out[23]);
+
 /* The cluster id every node of cluster.voters `voters` shares (22 characters of URL-safe base64
  * of a version-4-shaped UUID, as Kafka's), derived from the voters' ids and addresses so that
  * every node computes the same one without a formatting step; its meta.properties keeps it. */
@@ -95,7 +99,36 @@ enum {
     KC_CLUSTER_ENOTLEADER = -1, /* not the leader, or leadership was lost before the commit */
     KC_CLUSTER_ESHUTDOWN = -2,  /* the node is stopping */
     KC_CLUSTER_EIO = -3,        /* raft could not store it (disk, memory, too big) */
+    /* Membership changes only: */
+    KC_CLUSTER_EDUPLICATE = -4, /* the node is a voter already */
+    KC_CLUSTER_ENOTFOUND = -5,  /* no such voter (id, or id and directory id) */
+    KC_CLUSTER_EBUSY = -6,      /* another change is not committed yet */
+    KC_CLUSTER_ETIMEDOUT = -7,  /* not done within the time given (it may still complete) */
+    KC_CLUSTER_EINVALID = -8,   /* a malformed address, or the last voter */
 };
+
+/* ---- Membership (KIP-853's AddRaftVoter and RemoveRaftVoter, on the leader) -------------------
+ *
+ * A node joins as raft's spare with the address string "RAFT DIRID LISTENERS": its raft
+ * host:port, its directory id (meta.properties' directory.id, 22 characters) and its client
+ * listeners (NAME://host:port,...), kept in raft's configuration and so known to every node
+ * (kc_cluster_broker, kc_cluster_nodes) without a change to anyone's cluster.brokers; the
+ * leader then catches it up and makes it a voter. Nodes of cluster.voters have a plain host:port.
+ * One change at a time. done(arg, status, message) is called once from the loop: KC_CLUSTER_OK
+ * once the new configuration is committed, an error, or KC_CLUSTER_ETIMEDOUT after timeout_ms
+ * (the change goes on and may still complete). Returns 0, or an error (done never called). */
+typedef void (*kc_cluster_change_cb)(void *arg, int status, const char *message);
+int kc_cluster_add_voter(kc_cluster_t *cl, int32_t id, const char *directory_id,
+                         const char *raft_address, const char *listeners, int32_t timeout_ms,
+                         kc_cluster_change_cb done, void *arg);
+/* Remove voter `id` (whose directory id must be `directory_id` when this node knows it). The
+ * leader may remove itself: it steps down once the change is committed. */
+int kc_cluster_remove_voter(kc_cluster_t *cl, int32_t id, const char *directory_id,
+                            int32_t timeout_ms, kc_cluster_change_cb done, void *arg);
+/* This node's directory id (its data.dir's meta.properties). */
+const char *kc_cluster_directory_id(const kc_cluster_t *cl);
+/* The cluster id the nodes share (kc_cluster_conf_id). */
+const char *kc_cluster_id(const kc_cluster_t *cl);
 
 /* One partition's batch in a submission. */
 typedef struct kc_cluster_part_s {
@@ -124,7 +157,8 @@ int32_t kc_cluster_self(const kc_cluster_t *cl);
 /* What observers and DescribeQuorum show. */
 typedef struct kc_cluster_voter_s {
     int32_t id;
-    char raft_address[128];
+    char raft_address[128];  /* host:port */
+    char directory_id[23];   /* "" when this node does not know it */
     int role;                /* 0 standby, 1 voter, 2 spare (raft's roles) */
     int64_t match_index;     /* the leader's view of its log end; -1 when not known here */
     int64_t last_contact_ms; /* monotonic ms since the leader last heard from it; -1 unknown */
@@ -149,15 +183,17 @@ typedef struct kc_cluster_status_s {
 
 void kc_cluster_status(const kc_cluster_t *cl, kc_cluster_status_t *out);
 
-/* The client addresses of node `id` (cluster.brokers): the address for listener `listener`
- * (a name of listeners, case-insensitive), or NULL when that node has none for it. */
+/* The client addresses of node `id` (cluster.brokers, or the listeners it was added with): the
+ * address for listener `listener` (a name of listeners, case-insensitive), or NULL when that node
+ * has none for it. Valid until the loop turn ends. */
 typedef struct kc_cluster_addr_s {
     const char *host;
     int32_t port;
 } kc_cluster_addr_t;
 const kc_cluster_addr_t *kc_cluster_broker(const kc_cluster_t *cl, int32_t id,
                                            const char *listener);
-/* The ids of every node of the cluster, in order; returns how many (<= cap written). */
+/* The ids of the cluster's voters (raft's configuration; cluster.voters until this node has
+ * one), in order; returns how many (<= cap written). */
 size_t kc_cluster_nodes(const kc_cluster_t *cl, int32_t *ids, size_t cap);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <raft.h>
 #include <raft/uv.h>
+#include <sys/socket.h>
 #include <uv.h>
 
 typedef struct ssl_ctx_st SSL_CTX;
@@ -21,6 +22,12 @@ typedef struct kc_tls_transport_s {
     raft_id id;        /* this node */
     char address[256]; /* this node's raft address, host:port */
     char cluster_id[23];
+    char dir_id[23]; /* this node's directory id, told in its hello after its address */
+    /* The directory ids the peers told in their hellos, by raft id (16 at most). */
+    struct {
+        raft_id id;
+        char dir_id[23];
+    } peers[16];
     uv_tcp_t server;
     bool server_open;
     bool closing;
@@ -35,6 +42,10 @@ typedef struct kc_tls_transport_s {
  * and the cluster's CA file. 0, or -1 with err naming the setting. */
 int kc_tls_transport_ctx(kc_tls_transport_t *t, const char *keystore, const char *truststore,
                          char *err, size_t errlen);
+/* host:port (IPv4 or [IPv6]) into *sa: 0, or -1 when it is not one. */
+int kc_tls_transport_parse_addr(const char *address, struct sockaddr_storage *sa);
+/* The directory id peer `id` told in its last hello, "" when none was heard. */
+const char *kc_tls_transport_peer_dir(const kc_tls_transport_t *t, raft_id id);
 int kc_tls_transport_listen(kc_tls_transport_t *t, raft_uv_accept_cb cb);
 int kc_tls_transport_connect(kc_tls_transport_t *t, struct raft_uv_connect *req, raft_id id,
                              const char *address, raft_uv_connect_cb cb);

@@ -286,6 +286,25 @@ static void open_conn(tconn_t *c)
     }
 }
 
+static void note_peer_dir(kc_tls_transport_t *t, raft_id id, const char *dir)
+{
+    if (strlen(dir) != 22)
+        return;
+    size_t n = sizeof(t->peers) / sizeof(t->peers[0]), slot = n;
+    for (size_t i = 0; i < n; i++) {
+        if (t->peers[i].id == id) {
+            slot = i;
+            break;
+        }
+        if (t->peers[i].id == 0 && slot == n)
+            slot = i;
+    }
+    if (slot == n)
+        return;
+    t->peers[slot].id = id;
+    memcpy(t->peers[slot].dir_id, dir, 23);
+}
+
 /* The connecting node's complete hello in c->hello: refused (closed, -1) unless it is a kcoord
  * node's of this cluster; else its id and raft address are noted (0). */
 static int check_hello(tconn_t *c)
@@ -315,7 +334,21 @@ static int check_hello(tconn_t *c)
     size_t alen = (size_t)h[34] << 8 | h[35];
     c->peer_id = id;
     snprintf(c->peer, sizeof(c->peer), "%.*s", (int)alen, (const char *)h + 36);
+    /* "host:port DIRID": the directory id, for DescribeQuorum and RemoveRaftVoter. */
+    char *sp = strchr(c->peer, ' ');
+    if (sp != NULL) {
+        *sp = '\0';
+        note_peer_dir(c->t, id, sp + 1);
+    }
     return 0;
+}
+
+const char *kc_tls_transport_peer_dir(const kc_tls_transport_t *t, raft_id id)
+{
+    for (size_t i = 0; i < sizeof(t->peers) / sizeof(t->peers[0]); i++)
+        if (t->peers[i].id == id)
+            return t->peers[i].dir_id;
+    return "";
 }
 
 /* This node's hello into c->hello; its length. */
@@ -323,14 +356,18 @@ static size_t make_hello(tconn_t *c)
 {
     uint8_t *h = c->hello;
     const kc_tls_transport_t *t = c->t;
-    size_t alen = strlen(t->address);
+    char addr[300];
+    snprintf(addr, sizeof(addr), "%s%s%s", t->address, t->dir_id[0] ? " " : "", t->dir_id);
+    if (strlen(addr) > 255 || strlen(addr) >= sizeof(c->peer))
+        snprintf(addr, sizeof(addr), "%s", t->address); /* a long address goes alone */
+    size_t alen = strlen(addr);
     h[0] = (uint8_t)(HELLO_MAGIC >> 24), h[1] = (uint8_t)(HELLO_MAGIC >> 16);
     h[2] = (uint8_t)(HELLO_MAGIC >> 8), h[3] = (uint8_t)HELLO_MAGIC;
     memcpy(h + 4, t->cluster_id, 22);
     for (int i = 0; i < 8; i++)
         h[26 + i] = (uint8_t)(t->id >> (56 - 8 * i));
     h[34] = (uint8_t)(alen >> 8), h[35] = (uint8_t)alen;
-    memcpy(h + 36, t->address, alen);
+    memcpy(h + 36, addr, alen);
     return 36 + alen;
 }
 
@@ -606,7 +643,7 @@ static void on_connected(uv_connect_t *req, int status)
 }
 
 /* host:port (IPv4 or [IPv6]) into *sa. 0 or -1. */
-static int parse_addr(const char *address, struct sockaddr_storage *sa)
+int kc_tls_transport_parse_addr(const char *address, struct sockaddr_storage *sa)
 {
     char host[128];
     const char *colon = strrchr(address, ':');
@@ -631,7 +668,7 @@ int kc_tls_transport_connect(kc_tls_transport_t *t, struct raft_uv_connect *req,
     struct sockaddr_storage sa;
     if (t->closing)
         return RAFT_CANCELED;
-    if (parse_addr(address, &sa) != 0)
+    if (kc_tls_transport_parse_addr(address, &sa) != 0)
         return RAFT_NOCONNECTION;
     tconn_t *c = tc_new(t, true);
     uv_connect_t *cr = malloc(sizeof(*cr));
@@ -656,7 +693,7 @@ int kc_tls_transport_connect(kc_tls_transport_t *t, struct raft_uv_connect *req,
 int kc_tls_transport_listen(kc_tls_transport_t *t, raft_uv_accept_cb cb)
 {
     struct sockaddr_storage sa;
-    if (parse_addr(t->address, &sa) != 0)
+    if (kc_tls_transport_parse_addr(t->address, &sa) != 0)
         return RAFT_INVALID;
     t->accept_cb = cb;
     uv_tcp_init(t->loop, &t->server);

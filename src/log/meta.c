@@ -95,9 +95,12 @@ static char *trim(char *s)
     return s;
 }
 
-static int read_meta(const char *path, int32_t node_id, char *cluster_id, size_t len, char *err,
-                     size_t errlen)
+/* meta.properties at `path`: its cluster id into cluster_id (len bytes), its directory id (22
+ * characters, "" when it has none) into dir_id; node.id, when node_id >= 0, must match. */
+static int read_meta(const char *path, int32_t node_id, char *cluster_id, size_t len,
+                     char dir_id[23], char *err, size_t errlen)
 {
+    dir_id[0] = '\0';
     FILE *f = fopen(path, "r");
     if (f == NULL) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -122,7 +125,9 @@ static int read_meta(const char *path, int32_t node_id, char *cluster_id, size_t
             }
             strcpy(cluster_id, val);
             have_cluster = 1;
-        } else if (strcmp(key, "node.id") == 0 || strcmp(key, "broker.id") == 0) {
+        } else if (strcmp(key, "directory.id") == 0 && strlen(val) == 22) {
+            memcpy(dir_id, val, 23);
+        } else if (node_id >= 0 && (strcmp(key, "node.id") == 0 || strcmp(key, "broker.id") == 0)) {
             char *end;
             long id = strtol(val, &end, 10);
             if (*end != '\0' || id != node_id) {
@@ -144,7 +149,7 @@ static int read_meta(const char *path, int32_t node_id, char *cluster_id, size_t
 }
 
 static int write_meta(const char *dir, const char *path, int32_t node_id, const char *cluster_id,
-                      char *err, size_t errlen)
+                      const char *dir_id, char *err, size_t errlen)
 {
     char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -159,8 +164,9 @@ static int write_meta(const char *dir, const char *path, int32_t node_id, const 
     gmtime_r(&now, &tm);
     char when[64];
     strftime(when, sizeof(when), "%a %b %d %H:%M:%S UTC %Y", &tm);
-    int n = snprintf(text, sizeof(text), "#\n#%s\nnode.id=%d\nversion=1\ncluster.id=%s\n", when,
-                     node_id, cluster_id);
+    int n = snprintf(text, sizeof(text),
+                     "#\n#%s\nnode.id=%d\ndirectory.id=%s\nversion=1\ncluster.id=%s\n", when,
+                     node_id, dir_id, cluster_id);
     int ok = write(fd, text, (size_t)n) == n && fsync(fd) == 0;
     ok = close(fd) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) {
@@ -194,14 +200,24 @@ int kc_meta_load_as(const char *data_dir, int32_t node_id, const char *want, cha
         snprintf(err, errlen, "data.dir: path too long");
         return -1;
     }
+    char dir_id[23];
     if (access(path, F_OK) == 0) {
-        if (read_meta(path, node_id, cluster_id, cluster_id_len, err, errlen) != 0)
+        if (read_meta(path, node_id, cluster_id, cluster_id_len, dir_id, err, errlen) != 0)
             return -1;
         if (want != NULL && strcmp(want, cluster_id) != 0) {
             snprintf(err, errlen,
                      "%s: cluster.id %s is not the cluster's (%s): this data directory belongs "
                      "to another cluster",
                      path, cluster_id, want);
+            return -1;
+        }
+        /* A file from before directory ids (or another writer's without one) gets one, as
+         * Kafka 3.7+ adds it to its log directories' meta.properties. */
+        if (dir_id[0] == '\0' &&
+            (new_cluster_id(dir_id) != 0 ||
+             write_meta(data_dir, path, node_id, cluster_id, dir_id, err, errlen) != 0)) {
+            if (dir_id[0] == '\0')
+                snprintf(err, errlen, "cannot generate a directory id");
             return -1;
         }
         return 0;
@@ -217,9 +233,29 @@ int kc_meta_load_as(const char *data_dir, int32_t node_id, const char *want, cha
         snprintf(err, errlen, "cluster id buffer too small");
         return -1;
     }
-    if (write_meta(data_dir, path, node_id, id, err, errlen) != 0)
+    if (new_cluster_id(dir_id) != 0) {
+        snprintf(err, errlen, "cannot generate a directory id");
+        return -1;
+    }
+    if (write_meta(data_dir, path, node_id, id, dir_id, err, errlen) != 0)
         return -1;
     strcpy(cluster_id, id);
+    return 0;
+}
+
+int kc_meta_directory_id(const char *data_dir, char out[23], char *err, size_t errlen)
+{
+    char path[4096], cluster_id[64];
+    if ((size_t)snprintf(path, sizeof(path), "%s/meta.properties", data_dir) >= sizeof(path)) {
+        snprintf(err, errlen, "data.dir: path too long");
+        return -1;
+    }
+    if (read_meta(path, -1, cluster_id, sizeof(cluster_id), out, err, errlen) != 0)
+        return -1;
+    if (out[0] == '\0') {
+        snprintf(err, errlen, "%s: no directory.id", path);
+        return -1;
+    }
     return 0;
 }
 

@@ -78,6 +78,28 @@ static size_t w_describe_quorum_response_size(int16_t v, const void *m) { return
 static void w_describe_quorum_response_set_errors(void *m, int16_t v, int16_t err) { kc_describe_quorum_response_set_errors(m, v, err); }
 static void w_describe_quorum_response_fail(void *m, int16_t v, int16_t err) { kc_describe_quorum_response_fail(m, v, err); }
 static size_t w_describe_quorum_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_describe_quorum_response_walk_errors(m, v, fn, arg); }
+static void w_add_raft_voter_request_init(void *m) { kc_add_raft_voter_request_init(m); }
+static int w_add_raft_voter_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_add_raft_voter_request_decode(r, a, v, m); }
+static void w_add_raft_voter_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_add_raft_voter_request_encode(w, v, m); }
+static size_t w_add_raft_voter_request_size(int16_t v, const void *m) { return kc_add_raft_voter_request_size(v, m); }
+static void w_add_raft_voter_response_init(void *m) { kc_add_raft_voter_response_init(m); }
+static int w_add_raft_voter_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_add_raft_voter_response_decode(r, a, v, m); }
+static void w_add_raft_voter_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_add_raft_voter_response_encode(w, v, m); }
+static size_t w_add_raft_voter_response_size(int16_t v, const void *m) { return kc_add_raft_voter_response_size(v, m); }
+static void w_add_raft_voter_response_set_errors(void *m, int16_t v, int16_t err) { kc_add_raft_voter_response_set_errors(m, v, err); }
+static void w_add_raft_voter_response_fail(void *m, int16_t v, int16_t err) { kc_add_raft_voter_response_fail(m, v, err); }
+static size_t w_add_raft_voter_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_add_raft_voter_response_walk_errors(m, v, fn, arg); }
+static void w_remove_raft_voter_request_init(void *m) { kc_remove_raft_voter_request_init(m); }
+static int w_remove_raft_voter_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_remove_raft_voter_request_decode(r, a, v, m); }
+static void w_remove_raft_voter_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_remove_raft_voter_request_encode(w, v, m); }
+static size_t w_remove_raft_voter_request_size(int16_t v, const void *m) { return kc_remove_raft_voter_request_size(v, m); }
+static void w_remove_raft_voter_response_init(void *m) { kc_remove_raft_voter_response_init(m); }
+static int w_remove_raft_voter_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_remove_raft_voter_response_decode(r, a, v, m); }
+static void w_remove_raft_voter_response_encode(kc_writer_t *w, int16_t v, const void *m) { kc_remove_raft_voter_response_encode(w, v, m); }
+static size_t w_remove_raft_voter_response_size(int16_t v, const void *m) { return kc_remove_raft_voter_response_size(v, m); }
+static void w_remove_raft_voter_response_set_errors(void *m, int16_t v, int16_t err) { kc_remove_raft_voter_response_set_errors(m, v, err); }
+static void w_remove_raft_voter_response_fail(void *m, int16_t v, int16_t err) { kc_remove_raft_voter_response_fail(m, v, err); }
+static size_t w_remove_raft_voter_response_walk_errors(const void *m, int16_t v, kc_error_visit_fn fn, void *arg) { return kc_remove_raft_voter_response_walk_errors(m, v, fn, arg); }
 static void w_describe_configs_request_init(void *m) { kc_describe_configs_request_init(m); }
 static int w_describe_configs_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, void *m) { return kc_describe_configs_request_decode(r, a, v, m); }
 static void w_describe_configs_request_encode(kc_writer_t *w, int16_t v, const void *m) { kc_describe_configs_request_encode(w, v, m); }
@@ -578,6 +600,14 @@ const kc_api_info_t kc_api_table[] = {
      {"ListConfigResourcesRequest", sizeof(kc_list_config_resources_request_t), w_list_config_resources_request_init, w_list_config_resources_request_decode, w_list_config_resources_request_encode, w_list_config_resources_request_size},
      {"ListConfigResourcesResponse", sizeof(kc_list_config_resources_response_t), w_list_config_resources_response_init, w_list_config_resources_response_decode, w_list_config_resources_response_encode, w_list_config_resources_response_size},
      w_list_config_resources_response_set_errors, w_list_config_resources_response_fail, w_list_config_resources_response_walk_errors},
+    {80, "AddRaftVoter", 0, 1, 0,
+     {"AddRaftVoterRequest", sizeof(kc_add_raft_voter_request_t), w_add_raft_voter_request_init, w_add_raft_voter_request_decode, w_add_raft_voter_request_encode, w_add_raft_voter_request_size},
+     {"AddRaftVoterResponse", sizeof(kc_add_raft_voter_response_t), w_add_raft_voter_response_init, w_add_raft_voter_response_decode, w_add_raft_voter_response_encode, w_add_raft_voter_response_size},
+     w_add_raft_voter_response_set_errors, w_add_raft_voter_response_fail, w_add_raft_voter_response_walk_errors},
+    {81, "RemoveRaftVoter", 0, 0, 0,
+     {"RemoveRaftVoterRequest", sizeof(kc_remove_raft_voter_request_t), w_remove_raft_voter_request_init, w_remove_raft_voter_request_decode, w_remove_raft_voter_request_encode, w_remove_raft_voter_request_size},
+     {"RemoveRaftVoterResponse", sizeof(kc_remove_raft_voter_response_t), w_remove_raft_voter_response_init, w_remove_raft_voter_response_decode, w_remove_raft_voter_response_encode, w_remove_raft_voter_response_size},
+     w_remove_raft_voter_response_set_errors, w_remove_raft_voter_response_fail, w_remove_raft_voter_response_walk_errors},
 };
 const size_t kc_api_count = sizeof(kc_api_table) / sizeof(kc_api_table[0]);
 

@@ -38,5 +38,7 @@ KC_API_ROW(60, DescribeCluster, 0, 2, kc_api_describe_cluster, 0)
 KC_API_ROW(68, ConsumerGroupHeartbeat, 0, 1, kc_api_consumer_group_heartbeat, KC_ROW_WAITS_FOR_LOG)
 KC_API_ROW(69, ConsumerGroupDescribe, 0, 1, kc_api_consumer_group_describe, 0)
 KC_API_ROW(74, ListConfigResources, 0, 1, kc_api_list_config_resources, 0)
+KC_API_ROW(80, AddRaftVoter, 0, 1, kc_api_add_raft_voter, KC_ROW_CLUSTER)
+KC_API_ROW(81, RemoveRaftVoter, 0, 0, kc_api_remove_raft_voter, KC_ROW_CLUSTER)
 
 #undef KC_API_ROW

@@ -734,3 +734,334 @@ void kc_describe_quorum_response_fail(kc_describe_quorum_response_t *m, int16_t 
     kc_describe_quorum_response_set_errors(m, v, err);
 }
 
+static void add_raft_voter_listener_init(kc_add_raft_voter_listener_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->name = KC_STR_EMPTY;
+    m->host = KC_STR_EMPTY;
+}
+
+static void add_raft_voter_listener_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_add_raft_voter_listener_t *m)
+{
+    (void)a;
+    (void)v;
+    add_raft_voter_listener_init(m);
+    m->name = (1 ? kc_rd_cstr(r, 0) : kc_rd_str(r, 0));
+    m->host = (1 ? kc_rd_cstr(r, 0) : kc_rd_str(r, 0));
+    m->port = kc_rd_u16(r);
+    if (1) {
+        kc_rd_skip_tags(r);
+    }
+}
+
+static void add_raft_voter_listener_encode(kc_writer_t *w, int16_t v, const kc_add_raft_voter_listener_t *m)
+{
+    (void)v;
+    if (1) kc_wr_cstr(w, (m->name.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->name)); else kc_wr_str(w, (m->name.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->name));
+    if (1) kc_wr_cstr(w, (m->host.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->host)); else kc_wr_str(w, (m->host.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->host));
+    kc_wr_u16(w, m->port);
+    if (1) {
+        kc_wr_uvarint(w, 0);
+    }
+}
+
+static size_t add_raft_voter_listener_size(int16_t v, const kc_add_raft_voter_listener_t *m)
+{
+    size_t sz_ = 0;
+    (void)v;
+    (void)m;
+    sz_ += (1 ? kc_uvarint_size((uint32_t)((m->name.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->name).len + 1)) + (size_t)((m->name.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->name).len > 0 ? (m->name.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->name).len : 0) : (size_t)(2 + ((m->name.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->name).len > 0 ? (m->name.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->name).len : 0)));
+    sz_ += (1 ? kc_uvarint_size((uint32_t)((m->host.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->host).len + 1)) + (size_t)((m->host.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->host).len > 0 ? (m->host.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->host).len : 0) : (size_t)(2 + ((m->host.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->host).len > 0 ? (m->host.len < 0 ? (kc_str_t)KC_STR_EMPTY : m->host).len : 0)));
+    sz_ += 2;
+    if (1) {
+        uint32_t nt_ = 0;
+        sz_ += kc_uvarint_size(nt_);
+    }
+    return sz_;
+}
+
+void kc_add_raft_voter_request_init(kc_add_raft_voter_request_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->cluster_id = KC_STR_EMPTY;
+    m->ack_when_committed = true;
+}
+
+int kc_add_raft_voter_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_add_raft_voter_request_t *m)
+{
+    (void)a;
+    (void)v;
+    if (v < 0 || v > 1) {
+        kc_rd_fail(r, KC_RD_INVALID);
+        return -1;
+    }
+    kc_add_raft_voter_request_init(m);
+    m->cluster_id = (1 ? kc_rd_cstr(r, 1) : kc_rd_str(r, 1));
+    m->timeout_ms = kc_rd_i32(r);
+    m->voter_id = kc_rd_i32(r);
+    m->voter_directory_id = kc_rd_uuid(r);
+    {
+        int32_t n_ = 1 ? kc_rd_carray_len(r, 0, 5) : kc_rd_array_len(r, 0, 5);
+        m->listeners.n = n_;
+        m->listeners.v = kc_rd_alloc_array(r, a, n_, sizeof(kc_add_raft_voter_listener_t));
+        for (int32_t i_ = 0; i_ < n_ && !r->err; i_++)
+            add_raft_voter_listener_decode(r, a, v, &m->listeners.v[i_]);
+    }
+    if (v >= 1) {
+        m->ack_when_committed = kc_rd_bool(r);
+    }
+    if (1) {
+        kc_rd_skip_tags(r);
+    }
+    return r->err ? -1 : 0;
+}
+
+void kc_add_raft_voter_request_encode(kc_writer_t *w, int16_t v, const kc_add_raft_voter_request_t *m)
+{
+    (void)v;
+    if (1) kc_wr_cstr(w, m->cluster_id); else kc_wr_str(w, m->cluster_id);
+    kc_wr_i32(w, m->timeout_ms);
+    kc_wr_i32(w, m->voter_id);
+    kc_wr_uuid(w, m->voter_directory_id);
+    {
+        int32_t n_ = m->listeners.n < 0 && !(0) ? 0 : m->listeners.n;
+        if (1) kc_wr_carray_len(w, n_); else kc_wr_array_len(w, n_);
+        for (int32_t i_ = 0; i_ < n_; i_++) {
+            add_raft_voter_listener_encode(w, v, &m->listeners.v[i_]);
+        }
+    }
+    if (v >= 1) {
+        kc_wr_bool(w, m->ack_when_committed);
+    }
+    if (1) {
+        kc_wr_uvarint(w, 0);
+    }
+}
+
+size_t kc_add_raft_voter_request_size(int16_t v, const kc_add_raft_voter_request_t *m)
+{
+    size_t sz_ = 0;
+    (void)v;
+    (void)m;
+    sz_ += (1 ? kc_uvarint_size((uint32_t)(m->cluster_id.len + 1)) + (size_t)(m->cluster_id.len > 0 ? m->cluster_id.len : 0) : (size_t)(2 + (m->cluster_id.len > 0 ? m->cluster_id.len : 0)));
+    sz_ += 4;
+    sz_ += 4;
+    sz_ += 16;
+    {
+        int32_t n_ = m->listeners.n < 0 && !(0) ? 0 : m->listeners.n;
+        sz_ += 1 ? kc_uvarint_size((uint32_t)(n_ + 1)) : 4;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            sz_ += add_raft_voter_listener_size(v, &m->listeners.v[i_]);
+    }
+    if (v >= 1) {
+        sz_ += 1;
+    }
+    if (1) {
+        uint32_t nt_ = 0;
+        sz_ += kc_uvarint_size(nt_);
+    }
+    return sz_;
+}
+
+void kc_add_raft_voter_response_init(kc_add_raft_voter_response_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->error_message = KC_STR_NULL;
+}
+
+int kc_add_raft_voter_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_add_raft_voter_response_t *m)
+{
+    (void)a;
+    (void)v;
+    if (v < 0 || v > 1) {
+        kc_rd_fail(r, KC_RD_INVALID);
+        return -1;
+    }
+    kc_add_raft_voter_response_init(m);
+    m->throttle_time_ms = kc_rd_i32(r);
+    m->error_code = kc_rd_i16(r);
+    m->error_message = (1 ? kc_rd_cstr(r, 1) : kc_rd_str(r, 1));
+    if (1) {
+        kc_rd_skip_tags(r);
+    }
+    return r->err ? -1 : 0;
+}
+
+void kc_add_raft_voter_response_encode(kc_writer_t *w, int16_t v, const kc_add_raft_voter_response_t *m)
+{
+    (void)v;
+    kc_wr_i32(w, m->throttle_time_ms);
+    kc_wr_i16(w, m->error_code);
+    if (1) kc_wr_cstr(w, m->error_message); else kc_wr_str(w, m->error_message);
+    if (1) {
+        kc_wr_uvarint(w, 0);
+    }
+}
+
+size_t kc_add_raft_voter_response_size(int16_t v, const kc_add_raft_voter_response_t *m)
+{
+    size_t sz_ = 0;
+    (void)v;
+    (void)m;
+    sz_ += 4;
+    sz_ += 2;
+    sz_ += (1 ? kc_uvarint_size((uint32_t)(m->error_message.len + 1)) + (size_t)(m->error_message.len > 0 ? m->error_message.len : 0) : (size_t)(2 + (m->error_message.len > 0 ? m->error_message.len : 0)));
+    if (1) {
+        uint32_t nt_ = 0;
+        sz_ += kc_uvarint_size(nt_);
+    }
+    return sz_;
+}
+
+void kc_add_raft_voter_response_set_errors(kc_add_raft_voter_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+size_t kc_add_raft_voter_response_walk_errors(const kc_add_raft_voter_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+void kc_add_raft_voter_response_fail(kc_add_raft_voter_response_t *m, int16_t v, int16_t err)
+{
+    kc_add_raft_voter_response_set_errors(m, v, err);
+}
+
+void kc_remove_raft_voter_request_init(kc_remove_raft_voter_request_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->cluster_id = KC_STR_EMPTY;
+}
+
+int kc_remove_raft_voter_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_remove_raft_voter_request_t *m)
+{
+    (void)a;
+    (void)v;
+    if (v < 0 || v > 0) {
+        kc_rd_fail(r, KC_RD_INVALID);
+        return -1;
+    }
+    kc_remove_raft_voter_request_init(m);
+    m->cluster_id = (1 ? kc_rd_cstr(r, 1) : kc_rd_str(r, 1));
+    m->voter_id = kc_rd_i32(r);
+    m->voter_directory_id = kc_rd_uuid(r);
+    if (1) {
+        kc_rd_skip_tags(r);
+    }
+    return r->err ? -1 : 0;
+}
+
+void kc_remove_raft_voter_request_encode(kc_writer_t *w, int16_t v, const kc_remove_raft_voter_request_t *m)
+{
+    (void)v;
+    if (1) kc_wr_cstr(w, m->cluster_id); else kc_wr_str(w, m->cluster_id);
+    kc_wr_i32(w, m->voter_id);
+    kc_wr_uuid(w, m->voter_directory_id);
+    if (1) {
+        kc_wr_uvarint(w, 0);
+    }
+}
+
+size_t kc_remove_raft_voter_request_size(int16_t v, const kc_remove_raft_voter_request_t *m)
+{
+    size_t sz_ = 0;
+    (void)v;
+    (void)m;
+    sz_ += (1 ? kc_uvarint_size((uint32_t)(m->cluster_id.len + 1)) + (size_t)(m->cluster_id.len > 0 ? m->cluster_id.len : 0) : (size_t)(2 + (m->cluster_id.len > 0 ? m->cluster_id.len : 0)));
+    sz_ += 4;
+    sz_ += 16;
+    if (1) {
+        uint32_t nt_ = 0;
+        sz_ += kc_uvarint_size(nt_);
+    }
+    return sz_;
+}
+
+void kc_remove_raft_voter_response_init(kc_remove_raft_voter_response_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->error_message = KC_STR_NULL;
+}
+
+int kc_remove_raft_voter_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_remove_raft_voter_response_t *m)
+{
+    (void)a;
+    (void)v;
+    if (v < 0 || v > 0) {
+        kc_rd_fail(r, KC_RD_INVALID);
+        return -1;
+    }
+    kc_remove_raft_voter_response_init(m);
+    m->throttle_time_ms = kc_rd_i32(r);
+    m->error_code = kc_rd_i16(r);
+    m->error_message = (1 ? kc_rd_cstr(r, 1) : kc_rd_str(r, 1));
+    if (1) {
+        kc_rd_skip_tags(r);
+    }
+    return r->err ? -1 : 0;
+}
+
+void kc_remove_raft_voter_response_encode(kc_writer_t *w, int16_t v, const kc_remove_raft_voter_response_t *m)
+{
+    (void)v;
+    kc_wr_i32(w, m->throttle_time_ms);
+    kc_wr_i16(w, m->error_code);
+    if (1) kc_wr_cstr(w, m->error_message); else kc_wr_str(w, m->error_message);
+    if (1) {
+        kc_wr_uvarint(w, 0);
+    }
+}
+
+size_t kc_remove_raft_voter_response_size(int16_t v, const kc_remove_raft_voter_response_t *m)
+{
+    size_t sz_ = 0;
+    (void)v;
+    (void)m;
+    sz_ += 4;
+    sz_ += 2;
+    sz_ += (1 ? kc_uvarint_size((uint32_t)(m->error_message.len + 1)) + (size_t)(m->error_message.len > 0 ? m->error_message.len : 0) : (size_t)(2 + (m->error_message.len > 0 ? m->error_message.len : 0)));
+    if (1) {
+        uint32_t nt_ = 0;
+        sz_ += kc_uvarint_size(nt_);
+    }
+    return sz_;
+}
+
+void kc_remove_raft_voter_response_set_errors(kc_remove_raft_voter_response_t *m, int16_t v, int16_t err)
+{
+    (void)m;
+    (void)v;
+    (void)err;
+    m->error_code = err;
+}
+
+size_t kc_remove_raft_voter_response_walk_errors(const kc_remove_raft_voter_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg)
+{
+    size_t n_ = 0;
+    (void)m;
+    (void)v;
+    (void)fn;
+    (void)arg;
+    if (fn != NULL)
+        fn(arg, m->error_code);
+    n_++;
+    return n_;
+}
+
+void kc_remove_raft_voter_response_fail(kc_remove_raft_voter_response_t *m, int16_t v, int16_t err)
+{
+    kc_remove_raft_voter_response_set_errors(m, v, err);
+}
+

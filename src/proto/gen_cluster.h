@@ -92,4 +92,67 @@ void kc_describe_quorum_response_set_errors(kc_describe_quorum_response_t *m, in
 void kc_describe_quorum_response_fail(kc_describe_quorum_response_t *m, int16_t v, int16_t err);
 size_t kc_describe_quorum_response_walk_errors(const kc_describe_quorum_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
 
+/* API 80 AddRaftVoter, versions 0-1, flexible from 0. */
+#define KC_API_ADD_RAFT_VOTER 80
+typedef struct kc_add_raft_voter_listener_s {
+    kc_str_t name;
+    kc_str_t host;
+    uint16_t port;
+} kc_add_raft_voter_listener_t;
+
+typedef struct kc_add_raft_voter_request_s {
+    kc_str_t cluster_id;
+    int32_t timeout_ms;
+    int32_t voter_id;
+    kc_uuid_t voter_directory_id;
+    struct { kc_add_raft_voter_listener_t *v; int32_t n; } listeners;
+    bool ack_when_committed;
+} kc_add_raft_voter_request_t;
+
+void kc_add_raft_voter_request_init(kc_add_raft_voter_request_t *m);
+int kc_add_raft_voter_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_add_raft_voter_request_t *m);
+void kc_add_raft_voter_request_encode(kc_writer_t *w, int16_t v, const kc_add_raft_voter_request_t *m);
+size_t kc_add_raft_voter_request_size(int16_t v, const kc_add_raft_voter_request_t *m);
+
+typedef struct kc_add_raft_voter_response_s {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    kc_str_t error_message;
+} kc_add_raft_voter_response_t;
+
+void kc_add_raft_voter_response_init(kc_add_raft_voter_response_t *m);
+int kc_add_raft_voter_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_add_raft_voter_response_t *m);
+void kc_add_raft_voter_response_encode(kc_writer_t *w, int16_t v, const kc_add_raft_voter_response_t *m);
+size_t kc_add_raft_voter_response_size(int16_t v, const kc_add_raft_voter_response_t *m);
+void kc_add_raft_voter_response_set_errors(kc_add_raft_voter_response_t *m, int16_t v, int16_t err);
+void kc_add_raft_voter_response_fail(kc_add_raft_voter_response_t *m, int16_t v, int16_t err);
+size_t kc_add_raft_voter_response_walk_errors(const kc_add_raft_voter_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
+
+/* API 81 RemoveRaftVoter, versions 0-0, flexible from 0. */
+#define KC_API_REMOVE_RAFT_VOTER 81
+typedef struct kc_remove_raft_voter_request_s {
+    kc_str_t cluster_id;
+    int32_t voter_id;
+    kc_uuid_t voter_directory_id;
+} kc_remove_raft_voter_request_t;
+
+void kc_remove_raft_voter_request_init(kc_remove_raft_voter_request_t *m);
+int kc_remove_raft_voter_request_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_remove_raft_voter_request_t *m);
+void kc_remove_raft_voter_request_encode(kc_writer_t *w, int16_t v, const kc_remove_raft_voter_request_t *m);
+size_t kc_remove_raft_voter_request_size(int16_t v, const kc_remove_raft_voter_request_t *m);
+
+typedef struct kc_remove_raft_voter_response_s {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    kc_str_t error_message;
+} kc_remove_raft_voter_response_t;
+
+void kc_remove_raft_voter_response_init(kc_remove_raft_voter_response_t *m);
+int kc_remove_raft_voter_response_decode(kc_reader_t *r, kc_arena_t *a, int16_t v, kc_remove_raft_voter_response_t *m);
+void kc_remove_raft_voter_response_encode(kc_writer_t *w, int16_t v, const kc_remove_raft_voter_response_t *m);
+size_t kc_remove_raft_voter_response_size(int16_t v, const kc_remove_raft_voter_response_t *m);
+void kc_remove_raft_voter_response_set_errors(kc_remove_raft_voter_response_t *m, int16_t v, int16_t err);
+void kc_remove_raft_voter_response_fail(kc_remove_raft_voter_response_t *m, int16_t v, int16_t err);
+size_t kc_remove_raft_voter_response_walk_errors(const kc_remove_raft_voter_response_t *m, int16_t v, kc_error_visit_fn fn, void *arg);
+
 #endif

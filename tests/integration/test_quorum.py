@@ -6,7 +6,8 @@
   is 404 and /metrics has no kcoord_cluster_* family.
 - A 1-voter cluster: DescribeQuorum v0, v1 and v2 name the node leader of __cluster_metadata-0
   with the raft term as epoch, the commit index as high watermark, its own log end and
-  timestamps, and (v2) its listener; another partition gets UNKNOWN_TOPIC_OR_PARTITION;
+  timestamps, its directory id, and (v2) its raft address (as CONTROLLER) and listener; another
+  partition gets UNKNOWN_TOPIC_OR_PARTITION;
   /v1/cluster, the metrics and /readyz agree.
 - A 3-voter cluster: every node names the same leader and term; the leader knows every
   voter's log end and the followers only their own; the leader's metrics show each follower's
@@ -18,6 +19,7 @@
 
 Every wait polls with a deadline; every process started is stopped, also on a failure.
 """
+import base64
 import json
 import os
 import re
@@ -214,8 +216,16 @@ class OneVoterTest(unittest.TestCase):
         self.assertEqual(v.last_caught_up_timestamp, v.last_fetch_timestamp)
         self.assertEqual(len(r.nodes), 1)
         self.assertEqual(r.nodes[0].node_id, 1)
+        # Its raft address, under the name AddRaftVoter takes it, then its client listener.
         self.assertEqual([(ln.name, ln.host, ln.port) for ln in r.nodes[0].listeners],
-                         [("PLAINTEXT", "127.0.0.1", self.port)])
+                         [("CONTROLLER", "127.0.0.1", self.c.raft[1]),
+                          ("PLAINTEXT", "127.0.0.1", self.port)])
+        # Its directory id, from its meta.properties.
+        with open(os.path.join(self.c.dir, "n1", "meta.properties")) as f:
+            dir_id = [ln.split("=", 1)[1].strip() for ln in f if ln.startswith("directory.id=")]
+        self.assertEqual(len(dir_id), 1)
+        self.assertEqual(bytes(v.replica_directory_id),
+                         base64.urlsafe_b64decode(dir_id[0] + "=="))
         # What the HTTP view and the metrics say is the same quorum.
         status, _, body = self.node.get("/v1/cluster")
         self.assertEqual(status, 200, body)

@@ -100,6 +100,7 @@ class Node:
         self.data_dir = data_dir
         self.log_path = log_path
         self.netns = netns
+        self.joining = False  # added at runtime: cluster.bootstrap=false, the cluster's id
         self.proc = None
         self.paused = False
         self.runs = []
@@ -151,9 +152,48 @@ class Cluster:
     # ---- processes ----
 
     def node_sets(self, node):
+        voters, brokers, extra = self.voters, self.brokers, []
+        if node.joining:
+            # A node added at runtime knows the cluster's founding voters and itself; it does
+            # not form a cluster of its own, and it names the cluster's id.
+            if not any(v.split("@")[0] == str(node.id) for v in voters.split(",")):
+                voters += ",%d@%s:%d" % (node.id, node.host, node.rport)
+                brokers += ",%d@%s:%d" % (node.id, node.host, node.kport)
+            extra = ["cluster.bootstrap=false", "cluster.id=" + self.cluster_id()]
         return ["node.id=%d" % node.id, "listeners=%s:%d" % (node.host, node.kport),
-                "cluster.voters=" + self.voters, "cluster.brokers=" + self.brokers,
-                "metrics.listener=127.0.0.1:0"] + self.sets
+                "cluster.voters=" + voters, "cluster.brokers=" + brokers,
+                "metrics.listener=127.0.0.1:0"] + extra + self.sets
+
+    def cluster_id(self):
+        """The cluster's id, from a founding node's meta.properties."""
+        for node in self.nodes.values():
+            path = os.path.join(node.data_dir, "meta.properties")
+            if not node.joining and os.path.exists(path):
+                with open(path) as f:
+                    for line in f:
+                        if line.startswith("cluster.id="):
+                            return line.split("=", 1)[1].strip()
+        raise AssertionError("no founding node has a meta.properties yet")
+
+    def directory_id(self, i):
+        """Node i's directory id (its meta.properties' directory.id)."""
+        with open(os.path.join(self.nodes[i].data_dir, "meta.properties")) as f:
+            for line in f:
+                if line.startswith("directory.id="):
+                    return line.split("=", 1)[1].strip()
+        raise AssertionError("node %d's meta.properties has no directory.id" % i)
+
+    def add_node(self):
+        """A new node (the next id, free ports on 127.0.0.1), not started: it joins the running
+        cluster once started and added (AddRaftVoter)."""
+        assert self.netlab is None, "add_node runs on loopback"
+        i = max(self.nodes) + 1
+        kport, rport = kcoord.free_ports(2)
+        node = Node(i, "127.0.0.1", kport, rport, os.path.join(self.root, "node-%d" % i),
+                    os.path.join(self.root, "node-%d.log" % i))
+        node.joining = True
+        self.nodes[i] = node
+        return node
 
     def start(self):
         """Start every node (without waiting for a leader)."""

@@ -29,6 +29,8 @@ APIS = {  # name: (key, min version, max version, first flexible version or None
     'DescribeGroups': (15, 0, 6, 5),
     'DeleteGroups': (42, 0, 2, 2),
     'DescribeQuorum': (55, 0, 2, 0),
+    'AddRaftVoter': (80, 0, 1, 0),
+    'RemoveRaftVoter': (81, 0, 0, 0),
     'DescribeConfigs': (32, 1, 4, 4),
     'IncrementalAlterConfigs': (44, 0, 1, 1),
     'ListConfigResources': (74, 0, 1, 0),
@@ -1436,6 +1438,182 @@ def _dec_describe_quorum_listener(r, v):
     m['name'] = r.str_(flex)
     m['host'] = r.str_(flex)
     m['port'] = r.u16()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_add_raft_voter_request():
+    return Msg(
+        cluster_id="",
+        timeout_ms=0,
+        voter_id=0,
+        voter_directory_id=bytes(16),
+        listeners=[],
+        ack_when_committed=True,
+    )
+
+
+def _enc_add_raft_voter_request(w, v, m):
+    flex = True
+    w.str_(m.get('cluster_id', ""), flex)
+    w.i32(m.get('timeout_ms', 0))
+    w.i32(m.get('voter_id', 0))
+    w.uuid(m.get('voter_directory_id', bytes(16)))
+    xs = m.get('listeners', [])
+    if xs is None:
+        xs = []
+    w.array_len(-1 if xs is None else len(xs), flex)
+    for x in xs or ():
+        _enc_add_raft_voter_listener(w, v, x)
+    if v >= 1:
+        w.boolean(m.get('ack_when_committed', True))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_add_raft_voter_request(r, v):
+    flex = True
+    m = _init_add_raft_voter_request()
+    m['cluster_id'] = r.str_(flex)
+    m['timeout_ms'] = r.i32()
+    m['voter_id'] = r.i32()
+    m['voter_directory_id'] = r.uuid()
+    n = r.array_len(flex)
+    if n < 0:
+        raise r.error("null array listeners")
+    m['listeners'] = None if n < 0 else [
+            _dec_add_raft_voter_listener(r, v) for _ in range(n)]
+    if v >= 1:
+        m['ack_when_committed'] = r.boolean()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_add_raft_voter_listener():
+    return Msg(
+        name="",
+        host="",
+        port=0,
+    )
+
+
+def _enc_add_raft_voter_listener(w, v, m):
+    flex = True
+    x = m.get('name', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    x = m.get('host', "")
+    if x is None:
+        x = ""
+    w.str_(x, flex)
+    w.u16(m.get('port', 0))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_add_raft_voter_listener(r, v):
+    flex = True
+    m = _init_add_raft_voter_listener()
+    m['name'] = r.str_(flex)
+    m['host'] = r.str_(flex)
+    m['port'] = r.u16()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_add_raft_voter_response():
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+    )
+
+
+def _enc_add_raft_voter_response(w, v, m):
+    flex = True
+    w.i32(m.get('throttle_time_ms', 0))
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_add_raft_voter_response(r, v):
+    flex = True
+    m = _init_add_raft_voter_response()
+    m['throttle_time_ms'] = r.i32()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_remove_raft_voter_request():
+    return Msg(
+        cluster_id="",
+        voter_id=0,
+        voter_directory_id=bytes(16),
+    )
+
+
+def _enc_remove_raft_voter_request(w, v, m):
+    flex = True
+    w.str_(m.get('cluster_id', ""), flex)
+    w.i32(m.get('voter_id', 0))
+    w.uuid(m.get('voter_directory_id', bytes(16)))
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_remove_raft_voter_request(r, v):
+    flex = True
+    m = _init_remove_raft_voter_request()
+    m['cluster_id'] = r.str_(flex)
+    m['voter_id'] = r.i32()
+    m['voter_directory_id'] = r.uuid()
+    if flex:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            body = Reader(r.take(size))
+    return m
+
+
+def _init_remove_raft_voter_response():
+    return Msg(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+    )
+
+
+def _enc_remove_raft_voter_response(w, v, m):
+    flex = True
+    w.i32(m.get('throttle_time_ms', 0))
+    w.i16(m.get('error_code', 0))
+    w.str_(m.get('error_message', None), flex)
+    if flex:
+        w.uvarint(0)
+
+
+def _dec_remove_raft_voter_response(r, v):
+    flex = True
+    m = _init_remove_raft_voter_response()
+    m['throttle_time_ms'] = r.i32()
+    m['error_code'] = r.i16()
+    m['error_message'] = r.str_(flex)
     if flex:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -8617,6 +8795,66 @@ def decode_describe_quorum_response(version, data):
     _check_version('DescribeQuorumResponse', version, 0, 2)
     r = data if isinstance(data, Reader) else Reader(data)
     return _dec_describe_quorum_response(r, version)
+
+
+def encode_add_raft_voter_request(version, m=None, **fields):
+    """AddRaftVoterRequest v0-1 (flexible 0+): the body."""
+    _check_version('AddRaftVoterRequest', version, 0, 1)
+    w = Writer()
+    _enc_add_raft_voter_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_add_raft_voter_request(version, data):
+    """AddRaftVoterRequest v0-1 from bytes or a Reader: a Msg."""
+    _check_version('AddRaftVoterRequest', version, 0, 1)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_add_raft_voter_request(r, version)
+
+
+def encode_add_raft_voter_response(version, m=None, **fields):
+    """AddRaftVoterResponse v0-1 (flexible 0+): the body."""
+    _check_version('AddRaftVoterResponse', version, 0, 1)
+    w = Writer()
+    _enc_add_raft_voter_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_add_raft_voter_response(version, data):
+    """AddRaftVoterResponse v0-1 from bytes or a Reader: a Msg."""
+    _check_version('AddRaftVoterResponse', version, 0, 1)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_add_raft_voter_response(r, version)
+
+
+def encode_remove_raft_voter_request(version, m=None, **fields):
+    """RemoveRaftVoterRequest v0-0 (flexible 0+): the body."""
+    _check_version('RemoveRaftVoterRequest', version, 0, 0)
+    w = Writer()
+    _enc_remove_raft_voter_request(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_remove_raft_voter_request(version, data):
+    """RemoveRaftVoterRequest v0-0 from bytes or a Reader: a Msg."""
+    _check_version('RemoveRaftVoterRequest', version, 0, 0)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_remove_raft_voter_request(r, version)
+
+
+def encode_remove_raft_voter_response(version, m=None, **fields):
+    """RemoveRaftVoterResponse v0-0 (flexible 0+): the body."""
+    _check_version('RemoveRaftVoterResponse', version, 0, 0)
+    w = Writer()
+    _enc_remove_raft_voter_response(w, version, dict(m or {}, **fields))
+    return w.bytes()
+
+
+def decode_remove_raft_voter_response(version, data):
+    """RemoveRaftVoterResponse v0-0 from bytes or a Reader: a Msg."""
+    _check_version('RemoveRaftVoterResponse', version, 0, 0)
+    r = data if isinstance(data, Reader) else Reader(data)
+    return _dec_remove_raft_voter_response(r, version)
 
 
 def encode_describe_configs_request(version, m=None, **fields):

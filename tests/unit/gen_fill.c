@@ -80,6 +80,11 @@ static void fill_describe_quorum_voter(kc_describe_quorum_voter_t *m, kc_arena_t
 static void fill_describe_quorum_observer(kc_describe_quorum_observer_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_describe_quorum_node(kc_describe_quorum_node_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_describe_quorum_listener(kc_describe_quorum_listener_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_add_raft_voter_request(kc_add_raft_voter_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_add_raft_voter_listener(kc_add_raft_voter_listener_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_add_raft_voter_response(kc_add_raft_voter_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_remove_raft_voter_request(kc_remove_raft_voter_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
+static void fill_remove_raft_voter_response(kc_remove_raft_voter_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_describe_configs_request(kc_describe_configs_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_describe_configs_resource(kc_describe_configs_resource_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
 static void fill_describe_configs_response(kc_describe_configs_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s);
@@ -928,6 +933,101 @@ static void fill_describe_quorum_listener(kc_describe_quorum_listener_t *m, kc_a
     }
     if (1) {
         m->port = (uint16_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_add_raft_voter_request(kc_add_raft_voter_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->cluster_id = str_(a, s, (1));
+    }
+    if (1) {
+        m->timeout_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->voter_id = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        for (int b_ = 0; b_ < 16; b_++) m->voter_directory_id.b[b_] = (uint8_t)next_(s);
+    }
+    if (1) {
+        int32_t n_ = count_(s, 0);
+        m->listeners.n = n_;
+        m->listeners.v = n_ > 0 ? kc_arena_alloc(a, (size_t)n_ * sizeof(kc_add_raft_voter_listener_t)) : NULL;
+        for (int32_t i_ = 0; i_ < n_; i_++)
+            fill_add_raft_voter_listener(&m->listeners.v[i_], a, v, s);
+    }
+    if (v >= 1) {
+        m->ack_when_committed = (next_(s) & 1) != 0;
+    }
+}
+
+static void fill_add_raft_voter_listener(kc_add_raft_voter_listener_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->name = str_(a, s, 0);
+    }
+    if (1) {
+        m->host = str_(a, s, 0);
+    }
+    if (1) {
+        m->port = (uint16_t)(next_(s) - (1u << 22));
+    }
+}
+
+static void fill_add_raft_voter_response(kc_add_raft_voter_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
+    }
+}
+
+static void fill_remove_raft_voter_request(kc_remove_raft_voter_request_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->cluster_id = str_(a, s, (1));
+    }
+    if (1) {
+        m->voter_id = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        for (int b_ = 0; b_ < 16; b_++) m->voter_directory_id.b[b_] = (uint8_t)next_(s);
+    }
+}
+
+static void fill_remove_raft_voter_response(kc_remove_raft_voter_response_t *m, kc_arena_t *a, int16_t v, uint32_t *s)
+{
+    (void)a;
+    (void)v;
+    (void)s;
+    if (1) {
+        m->throttle_time_ms = (int32_t)(next_(s) - (1u << 22));
+    }
+    if (1) {
+        m->error_code = (int16_t)(next_(s) - (1u << 22));
+        kc_fill_error_fields++;
+    }
+    if (1) {
+        m->error_message = str_(a, s, (1));
     }
 }
 
@@ -4348,6 +4448,22 @@ void kc_fill_sample(const kc_codec_t *c, void *m, kc_arena_t *a, int16_t v, uint
     }
     if (strcmp(c->name, "DescribeQuorumResponse") == 0) {
         fill_describe_quorum_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "AddRaftVoterRequest") == 0) {
+        fill_add_raft_voter_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "AddRaftVoterResponse") == 0) {
+        fill_add_raft_voter_response(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "RemoveRaftVoterRequest") == 0) {
+        fill_remove_raft_voter_request(m, a, v, &s);
+        return;
+    }
+    if (strcmp(c->name, "RemoveRaftVoterResponse") == 0) {
+        fill_remove_raft_voter_response(m, a, v, &s);
         return;
     }
     if (strcmp(c->name, "DescribeConfigsRequest") == 0) {

@@ -232,6 +232,11 @@ static void leader_status(void)
         snprintf(v->raft_address, sizeof(v->raft_address), "10.0.0.%d:9500", i + 1);
         v->role = 1;
     }
+    /* Kafka's Uuid.ONE_UUID: 15 zero bytes and a 1. Voter 3's is not known here. */
+    snprintf(fake.voters[0].directory_id, sizeof(fake.voters[0].directory_id),
+             "AAAAAAAAAAAAAAAAAAAAAQ");
+    snprintf(fake.voters[1].directory_id, sizeof(fake.voters[1].directory_id),
+             "_____________________w");
     fake.voters[0].match_index = 125;
     fake.voters[0].last_contact_ms = 0;
     fake.voters[1].match_index = 125;
@@ -363,11 +368,14 @@ static void test_leader_answer(void **state)
     assert_int_equal(p->observers.n, 0);
     assert_int_equal(p->current_voters.n, 3);
     const kc_describe_quorum_voter_t *v = p->current_voters.v;
-    static const uint8_t zero[16];
-    for (int i = 0; i < 3; i++) {
+    static const uint8_t zero[16], one[16] = {[15] = 1};
+    uint8_t ones[16];
+    memset(ones, 0xff, sizeof(ones));
+    for (int i = 0; i < 3; i++)
         assert_int_equal(v[i].replica_id, i + 1);
-        assert_memory_equal(&v[i].replica_directory_id, zero, 16);
-    }
+    assert_memory_equal(&v[0].replica_directory_id, one, 16);
+    assert_memory_equal(&v[1].replica_directory_id, ones, 16);
+    assert_memory_equal(&v[2].replica_directory_id, zero, 16);
     assert_int_equal(v[0].log_end_offset, 125);
     assert_in_range(v[0].last_fetch_timestamp, before, after);
     assert_int_equal(v[0].last_caught_up_timestamp, v[0].last_fetch_timestamp);
@@ -384,13 +392,18 @@ static void test_leader_answer(void **state)
         char host[24];
         snprintf(host, sizeof(host), "10.0.0.%d", i + 1);
         assert_int_equal(n->node_id, i + 1);
-        assert_int_equal(n->listeners.n, i == 2 ? 1 : 2);
-        assert_true(kc_str_eq_c(n->listeners.v[0].name, "PLAINTEXT"));
+        /* Its raft address first, named CONTROLLER (what AddRaftVoter takes), then its client
+         * listeners. */
+        assert_int_equal(n->listeners.n, i == 2 ? 2 : 3);
+        assert_true(kc_str_eq_c(n->listeners.v[0].name, "CONTROLLER"));
         assert_true(kc_str_eq_c(n->listeners.v[0].host, host));
-        assert_int_equal(n->listeners.v[0].port, 9092);
+        assert_int_equal(n->listeners.v[0].port, 9500);
+        assert_true(kc_str_eq_c(n->listeners.v[1].name, "PLAINTEXT"));
+        assert_true(kc_str_eq_c(n->listeners.v[1].host, host));
+        assert_int_equal(n->listeners.v[1].port, 9092);
         if (i != 2) {
-            assert_true(kc_str_eq_c(n->listeners.v[1].name, "SSL"));
-            assert_int_equal(n->listeners.v[1].port, 9093);
+            assert_true(kc_str_eq_c(n->listeners.v[2].name, "SSL"));
+            assert_int_equal(n->listeners.v[2].port, 9093);
         }
     }
 
