@@ -332,6 +332,12 @@ static uint32_t old_walk(int16_t key, int16_t version, const void *resp)
             COUNT_EACH(key, r->topics.v[i].partitions);
         break;
     }
+    case KC_API_ADD_RAFT_VOTER:
+        kc_obs_error(key, ((const kc_add_raft_voter_response_t *)resp)->error_code);
+        break;
+    case KC_API_REMOVE_RAFT_VOTER:
+        kc_obs_error(key, ((const kc_remove_raft_voter_response_t *)resp)->error_code);
+        break;
     default:
         break;
     }
