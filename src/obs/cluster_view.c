@@ -141,6 +141,11 @@ void kc_obs_cluster_json(kc_obs_buf_t *b, const kc_cluster_status_t *st)
         const kc_cluster_voter_t *v = &st->voters[i];
         kc_obs_buf_printf(b, "%s{\"id\":%d,\"raft_address\":", i ? "," : "", v->id);
         json_string(b, v->raft_address);
+        kc_obs_buf_puts(b, ",\"directory_id\":");
+        if (v->directory_id[0])
+            json_string(b, v->directory_id);
+        else
+            kc_obs_buf_puts(b, "null");
         kc_obs_buf_puts(b, ",\"role\":");
         json_string(b, voter_role_name(v->role));
         kc_obs_buf_printf(

@@ -636,10 +636,11 @@ static void test_cluster_json(void **state)
                                 "\"applied_index\":119,\"last_index\":125,\"elections\":2,"
                                 "\"leadership_changes\":3,\"snapshots\":{\"taken\":4,"
                                 "\"restored\":1},\"voters\":["));
-    assert_non_null(strstr(b.p, "{\"id\":2,\"raft_address\":\"10.0.0.2:9500\",\"role\":\"voter\","
+    assert_non_null(strstr(b.p, "{\"id\":2,\"raft_address\":\"10.0.0.2:9500\","
+                                "\"directory_id\":\"_____________________w\",\"role\":\"voter\","
                                 "\"self\":false,\"leader\":false,\"match_index\":125,"
                                 "\"lag_entries\":0,\"last_contact_ms\":40}"));
-    assert_non_null(strstr(b.p, "\"raft_address\":\"host\\\"3\\\":9500\""));
+    assert_non_null(strstr(b.p, "\"raft_address\":\"host\\\"3\\\":9500\",\"directory_id\":null"));
     assert_non_null(
         strstr(b.p, "\"match_index\":100,\"lag_entries\":25,\"last_contact_ms\":null}"));
     kc_obs_buf_free(&b);
