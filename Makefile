@@ -114,6 +114,7 @@ $(BUILD)/tests/unit/test_api: LDFLAGS_ALL += -Wl,--wrap=kc_slot_reply,--wrap=kc_
 # (see its header comment). test_obs serves the cluster's endpoints from the same kind of fake.
 $(BUILD)/tests/unit/test_quorum: LDFLAGS_ALL += -Wl,--wrap=kc_cluster_status \
 	-Wl,--wrap=kc_cluster_broker,--wrap=kc_slot_reply,--wrap=kc_slot_close \
+	-Wl,--wrap=kc_cluster_id,--wrap=kc_cluster_add_voter,--wrap=kc_cluster_remove_voter \
 	-Wl,--wrap=kc_slot_arena,--wrap=kc_conn_peer,--wrap=kc_conn_principal
 $(BUILD)/tests/unit/test_obs: LDFLAGS_ALL += -Wl,--wrap=kc_cluster_status
 

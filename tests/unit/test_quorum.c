@@ -1,8 +1,10 @@
-/* test_quorum.c - DescribeQuorum and the cluster's observability views, from a fake cluster.
+/* test_quorum.c - DescribeQuorum, AddRaftVoter, RemoveRaftVoter and the cluster's observability
+ * views, from a fake cluster.
  *
  * A request frame goes through kc_api_on_request to its answer on a fake connection slot, as in
  * test_api.c. The cluster room is not started: the calls the API and observability rooms make
- * on it (kc_cluster_status, kc_cluster_broker) are replaced at link time (-Wl,--wrap, see the
+ * on it (kc_cluster_status, kc_cluster_broker, kc_cluster_id, kc_cluster_add_voter,
+ * kc_cluster_remove_voter) are replaced at link time (-Wl,--wrap, see the
  * Makefile) by fakes that answer from `fake`, a status the test writes; so are the network
  * calls of the API room (kc_slot_reply, kc_slot_close, kc_slot_arena, kc_conn_peer,
  * kc_conn_principal). The observability views are pure functions of a status and are called
@@ -98,6 +100,45 @@ const char *__wrap_kc_conn_principal(const kc_conn_t *c)
 {
     (void)c;
     return principal;
+}
+
+/* Membership changes: what the API room asked for, and what the fake answers. */
+static const char fake_cluster_id[] = "Yk6V2eWURGWVSoJ0ZdlQVA";
+static int change_rc; /* what kc_cluster_add_voter/remove_voter return */
+static int change_calls;
+static char change_args[512]; /* "add ID DIR RAFT LISTENERS TIMEOUT" or "remove ID DIR" */
+static kc_cluster_change_cb change_cb;
+static void *change_arg;
+
+const char *__wrap_kc_cluster_id(const kc_cluster_t *cl)
+{
+    assert_non_null(cl);
+    return fake_cluster_id;
+}
+
+int __wrap_kc_cluster_add_voter(kc_cluster_t *cl, int32_t id, const char *directory_id,
+                                const char *raft_address, const char *listeners, int32_t timeout_ms,
+                                kc_cluster_change_cb done, void *arg)
+{
+    assert_non_null(cl);
+    change_calls++;
+    snprintf(change_args, sizeof(change_args), "add %d %s %s %s %d", id, directory_id, raft_address,
+             listeners, timeout_ms);
+    change_cb = done;
+    change_arg = arg;
+    return change_rc;
+}
+
+int __wrap_kc_cluster_remove_voter(kc_cluster_t *cl, int32_t id, const char *directory_id,
+                                   int32_t timeout_ms, kc_cluster_change_cb done, void *arg)
+{
+    assert_non_null(cl);
+    (void)timeout_ms;
+    change_calls++;
+    snprintf(change_args, sizeof(change_args), "remove %d %s", id, directory_id);
+    change_cb = done;
+    change_arg = arg;
+    return change_rc;
 }
 
 /* ---- A context, requests and answers -------------------------------------------------------- */
@@ -205,6 +246,35 @@ static bool describe(env_t *e, int16_t version, const char *topic, int32_t parti
     assert_int_equal(kc_describe_quorum_response_decode(&r, a, version, resp), 0);
     assert_int_equal(kc_rd_remaining(&r), 0);
     return true;
+}
+
+static void enc_add_voter(kc_writer_t *w, int16_t v, const void *body)
+{
+    kc_add_raft_voter_request_encode(w, v, body);
+}
+
+static void enc_remove_voter(kc_writer_t *w, int16_t v, const void *body)
+{
+    kc_remove_raft_voter_request_encode(w, v, body);
+}
+
+/* The answer (error code and message) of a slot answered with an AddRaftVoter or
+ * RemoveRaftVoter response (the same shape); the message "" when null. */
+static int16_t change_answer(kc_slot_t *slot, char *msg, size_t msglen)
+{
+    assert_non_null(slot->answer);
+    size_t off = 4 + 4 + 1;
+    kc_arena_t a;
+    kc_arena_init(&a);
+    kc_reader_t r;
+    kc_rd_init(&r, slot->answer + off, slot->answer_len - off);
+    kc_add_raft_voter_response_t resp;
+    kc_add_raft_voter_response_init(&resp);
+    assert_int_equal(kc_add_raft_voter_response_decode(&r, &a, 0, &resp), 0);
+    snprintf(msg, msglen, "%.*s", resp.error_message.len > 0 ? (int)resp.error_message.len : 0,
+             resp.error_message.p ? resp.error_message.p : "");
+    kc_arena_free(&a);
+    return resp.error_code;
 }
 
 /* ---- Fake statuses --------------------------------------------------------------------------- */
@@ -582,6 +652,158 @@ static bool has_line(const kc_obs_buf_t *b, const char *line)
     return false;
 }
 
+/* AddRaftVoter and RemoveRaftVoter: KafkaRaftClient's checks in its order, the change handed
+ * to the cluster room with the raft address (the CONTROLLER endpoint) and the client listeners
+ * apart, its results as Kafka's errors, and an answer held until the change is over. */
+static void test_raft_voter_changes(void **state)
+{
+    (void)state;
+    env_t e;
+    char err[256], msg[256];
+    env_init(&e, true);
+    leader_status();
+    fake.role = KC_CLUSTER_LEADER;
+    kc_add_raft_voter_listener_t ls[3] = {
+        {KC_STR_LIT("PLAINTEXT"), KC_STR_LIT("10.0.0.9"), 9092},
+        {KC_STR_LIT("CONTROLLER"), KC_STR_LIT("10.0.0.9"), 9500},
+        {KC_STR_LIT("SSL"), KC_STR_LIT("::1"), 9093},
+    };
+    kc_add_raft_voter_request_t q;
+    kc_add_raft_voter_request_init(&q);
+    q.cluster_id = KC_STR_LIT(fake_cluster_id);
+    q.timeout_ms = 5000;
+    q.voter_id = 9;
+    q.voter_directory_id.b[15] = 1; /* Uuid.ONE_UUID: AAAAAAAAAAAAAAAAAAAAAQ */
+    q.listeners.v = ls;
+    q.listeners.n = 3;
+
+    /* Parked until the change is committed; then answered with no error. */
+    change_rc = 0;
+    change_calls = 0;
+    kc_slot_t *slot = send_request(&e, KC_API_ADD_RAFT_VOTER, 1, &q, enc_add_voter);
+    assert_null(slot->answer);
+    assert_int_equal(change_calls, 1);
+    assert_string_equal(change_args, "add 9 AAAAAAAAAAAAAAAAAAAAAQ 10.0.0.9:9500 "
+                                     "PLAINTEXT://10.0.0.9:9092,SSL://[::1]:9093 5000");
+    change_cb(change_arg, KC_CLUSTER_OK, NULL);
+    assert_int_equal(change_answer(slot, msg, sizeof(msg)), KC_ERR_NONE);
+    assert_string_equal(msg, "");
+    slot_free(slot);
+
+    /* ... or with REQUEST_TIMED_OUT when it is not committed in time. */
+    slot = send_request(&e, KC_API_ADD_RAFT_VOTER, 0, &q, enc_add_voter);
+    change_cb(change_arg, KC_CLUSTER_ETIMEDOUT, "the change is not committed yet");
+    assert_int_equal(change_answer(slot, msg, sizeof(msg)), KC_ERR_REQUEST_TIMED_OUT);
+    slot_free(slot);
+
+    /* The cluster room's refusals. */
+    static const struct {
+        int rc;
+        int16_t err;
+        const char *msg;
+    } refusals[] = {
+        {KC_CLUSTER_EDUPLICATE, KC_ERR_DUPLICATE_VOTER,
+         "The voter id for ReplicaKey(id=9, directoryId=AAAAAAAAAAAAAAAAAAAAAQ) is already part "
+         "of the set of voters."},
+        {KC_CLUSTER_EBUSY, KC_ERR_REQUEST_TIMED_OUT,
+         "Request timed out waiting for leader to handle previous voter change request"},
+        {KC_CLUSTER_ENOTLEADER, KC_ERR_NOT_LEADER_OR_FOLLOWER, ""},
+        {KC_CLUSTER_EINVALID, KC_ERR_INVALID_REQUEST,
+         "The new voter's raft address is not host:port"},
+    };
+    for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+        change_rc = refusals[i].rc;
+        slot = send_request(&e, KC_API_ADD_RAFT_VOTER, 1, &q, enc_add_voter);
+        assert_int_equal(change_answer(slot, msg, sizeof(msg)), refusals[i].err);
+        assert_string_equal(msg, refusals[i].msg);
+        slot_free(slot);
+    }
+
+    /* Checks made before the cluster room is asked. */
+    change_calls = 0;
+    q.cluster_id = KC_STR_LIT("AAAAAAAAAAAAAAAAAAAAAA");
+    slot = send_request(&e, KC_API_ADD_RAFT_VOTER, 1, &q, enc_add_voter);
+    assert_int_equal(change_answer(slot, msg, sizeof(msg)), KC_ERR_INCONSISTENT_CLUSTER_ID);
+    assert_string_equal(msg, "The given id \"AAAAAAAAAAAAAAAAAAAAAA\" doesn't match the "
+                             "cluster id \"Yk6V2eWURGWVSoJ0ZdlQVA\"");
+    slot_free(slot);
+    q.cluster_id = KC_STR_NULL; /* no cluster id: not checked */
+    q.listeners.n = 1;          /* no CONTROLLER endpoint */
+    slot = send_request(&e, KC_API_ADD_RAFT_VOTER, 1, &q, enc_add_voter);
+    assert_int_equal(change_answer(slot, msg, sizeof(msg)), KC_ERR_INVALID_REQUEST);
+    assert_non_null(strstr(msg, "CONTROLLER"));
+    slot_free(slot);
+    q.listeners.n = 3;
+    ls[0].host = KC_STR_LIT("a b"); /* not a host */
+    slot = send_request(&e, KC_API_ADD_RAFT_VOTER, 1, &q, enc_add_voter);
+    assert_int_equal(change_answer(slot, msg, sizeof(msg)), KC_ERR_INVALID_REQUEST);
+    slot_free(slot);
+    ls[0].host = KC_STR_LIT("10.0.0.9");
+    memset(&q.voter_directory_id, 0, sizeof(q.voter_directory_id));
+    slot = send_request(&e, KC_API_ADD_RAFT_VOTER, 1, &q, enc_add_voter);
+    assert_int_equal(change_answer(slot, msg, sizeof(msg)), KC_ERR_INVALID_REQUEST);
+    assert_string_equal(msg, "Add voter request didn't include a valid voter");
+    slot_free(slot);
+    q.voter_directory_id.b[15] = 1;
+    fake.role = KC_CLUSTER_FOLLOWER;
+    slot = send_request(&e, KC_API_ADD_RAFT_VOTER, 1, &q, enc_add_voter);
+    assert_int_equal(change_answer(slot, msg, sizeof(msg)), KC_ERR_NOT_LEADER_OR_FOLLOWER);
+    slot_free(slot);
+    assert_int_equal(change_calls, 0);
+
+    /* RemoveRaftVoter. */
+    fake.role = KC_CLUSTER_LEADER;
+    kc_remove_raft_voter_request_t rq;
+    kc_remove_raft_voter_request_init(&rq);
+    rq.cluster_id = KC_STR_NULL;
+    rq.voter_id = 3;
+    rq.voter_directory_id.b[15] = 1;
+    change_rc = KC_CLUSTER_ENOTFOUND;
+    slot = send_request(&e, KC_API_REMOVE_RAFT_VOTER, 0, &rq, enc_remove_voter);
+    assert_string_equal(change_args, "remove 3 AAAAAAAAAAAAAAAAAAAAAQ");
+    assert_int_equal(change_answer(slot, msg, sizeof(msg)), KC_ERR_VOTER_NOT_FOUND);
+    assert_string_equal(msg, "Cannot remove voter ReplicaKey(id=3, directoryId="
+                             "AAAAAAAAAAAAAAAAAAAAAQ) from the set of voters");
+    slot_free(slot);
+    change_rc = 0;
+    slot = send_request(&e, KC_API_REMOVE_RAFT_VOTER, 0, &rq, enc_remove_voter);
+    assert_null(slot->answer);
+    change_cb(change_arg, KC_CLUSTER_OK, NULL);
+    assert_int_equal(change_answer(slot, msg, sizeof(msg)), KC_ERR_NONE);
+    slot_free(slot);
+
+    /* CLUSTER ALTER (ControllerApis), before anything else. */
+    assert_int_equal(kc_conf_set(&e.conf, "authorizer.class.name",
+                                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                 KC_CONF_SRC_SET, err, sizeof(err)),
+                     0);
+    e.ctx.auth = kc_auth_new(&(kc_auth_conf_t){.super_users = "User:admin"});
+    assert_non_null(e.ctx.auth);
+    change_calls = 0;
+    principal = "User:alice";
+    slot = send_request(&e, KC_API_ADD_RAFT_VOTER, 1, &q, enc_add_voter);
+    assert_int_equal(change_answer(slot, msg, sizeof(msg)), KC_ERR_CLUSTER_AUTHORIZATION_FAILED);
+    slot_free(slot);
+    slot = send_request(&e, KC_API_REMOVE_RAFT_VOTER, 0, &rq, enc_remove_voter);
+    assert_int_equal(change_answer(slot, msg, sizeof(msg)), KC_ERR_CLUSTER_AUTHORIZATION_FAILED);
+    slot_free(slot);
+    assert_int_equal(change_calls, 0);
+    principal = "User:admin";
+    slot = send_request(&e, KC_API_REMOVE_RAFT_VOTER, 0, &rq, enc_remove_voter);
+    change_cb(change_arg, KC_CLUSTER_OK, NULL);
+    assert_int_equal(change_answer(slot, msg, sizeof(msg)), KC_ERR_NONE);
+    slot_free(slot);
+    principal = "User:ANONYMOUS";
+
+    /* A single node serves neither: the connection closes. */
+    env_free(&e);
+    env_init(&e, false);
+    slot = send_request(&e, KC_API_ADD_RAFT_VOTER, 1, &q, enc_add_voter);
+    assert_true(slot->closed);
+    slot_free(slot);
+    env_free(&e);
+}
+
 static void test_cluster_metrics(void **state)
 {
     (void)state;
@@ -684,6 +906,7 @@ int main(void)
         cmocka_unit_test(test_standbys_are_observers),
         cmocka_unit_test(test_partition_errors),
         cmocka_unit_test(test_authorization),
+        cmocka_unit_test(test_raft_voter_changes),
         cmocka_unit_test(test_cluster_metrics),
         cmocka_unit_test(test_cluster_json),
         cmocka_unit_test(test_cluster_ready),
