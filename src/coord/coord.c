@@ -46,7 +46,9 @@
  * One partition at a time, the next at once after it (as Kafka's one cleaner thread), so
  * compactions never take the pool's threads from fsyncs. A compaction is not the partition's
  * job: it works on a copy of what it needs (kc_plog_clean_begin/run/end), and the partition's
- * flushes go on meanwhile. A reload waits for it (both use the partition's directory).
+ * flushes go on meanwhile. A reload waits for it (both use the partition's directory). A
+ * cluster node compacts its logs the same way (they grow with every applied entry between
+ * restarts); a raft snapshot restored while one runs waits for that run first.
  *
  * Threading: the loop thread owns everything, except that while a partition's job runs (load
  * or fsync) the job's thread uses that partition's log (and, for a load, the new manager
@@ -95,6 +97,8 @@ typedef struct part_s {
     kc_plog_clean_job_t *clean_job;
     bool cleaning;      /* its run is on the thread pool */
     bool clean_ready;   /* its run returned; it ends when no fsync is in flight */
+    bool clean_ran;     /* the run returned (set on the worker, under the coordinator's mutex) */
+    bool clean_ended;   /* ended on the loop before after_clean (clean_finish_now) */
     bool load_deferred; /* a reload waits for the run to return (both use the directory) */
     kc_plog_clean_stats_t clean;
     uint64_t sync_target;
@@ -150,8 +154,10 @@ struct kc_coord_s {
     size_t retention_removed;  /* offsets the running scan removed so far */
     uv_timer_t flush_timer;    /* log.flush.policy=interval */
     uv_timer_t cleaner;        /* log.cleaner.backoff.ms */
-    bool clean_running;        /* one compaction at a time, as Kafka's one cleaner thread */
-    int32_t clean_next;        /* the round's next partition to look at; n: no round */
+    uv_mutex_t clean_mu;       /* with clean_cv: a run's end, for clean_finish_now */
+    uv_cond_t clean_cv;
+    bool clean_running; /* one compaction at a time, as Kafka's one cleaner thread */
+    int32_t clean_next; /* the round's next partition to look at; n: no round */
     waiter_t *waiters, **waiters_tail;
     int open_handles;
     int jobs; /* thread-pool jobs in flight */
@@ -914,6 +920,10 @@ static void clean_work(uv_work_t *w)
 {
     part_t *p = container_of(w, part_t, clean_work);
     (void)kc_plog_clean_run(p->clean_job);
+    uv_mutex_lock(&p->coord->clean_mu);
+    p->clean_ran = true;
+    uv_cond_broadcast(&p->coord->clean_cv);
+    uv_mutex_unlock(&p->coord->clean_mu);
 }
 
 /* Put a finished compaction into the log (or drop the job when the log was closed meanwhile).
@@ -947,13 +957,32 @@ static void end_clean(part_t *p)
 
 static void start_clean(kc_coord_t *c);
 
+/* A cluster node that must replace a partition's log now (a raft snapshot restored) while its
+ * compaction runs: wait on the loop until the run returns (it works on a copy of the closed
+ * segments, a bounded job), and put it in place, so that the log is the partition's alone
+ * again. after_clean only does the bookkeeping then. */
+static void clean_finish_now(part_t *p)
+{
+    if (!p->cleaning)
+        return;
+    uv_mutex_lock(&p->coord->clean_mu);
+    while (!p->clean_ran)
+        uv_cond_wait(&p->coord->clean_cv, &p->coord->clean_mu);
+    uv_mutex_unlock(&p->coord->clean_mu);
+    p->cleaning = false;
+    p->clean_ended = true;
+    p->clean_ready = true;
+    end_clean(p);
+}
+
 static void after_clean(uv_work_t *w, int status)
 {
     part_t *p = container_of(w, part_t, clean_work);
     kc_coord_t *c = p->coord;
     (void)status; /* the work is never cancelled */
     p->cleaning = false;
-    p->clean_ready = true;
+    p->clean_ready = !p->clean_ended; /* else clean_finish_now ended it */
+    p->clean_ended = false;
     c->clean_running = false;
     c->jobs--;
     end_clean(p);
@@ -984,6 +1013,7 @@ static void start_clean(kc_coord_t *c)
                                 &p->clean_job) != 0)
             continue; /* out of memory: the next round tries again */
         p->cleaning = true;
+        p->clean_ran = false;
         c->clean_running = true;
         c->jobs++;
         uv_queue_work(c->loop, &p->clean_work, clean_work, after_clean);
@@ -994,8 +1024,8 @@ static void start_clean(kc_coord_t *c)
 static void on_cleaner(uv_timer_t *t)
 {
     kc_coord_t *c = t->data;
-    if (c->clean_next < c->n || c->clean_running || c->clustered)
-        return; /* a cluster node's logs are rewritten compacted from raft's snapshot instead */
+    if (c->clean_next < c->n || c->clean_running)
+        return;
     c->clean_next = 0;
     start_clean(c);
 }
@@ -1586,11 +1616,13 @@ static int cluster_restore(void *ctx, const uint8_t *data, size_t len)
     }
     for (int32_t i = 0; i < c->n; i++) {
         part_t *p = &c->parts[i];
-        if (p->cleaning || p->busy) {
+        if (p->busy) { /* a cluster node has no fsync or load job of its own */
             KC_ERROR("coord", "partition %d is busy: the snapshot cannot be restored now", i);
             return -1;
         }
     }
+    for (int32_t i = 0; i < c->n; i++)
+        clean_finish_now(&c->parts[i]);
     int rc = 0;
     for (int32_t i = 0; i < c->n && rc == 0; i++) {
         int32_t idx = kc_rd_i32(&r);
@@ -1669,7 +1701,14 @@ kc_coord_t *kc_coord_new(uv_loop_t *loop, const kc_conf_t *conf, kc_catalog_t *c
     c->n = conf->offsets_topic_num_partitions;
     c->parts = calloc((size_t)c->n, sizeof(*c->parts));
     c->clean_next = c->n; /* no cleaner round yet */
-    if (c->parts == NULL) {
+    if (c->parts == NULL || uv_mutex_init(&c->clean_mu) != 0) {
+        free(c->parts);
+        free(c);
+        return NULL;
+    }
+    if (uv_cond_init(&c->clean_cv) != 0) {
+        uv_mutex_destroy(&c->clean_mu);
+        free(c->parts);
         free(c);
         return NULL;
     }
@@ -1819,6 +1858,8 @@ static void maybe_free(kc_coord_t *c)
     void *arg = c->done_arg;
     free(c->topics);
     free(c->parts);
+    uv_cond_destroy(&c->clean_cv);
+    uv_mutex_destroy(&c->clean_mu);
     free(c);
     if (done)
         done(arg);

@@ -1,7 +1,8 @@
 /* test_cluster_coord.c - the coordinator of a cluster node, driven through the callbacks raft
  * calls (kc_coord_cluster_ops) without raft: committed batches applied on a follower become its
- * state, a snapshot restored on another node gives the same state without the removed keys, and
- * a leader that loses its leadership drops what raft did not commit. */
+ * state, a snapshot restored on another node gives the same state without the removed keys, the
+ * logs are compacted as a single node's (a snapshot restored meanwhile waits for the compaction),
+ * and a leader that loses its leadership drops what raft did not commit. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,7 +44,15 @@ static void set(node_t *n, const char *key, const char *value)
     assert_int_equal(kc_conf_set(&n->conf, key, value, KC_CONF_SRC_SET, err, sizeof(err)), 0);
 }
 
+static node_t *node_new_with(const char *const *extra);
+
 static node_t *node_new(void)
+{
+    return node_new_with(NULL);
+}
+
+/* A node with extra "key", "value" settings (NULL-terminated). */
+static node_t *node_new_with(const char *const *extra)
 {
     node_t *n = calloc(1, sizeof(*n));
     snprintf(n->dir, sizeof(n->dir), "/tmp/kc-clcoord-XXXXXX");
@@ -53,6 +62,8 @@ static node_t *node_new(void)
     set(n, "offsets.topic.num.partitions", "3");
     set(n, "node.id", "1");
     set(n, "cluster.voters", "1@127.0.0.1:1,2@127.0.0.1:2,3@127.0.0.1:3");
+    for (size_t i = 0; extra && extra[i]; i += 2)
+        set(n, extra[i], extra[i + 1]);
     assert_int_equal(kc_catalog_init(&n->cat, "cluster", NULL, 0), 0);
     uv_loop_init(&n->loop);
     n->c = kc_coord_new(&n->loop, &n->conf, &n->cat, &replies, NULL);
@@ -211,6 +222,82 @@ static void test_snapshot_restores_the_live_records(void **state)
     node_free(b);
 }
 
+/* Bytes of the .log segments of partition `part` of node n. */
+static long long log_bytes(node_t *n, int32_t part)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "cat %s/__consumer_offsets-%d/*.log 2>/dev/null | wc -c", n->dir,
+             part);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    long long bytes = -1;
+    assert_int_equal(fscanf(f, "%lld", &bytes), 1);
+    pclose(f);
+    return bytes;
+}
+
+/* A cluster node's logs grow with every applied entry; the cleaner compacts them as on a single
+ * node. A snapshot restored while a compaction runs waits for it and wins: the state and the
+ * log are the snapshot's. */
+static void test_follower_compacts_and_restores_while_cleaning(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"offsets.topic.segment.bytes", "1024",
+                                        "log.cleaner.backoff.ms", "1", NULL};
+    node_t *n = node_new_with(extra);
+    int32_t part = kc_partition_index(kc_coord_partition(n->c, kc_str_c("g")));
+    int64_t offs[3];
+    for (int64_t i = 1; i <= 300; i++) {
+        offs[0] = offs[1] = offs[2] = i;
+        apply_commits(n, "g", offs, 3, false);
+    }
+    long long grown = log_bytes(n, part);
+    assert_true(grown > 20 * 1024);
+    for (int i = 0; i < 100000 && log_bytes(n, part) > grown / 4; i++)
+        uv_run(&n->loop, UV_RUN_ONCE);
+    assert_true(log_bytes(n, part) <= grown / 4);
+
+    uint8_t *snap = NULL;
+    size_t len = 0;
+    while (n->ops.snapshot(n->ops.ctx, &snap, &len) != 0) /* not while a compaction runs */
+        uv_run(&n->loop, UV_RUN_ONCE);
+    /* More history, and a restore while the compaction of it runs. */
+    bool restored_while_cleaning = false;
+    for (int round = 0; round < 50 && !restored_while_cleaning; round++) {
+        for (int64_t i = 1000; i < 1300; i++) {
+            offs[0] = offs[1] = offs[2] = i;
+            apply_commits(n, "g", offs, 3, false);
+        }
+        for (int i = 0; i < 100000; i++) {
+            uint8_t *probe = NULL;
+            size_t plen = 0;
+            uv_run(&n->loop, UV_RUN_NOWAIT);
+            if (n->ops.snapshot(n->ops.ctx, &probe, &plen) != 0) { /* a compaction runs */
+                assert_int_equal(n->ops.restore(n->ops.ctx, snap, len), 0);
+                restored_while_cleaning = true;
+                break;
+            }
+            free(probe);
+            if (log_bytes(n, part) <= grown / 4)
+                break; /* compacted before it was seen running: again */
+        }
+    }
+    assert_true(restored_while_cleaning);
+    for (int i = 0; i < 100; i++) /* after_clean's turn */
+        uv_run(&n->loop, UV_RUN_NOWAIT);
+    lead(n);
+    assert_int_equal(fetched(n, "g", 0), 300);
+    assert_int_equal(fetched(n, "g", 2), 300);
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(kc_log_verify(n->dir, devnull), 0);
+    fclose(devnull);
+    offs[0] = offs[1] = offs[2] = 301;
+    apply_commits(n, "g", offs, 3, false);
+    assert_int_equal(fetched(n, "g", 1), 301);
+    free(snap);
+    node_free(n);
+}
+
 static void test_lost_leadership_drops_what_was_not_committed(void **state)
 {
     (void)state;
@@ -278,6 +365,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_follower_serves_nothing_then_leads_with_replayed_state),
         cmocka_unit_test(test_snapshot_restores_the_live_records),
+        cmocka_unit_test(test_follower_compacts_and_restores_while_cleaning),
         cmocka_unit_test(test_lost_leadership_drops_what_was_not_committed),
         cmocka_unit_test(test_data_dir_of_a_single_node_is_refused),
         cmocka_unit_test(test_derived_cluster_id),
