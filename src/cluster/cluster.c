@@ -95,6 +95,7 @@ struct kc_cluster_s {
     change_t *change; /* the membership change in flight */
     uv_timer_t change_timer;
     char dir_id[23]; /* this node's directory id */
+    bool member;     /* a voter of the configuration it knows (as last logged) */
     int32_t self;
     char dir[PATH_MAX];
     bool io_ready, raft_ready, started;
@@ -351,6 +352,23 @@ static void check_state(kc_cluster_t *cl, bool in_raft)
         else
             KC_INFO("cluster", "no leader known (term %llu, this node is %s)",
                     (unsigned long long)raft_current_term(r), raft_state_name(st));
+    }
+    /* Whether this node is a voter of the configuration it knows: said once when it changes
+     * (added: it may now vote and lead; removed: it follows no one, and should be stopped). */
+    bool member = false;
+    for (unsigned i = 0; i < r->configuration.n; i++)
+        member |= r->configuration.servers[i].id == (raft_id)cl->self &&
+                  r->configuration.servers[i].role == RAFT_VOTER;
+    if (member != cl->member && r->configuration.n > 0) {
+        if (member)
+            KC_INFO("cluster", "node %d is a voter of the cluster (%u servers)", cl->self,
+                    r->configuration.n);
+        else if (cl->member)
+            KC_WARN("cluster",
+                    "node %d was removed from the cluster: it knows no leader any more and "
+                    "serves no group; stop it",
+                    cl->self);
+        cl->member = member;
     }
     bool leading = st == RAFT_LEADER;
     if (!leading && cl->role != KC_CLUSTER_FOLLOWER) {

@@ -77,6 +77,18 @@ void kc_obs_render_cluster_metrics(kc_obs_buf_t *b, const kc_cluster_status_t *s
     kc_prom_family(b, "kcoord_cluster_last_index", "gauge",
                    "The index of the last entry of this node's raft log.");
     kc_prom_sample(b, "kcoord_cluster_last_index", NULL, (double)st->last_index);
+    kc_prom_family(b, "kcoord_cluster_servers", "gauge",
+                   "The servers of the raft configuration as this node knows it, by raft role "
+                   "(voter, standby, spare: a node being added).");
+    static const char *const roles[] = {"standby", "voter", "spare"};
+    for (int role = 0; role < 3; role++) {
+        size_t n = 0;
+        for (size_t i = 0; i < st->n_voters; i++)
+            n += st->voters[i].role == role;
+        char labels[32];
+        snprintf(labels, sizeof(labels), "role=\"%s\"", roles[role]);
+        kc_prom_sample(b, "kcoord_cluster_servers", labels, (double)n);
+    }
     kc_prom_family(b, "kcoord_cluster_follower_lag_entries", "gauge",
                    "On the leader, for each other voter whose match index it knows: the raft "
                    "entries the voter lacks (the leader's last index minus its match index).");

@@ -8,8 +8,9 @@ lost on the way.
   --bootstrap-controller <a follower> --command-config <its properties> add-controller` adds it
   (the tool finds the leader through DescribeCluster's controllers); DescribeQuorum then lists 4
   voters, node 4 with the directory id of its meta.properties, and Metadata on every node lists
-  node 4 at the listener it was added with. `remove-controller` removes the leader itself (it
-  steps down, another leads) and then another founding node; the two left serve, node 4 takes
+  node 4 at the listener it was added with, and node 4 logs that it is a voter.
+  `remove-controller` removes the leader itself (it steps down, another leads, and it logs its
+  removal) and then another founding node; the two left serve, node 4 takes
   the leadership over (SIGUSR1 on the other), and every acknowledged commit is there. A removed
   node is gone from Metadata and DescribeQuorum.
 - a wiped node: a follower is removed, its data directory emptied, started again with
@@ -197,6 +198,7 @@ class GrowShrinkTest(MembershipCase):
         self.add_with_tool(follower, node4)
         _, voters, nodes = self.wait_voters([1, 2, 3, 4])
         self.assertEqual(voters[4], uuid_bytes(self.c.directory_id(4)))
+        node4.proc.wait_line(r"cluster: node 4 is a voter of the cluster", 30)
         self.assertEqual(nodes[4]["CONTROLLER"], (node4.host, node4.rport))
         self.assertEqual(nodes[4]["PLAINTEXT"], (node4.host, node4.kport))
         for i in (1, 2, 3, 4):
@@ -208,6 +210,7 @@ class GrowShrinkTest(MembershipCase):
         # The leader removes itself: it steps down once that is committed.
         self.remove_with_tool(follower, lead)
         self.wait_voters([i for i in (1, 2, 3, 4) if i != lead])
+        self.c.nodes[lead].proc.wait_line(r"node %d was removed from the cluster" % lead, 30)
         second = next(i for i in (1, 2, 3) if i not in (lead, follower))
         self.remove_with_tool(4, second)
         q = self.wait_voters([follower, 4])

@@ -818,6 +818,8 @@ static void test_cluster_metrics(void **state)
     assert_true(has_line(&b, "kcoord_cluster_commit_index 120"));
     assert_true(has_line(&b, "kcoord_cluster_applied_index 119"));
     assert_true(has_line(&b, "kcoord_cluster_last_index 125"));
+    assert_true(has_line(&b, "kcoord_cluster_servers{role=\"voter\"} 3"));
+    assert_true(has_line(&b, "kcoord_cluster_servers{role=\"spare\"} 0"));
     assert_true(has_line(&b, "kcoord_cluster_follower_lag_entries{node=\"2\"} 0"));
     assert_true(has_line(&b, "kcoord_cluster_follower_lag_entries{node=\"3\"} 25"));
     assert_null(strstr(b.p, "node=\"1\""));
