@@ -1195,9 +1195,10 @@ int kc_cluster_add_voter(kc_cluster_t *cl, int32_t id, const char *directory_id,
     int rc = change_can_start(cl);
     if (rc != 0)
         return rc;
-    struct sockaddr_storage sa;
+    broker_t probe; /* host:port, a host name or an address */
     if (id < 1 || strlen(directory_id) != 22 || strchr(raft_address, ' ') ||
-        strchr(listeners, ' ') || kc_tls_transport_parse_addr(raft_address, &sa) != 0)
+        strchr(listeners, ' ') || strstr(raft_address, "://") ||
+        parse_endpoint(raft_address, &probe) != 0)
         return KC_CLUSTER_EINVALID;
     const struct raft_server *srv = NULL;
     for (unsigned i = 0; i < cl->raft.configuration.n; i++)

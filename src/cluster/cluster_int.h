@@ -8,7 +8,6 @@
 
 #include <raft.h>
 #include <raft/uv.h>
-#include <sys/socket.h>
 #include <uv.h>
 
 typedef struct ssl_ctx_st SSL_CTX;
@@ -42,8 +41,6 @@ typedef struct kc_tls_transport_s {
  * and the cluster's CA file. 0, or -1 with err naming the setting. */
 int kc_tls_transport_ctx(kc_tls_transport_t *t, const char *keystore, const char *truststore,
                          char *err, size_t errlen);
-/* host:port (IPv4 or [IPv6]) into *sa: 0, or -1 when it is not one. */
-int kc_tls_transport_parse_addr(const char *address, struct sockaddr_storage *sa);
 /* The directory id peer `id` told in its last hello, "" when none was heard. */
 const char *kc_tls_transport_peer_dir(const kc_tls_transport_t *t, raft_id id);
 int kc_tls_transport_listen(kc_tls_transport_t *t, raft_uv_accept_cb cb);

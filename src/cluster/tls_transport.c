@@ -11,6 +11,7 @@
 #include "cluster/cluster_int.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -643,7 +644,7 @@ static void on_connected(uv_connect_t *req, int status)
 }
 
 /* host:port (IPv4 or [IPv6]) into *sa. 0 or -1. */
-int kc_tls_transport_parse_addr(const char *address, struct sockaddr_storage *sa)
+static int parse_addr(const char *address, struct sockaddr_storage *sa)
 {
     char host[128];
     const char *colon = strrchr(address, ':');
@@ -661,15 +662,25 @@ int kc_tls_transport_parse_addr(const char *address, struct sockaddr_storage *sa
     return uv_ip4_addr(h, port, (struct sockaddr_in *)sa) == 0 ? 0 : -1;
 }
 
-int kc_tls_transport_connect(kc_tls_transport_t *t, struct raft_uv_connect *req, raft_id id,
-                             const char *address, raft_uv_connect_cb cb)
+/* host:port ([v6]:port) into host (no brackets) and its port string. 0 or -1. */
+static int split_addr(const char *address, char host[128], char port[8])
 {
-    (void)id;
-    struct sockaddr_storage sa;
-    if (t->closing)
-        return RAFT_CANCELED;
-    if (kc_tls_transport_parse_addr(address, &sa) != 0)
-        return RAFT_NOCONNECTION;
+    const char *colon = strrchr(address, ':');
+    size_t hl = colon ? (size_t)(colon - address) : 0;
+    if (colon == NULL || hl == 0 || hl >= 128 || strlen(colon + 1) == 0 || strlen(colon + 1) >= 8)
+        return -1;
+    if (address[0] == '[' && hl >= 2 && address[hl - 1] == ']')
+        snprintf(host, 128, "%.*s", (int)(hl - 2), address + 1);
+    else
+        snprintf(host, 128, "%.*s", (int)hl, address);
+    snprintf(port, 8, "%s", colon + 1);
+    return 0;
+}
+
+/* Connect to `sa` for raft's request. 0, or a raft error (req->cb not called). */
+static int connect_to(kc_tls_transport_t *t, struct raft_uv_connect *req, const char *address,
+                      const struct sockaddr *sa, raft_uv_connect_cb cb)
+{
     tconn_t *c = tc_new(t, true);
     uv_connect_t *cr = malloc(sizeof(*cr));
     if (c == NULL || cr == NULL) {
@@ -681,7 +692,7 @@ int kc_tls_transport_connect(kc_tls_transport_t *t, struct raft_uv_connect *req,
     snprintf(c->peer, sizeof(c->peer), "%s", address);
     req->cb = cb;
     cr->data = c;
-    if (uv_tcp_connect(cr, c->tcp, (struct sockaddr *)&sa, on_connected) != 0) {
+    if (uv_tcp_connect(cr, c->tcp, sa, on_connected) != 0) {
         free(cr);
         tc_close(c, NULL);
         return RAFT_NOCONNECTION;
@@ -690,11 +701,84 @@ int kc_tls_transport_connect(kc_tls_transport_t *t, struct raft_uv_connect *req,
     return 0;
 }
 
+/* A peer named by host name: resolved off the loop (uv_getaddrinfo), then connected. Counted
+ * in t->conns meanwhile, so that the transport's close waits for it. */
+typedef struct resolve_s {
+    uv_getaddrinfo_t gai;
+    kc_tls_transport_t *t;
+    struct raft_uv_connect *req;
+    raft_uv_connect_cb cb;
+    char address[256];
+} resolve_t;
+
+static void on_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res)
+{
+    resolve_t *rs = g->data;
+    kc_tls_transport_t *t = rs->t;
+    int rv = RAFT_NOCONNECTION;
+    if (t->closing)
+        rv = RAFT_CANCELED;
+    else if (status == 0 && res != NULL)
+        rv = connect_to(t, rs->req, rs->address, res->ai_addr, rs->cb);
+    else
+        KC_WARN_LIMITED("cluster", "cannot resolve the raft address %s: %s", rs->address,
+                        uv_strerror(status));
+    if (res != NULL)
+        uv_freeaddrinfo(res);
+    if (rv != 0)
+        rs->cb(rs->req, NULL, rv);
+    free(rs);
+    t->conns--;
+    kc_tls_transport_maybe_closed(t);
+}
+
+int kc_tls_transport_connect(kc_tls_transport_t *t, struct raft_uv_connect *req, raft_id id,
+                             const char *address, raft_uv_connect_cb cb)
+{
+    (void)id;
+    struct sockaddr_storage sa;
+    if (t->closing)
+        return RAFT_CANCELED;
+    if (parse_addr(address, &sa) == 0)
+        return connect_to(t, req, address, (const struct sockaddr *)&sa, cb);
+    char host[128], port[8];
+    resolve_t *rs = split_addr(address, host, port) == 0 ? calloc(1, sizeof(*rs)) : NULL;
+    if (rs == NULL)
+        return RAFT_NOCONNECTION;
+    rs->t = t;
+    rs->req = req;
+    rs->cb = cb;
+    rs->gai.data = rs;
+    snprintf(rs->address, sizeof(rs->address), "%s", address);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    if (uv_getaddrinfo(t->loop, &rs->gai, on_resolved, host, port, &hints) != 0) {
+        free(rs);
+        return RAFT_NOCONNECTION;
+    }
+    t->conns++;
+    return 0;
+}
+
 int kc_tls_transport_listen(kc_tls_transport_t *t, raft_uv_accept_cb cb)
 {
     struct sockaddr_storage sa;
-    if (kc_tls_transport_parse_addr(t->address, &sa) != 0)
-        return RAFT_INVALID;
+    if (parse_addr(t->address, &sa) != 0) {
+        /* A host name: resolved once, at start (it must resolve on this host too). */
+        char host[128], port[8];
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+        struct addrinfo *res = NULL;
+        int rc = split_addr(t->address, host, port) == 0 ? getaddrinfo(host, port, &hints, &res)
+                                                         : EAI_NONAME;
+        if (rc != 0 || res == NULL || res->ai_addrlen > sizeof(sa)) {
+            KC_ERROR("cluster", "cannot resolve the raft address %s: %s", t->address,
+                     rc != 0 ? gai_strerror(rc) : "no address");
+            if (res)
+                freeaddrinfo(res);
+            return RAFT_INVALID;
+        }
+        memcpy(&sa, res->ai_addr, res->ai_addrlen);
+        freeaddrinfo(res);
+    }
     t->accept_cb = cb;
     uv_tcp_init(t->loop, &t->server);
     t->server.data = t;

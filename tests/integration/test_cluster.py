@@ -29,6 +29,8 @@ __consumer_offsets partitions) and kills every node on the way out.
   2 partitions each; the leader is killed; each commits synchronously through the new leader
   with its old generation, no member sees a revoke or an assignment after the kill, and
   DescribeGroups shows the same members in state Stable.
+- host names: cluster.voters names every node `localhost`: they elect a leader, commit, and
+  elect another after a leader kill.
 - raft port: garbage, a raft-looking handshake with an unknown protocol version and a truncated
   one sent to every node's raft port change nothing (each is refused at kcoord's hello): the same leader and term on every node, no
   node exits, commits acknowledged after them.
@@ -319,6 +321,30 @@ class RaftPortTest(ClusterCase):
             self.assertEqual(self.c.term(i), terms[i])
             self.assertEqual(node.proc.count("cluster: leader is node"), lines[i])
         self.assertEqual(self.c.wait_leader(), leader)
+        self.assert_nothing_lost()
+        self.ok = True
+
+
+class HostNameTest(ClusterCase):
+    """cluster.voters may name the nodes by host name: each resolves its own to listen on, and
+    the others' to connect to them (libuv's resolver, off the loop)."""
+
+    def setUp(self):
+        self.c = cluster.Cluster(3, *SETTINGS, raft_host="localhost")
+        self.committer = None
+        self.ok = False
+        self.c.start()
+
+    def test_voters_by_host_name(self):
+        self.assertIn("@localhost:", self.c.voters)
+        leader = self.c.wait_leader()
+        self.c.wait_serving(leader)
+        self.commit_through_faults()
+        self.c.kill(leader)
+        self.c.wait_serving(self.c.wait_leader(exclude=(leader,)))
+        self.acks_after_now()
+        self.c.start_node(leader)
+        self.acks_after_now()
         self.assert_nothing_lost()
         self.ok = True
 

@@ -122,9 +122,12 @@ class Node:
 class Cluster:
     """n kcoord nodes (ids 1..n) forming one raft cluster. sets are added to every node's
     command line; root is where the data directories and logs go (a new temporary directory,
-    removed by close() unless keep). netlab: a NetLab whose namespaces the nodes run in."""
+    removed by close() unless keep). netlab: a NetLab whose namespaces the nodes run in.
+    raft_host: a host name for every node's raft address in cluster.voters (they resolve it).
+    """
 
-    def __init__(self, n=3, *sets, root=None, keep=False, netlab=None, binary=None):
+    def __init__(self, n=3, *sets, root=None, keep=False, netlab=None, binary=None,
+                 raft_host=None):
         self.n = n
         self.sets = list(sets)
         self.own_root = root is None
@@ -145,7 +148,9 @@ class Cluster:
                                      os.path.join(self.root, "node-%d" % i),
                                      os.path.join(self.root, "node-%d.log" % i),
                                      netns=netlab.ns(i))
-        self.voters = ",".join("%d@%s:%d" % (x.id, x.host, x.rport) for x in self.nodes.values())
+        # raft_host: the name every node's raft address gives instead of its address
+        self.voters = ",".join("%d@%s:%d" % (x.id, raft_host or x.host, x.rport)
+                               for x in self.nodes.values())
         self.brokers = ",".join("%d@%s:%d" % (x.id, x.host, x.kport)
                                 for x in self.nodes.values())
 
