@@ -1082,11 +1082,6 @@ size_t kc_cluster_nodes(const kc_cluster_t *cl, int32_t *ids, size_t cap)
     return n;
 }
 
-const char *kc_cluster_directory_id(const kc_cluster_t *cl)
-{
-    return cl->dir_id;
-}
-
 const char *kc_cluster_id(const kc_cluster_t *cl)
 {
     return cl->tlst.cluster_id;

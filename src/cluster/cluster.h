@@ -125,8 +125,6 @@ int kc_cluster_add_voter(kc_cluster_t *cl, int32_t id, const char *directory_id,
  * leader may remove itself: it steps down once the change is committed. */
 int kc_cluster_remove_voter(kc_cluster_t *cl, int32_t id, const char *directory_id,
                             int32_t timeout_ms, kc_cluster_change_cb done, void *arg);
-/* This node's directory id (its data.dir's meta.properties). */
-const char *kc_cluster_directory_id(const kc_cluster_t *cl);
 /* The cluster id the nodes share (kc_cluster_conf_id). */
 const char *kc_cluster_id(const kc_cluster_t *cl);
 
