@@ -1,5 +1,6 @@
 /* meta.c - the daemon's own metadata partition, __kcoord_metadata-0: records that belong to no
- * group (group configs now; ACL bindings and SCRAM credentials next), durable across restarts.
+ * group (group configs, ACL bindings, SCRAM credentials), durable across restarts and, on a
+ * cluster node, replicated through raft (the second half of this file).
  *
  * Kafka keeps such state in its KRaft metadata log (ConfigRecord, AccessControlEntryRecord...).
  * kcoord has no KRaft log, so it keeps one log partition of its own beside the
@@ -16,8 +17,10 @@
  *
  * The partition is small (a few records per group with configs, per ACL binding, per user), so
  * it is opened and replayed on the loop thread in kc_coord_new, before anything is served, and
- * an append writes (and, with log.flush.policy=always, fsyncs) on the loop thread too: an admin
- * change costs the loop one fsync. The live records are kept in an array searched linearly.
+ * a single node's append writes (and, with log.flush.policy=always, fsyncs) on the loop thread
+ * too: an admin change costs the loop one fsync. The live records are kept in an array searched
+ * linearly. A cluster node starts it empty, as its __consumer_offsets partitions: raft's
+ * snapshot and entries fill it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -235,11 +238,9 @@ int16_t kc_meta_append(kc_coord_t *c, const kc_meta_rec_t *v, size_t n)
     if (n == 0)
         return KC_ERR_NONE;
     if (kc_coord_clustered(c)) {
-        /* Not replicated yet: a change made on one node would be missing on the others (an
-         * ACL that denies, say). Refused, so that every node keeps the same, empty state. */
-        KC_WARN_LIMITED("coord",
-                        "%s-0: refusing a change: a cluster node does not replicate "
-                        "group configs, ACLs or SCRAM credentials yet",
+        /* A cluster node's writes wait for raft (kc_meta_write): one written here alone would
+         * be missing on the other nodes. */
+        KC_WARN_LIMITED("coord", "%s-0: refusing a write that does not go through raft",
                         KC_META_TOPIC);
         return KC_ERR_POLICY_VIOLATION;
     }
