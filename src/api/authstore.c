@@ -44,13 +44,13 @@ int16_t kc_api_auth_commit(kc_api_ctx_t *ctx, kc_api_auth_batch_t *b, kc_meta_do
 {
     if (b->failed)
         return KC_ERR_UNKNOWN_SERVER_ERROR;
+    if (ctx->cluster != NULL && ctx->coord != NULL) /* applied when committed, on every node */
+        return done != NULL ? kc_meta_write(ctx->coord, b->recs, b->n, done, arg)
+                            : (int16_t)KC_ERR_UNKNOWN_SERVER_ERROR;
     if (b->n == 0)
         return KC_ERR_NONE;
     if (ctx->coord == NULL || ctx->auth == NULL)
         return KC_ERR_KAFKA_STORAGE_ERROR;
-    if (ctx->cluster != NULL) /* applied by the listener when committed, on every node */
-        return done != NULL ? kc_meta_write(ctx->coord, b->recs, b->n, done, arg)
-                            : (int16_t)KC_ERR_UNKNOWN_SERVER_ERROR;
     int16_t err = kc_meta_append(ctx->coord, b->recs, b->n);
     if (err != KC_ERR_NONE)
         return err;

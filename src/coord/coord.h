@@ -412,8 +412,9 @@ typedef void (*kc_meta_done_fn)(void *arg, int16_t err);
 
 /* Write v[0..n) (bytes copied). A single node: kc_meta_append, whose code is returned (done is
  * never called). A cluster node: NOT_CONTROLLER when this node is not the leader serving
- * (a follower, or a leader still applying earlier terms), UNKNOWN_SERVER_ERROR when out of
- * memory, 0 when n is 0; otherwise the records go into the leader's next raft entry and
+ * (a follower, or a leader still applying earlier terms; also when n is 0, so that a request
+ * that changes nothing is refused as one that does), UNKNOWN_SERVER_ERROR when out of memory,
+ * 0 when n is 0; otherwise the records go into the leader's next raft entry and
  * KC_META_PENDING is returned: done(arg, err) is called once, later, from the loop. */
 int16_t kc_meta_write(kc_coord_t *c, const kc_meta_rec_t *v, size_t n, kc_meta_done_fn done,
                       void *arg);

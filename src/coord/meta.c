@@ -329,10 +329,10 @@ int16_t kc_meta_write(kc_coord_t *c, const kc_meta_rec_t *v, size_t n, kc_meta_d
     if (!kc_coord_clustered(c))
         return kc_meta_append(c, v, n);
     kc_meta_t *m = kc_coord_meta(c);
+    if (!m || !kc_coord_leads(c))
+        return KC_ERR_NOT_CONTROLLER; /* even for no change: every write goes to the leader */
     if (n == 0)
         return KC_ERR_NONE;
-    if (!m || !kc_coord_leads(c))
-        return KC_ERR_NOT_CONTROLLER;
     mwaiter_t *w = malloc(sizeof(*w));
     if (!w)
         return KC_ERR_UNKNOWN_SERVER_ERROR;
