@@ -97,7 +97,9 @@ enum {
     KC_CLUSTER_EIO = -3,        /* raft could not store it (disk, memory, too big) */
 };
 
-/* One partition's batch in a submission. */
+/* One partition's batch in a submission. The partition number is the coordinator's and opaque
+ * here: 0..n-1 for __consumer_offsets-N, -1 for its metadata partition (KC_COORD_META_PARTITION,
+ * coord.h). */
 typedef struct kc_cluster_part_s {
     int32_t partition;
     const uint8_t *batch;
