@@ -292,7 +292,10 @@ int16_t kc_meta_append(kc_coord_t *c, const kc_meta_rec_t *v, size_t n)
  * (kc_meta_cluster_apply): to its own __kcoord_metadata-0 log, to the live set, to the group
  * configs and to the listener (the API room's ACL and SCRAM state). Unlike a group partition's,
  * the leader's memory is never ahead of raft: a change is applied when it is committed, so a
- * lost leadership has nothing to undo, only waiters to fail. */
+ * lost leadership has nothing to undo, only waiters to fail. The price: a request is validated
+ * against what is committed, not against writes still in flight (Kafka's controller validates
+ * against its uncommitted state), so two IncrementalAlterConfigs of one group sent at once may
+ * each pass a check (session timeout above heartbeat interval) that their sum fails. */
 
 static void notify(kc_coord_t *c, kc_meta_t *m, const uint8_t *key, size_t key_len,
                    const uint8_t *value, size_t value_len)
