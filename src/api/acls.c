@@ -285,6 +285,8 @@ int kc_api_create_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
     if (err == KC_META_PENDING) { /* a cluster node: answered once raft committed them */
         err = KC_ERR_NONE;
         w->pending++;
+    } else if (w != NULL && err == KC_ERR_NOT_CONTROLLER) {
+        w->not_controller = true;
     }
     for (int32_t i = 0; i < n; i++) {
         if (rc != KC_AUTH_OK || (err != KC_ERR_NONE && r[i].error == KC_ERR_NONE))
@@ -407,6 +409,8 @@ int kc_api_delete_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
     if (err == KC_META_PENDING) { /* a cluster node: answered once raft committed them */
         err = KC_ERR_NONE;
         w->pending++;
+    } else if (w != NULL && err == KC_ERR_NOT_CONTROLLER) {
+        w->not_controller = true;
     }
     for (int32_t i = 0; i < n; i++) {
         if (err != KC_ERR_NONE) { /* nothing was removed: no ACL is listed as deleted */

@@ -166,7 +166,14 @@ int kc_api_auth_load(kc_api_ctx_t *ctx, char *err, size_t errlen);
  * write with kc_api_meta_done as its done and a slot's arg, counts those that returned
  * KC_META_PENDING in `pending`, and returns kc_api_meta_end's result. A write that fails later
  * calls fix(w, slot, err), which turns that part of the answer into the error; the answer is
- * sent when the last write ends. Everything lives in the call's arena. */
+ * sent when the last write ends. Everything lives in the call's arena.
+ *
+ * A write refused with NOT_CONTROLLER (this node does not lead; the handler sets
+ * not_controller when its write returns it, kc_api_meta_done when a pending one ends with it)
+ * makes the answer close the connection once written. Kafka's AdminClient (4.4) retries
+ * NOT_CONTROLLER on the connection it has, to the same node, until its timeout; with that
+ * connection gone it retries on another node, and finds the leader within a try per node.
+ * A client that does not retry sees NOT_CONTROLLER. */
 typedef struct kc_api_meta_wait_s kc_api_meta_wait_t;
 typedef void (*kc_api_meta_fix_fn)(kc_api_meta_wait_t *w, size_t slot, int16_t err);
 struct kc_api_meta_wait_s {
@@ -176,6 +183,7 @@ struct kc_api_meta_wait_s {
     kc_api_meta_fix_fn fix;
     size_t pending;
     bool ended;
+    bool not_controller; /* a write got NOT_CONTROLLER: the answer closes the connection */
 };
 /* NULL when out of memory. */
 kc_api_meta_wait_t *kc_api_meta_wait(kc_api_call_t *call, kc_arena_t *a, void *resp,

@@ -146,6 +146,22 @@ void *kc_api_meta_slot(kc_api_meta_wait_t *w, size_t slot)
     return s;
 }
 
+/* Send the answer; after a NOT_CONTROLLER, close the connection once it is written (see
+ * api.h). The call is gone after this. */
+static void meta_answer(kc_api_meta_wait_t *w)
+{
+    if (!w->not_controller) {
+        kc_api_call_reply(w->call, w->resp);
+        return;
+    }
+    size_t len = 0;
+    uint8_t *buf = kc_api_call_encode(w->call, w->resp, &len);
+    if (buf == NULL)
+        kc_slot_close(w->call->slot, NULL); /* out of memory: no answer at all */
+    else
+        kc_slot_reply_close(w->call->slot, buf, len);
+}
+
 void kc_api_meta_done(void *arg, int16_t err)
 {
     meta_slot_t *s = arg;
@@ -154,13 +170,19 @@ void kc_api_meta_done(void *arg, int16_t err)
         KC_WARN_LIMITED("api", "%s: the metadata records were not committed (error %d)",
                         w->call->api->name, err);
         w->fix(w, s->slot, err);
+        w->not_controller = w->not_controller || err == KC_ERR_NOT_CONTROLLER;
     }
     if (--w->pending == 0 && w->ended)
-        kc_api_call_reply(w->call, w->resp);
+        meta_answer(w);
 }
 
 int kc_api_meta_end(kc_api_meta_wait_t *w)
 {
     w->ended = true;
-    return w->pending == 0 ? KC_API_DONE : KC_API_PARKED;
+    if (w->pending > 0)
+        return KC_API_PARKED;
+    if (!w->not_controller)
+        return KC_API_DONE;
+    meta_answer(w);
+    return KC_API_PARKED;
 }

@@ -251,6 +251,8 @@ static void alter_group(kc_api_ctx_t *ctx, kc_arena_t *a, bool validate_only,
         if (e->error_code == KC_META_PENDING) { /* a cluster node: answered once committed */
             e->error_code = KC_ERR_NONE;
             w->pending++;
+        } else if (w != NULL && e->error_code == KC_ERR_NOT_CONTROLLER) {
+            w->not_controller = true;
         }
     } else {
         e->error_code = KC_ERR_UNKNOWN_SERVER_ERROR;

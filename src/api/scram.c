@@ -165,6 +165,8 @@ int kc_api_alter_user_scram_credentials(kc_api_ctx_t *ctx, kc_api_call_t *call,
     if (commit == KC_META_PENDING) { /* a cluster node: answered once raft committed them */
         commit = KC_ERR_NONE;
         w->pending++;
+    } else if (w != NULL && commit == KC_ERR_NOT_CONTROLLER) {
+        w->not_controller = true;
     }
     if (results == NULL && n_results == 0 && commit != KC_ERR_NONE) {
         /* nothing validated: every user named gets the error */

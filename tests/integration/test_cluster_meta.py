@@ -10,8 +10,7 @@ cluster.brokers; StandardAuthorizer is on. Snapshots every 64 raft entries, 16 k
 test_metadata_survives_failover_and_reaches_an_empty_node:
 - a follower refuses IncrementalAlterConfigs, CreateAcls, DeleteAcls and
   AlterUserScramCredentials with NOT_CONTROLLER (41: what Kafka's controller answers when it is
-  not the active one; Kafka's AdminClient sends AlterUserScramCredentials to Metadata's
-  controller, the leader, and retries after a refresh on this error) and changes nothing;
+  not the active one), closes the connection after that answer, and changes nothing;
 - on the leader: a group config (consumer.session.timeout.ms), ACLs (alice may READ groups
   prefixed "ok-" and topic t, DENY on group "ok-denied") and alice's SCRAM-SHA-256 credential,
   each acknowledged with 0; every follower then describes the same config and ACLs (applied
@@ -23,12 +22,20 @@ test_metadata_survives_failover_and_reaches_an_empty_node:
 - the old leader, restarted on an empty data directory after enough commits for a snapshot to
   cover the metadata records, restores a snapshot and then describes the same configs and ACLs
   and authenticates alice; its own __kcoord_metadata-0 holds the records.
+
+test_kafka_tools_through_any_node (skipped, saying so, without java and the reference jars):
+Kafka 4.4's kafka-acls --add and kafka-configs --alter (group configs, a SCRAM user) succeed
+bootstrapped from any node. Its AdminClient sends CreateAcls and IncrementalAlterConfigs to a
+node of its choosing (any broker: Kafka's brokers forward them to the controller, kcoord does
+not) and, on NOT_CONTROLLER, retries on the connection it has; with that connection closed it
+retries on another node, and reaches the leader. Every change then shows on every node.
 """
 import base64
 import hashlib
 import hmac
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -127,7 +134,9 @@ def wait_until(what, fn, timeout=TIMEOUT_S):
     raise AssertionError("%s: not within %d s (last: %r)" % (what, timeout, last))
 
 
-class MetaTest(unittest.TestCase):
+class MetaBase(unittest.TestCase):
+    """A MetaCluster per test, with the requests the tests make."""
+
     def setUp(self):
         self.c = MetaCluster(*SETTINGS)
         self.ok = False
@@ -219,8 +228,8 @@ class MetaTest(unittest.TestCase):
             for k in range(n):
                 self.assertEqual(calls.commit(conn, "filler", -1, "", TOPIC, {0: k}), {0: NONE})
 
-    # ---- the case ----
 
+class MetaTest(MetaBase):
     def test_metadata_survives_failover_and_reaches_an_empty_node(self):
         leader = self.c.wait_leader()
         self.c.wait_serving(leader)
@@ -229,6 +238,12 @@ class MetaTest(unittest.TestCase):
         # A follower refuses every metadata write with NOT_CONTROLLER and changes nothing.
         f = followers[0]
         self.assertEqual([e for e, _ in self.set_config(f, "cfg-g", "50000")], [NOT_CONTROLLER])
+        # ... and closes the connection after the answer, so that a client retries elsewhere.
+        with wire.Conn(self.c.nodes[f].kport, "meta-admin") as conn:
+            r = conn.ask("CreateAcls", 3, creations=ACLS[:1])
+            self.assertEqual([x.error_code for x in r.results], [NOT_CONTROLLER])
+            conn.s.settimeout(5)
+            self.assertEqual(conn.s.recv(1), b"")
         r = self.ask(f, "CreateAcls", 3, creations=ACLS[:1])
         self.assertEqual([x.error_code for x in r.results], [NOT_CONTROLLER])
         r = self.ask(f, "DeleteAcls", 3, filters=[ANY_FILTER])
@@ -294,6 +309,59 @@ class MetaTest(unittest.TestCase):
         self.assertEqual(self.alice_commit(leader, "elsewhere"), GROUP_AUTHORIZATION_FAILED)
         self.assertTrue(os.path.isdir(os.path.join(node.data_dir, "__kcoord_metadata-0")))
         self.ok = True
+
+
+def have_tools():
+    from tests.support import kafka_ref
+    return shutil.which(kafka_ref.java_bin()) is not None and kafka_ref.cache_complete()
+
+
+class KafkaToolsTest(MetaBase):
+    """Kafka's own tools against a cluster, through any node."""
+
+    def tool(self, i, cls, *args):
+        cmd = [os.path.join(ROOT, "scripts", "kafka-ref"), "run-class", cls,
+               "--bootstrap-server", "127.0.0.1:%d" % self.c.nodes[i].kport] + list(args)
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=120)
+        out = p.stdout.decode(errors="replace")
+        self.assertEqual(p.returncode, 0, out)
+        return out
+
+    @unittest.skipUnless(have_tools(), "java or the reference Kafka jars are missing "
+                         "(scripts/kafka-ref fetch)")
+    def test_kafka_tools_through_any_node(self):
+        """kafka-acls and kafka-configs (groups, SCRAM users) succeed whichever node they
+        bootstrap from: the AdminClient sends CreateAcls and IncrementalAlterConfigs to a node of
+        its choice, and a follower's NOT_CONTROLLER with its connection closed sends it on to the
+        leader. Each change is then on every node."""
+        leader = self.c.wait_leader()
+        self.c.wait_serving(leader)
+        acl, config = "org.apache.kafka.tools.AclCommand", "org.apache.kafka.tools.ConfigCommand"
+        names = []
+        for k in range(6):
+            i = sorted(self.c.nodes)[k % 3]
+            self.tool(i, acl, "--add", "--allow-principal", "User:u%d" % k, "--operation",
+                      "Read", "--group", "tool-g%d" % k)
+            names.append("tool-g%d" % k)
+            out = self.tool(i, config, "--entity-type", "groups", "--entity-name", "tg%d" % k,
+                            "--alter", "--add-config", "%s=%d" % (SESSION_KEY, 50000 + k))
+            self.assertIn("Completed updating config for group tg%d." % k, out)
+        out = self.tool(followers(self.c, leader)[0], config, "--alter", "--add-config",
+                        "SCRAM-SHA-256=[iterations=4096,password=bob-scram]",
+                        "--entity-type", "users", "--entity-name", "bob")
+        self.assertIn("Completed updating config for user bob.", out)
+        for i in self.c.nodes:
+            wait_until("node %d has every change" % i,
+                       lambda i=i: sorted(a[1] for a in self.acls(i)) == names
+                       and all(self.config(i, "tg%d" % k) == str(50000 + k) for k in range(6)))
+            wait_until("node %d authenticates bob" % i,
+                       lambda i=i: scram_login(self.c.sasl[i], "bob", "bob-scram") == NONE)
+        self.ok = True
+
+
+def followers(c, leader):
+    return [i for i in sorted(c.nodes) if i != leader]
 
 
 if __name__ == "__main__":
