@@ -205,6 +205,17 @@ static kc_str_t result_message(kc_arena_t *a, const kc_auth_result_t *r)
     return oom ? KC_STR_NULL : s;
 }
 
+/* A cluster node's CreateAcls whose records raft did not commit: every creation that was to
+ * succeed gets the error (as when the write fails on a single node). */
+static void created_fix(kc_api_meta_wait_t *w, size_t slot, int16_t err)
+{
+    (void)slot;
+    kc_create_acls_response_t *resp = w->resp;
+    for (int32_t i = 0; i < resp->results.n; i++)
+        if (resp->results.v[i].error_code == KC_ERR_NONE)
+            resp->results.v[i] = (kc_acl_creation_result_t){err, KC_STR_NULL};
+}
+
 int kc_api_create_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                        kc_arena_t *a, void *out)
 {
@@ -261,12 +272,22 @@ int kc_api_create_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
                                   .principal = c->principal,
                                   .host = c->host};
     }
+    kc_api_meta_wait_t *w =
+        ctx->cluster != NULL ? kc_api_meta_wait(call, a, out, created_fix) : NULL;
+    void *arg = w != NULL ? kc_api_meta_slot(w, 0) : NULL;
     kc_api_auth_batch_t batch = {0};
     int rc = kc_auth_acl_create(ctx->auth, b, (size_t)n, kc_auth_rand_default(),
                                 kc_api_auth_collect, &batch, r);
-    int16_t err =
-        rc == KC_AUTH_OK ? kc_api_auth_commit(ctx, &batch) : (int16_t)KC_ERR_UNKNOWN_SERVER_ERROR;
+    int16_t err = rc == KC_AUTH_OK
+                      ? kc_api_auth_commit(ctx, &batch, arg ? kc_api_meta_done : NULL, arg)
+                      : (int16_t)KC_ERR_UNKNOWN_SERVER_ERROR;
     kc_api_auth_batch_free(&batch);
+    if (err == KC_META_PENDING) { /* a cluster node: answered once raft committed them */
+        err = KC_ERR_NONE;
+        w->pending++;
+    } else if (w != NULL && err == KC_ERR_NOT_CONTROLLER) {
+        w->not_controller = true;
+    }
     for (int32_t i = 0; i < n; i++) {
         if (rc != KC_AUTH_OK || (err != KC_ERR_NONE && r[i].error == KC_ERR_NONE))
             res[i] = (kc_acl_creation_result_t){err, KC_STR_NULL};
@@ -277,10 +298,21 @@ int kc_api_create_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
     }
     if (err != KC_ERR_NONE)
         KC_WARN("api", "CreateAcls: the ACL records could not be written (error %d)", err);
-    return KC_API_DONE;
+    return w != NULL ? kc_api_meta_end(w) : KC_API_DONE;
 }
 
 /* ---- DeleteAcls ------------------------------------------------------------------------------ */
+
+/* A cluster node's DeleteAcls whose records raft did not commit: nothing was removed, so no
+ * ACL is listed as deleted (as when the write fails on a single node). */
+static void deleted_fix(kc_api_meta_wait_t *w, size_t slot, int16_t err)
+{
+    (void)slot;
+    kc_delete_acls_response_t *resp = w->resp;
+    for (int32_t i = 0; i < resp->filter_results.n; i++)
+        resp->filter_results.v[i] =
+            (kc_delete_acls_filter_result_t){.error_code = err, .error_message = KC_STR_NULL};
+}
 
 typedef struct deleted_s {
     kc_arena_t *a;
@@ -364,12 +396,22 @@ int kc_api_delete_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
             return KC_API_CLOSE;
     }
     deleted_t d = {.a = a, .res = res, .cap = cap};
+    kc_api_meta_wait_t *w =
+        ctx->cluster != NULL ? kc_api_meta_wait(call, a, out, deleted_fix) : NULL;
+    void *arg = w != NULL ? kc_api_meta_slot(w, 0) : NULL;
     kc_api_auth_batch_t batch = {0};
     int rc = kc_auth_acl_delete(ctx->auth, f, (size_t)n, deleted_visit, &d, kc_api_auth_collect,
                                 &batch, r);
-    int16_t err = rc == KC_AUTH_OK && !d.oom ? kc_api_auth_commit(ctx, &batch)
-                                             : (int16_t)KC_ERR_UNKNOWN_SERVER_ERROR;
+    int16_t err = rc == KC_AUTH_OK && !d.oom
+                      ? kc_api_auth_commit(ctx, &batch, arg ? kc_api_meta_done : NULL, arg)
+                      : (int16_t)KC_ERR_UNKNOWN_SERVER_ERROR;
     kc_api_auth_batch_free(&batch);
+    if (err == KC_META_PENDING) { /* a cluster node: answered once raft committed them */
+        err = KC_ERR_NONE;
+        w->pending++;
+    } else if (w != NULL && err == KC_ERR_NOT_CONTROLLER) {
+        w->not_controller = true;
+    }
     for (int32_t i = 0; i < n; i++) {
         if (err != KC_ERR_NONE) { /* nothing was removed: no ACL is listed as deleted */
             res[i] =
@@ -384,5 +426,5 @@ int kc_api_delete_acls(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_
     }
     if (err != KC_ERR_NONE)
         KC_WARN("api", "DeleteAcls: the ACL records could not be written (error %d)", err);
-    return KC_API_DONE;
+    return w != NULL ? kc_api_meta_end(w) : KC_API_DONE;
 }

@@ -143,14 +143,56 @@ int kc_api_auth_collect(void *arg, const uint8_t *key, size_t key_len, const uin
 /* Appends the batch to the metadata partition and applies it to ctx->auth. Returns 0 (also for an
  * empty batch), KAFKA_STORAGE_ERROR when the log could not take it, UNKNOWN_SERVER_ERROR when out
  * of memory; nothing changes then. The batch is left as it was: free it with
- * kc_api_auth_batch_free. */
-int16_t kc_api_auth_commit(kc_api_ctx_t *ctx, kc_api_auth_batch_t *b);
+ * kc_api_auth_batch_free. On a cluster node (ctx->cluster) with `done`, the batch goes through
+ * kc_meta_write instead: NOT_CONTROLLER on a node that does not lead, or KC_META_PENDING, and
+ * done(arg, err) is called once raft committed it and every node's listener applied it (see
+ * kc_api_auth_load), or failed. */
+int16_t kc_api_auth_commit(kc_api_ctx_t *ctx, kc_api_auth_batch_t *b, kc_meta_done_fn done,
+                           void *arg);
 void kc_api_auth_batch_free(kc_api_auth_batch_t *b);
 
-/* At start, after the coordinator has loaded: applies every live ACL and SCRAM record of the
- * metadata partition to ctx->auth. Returns 0, or -1 with a message in err when a record does
- * not decode (the data directory is not one this kcoord wrote). */
+/* At start, after the coordinator has loaded (on a cluster node, after kc_cluster_start):
+ * applies every live ACL and SCRAM record of the metadata partition to ctx->auth, and on a
+ * cluster node listens (kc_meta_listen) for every such record raft commits later, so a
+ * follower authorizes and authenticates as the leader does. Returns 0, or -1 with a message in
+ * err when a record does not decode (the data directory is not one this kcoord wrote). */
 int kc_api_auth_load(kc_api_ctx_t *ctx, char *err, size_t errlen);
+
+/* ---- Answers that wait for metadata writes (authstore.c) -------------------------------------
+ *
+ * A cluster node answers IncrementalAlterConfigs, CreateAcls, DeleteAcls and
+ * AlterUserScramCredentials once raft has committed their records (Kafka acknowledges a change
+ * once its metadata log has it). The handler fills the answer as for a success, starts each
+ * write with kc_api_meta_done as its done and a slot's arg, counts those that returned
+ * KC_META_PENDING in `pending`, and returns kc_api_meta_end's result. A write that fails later
+ * calls fix(w, slot, err), which turns that part of the answer into the error; the answer is
+ * sent when the last write ends. Everything lives in the call's arena.
+ *
+ * A write refused with NOT_CONTROLLER (this node does not lead; the handler sets
+ * not_controller when its write returns it, kc_api_meta_done when a pending one ends with it)
+ * makes the answer close the connection once written. Kafka's AdminClient (4.4) retries
+ * NOT_CONTROLLER on the connection it has, to the same node, until its timeout; with that
+ * connection gone it retries on another node, and finds the leader within a try per node.
+ * A client that does not retry sees NOT_CONTROLLER. */
+typedef struct kc_api_meta_wait_s kc_api_meta_wait_t;
+typedef void (*kc_api_meta_fix_fn)(kc_api_meta_wait_t *w, size_t slot, int16_t err);
+struct kc_api_meta_wait_s {
+    kc_api_call_t *call;
+    kc_arena_t *a;
+    void *resp;
+    kc_api_meta_fix_fn fix;
+    size_t pending;
+    bool ended;
+    bool not_controller; /* a write got NOT_CONTROLLER: the answer closes the connection */
+};
+/* NULL when out of memory. */
+kc_api_meta_wait_t *kc_api_meta_wait(kc_api_call_t *call, kc_arena_t *a, void *resp,
+                                     kc_api_meta_fix_fn fix);
+/* The done arg of slot `slot`; NULL when out of memory (then write synchronously: done NULL). */
+void *kc_api_meta_slot(kc_api_meta_wait_t *w, size_t slot);
+void kc_api_meta_done(void *arg, int16_t err);
+/* KC_API_DONE when no write is pending (answer now), else KC_API_PARKED. */
+int kc_api_meta_end(kc_api_meta_wait_t *w);
 
 /* ---- Authorization (acls.c) -----------------------------------------------------------------
  *

@@ -234,7 +234,7 @@ int kc_api_describe_configs(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_req
 /* One GROUP resource of an IncrementalAlterConfigs. */
 static void alter_group(kc_api_ctx_t *ctx, kc_arena_t *a, bool validate_only,
                         const kc_alter_configs_resource_t *r,
-                        kc_alter_configs_resource_response_t *e)
+                        kc_alter_configs_resource_response_t *e, kc_api_meta_wait_t *w, size_t slot)
 {
     int32_t n = r->configs.n > 0 ? r->configs.n : 0;
     kc_gconf_op_t *ops = n ? kc_arena_alloc(a, (size_t)n * sizeof(*ops)) : NULL;
@@ -244,8 +244,16 @@ static void alter_group(kc_api_ctx_t *ctx, kc_arena_t *a, bool validate_only,
         for (int32_t i = 0; i < n; i++)
             ops[i] = (kc_gconf_op_t){r->configs.v[i].name, r->configs.v[i].config_operation,
                                      r->configs.v[i].value};
+        void *arg = w != NULL ? kc_api_meta_slot(w, slot) : NULL;
         e->error_code = kc_coord_alter_group_configs(ctx->coord, r->resource_name, ops, (size_t)n,
-                                                     validate_only, msg, sizeof(msg));
+                                                     validate_only, msg, sizeof(msg),
+                                                     arg != NULL ? kc_api_meta_done : NULL, arg);
+        if (e->error_code == KC_META_PENDING) { /* a cluster node: answered once committed */
+            e->error_code = KC_ERR_NONE;
+            w->pending++;
+        } else if (w != NULL && e->error_code == KC_ERR_NOT_CONTROLLER) {
+            w->not_controller = true;
+        }
     } else {
         e->error_code = KC_ERR_UNKNOWN_SERVER_ERROR;
         snprintf(msg, sizeof(msg), "out of memory");
@@ -255,6 +263,20 @@ static void alter_group(kc_api_ctx_t *ctx, kc_arena_t *a, bool validate_only,
         if (oom)
             e->error_message = KC_STR_NULL;
     }
+}
+
+/* A cluster node's group config write that failed after the handler returned. */
+static void alter_failed(kc_api_meta_wait_t *w, size_t slot, int16_t err)
+{
+    kc_incremental_alter_configs_response_t *out = w->resp;
+    kc_alter_configs_resource_response_t *e = &out->responses.v[slot];
+    char msg[256];
+    bool oom = false;
+    kc_gconf_write_error(err, msg, sizeof(msg));
+    e->error_code = err;
+    e->error_message = arena_str(w->a, msg, &oom);
+    if (oom)
+        e->error_message = KC_STR_NULL;
 }
 
 int kc_api_incremental_alter_configs(kc_api_ctx_t *ctx, kc_api_call_t *call,
@@ -267,6 +289,12 @@ int kc_api_incremental_alter_configs(kc_api_ctx_t *ctx, kc_api_call_t *call,
     int16_t *refused = n ? kc_arena_alloc(a, (size_t)n * sizeof(*refused)) : NULL;
     if (n && (v == NULL || refused == NULL))
         return KC_API_CLOSE;
+    kc_api_meta_wait_t *w = NULL;
+    if (ctx->cluster != NULL && !q->validate_only &&
+        (w = kc_api_meta_wait(call, a, resp, alter_failed)) == NULL)
+        return KC_API_CLOSE;
+    out->responses.v = v;
+    out->responses.n = n;
     /* The resources the caller may alter first, then the refused ones (the error alone, no
      * message), which change nothing. */
     int32_t k = 0;
@@ -296,12 +324,10 @@ int kc_api_incremental_alter_configs(kc_api_ctx_t *ctx, kc_api_call_t *call,
                 e->error_message = KC_STR_LIT("Default group resources are not allowed.");
                 continue;
             }
-            alter_group(ctx, a, q->validate_only, r, e);
+            alter_group(ctx, a, q->validate_only, r, e, w, (size_t)(k - 1));
         }
     }
-    out->responses.v = v;
-    out->responses.n = n;
-    return KC_API_DONE;
+    return w != NULL ? kc_api_meta_end(w) : KC_API_DONE;
 }
 
 /* ---- ListConfigResources ----------------------------------------------------------------------

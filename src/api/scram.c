@@ -115,6 +115,17 @@ static int alter_denied(const kc_alter_user_scram_credentials_request_t *rq, kc_
     return KC_API_DONE;
 }
 
+/* A cluster node's alteration whose records raft did not commit: every user that was to
+ * succeed gets the error (as when the write fails on a single node). */
+static void alter_fix(kc_api_meta_wait_t *w, size_t slot, int16_t err)
+{
+    (void)slot;
+    kc_alter_user_scram_credentials_response_t *resp = w->resp;
+    for (int32_t i = 0; i < resp->results.n; i++)
+        if (resp->results.v[i].error_code == KC_ERR_NONE)
+            resp->results.v[i].error_code = err;
+}
+
 int kc_api_alter_user_scram_credentials(kc_api_ctx_t *ctx, kc_api_call_t *call,
                                         const kc_request_t *req, kc_arena_t *a, void *resp_)
 {
@@ -139,15 +150,24 @@ int kc_api_alter_user_scram_credentials(kc_api_ctx_t *ctx, kc_api_call_t *call,
                                         .salt = u->salt,
                                         .salted_password = u->salted_password};
     }
+    kc_api_meta_wait_t *w =
+        ctx->cluster != NULL ? kc_api_meta_wait(call, a, resp, alter_fix) : NULL;
+    void *arg = w != NULL ? kc_api_meta_slot(w, 0) : NULL;
     kc_api_auth_batch_t batch = {0};
     kc_scram_alter_result_t *results = NULL;
     size_t n_results = 0;
     int16_t commit = KC_ERR_UNKNOWN_SERVER_ERROR;
     if (ctx->auth != NULL &&
         kc_auth_scram_alter(ctx->auth, dels, n_dels, ups, n_ups, kc_api_auth_collect, &batch,
-                            &results, &n_results) == KC_AUTH_OK)
-        commit = kc_api_auth_commit(ctx, &batch); /* durable (and applied) before the answer */
+                            &results, &n_results) == KC_AUTH_OK) /* durable (and applied) first */
+        commit = kc_api_auth_commit(ctx, &batch, arg ? kc_api_meta_done : NULL, arg);
     kc_api_auth_batch_free(&batch);
+    if (commit == KC_META_PENDING) { /* a cluster node: answered once raft committed them */
+        commit = KC_ERR_NONE;
+        w->pending++;
+    } else if (w != NULL && commit == KC_ERR_NOT_CONTROLLER) {
+        w->not_controller = true;
+    }
     if (results == NULL && n_results == 0 && commit != KC_ERR_NONE) {
         /* nothing validated: every user named gets the error */
         size_t n = n_dels + n_ups;
@@ -181,7 +201,11 @@ int kc_api_alter_user_scram_credentials(kc_api_ctx_t *ctx, kc_api_call_t *call,
     kc_auth_scram_alter_free(results, n_results);
     resp->results.v = out;
     resp->results.n = (int32_t)n_results;
-    return rc;
+    if (w == NULL)
+        return rc;
+    if (rc == KC_API_CLOSE && w->pending > 0)
+        resp->results.n = 0; /* answered with no results rather than left unanswered */
+    return rc == KC_API_CLOSE && w->pending == 0 ? rc : kc_api_meta_end(w);
 }
 
 /* DescribeClientQuotas: kcoord enforces no client quotas, so every valid filter matches no

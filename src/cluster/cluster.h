@@ -128,7 +128,9 @@ int kc_cluster_remove_voter(kc_cluster_t *cl, int32_t id, const char *directory_
 /* The cluster id the nodes share (kc_cluster_conf_id). */
 const char *kc_cluster_id(const kc_cluster_t *cl);
 
-/* One partition's batch in a submission. */
+/* One partition's batch in a submission. The partition number is the coordinator's and opaque
+ * here: 0..n-1 for __consumer_offsets-N, -1 for its metadata partition (KC_COORD_META_PARTITION,
+ * coord.h). */
 typedef struct kc_cluster_part_s {
     int32_t partition;
     const uint8_t *batch;

@@ -1075,6 +1075,7 @@ static void on_retention(uv_timer_t *t)
 typedef struct submit_tok_s {
     uint64_t lead_gen; /* the coordinator's lead_gen then */
     kc_coord_t *c;
+    uint64_t meta_seq; /* the metadata partition's writes it completes; 0: none */
     size_t n;
     struct {
         part_t *p;
@@ -1175,6 +1176,11 @@ static void on_committed(void *arg, int status)
         free(t); /* leadership was lost since: its waiters failed and the state was reloaded */
         return;
     }
+    if (t->meta_seq > 0) /* applied already: every node applies it when committed */
+        kc_meta_cluster_done(c->meta, t->meta_seq,
+                             status == KC_CLUSTER_OK    ? KC_ERR_NONE
+                             : status == KC_CLUSTER_EIO ? KC_ERR_KAFKA_STORAGE_ERROR
+                                                        : KC_ERR_NOT_CONTROLLER);
     if (status == KC_CLUSTER_OK) {
         for (size_t i = 0; i < t->n; i++) {
             part_t *p = t->e[i].p;
@@ -1214,8 +1220,27 @@ static void cluster_unsubmitted(part_t *p, const char *why)
     cluster_reload(p);
 }
 
-/* The leader's turn: the pending records of every partition, one batch each, as one raft
- * entry. */
+/* The metadata partition's pending records as the entry's batch v[*k] (then ++*k); their
+ * sequence number, or 0 when there are none or they failed (their writes are told). */
+static uint64_t cluster_meta_batch(kc_coord_t *c, kc_cluster_part_t *v, size_t *k, int64_t now)
+{
+    if (!kc_meta_cluster_pending(c->meta))
+        return 0;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    uint64_t seq = 0;
+    int rc = kc_meta_cluster_batch(c->meta, now, &buf, &len, &seq);
+    if (rc != 0) {
+        KC_ERROR_LIMITED("coord", "%s-0: no batch: %s", KC_META_TOPIC, kc_log_strerror(rc));
+        kc_meta_cluster_fail(c->meta, KC_ERR_UNKNOWN_SERVER_ERROR);
+        return 0;
+    }
+    v[(*k)++] = (kc_cluster_part_t){KC_COORD_META_PARTITION, buf, len};
+    return seq;
+}
+
+/* The leader's turn: the pending records of every partition, one batch each, and of the
+ * metadata partition, as one raft entry. */
 static void cluster_flush_all(kc_coord_t *c)
 {
     if (c->cluster != NULL && kc_cluster_draining(c->cluster))
@@ -1231,10 +1256,15 @@ static void cluster_flush_all(kc_coord_t *c)
         else
             n++;
     }
-    if (n == 0)
+    bool meta = kc_meta_cluster_pending(c->meta);
+    if (meta && (c->cluster == NULL || c->role != KC_CLUSTER_LEADER)) {
+        kc_meta_cluster_fail(c->meta, KC_ERR_NOT_CONTROLLER);
+        meta = false;
+    }
+    if (n == 0 && !meta)
         return;
     submit_tok_t *t = malloc(sizeof(*t) + n * sizeof(t->e[0]));
-    kc_cluster_part_t *v = calloc(n, sizeof(*v));
+    kc_cluster_part_t *v = calloc(n + 1, sizeof(*v));
     const char *why = t && v ? NULL : "out of memory";
     int codec = c->conf->offsets_topic_compression_codec == KC_CONF_CODEC_ZSTD ? KC_LOG_CODEC_ZSTD
                                                                                : KC_LOG_CODEC_NONE;
@@ -1256,12 +1286,17 @@ static void cluster_flush_all(kc_coord_t *c)
         t->e[k].seq = p->seq_emitted;
         k++;
     }
-    int rc = why == NULL && k > 0 ? 0 : -1;
+    size_t nv = k;
+    uint64_t meta_seq = why == NULL ? cluster_meta_batch(c, v, &nv, now) : 0;
+    if (why != NULL)
+        kc_meta_cluster_fail(c->meta, KC_ERR_UNKNOWN_SERVER_ERROR);
+    int rc = why == NULL && nv > 0 ? 0 : -1;
     if (rc == 0) {
         t->lead_gen = c->lead_gen;
         t->c = c;
+        t->meta_seq = meta_seq;
         t->n = k;
-        rc = kc_cluster_submit(c->cluster, v, k, on_committed, t);
+        rc = kc_cluster_submit(c->cluster, v, nv, on_committed, t);
         if (rc != 0)
             why = rc == KC_CLUSTER_ENOTLEADER ? "not the leader" : "raft refused the entry";
     }
@@ -1275,6 +1310,13 @@ static void cluster_flush_all(kc_coord_t *c)
         } else if (why != NULL) {
             cluster_unsubmitted(p, why);
         }
+    }
+    if (nv > k) {
+        free((void *)v[k].batch);
+        if (rc != 0)
+            kc_meta_cluster_done(c->meta, meta_seq,
+                                 rc == KC_CLUSTER_ENOTLEADER ? KC_ERR_NOT_CONTROLLER
+                                                             : KC_ERR_KAFKA_STORAGE_ERROR);
     }
     free(v);
     if (rc != 0)
@@ -1292,6 +1334,10 @@ static void cluster_flush(part_t *p)
 static void cluster_apply(void *ctx, int32_t part, const uint8_t *batch, size_t len, bool own)
 {
     kc_coord_t *c = ctx;
+    if (part == KC_COORD_META_PARTITION) {
+        kc_meta_cluster_apply(c, batch, len); /* applied on every node: see kc_meta_write */
+        return;
+    }
     if (part < 0 || part >= c->n) {
         KC_ERROR_LIMITED("coord", "a committed batch names partition %d of %d: skipped", part,
                          c->n);
@@ -1375,6 +1421,7 @@ static void cluster_role(void *ctx, int role)
         free(w);
     }
     c->waiters_tail = &c->waiters;
+    kc_meta_cluster_fail(c->meta, KC_ERR_NOT_CONTROLLER);
     for (int32_t i = 0; i < c->n; i++)
         cluster_reload(&c->parts[i]);
 }
@@ -1505,6 +1552,8 @@ static int cluster_snapshot(void *ctx, uint8_t **out, size_t *len)
             KC_ERROR_LIMITED("coord", "partition %d: no snapshot: %s", i,
                              rc == -ENOMEM ? "out of memory" : kc_plog_error(p->log));
     }
+    if (rc == 0)
+        kc_meta_snapshot(c->meta, &w); /* after the partitions: a snapshot without it is empty */
     if (rc != 0 || w.err) {
         kc_wr_free(&w);
         return -1;
@@ -1597,6 +1646,28 @@ static void snap_bytes(kc_reader_t *r, const uint8_t **p, size_t *len)
     kc_rd_skip(r, (size_t)n);
 }
 
+/* The metadata partition's section of a snapshot, after the partitions' (none: it was empty). */
+static int restore_meta(kc_coord_t *c, kc_reader_t *r, size_t len)
+{
+    if (kc_rd_remaining(r) == 0)
+        return kc_meta_restore(c, NULL, 0);
+    int32_t idx = kc_rd_i32(r);
+    int32_t n = kc_rd_i32(r);
+    if (r->err || idx != KC_COORD_META_PARTITION || n < 0 || (size_t)n > len)
+        return -1;
+    kc_log_record_t *recs = n ? calloc((size_t)n, sizeof(*recs)) : NULL;
+    if (n && recs == NULL)
+        return -1;
+    for (int32_t k = 0; k < n && !r->err; k++) {
+        recs[k].timestamp_ms = kc_rd_i64(r);
+        snap_bytes(r, &recs[k].key, &recs[k].key_len);
+        snap_bytes(r, &recs[k].value, &recs[k].value_len);
+    }
+    int rc = r->err ? -1 : kc_meta_restore(c, recs, (size_t)n);
+    free(recs);
+    return rc;
+}
+
 static int cluster_restore(void *ctx, const uint8_t *data, size_t len)
 {
     kc_coord_t *c = ctx;
@@ -1647,6 +1718,8 @@ static int cluster_restore(void *ctx, const uint8_t *data, size_t len)
             rc = -1;
         free(recs);
     }
+    if (rc == 0)
+        rc = restore_meta(c, &r, len);
     if (rc != 0)
         KC_ERROR("coord", "a raft snapshot could not be restored (%zu bytes)", len);
     return rc;
@@ -1661,6 +1734,8 @@ static void cluster_start_empty(kc_coord_t *c)
     int failed = 0;
     for (int32_t i = 0; i < c->n; i++)
         failed += reset_partition(&c->parts[i], NULL, 0) != 0;
+    if (kc_meta_restore(c, NULL, 0) != 0) /* its records too come from raft */
+        KC_ERROR("coord", "%s-0: out of memory emptying it", KC_META_TOPIC);
     c->loaded_once = true;
     if (failed == 0)
         KC_INFO("coord", "all %d partitions loaded (empty: a cluster node fills them from raft)",
@@ -1888,6 +1963,8 @@ void kc_coord_close(kc_coord_t *c, void (*done)(void *arg), void *arg)
      * whose fsync is in flight finishes in after_sync. */
     for (int32_t i = 0; i < c->n; i++)
         flush_partition(&c->parts[i]);
+    if (c->clustered) /* metadata writes not committed yet: the node is stopping */
+        kc_meta_cluster_fail(c->meta, KC_ERR_NOT_CONTROLLER);
     /* Answer parked requests before the connections go. */
     for (int32_t i = 0; i < c->n; i++) {
         part_t *p = &c->parts[i];
@@ -1916,6 +1993,16 @@ bool kc_coord_clustered(const kc_coord_t *c)
     return c->clustered;
 }
 
+bool kc_coord_leads(const kc_coord_t *c)
+{
+    return c->clustered && c->cluster != NULL && c->role == KC_CLUSTER_LEADER;
+}
+
+kc_gconf_t *kc_coord_gconf(kc_coord_t *c)
+{
+    return c->gconf;
+}
+
 kc_meta_t *kc_coord_meta(kc_coord_t *c)
 {
     return c->meta;
@@ -1927,13 +2014,14 @@ void kc_coord_group_configs(const kc_coord_t *c, kc_str_t group, int32_t out[KC_
 }
 
 int16_t kc_coord_alter_group_configs(kc_coord_t *c, kc_str_t group, const kc_gconf_op_t *ops,
-                                     size_t n, bool validate_only, char *msg, size_t len)
+                                     size_t n, bool validate_only, char *msg, size_t len,
+                                     kc_meta_done_fn done, void *arg)
 {
     if (c->gconf == NULL) {
         snprintf(msg, len, "out of memory");
         return KC_ERR_UNKNOWN_SERVER_ERROR;
     }
-    return kc_gconf_alter(c->gconf, c, c->conf, group, ops, n, validate_only, msg, len);
+    return kc_gconf_alter(c->gconf, c, c->conf, group, ops, n, validate_only, msg, len, done, arg);
 }
 
 size_t kc_coord_each_group_config(const kc_coord_t *c, void (*fn)(void *arg, kc_str_t group),

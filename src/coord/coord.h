@@ -381,12 +381,50 @@ int kc_meta_each(kc_coord_t *c, int16_t type, int (*fn)(void *arg, const kc_meta
 const kc_meta_rec_t *kc_meta_get(kc_coord_t *c, const uint8_t *key, size_t key_len,
                                  kc_meta_rec_t *out);
 
-/* Append v[0..n) as one batch and make it durable as log.flush.policy says (always: written
- * and fsynced before this returns; interval, never: written). Returns 0 once it is, and the
- * records are then live (kc_meta_each, kc_meta_get); KAFKA_STORAGE_ERROR when the log could not
- * be read at start or the write failed (nothing of the batch is kept, in the log or in memory);
- * UNKNOWN_SERVER_ERROR when out of memory. The bytes are copied. */
+/* A single node: append v[0..n) as one batch and make it durable as log.flush.policy says
+ * (always: written and fsynced before this returns; interval, never: written). Returns 0 once it
+ * is, and the records are then live (kc_meta_each, kc_meta_get); KAFKA_STORAGE_ERROR when the
+ * log could not be read at start or the write failed (nothing of the batch is kept, in the log
+ * or in memory); UNKNOWN_SERVER_ERROR when out of memory. The bytes are copied. A cluster node
+ * refuses it (POLICY_VIOLATION): its writes wait for raft, through kc_meta_write. */
 int16_t kc_meta_append(kc_coord_t *c, const kc_meta_rec_t *v, size_t n);
+
+/* ---- The metadata partition on a cluster node --------------------------------------------------
+ *
+ * A cluster node replicates the partition through raft with the __consumer_offsets partitions:
+ * its batches travel in the same raft entries, tagged with the partition number
+ * KC_COORD_META_PARTITION, which no __consumer_offsets partition has (they are 0..n-1). It is
+ * part of every raft snapshot, and every node applies every committed batch to its own
+ * __kcoord_metadata-0 and to the state read from it (group configs here, ACLs and SCRAM
+ * credentials through kc_meta_listen), so every node authorizes, authenticates and describes
+ * from the same records, and a new leader needs no load. Only the leader writes: as Kafka's
+ * controller, a node that does not lead answers NOT_CONTROLLER (kcoord forwards nothing). */
+#define KC_COORD_META_PARTITION (-1)
+
+/* kc_meta_write's answer when the write waits for raft. Not a Kafka error code. */
+#define KC_META_PENDING ((int16_t)0x7fff)
+
+/* The end of a write that waited: err 0 once raft committed the records and this node applied
+ * them (kc_meta_each and the listener saw them), NOT_CONTROLLER when the leadership was lost
+ * before (the change may still be committed by the next leader, as a Kafka client's timed-out
+ * request may have been), KAFKA_STORAGE_ERROR when raft could not store it. */
+typedef void (*kc_meta_done_fn)(void *arg, int16_t err);
+
+/* Write v[0..n) (bytes copied). A single node: kc_meta_append, whose code is returned (done is
+ * never called). A cluster node: NOT_CONTROLLER when this node is not the leader serving
+ * (a follower, or a leader still applying earlier terms; also when n is 0, so that a request
+ * that changes nothing is refused as one that does), UNKNOWN_SERVER_ERROR when out of memory,
+ * 0 when n is 0; otherwise the records go into the leader's next raft entry and
+ * KC_META_PENDING is returned: done(arg, err) is called once, later, from the loop. */
+int16_t kc_meta_write(kc_coord_t *c, const kc_meta_rec_t *v, size_t n, kc_meta_done_fn done,
+                      void *arg);
+
+/* A cluster node: fn(arg, rec) for every record raft commits, as this node applies it (the
+ * leader too), rec->value NULL for a removal; and, when a snapshot is restored, for every key
+ * whose value it changes or removes. rec is valid during the call only. One listener; NULL
+ * stops it. A single node never calls it: its writers apply their records themselves. */
+typedef void (*kc_meta_listen_fn)(void *arg, const kc_meta_rec_t *rec);
+void kc_meta_listen(kc_coord_t *c, kc_meta_listen_fn fn, void *arg);
 
 /* ---- Group configs (gconf.c) -----------------------------------------------------------------
  *
@@ -433,9 +471,15 @@ void kc_coord_group_configs(const kc_coord_t *c, kc_str_t group, int32_t out[KC_
 /* IncrementalAlterConfigs of one GROUP resource: the operations ops[0..n) applied together,
  * validated as Kafka's GroupConfig.validate (INVALID_CONFIG with Kafka's message in msg), then,
  * unless validate_only, written to the metadata partition and applied once durable. Returns 0 or
- * the error code (msg says why). */
+ * the error code (msg says why). With `done` on a cluster node the write goes through
+ * kc_meta_write: KC_META_PENDING then means done(arg, err) tells the end (for an error, the
+ * message is kc_gconf_write_error's). With done NULL the write is kc_meta_append's. */
 int16_t kc_coord_alter_group_configs(kc_coord_t *c, kc_str_t group, const kc_gconf_op_t *ops,
-                                     size_t n, bool validate_only, char *msg, size_t len);
+                                     size_t n, bool validate_only, char *msg, size_t len,
+                                     kc_meta_done_fn done, void *arg);
+
+/* The message of a group config write that failed with `err`. */
+void kc_gconf_write_error(int16_t err, char *msg, size_t len);
 
 /* Call fn for every group id that has configs; returns how many. fn must not change them. */
 size_t kc_coord_each_group_config(const kc_coord_t *c, void (*fn)(void *arg, kc_str_t group),

@@ -53,6 +53,29 @@ int kc_meta_sync(kc_meta_t *m);
 int kc_meta_close(kc_meta_t *m);
 /* Whether the coordinator is a cluster node's (coord.c). */
 bool kc_coord_clustered(const kc_coord_t *c);
+/* Whether it is a cluster node's leader serving (every earlier term applied). */
+bool kc_coord_leads(const kc_coord_t *c);
+/* The group configs it holds (coord.c). */
+struct kc_gconf_s *kc_coord_gconf(kc_coord_t *c);
+
+/* A cluster node's side (see kc_meta_write in coord.h), for coord.c's raft callbacks:
+ *   kc_meta_cluster_pending  records wait for the leader's next entry;
+ *   kc_meta_cluster_batch    those records as one RecordBatch (malloc'd), and the sequence
+ *                            number that its commit completes (0, or a KC_LOG_E* code);
+ *   kc_meta_cluster_done     the writes up to `seq` end with err (0: committed and applied);
+ *   kc_meta_cluster_fail     drop what was not submitted and end every waiting write with err;
+ *   kc_meta_cluster_apply    a committed batch: to the log, the live set and the listeners;
+ *   kc_meta_snapshot         the live records, in the snapshot's partition layout;
+ *   kc_meta_restore          make the live set recs[0..n) (a snapshot's), telling the
+ *                            listeners of each change. 0, or -1 when out of memory. */
+bool kc_meta_cluster_pending(const kc_meta_t *m);
+int kc_meta_cluster_batch(kc_meta_t *m, int64_t now_ms, uint8_t **buf, size_t *len, uint64_t *seq);
+void kc_meta_cluster_done(kc_meta_t *m, uint64_t seq, int16_t err);
+void kc_meta_cluster_fail(kc_meta_t *m, int16_t err);
+void kc_meta_cluster_apply(kc_coord_t *c, const uint8_t *batch, size_t len);
+void kc_meta_snapshot(const kc_meta_t *m, kc_writer_t *w);
+struct kc_log_record_s;
+int kc_meta_restore(kc_coord_t *c, const struct kc_log_record_s *recs, size_t n);
 /* The coordinator's metadata partition (coord.c). */
 kc_meta_t *kc_coord_meta(kc_coord_t *c);
 
@@ -67,6 +90,11 @@ void kc_gconf_lookup(const kc_gconf_t *s, kc_str_t group, int32_t out[KC_GCONF_N
 size_t kc_gconf_each(const kc_gconf_t *s, void (*fn)(void *arg, kc_str_t group), void *arg);
 int16_t kc_gconf_alter(kc_gconf_t *s, kc_coord_t *c, const kc_conf_t *conf, kc_str_t group,
                        const kc_gconf_op_t *ops, size_t n, bool validate_only, char *msg,
-                       size_t len);
+                       size_t len, kc_meta_done_fn done, void *arg);
+/* The ConfigRecord type of the metadata partition (KRaft's), and one such record (a removal
+ * when its value is NULL) applied to `s`: 0 (an unknown record is skipped with a warning), or
+ * -ENOMEM. */
+enum { KC_GCONF_RECORD_TYPE = 4 };
+int kc_gconf_apply(kc_gconf_t *s, const kc_meta_rec_t *rec);
 
 #endif

@@ -25,7 +25,7 @@
 #include "proto/errors.h"
 #include "util/diag.h"
 
-enum { CONFIG_RECORD = 4, RESOURCE_GROUP = 32 };
+enum { CONFIG_RECORD = KC_GCONF_RECORD_TYPE, RESOURCE_GROUP = 32 };
 
 const kc_gconf_key_t kc_gconf_keys[KC_GCONF_N] = {
     [KC_GCONF_SESSION] = {"consumer.session.timeout.ms", "group.consumer.session.timeout.ms",
@@ -187,10 +187,10 @@ static bool parse_int(kc_str_t s, int32_t *out)
     return true;
 }
 
-/* One live ConfigRecord of the metadata partition into the store. */
-static int replay_one(void *arg, const kc_meta_rec_t *rec)
+int kc_gconf_apply(kc_gconf_t *s, const kc_meta_rec_t *rec)
 {
-    kc_gconf_t *s = arg;
+    if (s == NULL)
+        return -ENOMEM;
     kc_reader_t r;
     kc_rd_init(&r, rec->key, rec->key_len);
     (void)kc_rd_i16(&r); /* the type, CONFIG_RECORD */
@@ -198,19 +198,28 @@ static int replay_one(void *arg, const kc_meta_rec_t *rec)
     int8_t rt = kc_rd_i8(&r);
     kc_str_t res = kc_rd_str(&r, false);
     kc_str_t name = kc_rd_str(&r, false);
-    kc_reader_t rv;
-    kc_rd_init(&rv, rec->value, rec->value_len);
-    int16_t vv = kc_rd_i16(&rv);
-    kc_str_t val = kc_rd_str(&rv, false);
-    int32_t n;
+    int32_t n = -1; /* a removal */
+    bool bad = false;
+    if (rec->value != NULL) {
+        kc_reader_t rv;
+        kc_rd_init(&rv, rec->value, rec->value_len);
+        int16_t vv = kc_rd_i16(&rv);
+        kc_str_t val = kc_rd_str(&rv, false);
+        bad = rv.err || vv != 0 || !parse_int(val, &n);
+    }
     int k = kc_gconf_key(name);
-    if (r.err || rv.err || kv != 0 || vv != 0 || rt != RESOURCE_GROUP || k < 0 ||
-        !parse_int(val, &n)) {
+    if (bad || r.err || kv != 0 || rt != RESOURCE_GROUP || k < 0) {
         KC_WARN_LIMITED("coord", "%s-0: a config record kcoord does not know was skipped",
                         KC_META_TOPIC);
         return 0;
     }
     return put(s, res, k, n) == 0 ? 0 : -ENOMEM;
+}
+
+/* One live ConfigRecord of the metadata partition into the store. */
+static int replay_one(void *arg, const kc_meta_rec_t *rec)
+{
+    return kc_gconf_apply(arg, rec);
 }
 
 int kc_gconf_load(kc_gconf_t *s, kc_coord_t *c)
@@ -238,6 +247,15 @@ size_t kc_gconf_each(const kc_gconf_t *s, void (*fn)(void *arg, kc_str_t group),
 
 /* ---- IncrementalAlterConfigs ------------------------------------------------------------------
  */
+
+void kc_gconf_write_error(int16_t err, char *msg, size_t len)
+{
+    snprintf(msg, len, "The group configs could not be written: %s",
+             err == KC_ERR_KAFKA_STORAGE_ERROR ? "the metadata log failed"
+             : err == KC_ERR_NOT_CONTROLLER
+                 ? "this node does not lead the kcoord cluster; send it to the leader"
+                 : "out of memory");
+}
 
 /* Kafka's GroupConfig.validate over the group's configs after the change, `v` (-1: not set,
  * the daemon's setting applies). 0 or INVALID_CONFIG with Kafka's message. */
@@ -277,7 +295,7 @@ static bool foreign_key(kc_str_t name)
 
 int16_t kc_gconf_alter(kc_gconf_t *s, kc_coord_t *c, const kc_conf_t *conf, kc_str_t group,
                        const kc_gconf_op_t *ops, size_t n, bool validate_only, char *msg,
-                       size_t len)
+                       size_t len, kc_meta_done_fn done, void *arg)
 {
     int32_t v[KC_GCONF_N];
     kc_gconf_lookup(s, group, v);
@@ -369,17 +387,22 @@ int16_t kc_gconf_alter(kc_gconf_t *s, kc_coord_t *c, const kc_conf_t *conf, kc_s
         oom = oom || kw[nr].err || vw[nr].err;
         nr++;
     }
-    err = oom ? KC_ERR_UNKNOWN_SERVER_ERROR : kc_meta_append(c, recs, nr);
+    /* A cluster node's change is applied to the store when raft has committed it (kc_gconf_apply,
+     * on every node); a single node's once kc_meta_append returns. */
+    bool async = done != NULL && kc_coord_clustered(c);
+    err = oom     ? KC_ERR_UNKNOWN_SERVER_ERROR
+          : async ? kc_meta_write(c, recs, nr, done, arg)
+                  : kc_meta_append(c, recs, nr);
     for (size_t i = 0; i < nr; i++) {
         kc_wr_free(&kw[i]);
         kc_wr_free(&vw[i]);
     }
+    if (err == KC_META_PENDING) {
+        KC_INFO("coord", "group %.*s: group configs change submitted", (int)group.len, group.p);
+        return err;
+    }
     if (err) {
-        snprintf(msg, len, "The group configs could not be written: %s",
-                 err == KC_ERR_KAFKA_STORAGE_ERROR ? "the metadata log failed"
-                 : err == KC_ERR_POLICY_VIOLATION
-                     ? "a kcoord cluster does not replicate group configs yet"
-                     : "out of memory");
+        kc_gconf_write_error(err, msg, len);
         return err;
     }
     for (int k = 0; k < KC_GCONF_N; k++)

@@ -1,5 +1,6 @@
 /* meta.c - the daemon's own metadata partition, __kcoord_metadata-0: records that belong to no
- * group (group configs now; ACL bindings and SCRAM credentials next), durable across restarts.
+ * group (group configs, ACL bindings, SCRAM credentials), durable across restarts and, on a
+ * cluster node, replicated through raft (the second half of this file).
  *
  * Kafka keeps such state in its KRaft metadata log (ConfigRecord, AccessControlEntryRecord...).
  * kcoord has no KRaft log, so it keeps one log partition of its own beside the
@@ -16,8 +17,10 @@
  *
  * The partition is small (a few records per group with configs, per ACL binding, per user), so
  * it is opened and replayed on the loop thread in kc_coord_new, before anything is served, and
- * an append writes (and, with log.flush.policy=always, fsyncs) on the loop thread too: an admin
- * change costs the loop one fsync. The live records are kept in an array searched linearly.
+ * a single node's append writes (and, with log.flush.policy=always, fsyncs) on the loop thread
+ * too: an admin change costs the loop one fsync. The live records are kept in an array searched
+ * linearly. A cluster node starts it empty, as its __consumer_offsets partitions: raft's
+ * snapshot and entries fill it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,12 +39,29 @@ typedef struct live_s {
     size_t value_len;
 } live_t;
 
+/* A cluster node's write waiting for raft (kc_meta_write). */
+typedef struct mwaiter_s {
+    struct mwaiter_s *next;
+    uint64_t seq; /* released once the records up to this one are committed and applied */
+    kc_meta_done_fn done;
+    void *arg;
+} mwaiter_t;
+
 struct kc_meta_s {
     kc_plog_t *log; /* NULL when it could not be opened: appends fail */
     int flush_policy;
     live_t *v;
     size_t n, cap;
     bool unsynced; /* written, not fsynced (policies interval and never) */
+    /* A cluster node: records kc_meta_write queued for the leader's next raft entry (keys and
+     * values owned), the writes waiting for their commit in submission order, and who is told
+     * of every record applied from raft. */
+    kc_log_record_t *pend;
+    size_t n_pend, cap_pend;
+    uint64_t seq_emitted; /* records queued so far */
+    mwaiter_t *waiters, **waiters_tail;
+    kc_meta_listen_fn listen;
+    void *listen_arg;
 };
 
 static int64_t wall_ms(void)
@@ -123,6 +143,7 @@ kc_meta_t *kc_meta_open(const kc_conf_t *conf, const struct kc_log_io_s *io, boo
     if (!m)
         return NULL;
     m->flush_policy = conf->log_flush_policy;
+    m->waiters_tail = &m->waiters;
     kc_plog_opts_t opts;
     kc_plog_opts_init(&opts);
     opts.topic = KC_META_TOPIC;
@@ -174,6 +195,8 @@ int kc_meta_close(kc_meta_t *m)
         return 0;
     int rc = kc_meta_sync(m);
     int rc2 = kc_plog_close(m->log);
+    kc_meta_cluster_fail(m, KC_ERR_NOT_CONTROLLER); /* none should be left by now */
+    free(m->pend);
     for (size_t i = 0; i < m->n; i++) {
         free(m->v[i].key);
         free(m->v[i].value);
@@ -215,11 +238,9 @@ int16_t kc_meta_append(kc_coord_t *c, const kc_meta_rec_t *v, size_t n)
     if (n == 0)
         return KC_ERR_NONE;
     if (kc_coord_clustered(c)) {
-        /* Not replicated yet: a change made on one node would be missing on the others (an
-         * ACL that denies, say). Refused, so that every node keeps the same, empty state. */
-        KC_WARN_LIMITED("coord",
-                        "%s-0: refusing a change: a cluster node does not replicate "
-                        "group configs, ACLs or SCRAM credentials yet",
+        /* A cluster node's writes wait for raft (kc_meta_write): one written here alone would
+         * be missing on the other nodes. */
+        KC_WARN_LIMITED("coord", "%s-0: refusing a write that does not go through raft",
                         KC_META_TOPIC);
         return KC_ERR_POLICY_VIOLATION;
     }
@@ -260,4 +281,252 @@ int16_t kc_meta_append(kc_coord_t *c, const kc_meta_rec_t *v, size_t n)
         }
     }
     return KC_ERR_NONE;
+}
+
+/* ---- A cluster node: the partition replicated through raft ---------------------------------
+ *
+ * On a cluster node the metadata partition travels in the same raft entries as the
+ * __consumer_offsets partitions, tagged KC_COORD_META_PARTITION. kc_meta_write queues the
+ * records; the leader's next loop turn puts them in its entry (kc_meta_cluster_batch, from
+ * coord.c's cluster_flush_all); every node, the leader included, applies the committed batch
+ * (kc_meta_cluster_apply): to its own __kcoord_metadata-0 log, to the live set, to the group
+ * configs and to the listener (the API room's ACL and SCRAM state). Unlike a group partition's,
+ * the leader's memory is never ahead of raft: a change is applied when it is committed, so a
+ * lost leadership has nothing to undo, only waiters to fail. The price: a request is validated
+ * against what is committed, not against writes still in flight (Kafka's controller validates
+ * against its uncommitted state), so two IncrementalAlterConfigs of one group sent at once may
+ * each pass a check (session timeout above heartbeat interval) that their sum fails. */
+
+static void notify(kc_coord_t *c, kc_meta_t *m, const uint8_t *key, size_t key_len,
+                   const uint8_t *value, size_t value_len)
+{
+    kc_meta_rec_t r = {key, key_len, value, value_len};
+    if (rec_type(key, key_len) == KC_GCONF_RECORD_TYPE &&
+        kc_gconf_apply(kc_coord_gconf(c), &r) != 0)
+        KC_ERROR("coord", "%s-0: out of memory applying a group config record", KC_META_TOPIC);
+    if (m->listen)
+        m->listen(m->listen_arg, &r);
+}
+
+void kc_meta_listen(kc_coord_t *c, kc_meta_listen_fn fn, void *arg)
+{
+    kc_meta_t *m = kc_coord_meta(c);
+    if (m) {
+        m->listen = fn;
+        m->listen_arg = arg;
+    }
+}
+
+static void free_pend(kc_meta_t *m)
+{
+    for (size_t i = 0; i < m->n_pend; i++) {
+        free((void *)m->pend[i].key);
+        free((void *)m->pend[i].value);
+    }
+    m->n_pend = 0;
+}
+
+int16_t kc_meta_write(kc_coord_t *c, const kc_meta_rec_t *v, size_t n, kc_meta_done_fn done,
+                      void *arg)
+{
+    if (!kc_coord_clustered(c))
+        return kc_meta_append(c, v, n);
+    kc_meta_t *m = kc_coord_meta(c);
+    if (!m || !kc_coord_leads(c))
+        return KC_ERR_NOT_CONTROLLER; /* even for no change: every write goes to the leader */
+    if (n == 0)
+        return KC_ERR_NONE;
+    mwaiter_t *w = malloc(sizeof(*w));
+    if (!w)
+        return KC_ERR_UNKNOWN_SERVER_ERROR;
+    if (m->n_pend + n > m->cap_pend) {
+        size_t cap = m->cap_pend ? m->cap_pend : 16;
+        while (cap < m->n_pend + n)
+            cap *= 2;
+        kc_log_record_t *p = realloc(m->pend, cap * sizeof(*p));
+        if (!p) {
+            free(w);
+            return KC_ERR_UNKNOWN_SERVER_ERROR;
+        }
+        m->pend = p;
+        m->cap_pend = cap;
+    }
+    size_t n0 = m->n_pend;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *k = malloc(v[i].key_len ? v[i].key_len : 1);
+        uint8_t *val = v[i].value ? malloc(v[i].value_len ? v[i].value_len : 1) : NULL;
+        if (!k || (v[i].value && !val)) {
+            free(k);
+            free(val);
+            for (size_t j = n0; j < m->n_pend; j++) {
+                free((void *)m->pend[j].key);
+                free((void *)m->pend[j].value);
+            }
+            m->n_pend = n0;
+            free(w);
+            return KC_ERR_UNKNOWN_SERVER_ERROR;
+        }
+        memcpy(k, v[i].key, v[i].key_len);
+        if (val)
+            memcpy(val, v[i].value, v[i].value_len);
+        m->pend[m->n_pend++] = (kc_log_record_t){.timestamp_ms = -1,
+                                                 .key = k,
+                                                 .key_len = v[i].key_len,
+                                                 .value = val,
+                                                 .value_len = val ? v[i].value_len : 0};
+    }
+    m->seq_emitted += n;
+    *w = (mwaiter_t){NULL, m->seq_emitted, done, arg};
+    *m->waiters_tail = w;
+    m->waiters_tail = &w->next;
+    return KC_META_PENDING;
+}
+
+bool kc_meta_cluster_pending(const kc_meta_t *m)
+{
+    return m && m->n_pend > 0;
+}
+
+int kc_meta_cluster_batch(kc_meta_t *m, int64_t now_ms, uint8_t **buf, size_t *len, uint64_t *seq)
+{
+    int rc = kc_log_batch_build(m->pend, m->n_pend, now_ms, KC_LOG_CODEC_NONE, buf, len);
+    if (rc != 0)
+        return rc;
+    free_pend(m);
+    *seq = m->seq_emitted;
+    return 0;
+}
+
+void kc_meta_cluster_done(kc_meta_t *m, uint64_t seq, int16_t err)
+{
+    while (m && m->waiters && m->waiters->seq <= seq) {
+        mwaiter_t *w = m->waiters;
+        m->waiters = w->next;
+        if (!m->waiters)
+            m->waiters_tail = &m->waiters;
+        w->done(w->arg, err);
+        free(w);
+    }
+}
+
+void kc_meta_cluster_fail(kc_meta_t *m, int16_t err)
+{
+    if (!m)
+        return;
+    if (m->n_pend > 0)
+        KC_WARN_LIMITED("coord", "%s-0: %zu records not submitted; failing what waited on them",
+                        KC_META_TOPIC, m->n_pend);
+    free_pend(m);
+    kc_meta_cluster_done(m, UINT64_MAX, err);
+}
+
+/* Append recs[0..n) to the node's own copy of the partition. A failure is logged and the copy
+ * closed: the state stays served from memory (raft holds it), and a restart rebuilds the log. */
+static void cluster_log(kc_meta_t *m, const kc_log_record_t *recs, size_t n)
+{
+    if (!m->log || n == 0)
+        return;
+    int rc = kc_plog_append(m->log, recs, n, wall_ms(), NULL);
+    if (rc == 0) {
+        m->unsynced = true; /* raft's log is the durable copy; this one is synced at close */
+        return;
+    }
+    KC_ERROR("coord",
+             "%s-0: a committed batch cannot be written (%s); served from memory "
+             "until a restart rebuilds the log from the cluster",
+             KC_META_TOPIC, kc_plog_error(m->log)[0] ? kc_plog_error(m->log) : kc_log_strerror(rc));
+    kc_plog_close(m->log);
+    m->log = NULL;
+}
+
+void kc_meta_cluster_apply(kc_coord_t *c, const uint8_t *batch, size_t len)
+{
+    kc_meta_t *m = kc_coord_meta(c);
+    if (!m)
+        return;
+    kc_log_record_t *recs = NULL;
+    size_t n = 0;
+    kc_log_batch_keep_t *keep = NULL;
+    if (kc_log_batch_records(batch, len, &recs, &n, &keep) != 0) {
+        KC_ERROR("coord", "%s-0: a committed batch cannot be read: skipped", KC_META_TOPIC);
+        return;
+    }
+    cluster_log(m, recs, n);
+    for (size_t i = 0; i < n; i++) {
+        if (!recs[i].key || recs[i].key_len < 2)
+            continue;
+        if (apply(m, recs[i].key, recs[i].key_len, recs[i].value, recs[i].value_len) != 0) {
+            KC_ERROR("coord", "%s-0: out of memory applying a committed record", KC_META_TOPIC);
+            continue;
+        }
+        notify(c, m, recs[i].key, recs[i].key_len, recs[i].value, recs[i].value_len);
+    }
+    kc_log_batch_records_free(recs, keep);
+}
+
+void kc_meta_snapshot(const kc_meta_t *m, kc_writer_t *w)
+{
+    kc_wr_i32(w, KC_COORD_META_PARTITION);
+    kc_wr_i32(w, m ? (int32_t)m->n : 0);
+    for (size_t i = 0; m && i < m->n; i++) {
+        kc_wr_i64(w, -1);
+        kc_wr_i32(w, (int32_t)m->v[i].key_len);
+        kc_wr_raw(w, m->v[i].key, m->v[i].key_len);
+        kc_wr_i32(w, (int32_t)m->v[i].value_len);
+        kc_wr_raw(w, m->v[i].value, m->v[i].value_len);
+    }
+}
+
+static bool in_snapshot(const kc_log_record_t *recs, size_t n, const live_t *e)
+{
+    for (size_t i = 0; i < n; i++)
+        if (recs[i].key_len == e->key_len && memcmp(recs[i].key, e->key, e->key_len) == 0)
+            return true;
+    return false;
+}
+
+int kc_meta_restore(kc_coord_t *c, const kc_log_record_t *recs, size_t n)
+{
+    kc_meta_t *m = kc_coord_meta(c);
+    if (!m)
+        return -1;
+    /* What changes: a removal for every live key the snapshot lacks, then every snapshot
+     * record whose value differs from the live one. Written to the node's log and applied as
+     * committed records are, so the listeners see each change once. */
+    kc_log_record_t *diff = calloc(m->n + n + 1, sizeof(*diff));
+    if (!diff)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (!in_snapshot(recs, n, &m->v[i]))
+            diff[k++] = (kc_log_record_t){
+                .timestamp_ms = -1, .key = m->v[i].key, .key_len = m->v[i].key_len};
+    for (size_t i = 0; i < n; i++) {
+        const live_t *e = find(m, recs[i].key, recs[i].key_len);
+        if (recs[i].value && recs[i].key_len >= 2 &&
+            (!e || e->value_len != recs[i].value_len ||
+             memcmp(e->value, recs[i].value, recs[i].value_len) != 0))
+            diff[k++] = recs[i];
+    }
+    cluster_log(m, diff, k);
+    /* The removals' keys are the live set's own: each is copied before apply frees it. */
+    int rc = 0;
+    for (size_t i = 0; i < k; i++) {
+        size_t kl = diff[i].key_len;
+        uint8_t *key = malloc(kl ? kl : 1);
+        if (!key) {
+            rc = -1;
+            continue;
+        }
+        memcpy(key, diff[i].key, kl);
+        if (apply(m, key, kl, diff[i].value, diff[i].value_len) != 0)
+            rc = -1;
+        else
+            notify(c, m, key, kl, diff[i].value, diff[i].value_len);
+        free(key);
+    }
+    if (rc != 0)
+        KC_ERROR("coord", "%s-0: out of memory restoring a snapshot", KC_META_TOPIC);
+    free(diff);
+    return rc;
 }

@@ -735,7 +735,7 @@ static void add_acl(env_t *e, int8_t type, const char *name, const char *princip
                                         kc_api_auth_collect, &batch, &r),
                      KC_AUTH_OK);
     assert_int_equal(r.error, KC_ERR_NONE);
-    assert_int_equal(kc_api_auth_commit(&e->ctx, &batch), KC_ERR_NONE);
+    assert_int_equal(kc_api_auth_commit(&e->ctx, &batch, NULL, NULL), KC_ERR_NONE);
     kc_api_auth_batch_free(&batch);
 }
 

@@ -40,7 +40,7 @@ static int16_t add_user(kc_api_ctx_t *ctx, const char *user)
                                           kc_api_auth_collect, &b),
                      KC_AUTH_OK);
     assert_int_equal(b.n, 1);
-    int16_t err = kc_api_auth_commit(ctx, &b);
+    int16_t err = kc_api_auth_commit(ctx, &b, NULL, NULL);
     kc_api_auth_batch_free(&b);
     return err;
 }
@@ -61,7 +61,7 @@ static int16_t add_acl(kc_api_ctx_t *ctx, const char *topic)
         KC_AUTH_OK);
     assert_int_equal(r.error, 0);
     kc_auth_result_clear(&r);
-    int16_t err = kc_api_auth_commit(ctx, &b);
+    int16_t err = kc_api_auth_commit(ctx, &b, NULL, NULL);
     kc_api_auth_batch_free(&b);
     return err;
 }
@@ -137,9 +137,9 @@ static void test_edges(void **state)
     fx_t *f = fx_new("kc-authst");
     kc_api_ctx_t ctx = ctx_of(f);
     kc_api_auth_batch_t b = {0};
-    assert_int_equal(kc_api_auth_commit(&ctx, &b), KC_ERR_NONE);
+    assert_int_equal(kc_api_auth_commit(&ctx, &b, NULL, NULL), KC_ERR_NONE);
     b.failed = true;
-    assert_int_equal(kc_api_auth_commit(&ctx, &b), KC_ERR_UNKNOWN_SERVER_ERROR);
+    assert_int_equal(kc_api_auth_commit(&ctx, &b, NULL, NULL), KC_ERR_UNKNOWN_SERVER_ERROR);
     kc_api_auth_batch_free(&b);
     kc_auth_free(ctx.auth);
     fx_free(f);

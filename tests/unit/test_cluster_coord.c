@@ -2,7 +2,9 @@
  * calls (kc_coord_cluster_ops) without raft: committed batches applied on a follower become its
  * state, a snapshot restored on another node gives the same state without the removed keys, the
  * logs are compacted as a single node's (a snapshot restored meanwhile waits for the compaction),
- * and a leader that loses its leadership drops what raft did not commit. */
+ * and a leader that loses its leadership drops what raft did not commit. The same for the
+ * metadata partition (group configs, and the records the listener hands to the ACL and SCRAM
+ * state). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -360,6 +362,200 @@ static void test_derived_cluster_id(void **state)
     assert_string_not_equal(a, c);
 }
 
+/* ---- The metadata partition ---------------------------------------------------------------- */
+
+/* A ConfigRecord of `group` (value NULL: its removal), as gconf.c writes it. */
+static void make_config(rec_t *r, const char *group, const char *name, const char *value)
+{
+    kc_wr_init(&r->k);
+    kc_wr_init(&r->v);
+    kc_wr_i16(&r->k, 4);
+    kc_wr_i16(&r->k, 0);
+    kc_wr_i8(&r->k, 32);
+    kc_wr_str(&r->k, kc_str_c(group));
+    kc_wr_str(&r->k, kc_str_c(name));
+    if (value) {
+        kc_wr_i16(&r->v, 0);
+        kc_wr_str(&r->v, kc_str_c(value));
+    }
+}
+
+/* A record of another room's type (18, an ACL's) with an opaque body. */
+static void make_other(rec_t *r, const char *id, const char *value)
+{
+    kc_wr_init(&r->k);
+    kc_wr_init(&r->v);
+    kc_wr_i16(&r->k, 18);
+    kc_wr_raw(&r->k, id, strlen(id));
+    if (value)
+        kc_wr_raw(&r->v, value, strlen(value));
+}
+
+/* Apply recs as one committed batch of the metadata partition; the records are freed. */
+static void apply_meta(node_t *n, rec_t *r, const bool *removal, size_t count)
+{
+    kc_log_record_t recs[8];
+    assert_true(count <= 8);
+    for (size_t i = 0; i < count; i++)
+        recs[i] = (kc_log_record_t){.timestamp_ms = -1,
+                                    .key = r[i].k.buf,
+                                    .key_len = r[i].k.len,
+                                    .value = removal[i] ? NULL : r[i].v.buf,
+                                    .value_len = removal[i] ? 0 : r[i].v.len};
+    uint8_t *batch;
+    size_t len;
+    assert_int_equal(kc_log_batch_build(recs, count, 5000, KC_LOG_CODEC_NONE, &batch, &len), 0);
+    n->ops.apply(n->ops.ctx, KC_COORD_META_PARTITION, batch, len, false);
+    free(batch);
+    for (size_t i = 0; i < count; i++) {
+        kc_wr_free(&r[i].k);
+        kc_wr_free(&r[i].v);
+    }
+}
+
+/* What the listener was told: "+<type>" for a record, "-<type>" for a removal. */
+typedef struct heard_s {
+    char log[256];
+} heard_t;
+
+static void listener(void *arg, const kc_meta_rec_t *rec)
+{
+    heard_t *h = arg;
+    int type = rec->key_len >= 2 ? (rec->key[0] << 8) | rec->key[1] : -1;
+    size_t at = strlen(h->log);
+    snprintf(h->log + at, sizeof(h->log) - at, "%s%d ", rec->value ? "+" : "-", type);
+}
+
+static int32_t session_of(node_t *n, const char *group)
+{
+    int32_t v[KC_GCONF_N];
+    kc_coord_group_configs(n->c, kc_str_c(group), v);
+    return v[KC_GCONF_SESSION];
+}
+
+static bool has_other(node_t *n, const char *id)
+{
+    uint8_t key[64] = {0, 18};
+    memcpy(key + 2, id, strlen(id));
+    kc_meta_rec_t out;
+    return kc_meta_get(n->c, key, 2 + strlen(id), &out) != NULL;
+}
+
+static int16_t done_err;
+static int done_calls;
+static void on_done(void *arg, int16_t err)
+{
+    (void)arg;
+    done_err = err;
+    done_calls++;
+}
+
+static void test_metadata_applied_on_a_follower(void **state)
+{
+    (void)state;
+    node_t *n = node_new();
+    heard_t h = {""};
+    kc_meta_listen(n->c, listener, &h);
+    rec_t r[3];
+    make_config(&r[0], "g", "consumer.session.timeout.ms", "50000");
+    make_other(&r[1], "acl-1", "allow");
+    make_other(&r[2], "acl-2", "deny");
+    apply_meta(n, r, (bool[]){false, false, false}, 3);
+    assert_int_equal(session_of(n, "g"), 50000);
+    assert_true(has_other(n, "acl-1") && has_other(n, "acl-2"));
+    assert_string_equal(h.log, "+4 +18 +18 ");
+    /* A later batch removes one ACL and the group's config. */
+    h.log[0] = '\0';
+    make_config(&r[0], "g", "consumer.session.timeout.ms", NULL);
+    make_other(&r[1], "acl-2", NULL);
+    apply_meta(n, r, (bool[]){true, true}, 2);
+    assert_int_equal(session_of(n, "g"), -1);
+    assert_true(has_other(n, "acl-1"));
+    assert_false(has_other(n, "acl-2"));
+    assert_string_equal(h.log, "-4 -18 ");
+    /* The node's own __kcoord_metadata-0 holds what it applied. */
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(kc_log_verify(n->dir, devnull), 0);
+    fclose(devnull);
+
+    /* A node that does not lead refuses writes with NOT_CONTROLLER, and so does one elected
+     * that has no raft to submit to; nothing is applied and done is never called. */
+    uint8_t key[] = {0, 18, 'x'};
+    kc_meta_rec_t w = {key, sizeof(key), key, sizeof(key)};
+    done_calls = 0;
+    assert_int_equal(kc_meta_write(n->c, &w, 1, on_done, NULL), KC_ERR_NOT_CONTROLLER);
+    char msg[256];
+    kc_gconf_op_t op = {KC_STR_LIT("consumer.session.timeout.ms"), KC_GCONF_OP_SET,
+                        KC_STR_LIT("50000")};
+    assert_int_equal(kc_coord_alter_group_configs(n->c, KC_STR_LIT("g"), &op, 1, false, msg,
+                                                  sizeof(msg), on_done, NULL),
+                     KC_ERR_NOT_CONTROLLER);
+    assert_non_null(strstr(msg, "leader"));
+    /* validate_only writes nothing: answered on any node. */
+    assert_int_equal(kc_coord_alter_group_configs(n->c, KC_STR_LIT("g"), &op, 1, true, msg,
+                                                  sizeof(msg), on_done, NULL),
+                     KC_ERR_NONE);
+    lead(n);
+    assert_int_equal(kc_meta_write(n->c, &w, 1, on_done, NULL), KC_ERR_NOT_CONTROLLER);
+    /* The synchronous single-node write is refused on a cluster node. */
+    assert_int_equal(kc_meta_append(n->c, &w, 1), KC_ERR_POLICY_VIOLATION);
+    assert_int_equal(done_calls, 0);
+    assert_int_equal(session_of(n, "g"), -1);
+    kc_meta_listen(n->c, NULL, NULL);
+    node_free(n);
+}
+
+static void test_snapshot_carries_the_metadata(void **state)
+{
+    (void)state;
+    node_t *a = node_new();
+    rec_t r[3];
+    make_config(&r[0], "g", "consumer.session.timeout.ms", "50000");
+    make_other(&r[1], "acl-1", "allow");
+    apply_meta(a, r, (bool[]){false, false}, 2);
+    uint8_t *snap;
+    size_t len;
+    assert_int_equal(a->ops.snapshot(a->ops.ctx, &snap, &len), 0);
+
+    node_t *b = node_new();
+    heard_t h = {""};
+    kc_meta_listen(b->c, listener, &h);
+    make_config(&r[0], "h", "consumer.session.timeout.ms", "40000");
+    make_other(&r[1], "acl-1", "allow");
+    make_other(&r[2], "acl-9", "stale");
+    apply_meta(b, r, (bool[]){false, false, false}, 3);
+    h.log[0] = '\0';
+    assert_int_equal(b->ops.restore(b->ops.ctx, snap, len), 0);
+    /* Told of each change only: h's config and acl-9 removed, g's config added; acl-1 is the
+     * same record and is not repeated. */
+    assert_string_equal(h.log, "-4 -18 +4 ");
+    assert_int_equal(session_of(b, "g"), 50000);
+    assert_int_equal(session_of(b, "h"), -1);
+    assert_true(has_other(b, "acl-1"));
+    assert_false(has_other(b, "acl-9"));
+
+    /* A snapshot without the metadata section (taken before it existed) empties it. */
+    node_t *c = node_new();
+    uint8_t *old;
+    size_t old_len;
+    assert_int_equal(c->ops.snapshot(c->ops.ctx, &old, &old_len), 0);
+    assert_true(old_len > 8);
+    h.log[0] = '\0';
+    assert_int_equal(b->ops.restore(b->ops.ctx, old, old_len - 8), 0);
+    assert_int_equal(session_of(b, "g"), -1);
+    assert_false(has_other(b, "acl-1"));
+    assert_string_equal(h.log, "-18 -4 "); /* in the order of their last writes */
+    /* A metadata section under another partition number is refused. */
+    old[old_len - 5] = 7; /* the section's partition number: -1 becomes 0xffffff07 */
+    assert_int_not_equal(b->ops.restore(b->ops.ctx, old, old_len), 0);
+    free(old);
+    free(snap);
+    kc_meta_listen(b->c, NULL, NULL);
+    node_free(a);
+    node_free(b);
+    node_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +565,8 @@ int main(void)
         cmocka_unit_test(test_lost_leadership_drops_what_was_not_committed),
         cmocka_unit_test(test_data_dir_of_a_single_node_is_refused),
         cmocka_unit_test(test_derived_cluster_id),
+        cmocka_unit_test(test_metadata_applied_on_a_follower),
+        cmocka_unit_test(test_snapshot_carries_the_metadata),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,7 +25,7 @@ static int16_t alter1(fx_t *f, const char *g, const char *name, int8_t op, const
 {
     kc_gconf_op_t o = {kc_str_c(name), op, kc_str_c(value)};
     return kc_coord_alter_group_configs(f->c, kc_str_c(g), &o, 1, validate_only, f->msg,
-                                        sizeof(f->msg));
+                                        sizeof(f->msg), NULL, NULL);
 }
 
 static int32_t get(fx_t *f, const char *g, int k)
@@ -91,9 +91,9 @@ static void test_validation(void **state)
     kc_gconf_op_t dup[] = {
         {KC_STR_LIT("consumer.session.timeout.ms"), KC_GCONF_OP_SET, KC_STR_LIT("50000")},
         {KC_STR_LIT("consumer.session.timeout.ms"), KC_GCONF_OP_DELETE, KC_STR_NULL}};
-    assert_int_equal(
-        kc_coord_alter_group_configs(f->c, KC_STR_LIT("g"), dup, 2, false, f->msg, sizeof(f->msg)),
-        42);
+    assert_int_equal(kc_coord_alter_group_configs(f->c, KC_STR_LIT("g"), dup, 2, false, f->msg,
+                                                  sizeof(f->msg), NULL, NULL),
+                     42);
     assert_string_equal(f->msg, "Error due to duplicate config keys");
     assert_int_equal(alter1(f, "g", "share.session.timeout.ms", KC_GCONF_OP_SET, "45000", false),
                      40);
@@ -129,9 +129,9 @@ static void test_set_delete_validate_only(void **state)
     kc_gconf_op_t two[] = {
         {KC_STR_LIT("consumer.heartbeat.interval.ms"), KC_GCONF_OP_SET, KC_STR_LIT("6000")},
         {KC_STR_LIT("consumer.assignment.interval.ms"), KC_GCONF_OP_SET, KC_STR_LIT("0")}};
-    assert_int_equal(
-        kc_coord_alter_group_configs(f->c, KC_STR_LIT("h"), two, 2, false, f->msg, sizeof(f->msg)),
-        0);
+    assert_int_equal(kc_coord_alter_group_configs(f->c, KC_STR_LIT("h"), two, 2, false, f->msg,
+                                                  sizeof(f->msg), NULL, NULL),
+                     0);
     assert_int_equal(get(f, "h", KC_GCONF_HEARTBEAT), 6000);
     assert_int_equal(get(f, "h", KC_GCONF_ASSIGNMENT), 0);
     assert_int_equal(groups_with_configs(f), 2);
