@@ -155,6 +155,11 @@ class Cluster:
                 "cluster.voters=" + self.voters, "cluster.brokers=" + self.brokers,
                 "metrics.listener=127.0.0.1:0"] + self.sets
 
+    def node_env(self, node):
+        """Variables added to node's environment at each start of it, called just before (after
+        an emptying): none here; a subclass may add some."""
+        return {}
+
     def start(self):
         """Start every node (without waiting for a leader)."""
         for i in self.nodes:
@@ -170,9 +175,9 @@ class Cluster:
         os.makedirs(node.data_dir, exist_ok=True)
         pre = self.netlab.preexec(i) if self.netlab is not None else None
         node.paused = False
-        node.proc = kcoord.Kcoord(node.data_dir, *self.node_sets(node), wait_loaded=False,
-                                  wait_port=False, binary=self.binary, preexec_fn=pre,
-                                  log_path=node.log_path)
+        node.proc = kcoord.Kcoord(node.data_dir, *self.node_sets(node), env=self.node_env(node),
+                                  wait_loaded=False, wait_port=False, binary=self.binary,
+                                  preexec_fn=pre, log_path=node.log_path)
         node.runs.append(node.proc)
         node.proc.wait_line(r"listening on %s:%d" % (re.escape(node.host), node.kport),
                             START_TIMEOUT_S)
