@@ -156,6 +156,7 @@ class PowerLoss:
         self.open_kept = 0                        # raft open segments kept as they were
         self.fsyncs = 0                           # lines in the journal
         self.journaled = {}                       # kind: fsyncs of files of that kind
+        self.removed_kinds = {}                   # kind: files of that kind removed
 
     def total(self):
         return sum(self.dropped.values())
@@ -195,6 +196,7 @@ def power_loss(data_dir, at_start, journal):
         if keep is None:
             os.unlink(path)
             out.removed[whose] += 1
+            out.removed_kinds[kind(rel)] = out.removed_kinds.get(kind(rel), 0) + 1
             out.dropped[whose] += size
         elif size > keep:
             os.truncate(path, keep)
@@ -331,8 +333,9 @@ class Run:
             lost = c.lose_power(victim)
             self.power.append(lost)
             log("power loss of node %d: %s" % (victim, lost))
-            log("  fsynced (journal): %s" % ", ".join(
-                "%s %d" % kv for kv in sorted(lost.journaled.items())))
+            log("  fsynced (journal): %s; removed: %s" % (
+                ", ".join("%s %d" % kv for kv in sorted(lost.journaled.items())),
+                ", ".join("%s %d" % kv for kv in sorted(lost.removed_kinds.items()))))
             c.start_node(victim)
             took = self.measure(fault, t0)
             fault += " (%s)" % ("leader" if victim == leader else "follower")
@@ -585,10 +588,12 @@ def write_report(path, args, run, faults, checked, violations, errors, elapsed, 
 
 def power_report(losses):
     """The report's paragraph on the power losses."""
-    kinds = {}
+    kinds, removed = {}, {}
     for x in losses:
         for k, n in x.journaled.items():
             kinds[k] = kinds.get(k, 0) + n
+        for k, n in x.removed_kinds.items():
+            removed[k] = removed.get(k, 0) + n
     return [
         "",
         "Power loss: each node runs under an LD_PRELOAD shim that journals every fsync "
@@ -609,8 +614,10 @@ def power_report(losses):
          % (k + 1, x.dropped["kcoord"], x.dropped["raft"], sum(x.cut.values()),
             sum(x.removed.values()), x.open_kept) for k, x in enumerate(losses)] + [
         "",
-        "Files the victims' journals listed as fsynced (every number shown as N; fsyncs): %s."
-        % ", ".join("`%s` %d" % kv for kv in sorted(kinds.items())),
+        "Files the victims' journals listed as fsynced (every number shown as N; fsyncs): %s. "
+        "Files removed (created and never fsynced): %s."
+        % (", ".join("`%s` %d" % kv for kv in sorted(kinds.items())),
+           ", ".join("`%s` %d" % kv for kv in sorted(removed.items())) or "none"),
     ]
 
 
