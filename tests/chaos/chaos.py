@@ -150,6 +150,7 @@ class PowerLoss:
     """What one power loss did to one node's data directory."""
 
     def __init__(self):
+        self.victim = ""  # "leader" or "follower"
         self.dropped = {"kcoord": 0, "raft": 0}  # bytes dropped, by whose files
         self.cut = {"kcoord": 0, "raft": 0}      # files cut back
         self.removed = {"kcoord": 0, "raft": 0}  # files created, never fsynced, removed
@@ -331,6 +332,7 @@ class Run:
             c.kill(victim)
             t0 = time.monotonic()  # the fault is in place
             lost = c.lose_power(victim)
+            lost.victim = "leader" if victim == leader else "follower"
             self.power.append(lost)
             log("power loss of node %d: %s" % (victim, lost))
             log("  fsynced (journal): %s; removed: %s" % (
@@ -607,11 +609,11 @@ def power_report(losses):
         "size says nothing; what a write in flight at the kill would leave after a real power "
         "loss is not emulated. Renames and unlinks are kept as the kill left them.",
         "",
-        "| power-loss round | unsynced bytes dropped: kcoord's files | libraft's files "
-        "| files cut back | files removed | raft open segments kept |",
-        "|---|---|---|---|---|---|",
-    ] + ["| %d | %d | %d | %d | %d | %d |"
-         % (k + 1, x.dropped["kcoord"], x.dropped["raft"], sum(x.cut.values()),
+        "| power-loss round | victim | unsynced bytes dropped: kcoord's files "
+        "| libraft's files | files cut back | files removed | raft open segments kept |",
+        "|---|---|---|---|---|---|---|",
+    ] + ["| %d | %s | %d | %d | %d | %d | %d |"
+         % (k + 1, x.victim, x.dropped["kcoord"], x.dropped["raft"], sum(x.cut.values()),
             sum(x.removed.values()), x.open_kept) for k, x in enumerate(losses)] + [
         "",
         "Files the victims' journals listed as fsynced (every number shown as N; fsyncs): %s. "
