@@ -61,7 +61,9 @@ A round ends when every node is back and all agree on one leader that serves, an
 acknowledged again. Measured: the time from the fault to the first commit acknowledged after
 it. At the end the committer stops and the checker asks OffsetFetch for every group: an offset
 below the last acknowledged one is a lost commit, one above the last sent one an invented
-commit; an OffsetFetch that went below an acknowledged offset while running is a violation too.
+commit; an OffsetFetch that went below an acknowledged offset while running is a violation too,
+and so are a node that exits by itself (a crash) and one that does not exit with status 0 within
+20 s of a rolling restart's SIGTERM (it is killed then).
 Then every node is killed and its __consumer_offsets segments must pass `kcoord verify-log`.
 
 It writes --out (default docs/RELIABILITY.md): rounds per fault, acknowledged commits checked,
@@ -100,6 +102,7 @@ FAULTS = ["leader-kill", "follower-kill", "leader-stop", "leader-isolate", "one-
           "empty-restart", "power-loss", "rolling-restart"]
 NET_FAULTS = {"leader-isolate", "one-way"}
 STEP_TIMEOUT_S = 60
+STOP_TIMEOUT_S = cluster.kcoord.STOP_TIMEOUT_S
 MAX_CRASHES = 5  # a run with more node crashes than this stops
 SETTLE_ACKS = 20
 
@@ -251,6 +254,7 @@ class Run:
         self.oneway_turn = 0
         self.power = []  # a PowerLoss for each power-loss round
         self.crashes = []  # what check_alive said of each crash
+        self.bad_stops = []  # a SIGTERM a node did not exit 0 on, with its last lines
 
     def recover(self, crashed):
         """After a crash in a round: heal every fault, start every node that is down (the
@@ -347,7 +351,17 @@ class Run:
             took = 0.0
             for i in followers + [leader]:
                 step = time.monotonic()
-                c.kill(i, signal.SIGTERM)
+                out = c.nodes[i].proc
+                rc = c.kill(i, signal.SIGTERM)
+                if rc != 0:
+                    # a stop must end in exit status 0, within the harness's stop timeout
+                    what = ("did not exit within %d s of SIGTERM (killed)" % STOP_TIMEOUT_S
+                            if rc == -signal.SIGKILL else "exited with status %s" % rc)
+                    role = "leader" if i == leader else "follower"
+                    tail = "\n".join(out.output().splitlines()[-15:])
+                    self.bad_stops.append("node %d (%s) %s in a rolling restart; its last "
+                                          "lines:\n%s" % (i, role, what, tail))
+                    log("BAD STOP: node %d %s" % (i, what))
                 took = max(took, self.com.wait_acks_after(step, 1, STEP_TIMEOUT_S) - step)
                 c.start_node(i)
                 self.settle()
@@ -571,10 +585,10 @@ def write_report(path, args, run, faults, checked, violations, errors, elapsed, 
     ]
     if run.power:
         lines += power_report(run.power)
-    if run.crashes:
-        lines += ["", "**Node crashes** (each node restarted on its data dir and the run went "
-                  "on; each is a violation):", ""]
-        for x in run.crashes:
+    if run.crashes or run.bad_stops:
+        lines += ["", "**Node crashes and bad stops** (each node restarted on its data dir and "
+                  "the run went on; each is a violation):", ""]
+        for x in run.crashes + run.bad_stops:
             head, _, tail = x.partition("\n")
             lines += ["- " + head, "", "```", tail.strip()[-1500:], "```", ""]
     if failure:
@@ -697,6 +711,7 @@ def main():
         rk.stop()
         checked, violations = com.check(STEP_TIMEOUT_S)
         violations += ["node crash, %s" % x.split("; its last lines")[0] for x in run.crashes]
+        violations += ["bad stop: %s" % x.split("; its last lines")[0] for x in run.bad_stops]
         rk_checked, rk_violations = rk.check(com)
         violations += rk_violations
         for i, node in c.nodes.items():

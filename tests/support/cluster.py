@@ -184,14 +184,18 @@ class Cluster:
         return node
 
     def kill(self, i, sig=signal.SIGKILL):
-        """Kill node i (kill -9 unless told), reaped; it is down afterwards."""
+        """Kill node i (kill -9 unless told), reaped; it is down afterwards. Returns its exit
+        status (negative: the signal that ended it; -9 also when it did not end within
+        STOP_TIMEOUT_S of sig), None when it was down already."""
         node = self.nodes[i]
+        rc = None
         if node.proc is not None:
             if node.paused and sig != signal.SIGKILL:
                 os.kill(node.proc.proc.pid, signal.SIGCONT)
-            node.proc.stop(sig)
+            rc = node.proc.stop(sig)
         node.proc = None
         node.paused = False
+        return rc
 
     def pause(self, i):
         """SIGSTOP node i."""
