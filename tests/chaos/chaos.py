@@ -593,13 +593,16 @@ def write_report(path, args, run, faults, checked, violations, errors, elapsed, 
             lines += ["- " + head, "", "```", tail.strip()[-1500:], "```", ""]
     if failure:
         lines += ["", "**The run did not finish**: after %d rounds the cluster did not recover "
-                  "within %d s, so the acknowledged commits were not checked:"
+                  "(a wait of up to %d s failed, or a node crashed again when restarted), so "
+                  "the acknowledged commits were not checked:"
                   % (sum(len(v) for v in run.times.values()), STEP_TIMEOUT_S), "",
                   "```", failure.strip()[:3000], "```"]
     if violations:
         lines += ["", "Violations:", ""] + ["- " + v for v in violations[:50]]
+    # the nodes' log lines name the run's temporary directory: not worth keeping
+    text = "\n".join(lines).replace(run.c.root, "RUN_DIR")
     with open(path, "a" if args.append else "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write(text + "\n")
 
 
 def power_report(losses):
