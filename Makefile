@@ -261,9 +261,10 @@ log-interop:
 	$(Q)tests/interop/log_interop.py $(BUILD)
 
 # make chaos: a 3-node cluster under a commit load through many rounds of faults (kills,
-# SIGSTOP, the leader cut off, a one-way partition, empty data dirs, rolling restarts), each node
-# in a network namespace of its own (root; nftables and iproute2); writes docs/RELIABILITY.md.
-# CHAOS_ARGS=--short runs a few rounds (what CI can afford).
+# SIGSTOP, the leader cut off, a one-way partition, empty data dirs, power losses, rolling
+# restarts), each node in a network namespace of its own (root; nftables and iproute2); writes
+# docs/RELIABILITY.md, whose 5-node section `tests/chaos/chaos.py --nodes 5 --rounds 10 --append`
+# adds after it. CHAOS_ARGS=--short runs a few rounds (what CI can afford).
 .PHONY: chaos
 
 chaos: deps

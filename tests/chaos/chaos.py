@@ -3,7 +3,7 @@
 acknowledged commit may be lost.
 
     tests/chaos/chaos.py [--short] [--rounds N] [--nodes 3|5] [--seed N] [--loopback]
-                         [--faults F,F...] [--keep] [--out FILE]
+                         [--faults F,F...] [--keep] [--out FILE] [--append [--title T]]
 
 Runs build/kcoord (or $KC_TEST_BIN) as a cluster of --nodes (3) nodes. As root, each node runs
 in a network namespace of its own with one veth into a bridge in the root namespace (subnet
@@ -26,24 +26,60 @@ order (--seed):
                     still reaches them); removed once a new leader serves
   empty-restart     a node (follower or leader, in turn) killed and restarted on an empty data
                     directory; it must catch up
+  power-loss        a node (leader or follower, in turn) killed with kill -9, every byte it
+                    had not fsynced dropped (below), and restarted on what is left
   rolling-restart   every node in turn stopped with SIGTERM and started again, the leader last
+
+The power loss: a kill -9 loses nothing that write(2) handed to the kernel, so on its own it
+cannot tell a node that fsyncs before it answers from one that does not. When power-loss is
+among the faults, every node runs under the LD_PRELOAD shim tests/integration/fsync_journal.c
+(compiled with cc into the run's directory), which journals, at every successful fsync or
+fdatasync of a regular file, its size and inode; each start of a node gets a journal of its own,
+and the size of every file in its data directory is recorded (by inode) just before the start.
+After the kill, every regular file under the node's data directory (kcoord's
+__consumer_offsets-N and __kcoord_metadata-0 segments and indexes, and libraft's files under
+raft/: closed segments, snapshots, metadata1/2) is cut back to the last size journaled for its
+inode by that start (a file fsynced and then renamed, as the cleaner's output or a closed raft
+segment, is found by its inode), or to its size when that start began if that start never
+fsynced it; a file that start created and never fsynced is removed. Removing it rather than
+leaving it empty: none of its bytes were durable, and whether its directory entry was is not
+known (the shim journals no directory fsync); a missing file is the harder case for the node
+(kcoord rebuilds a missing index, libraft ignores a temporary file), and it is what a power loss
+before the directory's journal commit leaves. Directory entries otherwise stay as the kill left
+them: a rename or unlink is kept even though a power loss could undo one that no directory
+fsync followed (the emulation is milder there), and so is a file created and deleted again in
+between whose inode number a new file took (it is then treated as the old one).
+The exception is libraft's open segments (raft/open-N): libraft 0.22.1 preallocates them with
+fallocate and writes them with kernel AIO and RWF_DSYNC (uv_writer.c), so that each completed
+write is durable on its own with no fsync call for the shim to journal, and their size (the
+preallocated one) says nothing about what was written. They are kept as they are, which is what
+a power loss leaves of completed DSYNC writes (a write still in flight at the kill completes
+before the process is reaped; a real power loss could tear it). The bytes each round dropped
+and the kinds of files the journal listed are logged and reported.
 
 A round ends when every node is back and all agree on one leader that serves, and commits are
 acknowledged again. Measured: the time from the fault to the first commit acknowledged after
 it. At the end the committer stops and the checker asks OffsetFetch for every group: an offset
 below the last acknowledged one is a lost commit, one above the last sent one an invented
-commit; an OffsetFetch that went below an acknowledged offset while running is a violation too.
+commit; an OffsetFetch that went below an acknowledged offset while running is a violation too,
+and so are a node that exits by itself (a crash) and one that does not exit with status 0 within
+20 s of a rolling restart's SIGTERM (it is killed then).
 Then every node is killed and its __consumer_offsets segments must pass `kcoord verify-log`.
 
 It writes --out (default docs/RELIABILITY.md): rounds per fault, acknowledged commits checked,
-lost, time to the first commit after each fault (median and max) and the command line. Exit
-status 0 when nothing was lost or violated, 1 otherwise.
+lost, time to the first commit after each fault (median and max), the bytes each power loss
+dropped and the command line; --append adds the report as a section (## --title, default
+"N nodes") at the end of --out instead. Exit status 0 when nothing was lost or violated, 1
+otherwise.
 """
 import argparse
 import os
 import random
+import re
 import signal
+import stat
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -63,9 +99,10 @@ SETTINGS = ["topics=%s:%d" % (TOPIC, TOPIC_PARTITIONS), "offsets.topic.num.parti
             # empty data dir catches up by snapshot, then by log
             "cluster.snapshot.threshold=1024", "cluster.snapshot.trailing=256"]
 FAULTS = ["leader-kill", "follower-kill", "leader-stop", "leader-isolate", "one-way",
-          "empty-restart", "rolling-restart"]
+          "empty-restart", "power-loss", "rolling-restart"]
 NET_FAULTS = {"leader-isolate", "one-way"}
 STEP_TIMEOUT_S = 60
+STOP_TIMEOUT_S = cluster.kcoord.STOP_TIMEOUT_S
 MAX_CRASHES = 5  # a run with more node crashes than this stops
 SETTLE_ACKS = 20
 
@@ -73,6 +110,134 @@ SETTLE_ACKS = 20
 def log(msg):
     sys.stderr.write("%s chaos: %s\n" % (time.strftime("%H:%M:%S"), msg))
     sys.stderr.flush()
+
+
+def build_shim(where):
+    """Compile the fsync journal shim into where; returns the shared object's path."""
+    src = os.path.join(ROOT, "tests", "integration", "fsync_journal.c")
+    so = os.path.join(where, "fsync_journal.so")
+    out = subprocess.run([os.environ.get("CC") or "cc", "-shared", "-fPIC", "-O2", "-std=c11",
+                          "-Wall", "-Wextra", "-Werror", "-o", so, src, "-ldl"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if out.returncode != 0:
+        raise AssertionError("cannot build the fsync journal shim:\n" + out.stdout.decode())
+    return so
+
+
+def data_files(data_dir):
+    """{inode: (size, path)} of every regular file under data_dir."""
+    files = {}
+    for top, _dirs, names in os.walk(data_dir):
+        for name in names:
+            path = os.path.join(top, name)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files[st.st_ino] = (st.st_size, path)
+    return files
+
+
+def kind(rel):
+    """A file's kind, its path with every number as N (raft/N-N, __consumer_offsets-N/N.log)."""
+    return re.sub(r"[0-9]+", "N", rel)
+
+
+def is_raft_open_segment(rel):
+    """libraft's open segments: written with AIO and RWF_DSYNC, never fsynced (see above)."""
+    return rel.startswith("raft" + os.sep) and os.path.basename(rel).startswith("open-")
+
+
+class PowerLoss:
+    """What one power loss did to one node's data directory."""
+
+    def __init__(self):
+        self.victim = ""  # "leader" or "follower"
+        self.dropped = {"kcoord": 0, "raft": 0}  # bytes dropped, by whose files
+        self.cut = {"kcoord": 0, "raft": 0}      # files cut back
+        self.removed = {"kcoord": 0, "raft": 0}  # files created, never fsynced, removed
+        self.open_kept = 0                        # raft open segments kept as they were
+        self.fsyncs = 0                           # lines in the journal
+        self.journaled = {}                       # kind: fsyncs of files of that kind
+        self.removed_kinds = {}                   # kind: files of that kind removed
+
+    def total(self):
+        return sum(self.dropped.values())
+
+    def __str__(self):
+        return ("dropped %d unsynced bytes: kcoord %d (%d files cut, %d removed), libraft %d "
+                "(%d files cut, %d removed); %d raft open segments kept; the journal had %d "
+                "fsyncs" % (self.total(), self.dropped["kcoord"], self.cut["kcoord"],
+                            self.removed["kcoord"], self.dropped["raft"], self.cut["raft"],
+                            self.removed["raft"], self.open_kept, self.fsyncs))
+
+
+def power_loss(data_dir, at_start, journal):
+    """After the node's process ended: cut every regular file under data_dir back to the last
+    size journaled for its inode, else to its size in at_start ({inode: size} when the process
+    started); remove a file the process created and never fsynced; keep libraft's open segments
+    (see the module's docstring). Returns a PowerLoss."""
+    out = PowerLoss()
+    synced = {}
+    try:
+        with open(journal, "rb") as f:
+            for line in f.read().decode(errors="replace").splitlines():
+                size, ino, path = line.split(" ", 2)  # see fsync_journal.c
+                synced[int(ino)] = int(size)
+                out.fsyncs += 1
+                k = kind(os.path.relpath(path, data_dir))
+                out.journaled[k] = out.journaled.get(k, 0) + 1
+    except FileNotFoundError:
+        pass
+    for ino, (size, path) in data_files(data_dir).items():
+        rel = os.path.relpath(path, data_dir)
+        whose = "raft" if rel.startswith("raft" + os.sep) else "kcoord"
+        if is_raft_open_segment(rel):
+            out.open_kept += 1
+            continue
+        keep = synced.get(ino, at_start.get(ino))
+        if keep is None:
+            os.unlink(path)
+            out.removed[whose] += 1
+            out.removed_kinds[kind(rel)] = out.removed_kinds.get(kind(rel), 0) + 1
+            out.dropped[whose] += size
+        elif size > keep:
+            os.truncate(path, keep)
+            out.cut[whose] += 1
+            out.dropped[whose] += size - keep
+    return out
+
+
+class PowerCluster(cluster.Cluster):
+    """A Cluster whose nodes run under the fsync journal shim (when shim is given), with a
+    journal of their own for each start; lose_power(i) drops, once node i is down, what its
+    last start did not fsync."""
+
+    def __init__(self, *a, shim=None, **kw):
+        super().__init__(*a, **kw)
+        self.shim = build_shim(self.root) if shim else None
+        self.starts = {}    # node id: how many times it was started
+        self.journal = {}   # node id: the journal of its last start
+        self.at_start = {}  # node id: {inode: size} of its files just before its last start
+
+    def node_env(self, node):
+        if self.shim is None:
+            return {}
+        k = self.starts[node.id] = self.starts.get(node.id, 0) + 1
+        self.journal[node.id] = os.path.join(self.root, "fsync-journal-%d-%d" % (node.id, k))
+        self.at_start[node.id] = {ino: size for ino, (size, _) in
+                                  data_files(node.data_dir).items()}
+        return {"KC_FSYNC_JOURNAL": self.journal[node.id],
+                "LD_PRELOAD": " ".join(filter(None, [self.shim, os.environ.get("LD_PRELOAD")])),
+                # an ASan build (gcc links libasan dynamically) wants its runtime first
+                "ASAN_OPTIONS": ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"),
+                                                       "verify_asan_link_order=0"]))}
+
+    def lose_power(self, i):
+        node = self.nodes[i]
+        assert node.proc is None, "node %d still runs" % i
+        return power_loss(node.data_dir, self.at_start[i], self.journal[i])
 
 
 class Run:
@@ -85,8 +250,11 @@ class Run:
         self.times = {f: [] for f in FAULTS}  # seconds from fault to the first ack after it
         self.rebalances = {f: 0 for f in FAULTS}  # librdkafka assignments after the faults
         self.empty_turn = 0
+        self.power_turn = 0
         self.oneway_turn = 0
+        self.power = []  # a PowerLoss for each power-loss round
         self.crashes = []  # what check_alive said of each crash
+        self.bad_stops = []  # a SIGTERM a node did not exit 0 on, with its last lines
 
     def recover(self, crashed):
         """After a crash in a round: heal every fault, start every node that is down (the
@@ -162,13 +330,38 @@ class Run:
             c.start_node(victim, empty=True)
             took = self.measure(fault, t0)
             fault += " (%s)" % ("leader" if victim == leader else "follower")
+        elif fault == "power-loss":
+            self.power_turn += 1
+            victim = leader if self.power_turn % 2 else random.choice(followers)
+            c.kill(victim)
+            t0 = time.monotonic()  # the fault is in place
+            lost = c.lose_power(victim)
+            lost.victim = "leader" if victim == leader else "follower"
+            self.power.append(lost)
+            log("power loss of node %d: %s" % (victim, lost))
+            log("  fsynced (journal): %s; removed: %s" % (
+                ", ".join("%s %d" % kv for kv in sorted(lost.journaled.items())),
+                ", ".join("%s %d" % kv for kv in sorted(lost.removed_kinds.items()))))
+            c.start_node(victim)
+            took = self.measure(fault, t0)
+            fault += " (%s)" % ("leader" if victim == leader else "follower")
         elif fault == "rolling-restart":
             # the longest wait for a commit after one of its stops
             t0 = time.monotonic()
             took = 0.0
             for i in followers + [leader]:
                 step = time.monotonic()
-                c.kill(i, signal.SIGTERM)
+                out = c.nodes[i].proc
+                rc = c.kill(i, signal.SIGTERM)
+                if rc != 0:
+                    # a stop must end in exit status 0, within the harness's stop timeout
+                    what = ("did not exit within %d s of SIGTERM (killed)" % STOP_TIMEOUT_S
+                            if rc == -signal.SIGKILL else "exited with status %s" % rc)
+                    role = "leader" if i == leader else "follower"
+                    tail = "\n".join(out.output().splitlines()[-15:])
+                    self.bad_stops.append("node %d (%s) %s in a rolling restart; its last "
+                                          "lines:\n%s" % (i, role, what, tail))
+                    log("BAD STOP: node %d %s" % (i, what))
                 took = max(took, self.com.wait_acks_after(step, 1, STEP_TIMEOUT_S) - step)
                 c.start_node(i)
                 self.settle()
@@ -339,10 +532,14 @@ def write_report(path, args, run, faults, checked, violations, errors, elapsed, 
                  rk=None, rk_checked=0, failure=None):
     lost = [v for v in violations if "LOST" in v]
     cmd = "tests/chaos/chaos.py" + "".join(" " + a for a in sys.argv[1:])
-    lines = [
-        "# Reliability",
-        "",
-        "Generated by `make chaos` (`%s`, seed %d) on %s: a %d-node kcoord cluster on raft%s, "
+    if args.append:
+        head = ["", "## " + (args.title or "%d nodes" % args.nodes), "",
+                "Generated by `%s` (seed %d, appended to this file)" % (cmd, args.seed)]
+    else:
+        head = ["# Reliability", "",
+                "Generated by `make chaos` (`%s`, seed %d)" % (cmd, args.seed)]
+    lines = head[:-1] + [
+        head[-1] + " on %s: a %d-node kcoord cluster on raft%s, "
         "a raw committer committing without pause to %d groups through whichever node "
         "FindCoordinator names, a librdkafka group of 3 consumers (classic protocol, %d s "
         "session timeout) committing what it holds every %.1f s, and the faults below. A "
@@ -351,7 +548,7 @@ def write_report(path, args, run, faults, checked, violations, errors, elapsed, 
         "error 0 must be returned by OffsetFetch afterwards with the same or a later offset "
         "(never one that was not sent), and no OffsetFetch while running may go below an "
         "acknowledged offset; every node's segments must pass `kcoord verify-log`."
-        % (cmd, args.seed, time.strftime("%Y-%m-%d", time.gmtime()), args.nodes,
+        % (time.strftime("%Y-%m-%d", time.gmtime()), args.nodes,
            " (each node in its own network namespace, joined by veth pairs to a bridge)"
            if netns else " (on loopback, without the network faults)", args.groups,
            RK_SESSION_MS // 1000, RK_COMMIT_S),
@@ -386,21 +583,61 @@ def write_report(path, args, run, faults, checked, violations, errors, elapsed, 
         "stopped or cut-off node waits for the committer's %d s timeout before it asks "
         "FindCoordinator again." % cluster.IO_TIMEOUT_S,
     ]
-    if run.crashes:
-        lines += ["", "**Node crashes** (each node restarted on its data dir and the run went "
-                  "on; each is a violation):", ""]
-        for x in run.crashes:
+    if run.power:
+        lines += power_report(run.power)
+    if run.crashes or run.bad_stops:
+        lines += ["", "**Node crashes and bad stops** (each node restarted on its data dir and "
+                  "the run went on; each is a violation):", ""]
+        for x in run.crashes + run.bad_stops:
             head, _, tail = x.partition("\n")
             lines += ["- " + head, "", "```", tail.strip()[-1500:], "```", ""]
     if failure:
         lines += ["", "**The run did not finish**: after %d rounds the cluster did not recover "
-                  "within %d s, so the acknowledged commits were not checked:"
+                  "(a wait of up to %d s failed, or a node crashed again when restarted), so "
+                  "the acknowledged commits were not checked:"
                   % (sum(len(v) for v in run.times.values()), STEP_TIMEOUT_S), "",
                   "```", failure.strip()[:3000], "```"]
     if violations:
         lines += ["", "Violations:", ""] + ["- " + v for v in violations[:50]]
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    # the nodes' log lines name the run's temporary directory: not worth keeping
+    text = "\n".join(lines).replace(run.c.root, "RUN_DIR")
+    with open(path, "a" if args.append else "w") as f:
+        f.write(text + "\n")
+
+
+def power_report(losses):
+    """The report's paragraph on the power losses."""
+    kinds, removed = {}, {}
+    for x in losses:
+        for k, n in x.journaled.items():
+            kinds[k] = kinds.get(k, 0) + n
+        for k, n in x.removed_kinds.items():
+            removed[k] = removed.get(k, 0) + n
+    return [
+        "",
+        "Power loss: each node runs under an LD_PRELOAD shim that journals every fsync "
+        "(tests/integration/fsync_journal.c); after the kill -9, every file under the node's "
+        "data directory, kcoord's segments and indexes and libraft's closed segments, "
+        "snapshots and metadata, is cut back to the size it had at its last fsync (by inode, "
+        "so through renames) or when the node started, and a file created and never fsynced "
+        "is removed. libraft 0.22.1's open segments (raft/open-N) are kept as they are: "
+        "libraft writes them with kernel AIO and RWF_DSYNC, each completed write durable "
+        "without an fsync the shim could see, into a file preallocated with fallocate whose "
+        "size says nothing; what a write in flight at the kill would leave after a real power "
+        "loss is not emulated. Renames and unlinks are kept as the kill left them.",
+        "",
+        "| power-loss round | victim | unsynced bytes dropped: kcoord's files "
+        "| libraft's files | files cut back | files removed | raft open segments kept |",
+        "|---|---|---|---|---|---|---|",
+    ] + ["| %d | %s | %d | %d | %d | %d | %d |"
+         % (k + 1, x.victim, x.dropped["kcoord"], x.dropped["raft"], sum(x.cut.values()),
+            sum(x.removed.values()), x.open_kept) for k, x in enumerate(losses)] + [
+        "",
+        "Files the victims' journals listed as fsynced (every number shown as N; fsyncs): %s. "
+        "Files removed (created and never fsynced): %s."
+        % (", ".join("`%s` %d" % kv for kv in sorted(kinds.items())),
+           ", ".join("`%s` %d" % kv for kv in sorted(removed.items())) or "none"),
+    ]
 
 
 def main():
@@ -414,6 +651,10 @@ def main():
                     help="comma-separated faults to run (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the data directories and logs")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "RELIABILITY.md"))
+    ap.add_argument("--append", action="store_true",
+                    help="add the report as a section at the end of --out")
+    ap.add_argument("--title", default=None,
+                    help="the --append section's title (default: N nodes)")
     args = ap.parse_args()
     args.groups = 6
     if args.seed is None:
@@ -442,7 +683,8 @@ def main():
     ok = False
     try:
         lab = cluster.NetLab(args.nodes) if netns else None
-        c = cluster.Cluster(args.nodes, *SETTINGS, netlab=lab, keep=args.keep)
+        c = PowerCluster(args.nodes, *SETTINGS, netlab=lab, keep=args.keep,
+                         shim="power-loss" in faults)
         log("%d nodes%s, data in %s, seed %d, %d rounds" % (
             args.nodes, " in namespaces" if netns else " on loopback", c.root, args.seed,
             len(plan)))
@@ -472,6 +714,7 @@ def main():
         rk.stop()
         checked, violations = com.check(STEP_TIMEOUT_S)
         violations += ["node crash, %s" % x.split("; its last lines")[0] for x in run.crashes]
+        violations += ["bad stop: %s" % x.split("; its last lines")[0] for x in run.bad_stops]
         rk_checked, rk_violations = rk.check(com)
         violations += rk_violations
         for i, node in c.nodes.items():

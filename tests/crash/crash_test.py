@@ -198,7 +198,7 @@ def power_loss(data, before, journal):
     try:
         with open(journal, "rb") as f:
             for line in f.read().decode(errors="replace").splitlines():
-                size, _, path = line.partition(" ")
+                size, _ino, path = line.split(" ", 2)  # see fsync_journal.c
                 synced[os.path.realpath(path)] = int(size)
     except FileNotFoundError:
         pass

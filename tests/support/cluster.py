@@ -200,6 +200,11 @@ class Cluster:
         self.nodes[i] = node
         return node
 
+    def node_env(self, node):
+        """Variables added to node's environment at each start of it, called just before (after
+        an emptying): none here; a subclass may add some."""
+        return {}
+
     def start(self):
         """Start every node (without waiting for a leader)."""
         for i in self.nodes:
@@ -215,23 +220,27 @@ class Cluster:
         os.makedirs(node.data_dir, exist_ok=True)
         pre = self.netlab.preexec(i) if self.netlab is not None else None
         node.paused = False
-        node.proc = kcoord.Kcoord(node.data_dir, *self.node_sets(node), wait_loaded=False,
-                                  wait_port=False, binary=self.binary, preexec_fn=pre,
-                                  log_path=node.log_path)
+        node.proc = kcoord.Kcoord(node.data_dir, *self.node_sets(node), env=self.node_env(node),
+                                  wait_loaded=False, wait_port=False, binary=self.binary,
+                                  preexec_fn=pre, log_path=node.log_path)
         node.runs.append(node.proc)
         node.proc.wait_line(r"listening on %s:%d" % (re.escape(node.host), node.kport),
                             START_TIMEOUT_S)
         return node
 
     def kill(self, i, sig=signal.SIGKILL):
-        """Kill node i (kill -9 unless told), reaped; it is down afterwards."""
+        """Kill node i (kill -9 unless told), reaped; it is down afterwards. Returns its exit
+        status (negative: the signal that ended it; -9 also when it did not end within
+        STOP_TIMEOUT_S of sig), None when it was down already."""
         node = self.nodes[i]
+        rc = None
         if node.proc is not None:
             if node.paused and sig != signal.SIGKILL:
                 os.kill(node.proc.proc.pid, signal.SIGCONT)
-            node.proc.stop(sig)
+            rc = node.proc.stop(sig)
         node.proc = None
         node.paused = False
+        return rc
 
     def pause(self, i):
         """SIGSTOP node i."""
