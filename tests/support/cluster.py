@@ -37,6 +37,8 @@ from tests.support import calls, kcoord, wire
 from tests.support.calls import OFFSET_COMMIT, commit_errors
 
 NONE = 0
+NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT = 6, 7
+DUPLICATE_VOTER, VOTER_NOT_FOUND = 126, 127
 LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
 NOT_COORDINATOR = 16
@@ -59,6 +61,18 @@ class NodeCrashed(AssertionError):
 
 LEADER_LINE = r"cluster: leader is node (-?\d+) \(term (\d+)\)"
 SERVES_LINE = r"cluster: node (\d+) serves as the leader \(term (\d+)\)"
+
+
+def uuid_bytes(text):
+    """A Kafka Uuid's 22 characters of URL-safe base64 as its 16 bytes."""
+    import base64
+    return base64.urlsafe_b64decode(text + "==")
+
+
+def ask_at(node, api, version, io_timeout=IO_TIMEOUT_S, **fields):
+    """One request to node (its Kafka listener) on a connection of its own: the answer."""
+    with wire.Conn(node.kport, "kc-cluster", host=node.host, timeout=io_timeout) as c:
+        return c.ask(api, version, **fields)
 
 
 def find_coordinator(host, port, key, timeout=IO_TIMEOUT_S):
@@ -170,15 +184,15 @@ class Cluster:
                 "metrics.listener=127.0.0.1:0"] + extra + self.sets
 
     def cluster_id(self):
-        """The cluster's id, from a founding node's meta.properties."""
+        """The cluster's id, from a node's meta.properties."""
         for node in self.nodes.values():
             path = os.path.join(node.data_dir, "meta.properties")
-            if not node.joining and os.path.exists(path):
+            if os.path.exists(path):
                 with open(path) as f:
                     for line in f:
                         if line.startswith("cluster.id="):
                             return line.split("=", 1)[1].strip()
-        raise AssertionError("no founding node has a meta.properties yet")
+        raise AssertionError("no node has a meta.properties yet")
 
     def directory_id(self, i):
         """Node i's directory id (its meta.properties' directory.id)."""
@@ -282,6 +296,50 @@ class Cluster:
             lines = node.output().splitlines()[-tail:]
             out.append("---- node %d ----\n%s" % (node.id, "\n".join(lines)))
         return "\n".join(out)
+
+    # ---- membership ----
+
+    def leader_call(self, what, fn, timeout=LEADER_TIMEOUT_S, ignore=()):
+        """fn(leader node) until it returns an error code other than NOT_LEADER_OR_FOLLOWER or
+        REQUEST_TIMED_OUT (a leader moving, a change still in flight); that code."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                lead = self.wait_leader(max(1.0, deadline - time.monotonic()), ignore=ignore)
+                last = fn(self.nodes[lead])
+                if last not in (NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT):
+                    return last
+            except NET_ERRORS as e:
+                last = e
+            time.sleep(0.1)
+        raise AssertionError("%s: no answer but %r within %d s" % (what, last, timeout))
+
+    def replace_wiped(self, i, old_dir_id, timeout=LEADER_TIMEOUT_S):
+        """Node i (down) lost its data directory: as the README says, remove it from the
+        cluster (its old directory id), start it on an empty directory as a node that joins
+        (cluster.bootstrap=false, the cluster's id) and add it again (its new directory id),
+        through whichever node leads; returns once the leader lists it as a voter."""
+        node = self.nodes[i]
+        assert node.proc is None, "node %d still runs" % i
+        old = uuid_bytes(old_dir_id)
+        err = self.leader_call("RemoveRaftVoter %d" % i, lambda n: ask_at(
+            n, "RemoveRaftVoter", 0, cluster_id=None, voter_id=i,
+            voter_directory_id=old).error_code, timeout, ignore=(i,))
+        if err not in (0, VOTER_NOT_FOUND):  # not found: an earlier try removed it
+            raise AssertionError("RemoveRaftVoter %d: error %d" % (i, err))
+        node.joining = True
+        self.start_node(i, empty=True)
+        node.proc.wait_line(r"is not in a cluster yet", START_TIMEOUT_S)
+        new = uuid_bytes(self.directory_id(i))
+        listeners = [dict(name="CONTROLLER", host=node.host, port=node.rport),
+                     dict(name="PLAINTEXT", host=node.host, port=node.kport)]
+        err = self.leader_call("AddRaftVoter %d" % i, lambda n: ask_at(
+            n, "AddRaftVoter", 1, io_timeout=timeout, cluster_id=None,
+            timeout_ms=int(timeout * 1000), voter_id=i, voter_directory_id=new,
+            listeners=listeners, ack_when_committed=True).error_code, timeout)
+        if err not in (0, DUPLICATE_VOTER):  # duplicate: an earlier try added it
+            raise AssertionError("AddRaftVoter %d: error %d" % (i, err))
 
     # ---- leadership ----
 
