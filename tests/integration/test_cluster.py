@@ -17,7 +17,8 @@ __consumer_offsets partitions) and kills every node on the way out.
   or a later offset with its metadata, never one that was not sent), no OffsetFetch during the
   run went below an acknowledged offset, and every node's segments pass verify-log.
 - empty data dir (snapshots every 64 raft entries, so that it catches up by snapshot and then
-  by log): a follower restarted on an empty data directory catches up, then leads (the
+  by log): a follower that lost its data directory is replaced as the README says (removed,
+  restarted empty with cluster.bootstrap=false, added again); it catches up, then leads (the
   leader killed; if the other follower wins, it is killed and the first leader, whose log then
   lacks the winner's term, restarted: only the caught-up node can win) and serves every
   acknowledged commit; its own __consumer_offsets segments (dump-log) hold them too.
@@ -179,8 +180,12 @@ class FailoverTest(ClusterCase):
         self.c.wait_serving(leader)
         self.commit_through_faults()
         fresh, other = [i for i in self.c.nodes if i != leader]
-        self.c.restart(fresh, empty=True)
-        self.c.nodes[fresh].proc.wait_line(r"cluster: leader is node %d " % leader,
+        # Its disk lost: removed, restarted empty as a joining node, added again (README).
+        old_dir = self.c.directory_id(fresh)
+        self.c.kill(fresh)
+        self.c.replace_wiped(fresh, old_dir, FAULT_TIMEOUT_S)
+        self.assertNotEqual(self.c.directory_id(fresh), old_dir)
+        self.c.nodes[fresh].proc.wait_line(r"cluster: node %d is a voter of the cluster" % fresh,
                                            FAULT_TIMEOUT_S)
         self.acks_after_now()
         # Leadership to the fresh node: kill the leader; if the other follower wins, kill it
