@@ -96,6 +96,10 @@ struct kc_cluster_s {
     uv_timer_t change_timer;
     char dir_id[23]; /* this node's directory id */
     bool member;     /* a voter of the configuration it knows (as last logged) */
+    /* A configuration entry raft committed but still calls uncommitted, and since when (see
+     * config_settled). */
+    raft_index stuck_conf;
+    uint64_t stuck_conf_ms;
     int32_t self;
     char dir[PATH_MAX];
     bool io_ready, raft_ready, started;
@@ -454,9 +458,56 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
     return 0;
 }
 
+/* Whether raft's committed configuration is the configuration, so that a snapshot may be taken
+ * (it records the committed one). libraft 0.22.1 records a configuration entry as committed only
+ * when it handles the entry's apply event, which it may do after taking a snapshot of the
+ * entries up to it: that snapshot then keeps the configuration from before the change, and a
+ * node restarted on it comes back with that one (a removed node counted again, an added one left
+ * out). And a node restarted with its last configuration entry among the entries before its
+ * snapshot treats it as uncommitted for good. So no snapshot while an entry is not recorded as
+ * committed; one committed that stays so for 2 election timeouts (the restart case) is recorded
+ * as committed here, as raft's apply would have done. */
+static bool config_settled(kc_cluster_t *cl)
+{
+    struct raft *r = &cl->raft;
+    raft_index u = r->configuration_uncommitted_index;
+    if (u == 0 || u > raft_commit_index(r)) {
+        cl->stuck_conf = 0;
+        return u == 0;
+    }
+    uint64_t now = uv_now(cl->loop);
+    if (cl->stuck_conf != u) {
+        cl->stuck_conf = u;
+        cl->stuck_conf_ms = now;
+    }
+    if (now - cl->stuck_conf_ms < 2 * (uint64_t)cl->conf->cluster_election_timeout_ms)
+        return false;
+    struct raft_configuration copy;
+    raft_configuration_init(&copy);
+    for (unsigned i = 0; i < r->configuration.n; i++) {
+        const struct raft_server *sv = &r->configuration.servers[i];
+        if (raft_configuration_add(&copy, sv->id, sv->address, sv->role) != 0) {
+            raft_configuration_close(&copy);
+            return false;
+        }
+    }
+    raft_configuration_close(&r->configuration_committed);
+    r->configuration_committed = copy;
+    r->configuration_committed_index = u;
+    r->configuration_uncommitted_index = 0;
+    cl->stuck_conf = 0;
+    KC_WARN("cluster",
+            "raft still called the configuration of entry %llu uncommitted, committed at %llu: "
+            "recorded as committed (%u servers)",
+            (unsigned long long)u, (unsigned long long)raft_commit_index(r), copy.n);
+    return true;
+}
+
 static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 {
     kc_cluster_t *cl = fsm->data;
+    if (!config_settled(cl))
+        return RAFT_BUSY; /* raft asks again at a later entry */
     /* libraft 0.22.1 fails an assertion (and without assertions corrupts its memory) when the
      * leader's snapshot is installed while this node's own snapshot is being written: the index
      * of its own is then gone from its log when the write completes. A follower that has just
