@@ -24,13 +24,12 @@ order (--seed):
   one-way           nftables in the leader's namespace drops what it sends to the others
                     (they still reach it), or, in turn, what it receives from them (it
                     still reaches them); removed once a new leader serves
-  empty-restart     a node (follower or leader, in turn) killed and restarted on an empty data
-                    directory as the founding node it was (cluster.bootstrap=true); it must
-                    catch up. It has forgotten its vote of the current term, which raft cannot
-                    tell: the README's way for a lost disk (remove the node, start it empty as a
-                    joining node, add it again) is not used here, because libraft 0.22.1 was
-                    seen to keep a stale committed configuration when faults follow a membership
-                    change within seconds (see the README, "Membership changes").
+  empty-restart     a node (follower or leader, in turn) killed and its disk lost: as the
+                    README says, it is removed from the cluster (RemoveRaftVoter), restarted on
+                    an empty data directory as a node that joins (cluster.bootstrap=false) and
+                    added again (AddRaftVoter); it must catch up and count as a voter again.
+                    (Restarted as a founding node instead, it would have forgotten its vote of
+                    the current term and could help elect a second leader of that term.)
   power-loss        a node (leader or follower, in turn) killed with kill -9, every byte it
                     had not fsynced dropped (below), and restarted on what is left
   rolling-restart   every node in turn stopped with SIGTERM and started again, the leader last
@@ -330,10 +329,11 @@ class Run:
         elif fault == "empty-restart":
             self.empty_turn += 1
             victim = leader if self.empty_turn % 2 == 0 else random.choice(followers)
+            old_dir = c.directory_id(victim)
             c.kill(victim)
             t0 = time.monotonic()  # the fault is in place
-            c.start_node(victim, empty=True)
             took = self.measure(fault, t0)
+            c.replace_wiped(victim, old_dir, STEP_TIMEOUT_S)
             fault += " (%s)" % ("leader" if victim == leader else "follower")
         elif fault == "power-loss":
             self.power_turn += 1
