@@ -40,49 +40,6 @@
 /* The listener name of a node's raft address in AddRaftVoter and DescribeQuorum's nodes. */
 #define RAFT_LISTENER "CONTROLLER"
 
-/* Kafka's Uuid.toString: 22 characters of URL-safe base64 (no padding) of the 16 bytes. */
-static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static void uuid_format(const kc_uuid_t *u, char out[23])
-{
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (int i = 0; i < 16; i++) {
-        acc = acc << 8 | u->b[i];
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            out[o++] = b64url[(acc >> bits) & 63];
-        }
-    }
-    out[o++] = b64url[(acc << (6 - bits)) & 63]; /* the last 2 bits */
-    out[o] = '\0';
-}
-
-/* The reverse; an id that is not one (or "") leaves *u zero. */
-static void uuid_parse(const char *s, kc_uuid_t *u)
-{
-    memset(u, 0, sizeof(*u));
-    if (strlen(s) != 22)
-        return;
-    uint32_t acc = 0;
-    int bits = 0, o = 0;
-    for (int i = 0; i < 22; i++) {
-        const char *p = strchr(b64url, s[i]);
-        if (p == NULL || s[i] == '\0') {
-            memset(u, 0, sizeof(*u));
-            return;
-        }
-        acc = acc << 6 | (uint32_t)(p - b64url);
-        bits += 6;
-        if (bits >= 8 && o < 16) {
-            bits -= 8;
-            u->b[o++] = (uint8_t)(acc >> bits);
-        }
-    }
-}
-
 static bool uuid_zero(const kc_uuid_t *u)
 {
     for (int i = 0; i < 16; i++)
@@ -157,7 +114,7 @@ static void voter_state(const kc_cluster_status_t *st, const kc_cluster_voter_t 
 {
     memset(out, 0, sizeof(*out));
     out->replica_id = v->id;
-    uuid_parse(v->directory_id, &out->replica_directory_id);
+    (void)kc_uuid_parse(v->directory_id, &out->replica_directory_id); /* "": zero */
     out->log_end_offset = v->match_index >= 0 ? v->match_index : -1;
     out->last_fetch_timestamp = -1;
     out->last_caught_up_timestamp = -1;
@@ -514,7 +471,7 @@ int kc_api_add_raft_voter(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_reque
         return KC_API_CLOSE;
     *cc =
         (change_call_t){.call = call, .arena = a, .resp = resp, .id = q->voter_id, .adding = true};
-    uuid_format(&q->voter_directory_id, cc->dir);
+    kc_uuid_format(&q->voter_directory_id, cc->dir);
     int rc = kc_cluster_add_voter(ctx->cluster, q->voter_id, cc->dir, raft, listeners,
                                   q->timeout_ms, on_change_done, cc);
     if (rc == 0)
@@ -541,7 +498,7 @@ int kc_api_remove_raft_voter(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_re
     if (cc == NULL)
         return KC_API_CLOSE;
     *cc = (change_call_t){.call = call, .arena = a, .resp = resp, .id = q->voter_id};
-    uuid_format(&q->voter_directory_id, cc->dir);
+    kc_uuid_format(&q->voter_directory_id, cc->dir);
     int rc = kc_cluster_remove_voter(ctx->cluster, q->voter_id, cc->dir, 30000, on_change_done, cc);
     if (rc == 0)
         return KC_API_PARKED;

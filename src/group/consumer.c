@@ -1182,24 +1182,17 @@ void kc_consumer_plan_target(plan_t *p, kc_str_t member_id, asg_t *asg, int64_t 
  * (22 characters, never starting with '-'), from `a`. */
 kc_str_t kc_consumer_random_member_id(kc_consumer_t *c, kc_arena_t *a)
 {
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     char *p = kc_arena_alloc(a, 23);
     if (!p)
         return KC_STR_NULL;
     do {
-        uint8_t u[18] = {0};
+        kc_uuid_t u;
         uint64_t r1 = kc_manager_random(c->gm), r2 = kc_manager_random(c->gm);
-        memcpy(u, &r1, 8);
-        memcpy(u + 8, &r2, 8);
-        u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
-        u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
-        int w = 0;
-        for (int i = 0; i < 18 && w < 22; i += 3) {
-            uint32_t v = (uint32_t)u[i] << 16 | (uint32_t)u[i + 1] << 8 | u[i + 2];
-            for (int k = 3; k >= 0 && w < 22; k--)
-                p[w++] = b64[(v >> (6 * k)) & 63];
-        }
-        p[22] = '\0';
+        memcpy(u.b, &r1, 8);
+        memcpy(u.b + 8, &r2, 8);
+        u.b[6] = (uint8_t)((u.b[6] & 0x0f) | 0x40);
+        u.b[8] = (uint8_t)((u.b[8] & 0x3f) | 0x80);
+        kc_uuid_format(&u, p);
     } while (p[0] == '-');
     return (kc_str_t){p, 22};
 }

@@ -235,6 +235,48 @@ double kc_rd_f64(kc_reader_t *r)
     return d;
 }
 
+static const char uuid_b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+void kc_uuid_format(const kc_uuid_t *u, char out[23])
+{
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (int i = 0; i < 16; i++) {
+        acc = acc << 8 | u->b[i];
+        bits += 8;
+        while (bits >= 6) {
+            bits -= 6;
+            out[o++] = uuid_b64[(acc >> bits) & 63];
+        }
+    }
+    out[o++] = uuid_b64[(acc << (6 - bits)) & 63]; /* the last 2 bits */
+    out[o] = '\0';
+}
+
+int kc_uuid_parse(const char *s, kc_uuid_t *u)
+{
+    memset(u, 0, sizeof(*u));
+    if (strlen(s) != 22)
+        return -1;
+    uint32_t acc = 0;
+    int bits = 0, o = 0;
+    for (int i = 0; i < 22; i++) {
+        const char *p = strchr(uuid_b64, s[i]);
+        if (p == NULL) {
+            memset(u, 0, sizeof(*u));
+            return -1;
+        }
+        acc = acc << 6 | (uint32_t)(p - uuid_b64);
+        bits += 6;
+        if (bits >= 8 && o < 16) {
+            bits -= 8;
+            u->b[o++] = (uint8_t)(acc >> bits);
+        }
+    }
+    return 0;
+}
+
 kc_uuid_t kc_rd_uuid(kc_reader_t *r)
 {
     kc_uuid_t u;

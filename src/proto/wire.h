@@ -37,6 +37,11 @@ typedef struct kc_uuid_s {
     uint8_t b[16];
 } kc_uuid_t;
 
+/* Kafka's Uuid.toString(): the 16 bytes as 22 characters of URL-safe base64 without padding. */
+void kc_uuid_format(const kc_uuid_t *u, char out[23]);
+/* The reverse: 0, or -1 (and *u zero) when `s` is not 22 such characters. */
+int kc_uuid_parse(const char *s, kc_uuid_t *u);
+
 #define KC_STR_NULL   ((kc_str_t){NULL, -1})
 #define KC_STR_EMPTY  ((kc_str_t){"", 0})
 #define KC_STR_LIT(s) ((kc_str_t){(s), (int32_t)(sizeof(s) - 1)})

@@ -1260,9 +1260,33 @@ static void test_patch_i32(void **state)
     kc_wr_free(&w);
 }
 
+/* Kafka's Uuid.toString and Uuid.fromString: its ONE_UUID, all ones, and refusals. */
+static void test_uuid_text(void **state)
+{
+    (void)state;
+    kc_uuid_t u = {{0}}, back;
+    char text[23];
+    u.b[15] = 1;
+    kc_uuid_format(&u, text);
+    assert_string_equal(text, "AAAAAAAAAAAAAAAAAAAAAQ");
+    assert_int_equal(kc_uuid_parse(text, &back), 0);
+    assert_memory_equal(back.b, u.b, 16);
+    memset(u.b, 0xff, 16);
+    kc_uuid_format(&u, text);
+    assert_string_equal(text, "_____________________w");
+    assert_int_equal(kc_uuid_parse(text, &back), 0);
+    assert_memory_equal(back.b, u.b, 16);
+    assert_int_equal(kc_uuid_parse("", &back), -1);
+    assert_int_equal(kc_uuid_parse("AAAAAAAAAAAAAAAAAAAAA", &back), -1);
+    assert_int_equal(kc_uuid_parse("AAAAAAAAAAAAAAAAAAAA+Q", &back), -1);
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(back.b[i], 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_uuid_text),
         cmocka_unit_test(test_fixed_exact_bytes),
         cmocka_unit_test(test_fixed_round_trip),
         cmocka_unit_test(test_bool_nonzero_is_true),
