@@ -643,25 +643,6 @@ static void on_connected(uv_connect_t *req, int status)
         tc_close(c, "write failed");
 }
 
-/* host:port (IPv4 or [IPv6]) into *sa. 0 or -1. */
-static int parse_addr(const char *address, struct sockaddr_storage *sa)
-{
-    char host[128];
-    const char *colon = strrchr(address, ':');
-    if (colon == NULL || (size_t)(colon - address) >= sizeof(host))
-        return -1;
-    memcpy(host, address, (size_t)(colon - address));
-    host[colon - address] = '\0';
-    int port = atoi(colon + 1);
-    char *h = host;
-    if (h[0] == '[') {
-        h++;
-        h[strlen(h) - 1] = '\0';
-        return uv_ip6_addr(h, port, (struct sockaddr_in6 *)sa) == 0 ? 0 : -1;
-    }
-    return uv_ip4_addr(h, port, (struct sockaddr_in *)sa) == 0 ? 0 : -1;
-}
-
 /* host:port ([v6]:port) into host (no brackets) and its port string. 0 or -1. */
 static int split_addr(const char *address, char host[128], char port[8])
 {
@@ -675,6 +656,17 @@ static int split_addr(const char *address, char host[128], char port[8])
         snprintf(host, 128, "%.*s", (int)hl, address);
     snprintf(port, 8, "%s", colon + 1);
     return 0;
+}
+
+/* host:port with an IPv4 or [IPv6] address (not a name) into *sa. 0 or -1. */
+static int parse_addr(const char *address, struct sockaddr_storage *sa)
+{
+    char host[128], port[8];
+    if (split_addr(address, host, port) != 0)
+        return -1;
+    if (uv_ip4_addr(host, atoi(port), (struct sockaddr_in *)sa) == 0)
+        return 0;
+    return uv_ip6_addr(host, atoi(port), (struct sockaddr_in6 *)sa) == 0 ? 0 : -1;
 }
 
 /* Connect to `sa` for raft's request. 0, or a raft error (req->cb not called). */

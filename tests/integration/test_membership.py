@@ -85,11 +85,6 @@ def quorum(node):
     return p.leader_id, voters, nodes
 
 
-def uuid_bytes(text):
-    import base64
-    return base64.urlsafe_b64decode(text + "==")
-
-
 def tool(port, *args):
     cmd = [os.path.join(ROOT, "scripts", "kafka-ref"), "run-class",
            "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-controller",
@@ -197,7 +192,7 @@ class GrowShrinkTest(MembershipCase):
         follower = next(i for i in self.c.nodes if i not in (lead, 4))
         self.add_with_tool(follower, node4)
         _, voters, nodes = self.wait_voters([1, 2, 3, 4])
-        self.assertEqual(voters[4], uuid_bytes(self.c.directory_id(4)))
+        self.assertEqual(voters[4], cluster.uuid_bytes(self.c.directory_id(4)))
         node4.proc.wait_line(r"cluster: node 4 is a voter of the cluster", 30)
         self.assertEqual(nodes[4]["CONTROLLER"], (node4.host, node4.rport))
         self.assertEqual(nodes[4]["PLAINTEXT"], (node4.host, node4.kport))
@@ -247,7 +242,7 @@ class WipedNodeTest(MembershipCase):
         self.acks_after_now()
         self.add_with_tool(lead, self.c.nodes[victim])
         _, voters, _ = self.wait_voters([1, 2, 3])
-        self.assertEqual(voters[victim], uuid_bytes(self.c.directory_id(victim)))
+        self.assertEqual(voters[victim], cluster.uuid_bytes(self.c.directory_id(victim)))
         self.acks_after_now()
         # With the leader gone, the two left need the wiped node's vote.
         self.c.kill(lead)
@@ -264,7 +259,7 @@ class RefusalTest(MembershipCase):
         ln = self.c.nodes[lead]
         follower = next(i for i in self.c.nodes if i != lead)
         cid = self.c.cluster_id()
-        d1 = uuid_bytes(self.c.directory_id(1))
+        d1 = cluster.uuid_bytes(self.c.directory_id(1))
         new_dir = bytes(range(1, 17))
         ep = [("CONTROLLER", "127.0.0.1", 1), ("PLAINTEXT", "127.0.0.1", 2)]
 
