@@ -75,13 +75,18 @@ void kc_meta_format_cluster_id(const uint8_t bytes[16], char out[23])
     out[22] = '\0';
 }
 
-/* A new cluster id: a random version-4 UUID in URL-safe base64 without padding. */
+/* A new cluster or directory id: a random version-4 UUID in URL-safe base64 without padding,
+ * never starting with '-', as Kafka's Uuid.randomUuid: the id is typed on command lines
+ * (kafka-metadata-quorum remove-controller --controller-directory-id), where a leading '-'
+ * reads as an option. */
 static int new_cluster_id(char out[23])
 {
-    uint8_t u[16];
-    if (random_bytes(u, 16) != 0)
-        return -1;
-    kc_meta_format_cluster_id(u, out);
+    do {
+        uint8_t u[16];
+        if (random_bytes(u, 16) != 0)
+            return -1;
+        kc_meta_format_cluster_id(u, out);
+    } while (out[0] == '-');
     return 0;
 }
 
