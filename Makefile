@@ -115,7 +115,8 @@ $(BUILD)/tests/unit/test_api: LDFLAGS_ALL += -Wl,--wrap=kc_slot_reply,--wrap=kc_
 $(BUILD)/tests/unit/test_quorum: LDFLAGS_ALL += -Wl,--wrap=kc_cluster_status \
 	-Wl,--wrap=kc_cluster_broker,--wrap=kc_slot_reply,--wrap=kc_slot_close \
 	-Wl,--wrap=kc_cluster_id,--wrap=kc_cluster_add_voter,--wrap=kc_cluster_remove_voter \
-	-Wl,--wrap=kc_slot_arena,--wrap=kc_conn_peer,--wrap=kc_conn_principal
+	-Wl,--wrap=kc_slot_arena,--wrap=kc_conn_peer,--wrap=kc_conn_principal \
+	-Wl,--wrap=kc_slot_reply_close
 $(BUILD)/tests/unit/test_obs: LDFLAGS_ALL += -Wl,--wrap=kc_cluster_status
 
 $(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(INTEG_SUPPORT_OBJS) $(BUILD)/libkcoord.a

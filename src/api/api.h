@@ -86,6 +86,12 @@ void kc_api_call_reply(kc_api_call_t *call, const void *resp);
  * failure answered later); NULL when out of memory. The call stays valid. */
 uint8_t *kc_api_call_encode(kc_api_call_t *call, const void *resp, size_t *len);
 
+/* kc_api_call_reply, then close the connection once the answer is written: a NOT_CONTROLLER or
+ * NOT_LEADER_OR_FOLLOWER from a cluster follower, so that Kafka's AdminClient, which would retry
+ * on the same connection, picks another node (the leader, in time). `call` is gone after this;
+ * the handler returns KC_API_PARKED. */
+void kc_api_call_reply_close(kc_api_call_t *call, const void *resp);
+
 /* Answer the call with nothing at all (Kafka sends no response to a Produce with acks=0 that
  * succeeded). `call` is gone after this, as after kc_api_call_reply; a handler that calls it
  * returns KC_API_PARKED at once, touching nothing of the request. */

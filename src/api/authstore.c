@@ -150,16 +150,10 @@ void *kc_api_meta_slot(kc_api_meta_wait_t *w, size_t slot)
  * api.h). The call is gone after this. */
 static void meta_answer(kc_api_meta_wait_t *w)
 {
-    if (!w->not_controller) {
-        kc_api_call_reply(w->call, w->resp);
-        return;
-    }
-    size_t len = 0;
-    uint8_t *buf = kc_api_call_encode(w->call, w->resp, &len);
-    if (buf == NULL)
-        kc_slot_close(w->call->slot, NULL); /* out of memory: no answer at all */
+    if (w->not_controller)
+        kc_api_call_reply_close(w->call, w->resp);
     else
-        kc_slot_reply_close(w->call->slot, buf, len);
+        kc_api_call_reply(w->call, w->resp);
 }
 
 void kc_api_meta_done(void *arg, int16_t err)

@@ -432,6 +432,16 @@ uint8_t *kc_api_call_encode(kc_api_call_t *call, const void *resp, size_t *len)
                            call->correlation_id, resp, len);
 }
 
+void kc_api_call_reply_close(kc_api_call_t *call, const void *resp)
+{
+    size_t len = 0;
+    uint8_t *buf = kc_api_call_encode(call, resp, &len);
+    if (buf == NULL)
+        kc_slot_close(call->slot, NULL); /* out of memory: no answer at all */
+    else
+        kc_slot_reply_close(call->slot, buf, len);
+}
+
 void kc_api_call_skip(kc_api_call_t *call)
 {
     kc_obs_done(call->api->key, call->start_ns);

@@ -10,9 +10,8 @@
  *   LeaderEpoch    the raft term
  *   HighWatermark  the commit index (raft's index i is the i-th entry: the index of the last
  *                  committed entry is the count of committed entries, Kafka's exclusive end)
- *   CurrentVoters  every voter of the raft configuration: LogEndOffset its match index as this
- *                  node knows it (the leader knows every voter's; a follower only its own last
- *                  index, -1 for the others), LastFetchTimestamp the wall time the leader last
+ *   CurrentVoters  every voter of the raft configuration: LogEndOffset its match index,
+ *                  LastFetchTimestamp the wall time the leader last
  *                  heard from it, LastCaughtUpTimestamp that time when the voter had everything
  *                  the leader had (the leader itself: now for both, as Kafka reports its leader;
  *                  -1 wherever it is not known here)
@@ -20,8 +19,12 @@
  *                  observers), in the same shape; raft's spares replicate nothing and are left out
  *   Nodes (v2)     each voter with the client listeners cluster.brokers gives it, one per name
  *                  of this node's listeners
- * A Kafka broker forwards DescribeQuorum to its active controller, so its answer is always the
- * leader's; kcoord nodes do not forward, and a follower answers with what it knows.
+ * Only the leader answers, as only it knows the voters' replication: a follower answers
+ * NOT_LEADER_OR_FOLLOWER, as a Kafka controller that does not lead, and closes the connection
+ * after it. A Kafka broker would forward the request to its active controller; kcoord nodes do
+ * not forward, and the admin client, which retries that error, finds the leader (with
+ * --bootstrap-server over the nodes Metadata lists, with --bootstrap-controller at once, as
+ * DescribeCluster names the leader the active controller).
  *
  * Authorization: CLUSTER DESCRIBE (Kafka's ControllerApis.handleDescribeQuorum), else a
  * top-level CLUSTER_AUTHORIZATION_FAILED. A request for anything but __cluster_metadata-0 gets
@@ -291,6 +294,15 @@ int kc_api_describe_quorum(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_requ
                                 resp) == 0
                    ? KC_API_DONE
                    : KC_API_CLOSE;
+    if (st.leader != st.self) {
+        /* As Kafka's controllers: only the leader knows the voters' replication. The connection
+         * closes after the answer, so that the AdminClient retries on another node. */
+        if (partition_errors(q, KC_ERR_NOT_LEADER_OR_FOLLOWER, KC_STR_LIT(msg_not_leader), a,
+                             resp) != 0)
+            return KC_API_CLOSE;
+        kc_api_call_reply_close(call, resp);
+        return KC_API_PARKED;
+    }
     return fill_quorum(ctx, &st, req->api_version, a, resp) == 0 ? KC_API_DONE : KC_API_CLOSE;
 }
 

@@ -9,12 +9,14 @@
   timestamps, its directory id, and (v2) its raft address (as CONTROLLER) and listener; another
   partition gets UNKNOWN_TOPIC_OR_PARTITION;
   /v1/cluster, the metrics and /readyz agree.
-- A 3-voter cluster: every node names the same leader and term; the leader knows every
-  voter's log end and the followers only their own; the leader's metrics show each follower's
-  lag; exactly one node says it leads. With two nodes stopped, the last one knows no leader:
+- A 3-voter cluster: every node names the same leader and term in its views; the leader knows
+  every voter's log end and answers DescribeQuorum, a follower answers NOT_LEADER_OR_FOLLOWER
+  and closes the connection (as a Kafka controller that does not lead); the leader's metrics
+  show each follower's lag; exactly one node says it leads. With two nodes stopped, the last one knows no leader:
   /readyz says so (503) and DescribeQuorum answers NOT_LEADER_OR_FOLLOWER.
 - Kafka's kafka-metadata-quorum (MetadataQuorumCommand, from the reference jars) runs
-  `describe --status` and `describe --replication` against both clusters (skipped without java
+  `describe --status` and `describe --replication` against both clusters, through every node
+  of the 3-voter one (skipped without java
   or the jars, as the other tool tests).
 
 Every wait polls with a deadline; every process started is stopped, also on a failure.
@@ -119,14 +121,21 @@ class Cluster:
             raise
 
     def leader(self):
-        """The leader every running node names at the same term, once they agree (else None)."""
+        """The leader every running node names at the same term in /v1/cluster, once they agree
+        and it answers DescribeQuorum as leader (else None)."""
         seen = set()
-        for i in self.nodes:
-            p = only_quiet(describe(self.kafka[i]))
-            if p is None or p.error_code != 0 or p.leader_id < 0:
+        for k in self.nodes.values():
+            status, _, body = k.get("/v1/cluster")
+            view = json.loads(body) if status == 200 else {}
+            if view.get("leader") is None:
                 return None
-            seen.add((p.leader_id, p.leader_epoch))
-        return next(iter(seen))[0] if len(seen) == 1 else None
+            seen.add((view["leader"], view["term"]))
+        if len(seen) != 1:
+            return None
+        lead, term = next(iter(seen))
+        p = only_quiet(describe(self.kafka[lead]))
+        ok = p is not None and p.error_code == 0 and (p.leader_id, p.leader_epoch) == (lead, term)
+        return lead if ok else None
 
     def stop(self):
         for k in self.nodes.values():
@@ -310,31 +319,40 @@ class ThreeVotersTest(unittest.TestCase):
             self.assertEqual(view["is_leader"], i == self.lead)
             self.assertEqual(sorted(x["id"] for x in view["voters"]), [1, 2, 3])
             if i != self.lead:
-                # A follower knows its own log end only, and no voter's lag.
-                fp = only_partition(self, describe(c.kafka[i]))
-                self.assertEqual(fp.leader_id, self.lead)
-                ends = {v.replica_id: v.log_end_offset for v in fp.current_voters}
-                self.assertGreaterEqual(ends[i], 0)
-                self.assertTrue(all(ends[j] == -1 for j in ends if j != i), ends)
+                # A follower leaves DescribeQuorum to the leader, as a Kafka controller that
+                # does not lead: NOT_LEADER_OR_FOLLOWER, then the connection closes.
+                with wire.Conn(c.kafka[i], "test-quorum") as conn:
+                    r = conn.ask("DescribeQuorum", 2, topics=[
+                        dict(topic_name=TOPIC, partitions=[dict(partition_index=0)])])
+                    fp = only_partition(self, r)
+                    self.assertEqual(fp.error_code, NOT_LEADER_OR_FOLLOWER)
+                    self.assertEqual(len(fp.current_voters), 0)
+                    self.assertRaises((EOFError, OSError), conn.exact, 1)
+                # It knows no voter's lag either.
                 self.assertEqual(metric_samples(k, "kcoord_cluster_follower_lag_entries"), {})
                 self.assertEqual([x["lag_entries"] for x in view["voters"]], [None] * 3)
 
     @unittest.skipUnless(have_tools(), "java or the reference Kafka jars are missing "
                          "(scripts/kafka-ref fetch)")
     def test_kafka_metadata_quorum(self):
-        port = self.c.kafka[self.lead]
-        rc, out = run_tool(port, "--status")
-        self.assertEqual(rc, 0, out)
-        f = status_fields(out)
-        self.assertEqual(f.get("LeaderId"), str(self.lead), out)
-        for i in (1, 2, 3):
-            self.assertIn('"id": %d' % i, f.get("CurrentVoters", ""), out)
-        rc, out = run_tool(port, "--replication")
-        self.assertEqual(rc, 0, out)
-        rows = replication_rows(out)
-        self.assertEqual(sorted((r[0], r[-1]) for r in rows),
-                         sorted((str(i), "Leader" if i == self.lead else "Follower")
-                                for i in (1, 2, 3)), out)
+        # Through every node: a follower's NOT_LEADER_OR_FOLLOWER sends the tool on to the
+        # leader, whose view it shows (every voter's log end known, no voter lagging far).
+        for i in sorted(self.c.nodes):
+            port = self.c.kafka[i]
+            rc, out = run_tool(port, "--status")
+            self.assertEqual(rc, 0, out)
+            f = status_fields(out)
+            self.assertEqual(f.get("LeaderId"), str(self.lead), out)
+            for j in (1, 2, 3):
+                self.assertIn('"id": %d' % j, f.get("CurrentVoters", ""), out)
+            self.assertGreaterEqual(int(f.get("MaxFollowerLag", "-1")), 0, out)
+            rc, out = run_tool(port, "--replication")
+            self.assertEqual(rc, 0, out)
+            rows = replication_rows(out)
+            self.assertEqual(sorted((r[0], r[-1]) for r in rows),
+                             sorted((str(j), "Leader" if j == self.lead else "Follower")
+                                    for j in (1, 2, 3)), out)
+            self.assertTrue(all(int(r[2]) >= 0 and int(r[3]) >= 0 for r in rows), out)
 
     def test_zz_no_leader_without_a_majority(self):
         # Runs last (by name): it stops two nodes.

@@ -6,7 +6,8 @@
  * on it (kc_cluster_status, kc_cluster_broker, kc_cluster_id, kc_cluster_add_voter,
  * kc_cluster_remove_voter) are replaced at link time (-Wl,--wrap, see the
  * Makefile) by fakes that answer from `fake`, a status the test writes; so are the network
- * calls of the API room (kc_slot_reply, kc_slot_close, kc_slot_arena, kc_conn_peer,
+ * calls of the API room (kc_slot_reply, kc_slot_reply_close, kc_slot_close, kc_slot_arena,
+ * kc_conn_peer,
  * kc_conn_principal). The observability views are pure functions of a status and are called
  * directly.
  */
@@ -67,7 +68,8 @@ struct kc_slot_s {
     kc_arena_t arena;
     uint8_t *answer;
     size_t answer_len;
-    int closed;
+    int closed;       /* closed without an answer */
+    int closed_after; /* answered, then closed once the answer is written */
 };
 
 kc_arena_t *__wrap_kc_slot_arena(kc_slot_t *slot)
@@ -81,6 +83,12 @@ void __wrap_kc_slot_reply(kc_slot_t *slot, uint8_t *buf, size_t len)
     assert_false(slot->closed);
     slot->answer = buf;
     slot->answer_len = len;
+}
+
+void __wrap_kc_slot_reply_close(kc_slot_t *slot, uint8_t *buf, size_t len)
+{
+    __wrap_kc_slot_reply(slot, buf, len);
+    slot->closed_after = 1;
 }
 
 void __wrap_kc_slot_close(kc_slot_t *slot, const char *why)
@@ -217,6 +225,8 @@ static void enc_versions(kc_writer_t *w, int16_t v, const void *body)
 
 /* Ask DescribeQuorum at `version` for topic/partition, decode the answer into *resp (from `a`).
  * Returns false when the connection was closed instead. */
+static int last_closed_after; /* the last describe()'s connection closes after its answer */
+
 static bool describe(env_t *e, int16_t version, const char *topic, int32_t partition, kc_arena_t *a,
                      kc_describe_quorum_response_t *resp)
 {
@@ -234,6 +244,7 @@ static bool describe(env_t *e, int16_t version, const char *topic, int32_t parti
         return false;
     }
     assert_non_null(slot->answer);
+    last_closed_after = slot->closed_after;
     /* size, correlation id, the response header's tagged fields (v1 header: flexible 0+) */
     size_t off = 4 + 4 + 1;
     uint8_t *copy = kc_arena_dup(a, slot->answer + off, slot->answer_len - off);
@@ -499,32 +510,40 @@ static void test_leader_answer(void **state)
     env_free(&e);
 }
 
-/* A follower answers with what it knows: the leader and term, its commit index, its own log
- * end, and -1 for everything only the leader knows. */
+/* A follower answers NOT_LEADER_OR_FOLLOWER, as a Kafka controller that does not lead (only the
+ * leader knows the voters' replication), at every version, and the connection closes after the
+ * answer so that the admin client retries on another node. The leader's answers keep it open. */
 static void test_follower_answer(void **state)
 {
     (void)state;
     env_t e;
     env_init(&e, true);
-    follower_status();
     kc_arena_t a;
     kc_arena_init(&a);
     kc_describe_quorum_response_t resp;
+    leader_status();
     assert_true(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
-    const kc_describe_quorum_partition_data_t *p = only_partition(&resp);
-    assert_int_equal(p->error_code, KC_ERR_NONE);
-    assert_int_equal(p->leader_id, 1);
-    assert_int_equal(p->leader_epoch, 7);
-    assert_int_equal(p->high_watermark, 120);
-    const kc_describe_quorum_voter_t *v = p->current_voters.v;
-    assert_int_equal(p->current_voters.n, 3);
-    assert_int_equal(v[0].log_end_offset, -1);
-    assert_int_equal(v[1].log_end_offset, 125);
-    assert_int_equal(v[2].log_end_offset, -1);
-    for (int i = 0; i < 3; i++) {
-        assert_int_equal(v[i].last_fetch_timestamp, -1);
-        assert_int_equal(v[i].last_caught_up_timestamp, -1);
+    assert_int_equal(only_partition(&resp)->error_code, KC_ERR_NONE);
+    assert_false(last_closed_after);
+    follower_status();
+    for (int16_t v = 0; v <= 2; v++) {
+        assert_true(describe(&e, v, "__cluster_metadata", 0, &a, &resp));
+        assert_true(last_closed_after);
+        assert_int_equal(resp.error_code, KC_ERR_NONE);
+        const kc_describe_quorum_partition_data_t *p = only_partition(&resp);
+        assert_int_equal(p->error_code, KC_ERR_NOT_LEADER_OR_FOLLOWER);
+        assert_int_equal(p->current_voters.n, 0);
+        assert_int_equal(p->observers.n, 0);
+        if (v >= 2) {
+            assert_true(p->error_message.len > 0);
+            assert_int_equal(resp.nodes.n, 0);
+        }
     }
+    /* Another partition is still unknown on a follower, and keeps the connection. */
+    assert_true(describe(&e, 2, "__consumer_offsets", 0, &a, &resp));
+    assert_int_equal(resp.topics.v[0].partitions.v[0].error_code,
+                     KC_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_false(last_closed_after);
     kc_arena_free(&a);
     env_free(&e);
 }
