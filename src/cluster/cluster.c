@@ -49,8 +49,11 @@ typedef struct change_s {
     struct raft_change req;
     kc_cluster_t *cl;
     raft_id id;
-    bool adding;   /* raft_add done, raft_assign to come */
-    bool answered; /* done was called (the change may still be in raft's hands) */
+    bool adding;       /* raft_add done, raft_assign to come */
+    bool new_spare;    /* this change added the node as a spare */
+    bool dropping;     /* its promotion failed: removing that spare again */
+    bool answered;     /* done was called (the change may still be in raft's hands) */
+    uint64_t deadline; /* uv_now() at which the requester's TimeoutMs ends */
     kc_cluster_change_cb done;
     void *arg;
     char address[512];
@@ -1180,6 +1183,21 @@ static void on_change_timeout(uv_timer_t *t)
         change_answer(cl->change, KC_CLUSTER_ETIMEDOUT, "the change is not committed yet");
 }
 
+static void on_changed(struct raft_change *req, int status);
+
+/* Promote the node to voter once raft has caught it up. Raft abandons a catch-up round that
+ * lasts longer than its limit (then the add fails): the limit is what is left of the
+ * requester's TimeoutMs, as Kafka abandons an add whose node has not caught up by then (at
+ * least 1 s, so that a node that is up gets a chance), rather than raft's 5 s default, which
+ * a node receiving a large snapshot could not meet. */
+static int promote(kc_cluster_t *cl, change_t *ch)
+{
+    uint64_t now = uv_now(cl->loop);
+    uint64_t left = ch->deadline > now ? ch->deadline - now : 0;
+    raft_set_max_catch_up_round_duration(&cl->raft, (unsigned)(left < 1000 ? 1000 : left));
+    return raft_assign(&cl->raft, &ch->req, ch->id, RAFT_VOTER, on_changed);
+}
+
 static void on_changed(struct raft_change *req, int status)
 {
     change_t *ch = req->data;
@@ -1187,12 +1205,40 @@ static void on_changed(struct raft_change *req, int status)
     if (status == 0 && ch->adding && !cl->closing) {
         /* A spare now, with its address in the configuration: catch it up, make it a voter. */
         ch->adding = false;
+        ch->new_spare = true;
         KC_INFO("cluster", "node %llu added as a spare; catching it up to make it a voter",
                 (unsigned long long)ch->id);
-        int rv = raft_assign(&cl->raft, &ch->req, ch->id, RAFT_VOTER, on_changed);
+        int rv = promote(cl, ch);
         if (rv == 0)
             return;
         status = rv;
+    }
+    if (ch->dropping) {
+        if (status == 0)
+            KC_INFO("cluster",
+                    "node %llu, which did not catch up, is no longer in the "
+                    "configuration: %u servers",
+                    (unsigned long long)ch->id, cl->raft.configuration.n);
+        else
+            KC_WARN("cluster", "node %llu, which did not catch up, stays a spare: %s",
+                    (unsigned long long)ch->id, raft_strerror(status));
+        if (cl->change == ch)
+            cl->change = NULL;
+        free(ch);
+        return;
+    }
+    if (status != 0 && ch->new_spare && !cl->closing && raft_state(&cl->raft) == RAFT_LEADER) {
+        /* Raft gave up catching the node up (it did not answer for a catch-up round): the
+         * add failed, and as in Kafka a failed add leaves the voters as they were, so the
+         * spare it made goes too. Further changes wait for that (EBUSY). */
+        KC_WARN("cluster", "the configuration change for node %llu failed: %s; removing it",
+                (unsigned long long)ch->id, raft_strerror(status));
+        change_answer(ch, change_status(status), raft_strerror(status));
+        ch->dropping = true;
+        if (raft_remove(&cl->raft, &ch->req, ch->id, on_changed) == 0)
+            return;
+        ch->dropping = false;
+        status = RAFT_NOCONNECTION;
     }
     if (status == 0)
         KC_INFO("cluster", "the configuration change for node %llu is committed: %u servers",
@@ -1229,8 +1275,9 @@ static change_t *change_new(kc_cluster_t *cl, raft_id id, int32_t timeout_ms,
     ch->done = done;
     ch->arg = arg;
     ch->req.data = ch;
-    uv_timer_start(&cl->change_timer, on_change_timeout,
-                   timeout_ms > 0 ? (uint64_t)timeout_ms : 60000, 0);
+    uint64_t timeout = timeout_ms > 0 ? (uint64_t)timeout_ms : 60000;
+    ch->deadline = uv_now(cl->loop) + timeout;
+    uv_timer_start(&cl->change_timer, on_change_timeout, timeout, 0);
     return ch;
 }
 
@@ -1262,7 +1309,7 @@ int kc_cluster_add_voter(kc_cluster_t *cl, int32_t id, const char *directory_id,
         rv = RAFT_MALFORMED;
     } else if (srv != NULL) {
         /* A spare or standby from an add that did not finish: promote it. */
-        rv = raft_assign(&cl->raft, &ch->req, (raft_id)id, RAFT_VOTER, on_changed);
+        rv = promote(cl, ch);
     } else {
         ch->adding = true;
         rv = raft_add(&cl->raft, &ch->req, (raft_id)id, ch->address, on_changed);
