@@ -11,10 +11,10 @@
  *   HighWatermark  the commit index (raft's index i is the i-th entry: the index of the last
  *                  committed entry is the count of committed entries, Kafka's exclusive end)
  *   CurrentVoters  every voter of the raft configuration: LogEndOffset its match index,
- *                  LastFetchTimestamp the wall time the leader last
- *                  heard from it, LastCaughtUpTimestamp that time when the voter had everything
- *                  the leader had (the leader itself: now for both, as Kafka reports its leader;
- *                  -1 wherever it is not known here)
+ *                  LastFetchTimestamp the wall time the leader last heard from it in its term
+ *                  (an AppendEntries result), LastCaughtUpTimestamp the last time it then had
+ *                  everything the leader had (the leader itself: now for both, as Kafka reports
+ *                  its leader; -1 where not heard in this term)
  *   Observers      raft's standbys (they replicate the log and do not vote, as Kafka's
  *                  observers), in the same shape; raft's spares replicate nothing and are left out
  *   Nodes (v2)     each voter with the client listeners cluster.brokers gives it, one per name
@@ -130,11 +130,10 @@ static void voter_state(const kc_cluster_status_t *st, const kc_cluster_voter_t 
         out->last_caught_up_timestamp = now;
         return;
     }
-    if (v->last_contact_ms >= 0) {
+    if (v->last_contact_ms >= 0)
         out->last_fetch_timestamp = now - v->last_contact_ms;
-        if (v->match_index >= 0 && (uint64_t)v->match_index >= st->last_index)
-            out->last_caught_up_timestamp = out->last_fetch_timestamp;
-    }
+    if (v->last_caught_up_ms >= 0)
+        out->last_caught_up_timestamp = now - v->last_caught_up_ms;
 }
 
 /* The listener names of this node (its `listeners`, each name once). */

@@ -59,6 +59,14 @@ typedef struct change_s {
     char address[512];
 } change_t;
 
+/* What the leader last heard from a server: an AppendEntries (or snapshot) result, in a term. */
+typedef struct heard_s {
+    raft_id id;
+    raft_term term;
+    uint64_t contact_ms;   /* uv_now() of the last result */
+    uint64_t caught_up_ms; /* uv_now() of the last one that had everything the leader had */
+} heard_t;
+
 typedef struct submit_s {
     struct raft_apply req;
     void (*done)(void *arg, int status);
@@ -71,6 +79,12 @@ struct kc_cluster_s {
     kc_cluster_ops_t ops;
     struct raft raft;
     struct raft_io io;
+    /* raft_uv's start and the receive callback raft gave it: kcoord's own sits between them
+     * to note what the leader hears from each server (see heard_note). */
+    int (*io_start)(struct raft_io *, unsigned, raft_io_tick_cb, raft_io_recv_cb);
+    raft_io_recv_cb raft_recv;
+    heard_t heard[MAX_NODES];
+    size_t n_heard;
     struct raft_uv_transport transport; /* kcoord's (tls_transport.c) */
     raft_uv_transport_close_cb outer_close_cb;
     kc_tls_transport_t tlst; /* raft's connections: a hello, over mutual TLS with SSL */
@@ -597,6 +611,78 @@ static kc_cluster_t *outer_cluster(struct raft_uv_transport *t)
     return (kc_cluster_t *)((char *)t - offsetof(kc_cluster_t, transport));
 }
 
+/* ---- What the leader hears ------------------------------------------------------------------
+ *
+ * libraft keeps when it last heard from each server to itself. DescribeQuorum's
+ * LastFetchTimestamp and LastCaughtUpTimestamp, and /v1/cluster's last_contact_ms, come from
+ * the messages raft_uv hands raft: kcoord's receive callback notes each AppendEntries result
+ * (also the answer to a snapshot) with its sender and term, and whether the sender then had
+ * every entry the leader had, before raft sees it. */
+static kc_cluster_t *io_cluster(struct raft_io *io)
+{
+    return (kc_cluster_t *)((char *)io - offsetof(kc_cluster_t, io));
+}
+
+static heard_t *heard_slot(kc_cluster_t *cl, raft_id id, bool add)
+{
+    for (size_t i = 0; i < cl->n_heard; i++)
+        if (cl->heard[i].id == id)
+            return &cl->heard[i];
+    if (!add)
+        return NULL;
+    if (cl->n_heard < MAX_NODES) {
+        cl->heard[cl->n_heard] = (heard_t){.id = id};
+        return &cl->heard[cl->n_heard++];
+    }
+    heard_t *old = &cl->heard[0]; /* more servers than slots: the one heard longest ago */
+    for (size_t i = 1; i < cl->n_heard; i++)
+        if (cl->heard[i].contact_ms < old->contact_ms)
+            old = &cl->heard[i];
+    *old = (heard_t){.id = id};
+    return old;
+}
+
+static void heard_note(struct raft_io *io, struct raft_message *m)
+{
+    kc_cluster_t *cl = io_cluster(io);
+    if (m->type == RAFT_APPEND_ENTRIES_RESULT && raft_state(&cl->raft) == RAFT_LEADER &&
+        m->append_entries_result.term == raft_current_term(&cl->raft)) {
+        heard_t *h = heard_slot(cl, m->server_id, true);
+        uint64_t now = uv_now(cl->loop);
+        if (h->term != m->append_entries_result.term)
+            h->caught_up_ms = 0;
+        h->term = m->append_entries_result.term;
+        h->contact_ms = now;
+        if (m->append_entries_result.rejected == 0 &&
+            m->append_entries_result.last_log_index >= raft_last_index(&cl->raft))
+            h->caught_up_ms = now;
+    }
+    cl->raft_recv(io, m);
+}
+
+static int heard_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
+                       raft_io_recv_cb recv)
+{
+    kc_cluster_t *cl = io_cluster(io);
+    cl->raft_recv = recv;
+    return cl->io_start(io, msecs, tick, heard_note);
+}
+
+/* How long ago (ms) this node, as the leader of its current term, last heard from server
+ * `id`, and last saw it caught up: -1 where it did not in this term. */
+static void heard_ago(const kc_cluster_t *cl, raft_id id, int64_t *contact, int64_t *caught)
+{
+    *contact = *caught = -1;
+    const heard_t *h = heard_slot((kc_cluster_t *)cl, id, false);
+    struct raft *r = (struct raft *)&cl->raft;
+    if (h == NULL || raft_state(r) != RAFT_LEADER || h->term != raft_current_term(r))
+        return;
+    uint64_t now = uv_now(cl->loop);
+    *contact = (int64_t)(now - h->contact_ms);
+    if (h->caught_up_ms != 0)
+        *caught = (int64_t)(now - h->caught_up_ms);
+}
+
 static int tr_init(struct raft_uv_transport *t, raft_id id, const char *address)
 {
     kc_cluster_t *cl = outer_cluster(t);
@@ -739,6 +825,8 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
         goto fail;
     }
     cl->io_ready = true;
+    cl->io_start = cl->io.start;
+    cl->io.start = heard_start;
     cl->fsm.version = 1;
     cl->fsm.data = cl;
     cl->fsm.apply = fsm_apply;
@@ -1070,7 +1158,7 @@ void kc_cluster_status(const kc_cluster_t *cl, kc_cluster_status_t *out)
             v->match_index = (int64_t)m;
         else
             v->match_index = v->id == cl->self ? (int64_t)raft_last_index(r) : -1;
-        v->last_contact_ms = -1;
+        heard_ago(cl, c->servers[i].id, &v->last_contact_ms, &v->last_caught_up_ms);
     }
 }
 

@@ -161,7 +161,9 @@ typedef struct kc_cluster_voter_s {
     char directory_id[23];   /* "" when this node does not know it */
     int role;                /* 0 standby, 1 voter, 2 spare (raft's roles) */
     int64_t match_index;     /* the leader's view of its log end; -1 when not known here */
-    int64_t last_contact_ms; /* monotonic ms since the leader last heard from it; -1 unknown */
+    int64_t last_contact_ms; /* ms since the leader last heard from it; -1 unknown */
+    /* ms since the leader last heard it had every entry the leader had; -1 unknown */
+    int64_t last_caught_up_ms;
 } kc_cluster_voter_t;
 
 typedef struct kc_cluster_status_s {

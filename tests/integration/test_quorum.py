@@ -305,6 +305,12 @@ class ThreeVotersTest(unittest.TestCase):
             return p if p and all(v.log_end_offset >= 0 for v in p.current_voters) else None
         p = wait_for("the leader to know every voter's log end", leader_knows_all)
         self.assertEqual(sorted(v.replica_id for v in p.current_voters), [1, 2, 3])
+        # It has heard from each follower lately (raft's heartbeats are answered), and each
+        # had everything it had: Kafka's LastFetchTimestamp and LastCaughtUpTimestamp.
+        now_ms = int(time.time() * 1000)
+        for v in p.current_voters:
+            self.assertTrue(now_ms - 10000 <= v.last_fetch_timestamp <= now_ms + 1000, v)
+            self.assertTrue(now_ms - 10000 <= v.last_caught_up_timestamp <= now_ms + 1000, v)
         self.assertEqual(sorted(n.node_id for n in describe(c.kafka[self.lead]).nodes),
                          [1, 2, 3])
         is_leader = {i: k.metric("kcoord_cluster_is_leader") for i, k in c.nodes.items()}
@@ -318,6 +324,9 @@ class ThreeVotersTest(unittest.TestCase):
             self.assertEqual((view["self"], view["leader"]), (i, self.lead))
             self.assertEqual(view["is_leader"], i == self.lead)
             self.assertEqual(sorted(x["id"] for x in view["voters"]), [1, 2, 3])
+            if i == self.lead:
+                self.assertTrue(all(0 <= x["last_contact_ms"] <= 10000
+                                    for x in view["voters"] if not x["self"]), view)
             if i != self.lead:
                 # A follower leaves DescribeQuorum to the leader, as a Kafka controller that
                 # does not lead: NOT_LEADER_OR_FOLLOWER, then the connection closes.

@@ -875,10 +875,18 @@ static void test_server_cluster(void **state)
     fake_status.term = 3;
     fake_status.commit_index = fake_status.applied_index = fake_status.last_index = 10;
     fake_status.n_voters = 2;
-    fake_status.voters[0] = (kc_cluster_voter_t){
-        .id = 1, .raft_address = "a:1", .role = 1, .match_index = -1, .last_contact_ms = -1};
-    fake_status.voters[1] = (kc_cluster_voter_t){
-        .id = 2, .raft_address = "b:1", .role = 1, .match_index = 10, .last_contact_ms = -1};
+    fake_status.voters[0] = (kc_cluster_voter_t){.id = 1,
+                                                 .raft_address = "a:1",
+                                                 .role = 1,
+                                                 .match_index = -1,
+                                                 .last_contact_ms = -1,
+                                                 .last_caught_up_ms = -1};
+    fake_status.voters[1] = (kc_cluster_voter_t){.id = 2,
+                                                 .raft_address = "b:1",
+                                                 .role = 1,
+                                                 .match_index = 10,
+                                                 .last_contact_ms = -1,
+                                                 .last_caught_up_ms = -1};
     kc_obs_server_set_cluster(s, (kc_cluster_t *)&fake_cluster);
     r = RT("GET /v1/cluster HTTP/1.1\r\n\r\n");
     assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));

@@ -320,10 +320,13 @@ static void leader_status(void)
              "_____________________w");
     fake.voters[0].match_index = 125;
     fake.voters[0].last_contact_ms = 0;
+    fake.voters[0].last_caught_up_ms = 0;
     fake.voters[1].match_index = 125;
     fake.voters[1].last_contact_ms = 40;
+    fake.voters[1].last_caught_up_ms = 40;
     fake.voters[2].match_index = 100;
     fake.voters[2].last_contact_ms = -1;
+    fake.voters[2].last_caught_up_ms = -1;
 }
 
 /* Node 2's view of the same cluster: it knows only its own log. */
@@ -337,6 +340,7 @@ static void follower_status(void)
     for (int i = 0; i < 3; i++) {
         fake.voters[i].match_index = i == 1 ? 125 : -1;
         fake.voters[i].last_contact_ms = -1;
+        fake.voters[i].last_caught_up_ms = -1;
     }
 }
 
@@ -425,8 +429,8 @@ only_partition(const kc_describe_quorum_response_t *resp)
 }
 
 /* The leader's answer at v2: term as epoch, commit index as high watermark, every voter's match
- * index, the leader's own timestamps now, a caught-up voter's last fetch, -1 where unknown, no
- * observers, and each voter's listeners. */
+ * index, the leader's own timestamps now, each voter's last contact and last caught-up time,
+ * -1 where unknown, no observers, and each voter's listeners. */
 static void test_leader_answer(void **state)
 {
     (void)state;
@@ -488,8 +492,17 @@ static void test_leader_answer(void **state)
         }
     }
 
-    /* A voter ahead of what the leader last saw is caught up; one behind is not. */
+    /* A voter heard from 10 ms ago that was last caught up 2 s ago; one heard from but never
+     * caught up in this term. */
     fake.voters[2].last_contact_ms = 10;
+    fake.voters[2].last_caught_up_ms = 2000;
+    before = wall_now();
+    assert_true(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
+    after = wall_now();
+    v = only_partition(&resp)->current_voters.v;
+    assert_in_range(v[2].last_fetch_timestamp, before - 10, after - 10);
+    assert_in_range(v[2].last_caught_up_timestamp, before - 2000, after - 2000);
+    fake.voters[2].last_caught_up_ms = -1;
     assert_true(describe(&e, 2, "__cluster_metadata", 0, &a, &resp));
     v = only_partition(&resp)->current_voters.v;
     assert_true(v[2].last_fetch_timestamp > 0);
@@ -561,12 +574,14 @@ static void test_standbys_are_observers(void **state)
                                           .raft_address = "10.0.0.4:9500",
                                           .role = 0,
                                           .match_index = 125,
-                                          .last_contact_ms = 5};
+                                          .last_contact_ms = 5,
+                                          .last_caught_up_ms = 5};
     fake.voters[4] = (kc_cluster_voter_t){.id = 5,
                                           .raft_address = "10.0.0.5:9500",
                                           .role = 2,
                                           .match_index = -1,
-                                          .last_contact_ms = -1};
+                                          .last_contact_ms = -1,
+                                          .last_caught_up_ms = -1};
     kc_arena_t a;
     kc_arena_init(&a);
     kc_describe_quorum_response_t resp;
