@@ -279,11 +279,47 @@ static void alter_failed(kc_api_meta_wait_t *w, size_t slot, int16_t err)
         e->error_message = KC_STR_NULL;
 }
 
+/* An alter held until the metadata writes before it are committed (see below). */
+typedef struct held_alter_s {
+    kc_api_ctx_t *ctx;
+    kc_api_call_t *call;
+    const kc_request_t *req;
+    kc_arena_t *a;
+    void *resp;
+} held_alter_t;
+
+static void alter_when_idle(void *arg)
+{
+    held_alter_t *h = arg;
+    switch (kc_api_incremental_alter_configs(h->ctx, h->call, h->req, h->a, h->resp)) {
+    case KC_API_DONE:
+        kc_api_call_reply(h->call, h->resp);
+        break;
+    case KC_API_CLOSE:
+        kc_slot_close(h->call->slot, "cannot answer IncrementalAlterConfigs");
+        break;
+    default: /* parked: answered later */
+        break;
+    }
+}
+
 int kc_api_incremental_alter_configs(kc_api_ctx_t *ctx, kc_api_call_t *call,
                                      const kc_request_t *req, kc_arena_t *a, void *resp)
 {
     const kc_incremental_alter_configs_request_t *q = req->body;
     kc_incremental_alter_configs_response_t *out = resp;
+    if (ctx->cluster != NULL && !q->validate_only && kc_meta_busy(ctx->coord)) {
+        /* A cluster leader validates against what is committed: while metadata writes are in
+         * flight, wait for them, so that this alter is checked against the configs they make
+         * (Kafka's controller validates against its uncommitted state). */
+        held_alter_t *h = kc_arena_alloc(a, sizeof(*h));
+        if (h != NULL) {
+            *h = (held_alter_t){ctx, call, req, a, resp};
+            if (kc_meta_when_idle(ctx->coord, alter_when_idle, h) == 0)
+                return KC_API_PARKED;
+        }
+        /* out of memory: validated against what is committed */
+    }
     int32_t n = q->resources.n > 0 ? q->resources.n : 0;
     kc_alter_configs_resource_response_t *v = n ? kc_arena_alloc(a, (size_t)n * sizeof(*v)) : NULL;
     int16_t *refused = n ? kc_arena_alloc(a, (size_t)n * sizeof(*refused)) : NULL;

@@ -419,6 +419,14 @@ typedef void (*kc_meta_done_fn)(void *arg, int16_t err);
 int16_t kc_meta_write(kc_coord_t *c, const kc_meta_rec_t *v, size_t n, kc_meta_done_fn done,
                       void *arg);
 
+/* A cluster node: whether a write is queued or waiting for its commit. */
+bool kc_meta_busy(kc_coord_t *c);
+
+/* A cluster node: call fn(arg) once no write is queued or waiting for its commit (after the
+ * waiters' done, also when they failed), in the order asked; 0, or -1 when out of memory or
+ * not a cluster node. For a request validated against the state the writes before it make. */
+int kc_meta_when_idle(kc_coord_t *c, void (*fn)(void *arg), void *arg);
+
 /* A cluster node: fn(arg, rec) for every record raft commits, as this node applies it (the
  * leader too), rec->value NULL for a removal; and, when a snapshot is restored, for every key
  * whose value it changes or removes. rec is valid during the call only. One listener; NULL

@@ -47,6 +47,13 @@ typedef struct mwaiter_s {
     void *arg;
 } mwaiter_t;
 
+/* A request held until no write is in flight (kc_meta_when_idle). */
+typedef struct midle_s {
+    struct midle_s *next;
+    void (*fn)(void *arg);
+    void *arg;
+} midle_t;
+
 struct kc_meta_s {
     kc_plog_t *log; /* NULL when it could not be opened: appends fail */
     int flush_policy;
@@ -60,6 +67,7 @@ struct kc_meta_s {
     size_t n_pend, cap_pend;
     uint64_t seq_emitted; /* records queued so far */
     mwaiter_t *waiters, **waiters_tail;
+    midle_t *idle, **idle_tail;
     kc_meta_listen_fn listen;
     void *listen_arg;
 };
@@ -144,6 +152,7 @@ kc_meta_t *kc_meta_open(const kc_conf_t *conf, const struct kc_log_io_s *io, boo
         return NULL;
     m->flush_policy = conf->log_flush_policy;
     m->waiters_tail = &m->waiters;
+    m->idle_tail = &m->idle;
     kc_plog_opts_t opts;
     kc_plog_opts_init(&opts);
     opts.topic = KC_META_TOPIC;
@@ -195,6 +204,12 @@ int kc_meta_close(kc_meta_t *m)
         return 0;
     int rc = kc_meta_sync(m);
     int rc2 = kc_plog_close(m->log);
+    for (midle_t *h = m->idle, *next; h; h = next) { /* none should be left by now */
+        next = h->next;
+        free(h);
+    }
+    m->idle = NULL;
+    m->idle_tail = &m->idle;
     kc_meta_cluster_fail(m, KC_ERR_NOT_CONTROLLER); /* none should be left by now */
     free(m->pend);
     for (size_t i = 0; i < m->n; i++) {
@@ -292,10 +307,11 @@ int16_t kc_meta_append(kc_coord_t *c, const kc_meta_rec_t *v, size_t n)
  * (kc_meta_cluster_apply): to its own __kcoord_metadata-0 log, to the live set, to the group
  * configs and to the listener (the API room's ACL and SCRAM state). Unlike a group partition's,
  * the leader's memory is never ahead of raft: a change is applied when it is committed, so a
- * lost leadership has nothing to undo, only waiters to fail. The price: a request is validated
- * against what is committed, not against writes still in flight (Kafka's controller validates
- * against its uncommitted state), so two IncrementalAlterConfigs of one group sent at once may
- * each pass a check (session timeout above heartbeat interval) that their sum fails. */
+ * lost leadership has nothing to undo, only waiters to fail. A request is therefore validated
+ * against what is committed; one that validates (IncrementalAlterConfigs) waits while a write
+ * is in flight (kc_meta_when_idle), so that it sees the writes before it, as Kafka's controller
+ * validates against its uncommitted state: two alters of one group sent at once cannot each
+ * pass a check (session timeout above heartbeat interval) that their sum fails. */
 
 static void notify(kc_coord_t *c, kc_meta_t *m, const uint8_t *key, size_t key_len,
                    const uint8_t *value, size_t value_len)
@@ -397,6 +413,40 @@ int kc_meta_cluster_batch(kc_meta_t *m, int64_t now_ms, uint8_t **buf, size_t *l
     return 0;
 }
 
+bool kc_meta_busy(kc_coord_t *c)
+{
+    kc_meta_t *m = kc_coord_meta(c);
+    return m && (m->n_pend > 0 || m->waiters);
+}
+
+int kc_meta_when_idle(kc_coord_t *c, void (*fn)(void *arg), void *arg)
+{
+    kc_meta_t *m = kc_coord_clustered(c) ? kc_coord_meta(c) : NULL;
+    midle_t *h = m ? malloc(sizeof(*h)) : NULL;
+    if (!h)
+        return -1;
+    *h = (midle_t){NULL, fn, arg};
+    *m->idle_tail = h;
+    m->idle_tail = &h->next;
+    return 0;
+}
+
+/* The held requests, in order, while nothing is in flight: one that writes makes the rest wait
+ * for its commit. */
+static void run_idle(kc_meta_t *m)
+{
+    while (m->idle && !m->waiters && m->n_pend == 0) {
+        midle_t *h = m->idle;
+        m->idle = h->next;
+        if (!m->idle)
+            m->idle_tail = &m->idle;
+        void (*fn)(void *) = h->fn;
+        void *arg = h->arg;
+        free(h);
+        fn(arg);
+    }
+}
+
 void kc_meta_cluster_done(kc_meta_t *m, uint64_t seq, int16_t err)
 {
     while (m && m->waiters && m->waiters->seq <= seq) {
@@ -407,6 +457,8 @@ void kc_meta_cluster_done(kc_meta_t *m, uint64_t seq, int16_t err)
         w->done(w->arg, err);
         free(w);
     }
+    if (m)
+        run_idle(m);
 }
 
 void kc_meta_cluster_fail(kc_meta_t *m, int16_t err)

@@ -23,6 +23,9 @@ test_metadata_survives_failover_and_reaches_an_empty_node:
   cover the metadata records, restores a snapshot and then describes the same configs and ACLs
   and authenticates alice; its own __kcoord_metadata-0 holds the records.
 
+test_second_alter_sees_the_first: two IncrementalAlterConfigs of one group sent to the leader at
+once, each valid alone and invalid together: exactly one is refused (INVALID_CONFIG).
+
 test_kafka_tools_through_any_node (skipped, saying so, without java and the reference jars):
 Kafka 4.4's kafka-acls --add and kafka-configs --alter (group configs, a SCRAM user) succeed
 bootstrapped from any node. Its AdminClient sends CreateAcls and IncrementalAlterConfigs to a
@@ -64,6 +67,7 @@ LITERAL, PREFIXED = 3, 4
 READ = 3
 DENY, ALLOW = 2, 3
 NOT_CONTROLLER, GROUP_AUTHORIZATION_FAILED, SASL_AUTHENTICATION_FAILED = 41, 30, 58
+INVALID_CONFIG = 40
 ALICE = "User:alice"
 SESSION_KEY = "consumer.session.timeout.ms"
 
@@ -314,6 +318,62 @@ class MetaTest(MetaBase):
 def have_tools():
     from tests.support import kafka_ref
     return shutil.which(kafka_ref.java_bin()) is not None and kafka_ref.cache_complete()
+
+
+class ConcurrentAlterTest(MetaBase):
+    """Two IncrementalAlterConfigs of one group on the leader at the same moment, each valid
+    alone, that together break GroupConfig.validate's rule (session timeout above heartbeat
+    interval): the second is checked against the first's change, as Kafka's controller checks
+    against its uncommitted state, so exactly one is refused with INVALID_CONFIG and the group
+    keeps a valid pair. (Bounds widened so that the two ranges overlap.)"""
+
+    def setUp(self):
+        self.c = MetaCluster(*(SETTINGS + ["group.consumer.min.session.timeout.ms=10000",
+                                           "group.consumer.max.heartbeat.interval.ms=20000"]))
+        self.ok = False
+        self.c.start()
+
+    def test_second_alter_sees_the_first(self):
+        from tests.support import gen_wire
+        leader = self.c.wait_leader()
+        self.c.wait_serving(leader)
+        port = self.c.nodes[leader].kport
+        hb_key = "consumer.heartbeat.interval.ms"
+        for rnd in range(5):
+            group = "race-%d" % rnd
+            alters = [(SESSION_KEY, "12000"), (hb_key, "15000")]
+            if rnd % 2:
+                alters.reverse()
+            conns = [wire.Conn(port, "meta-admin-%d" % k) for k in range(2)]
+            try:
+                key, _, _, first_flexible = gen_wire.APIS["IncrementalAlterConfigs"]
+                corrs = []
+                for conn, (name, value) in zip(conns, alters):
+                    body = gen_wire.encode_incremental_alter_configs_request(
+                        1, None, validate_only=False, resources=[dict(
+                            resource_type=32, resource_name=group,
+                            configs=[dict(name=name, config_operation=0, value=value)])])
+                    corrs.append(conn.send(key, 1, body, True))
+                got = []
+                for conn, corr in zip(conns, corrs):
+                    c, r = conn.recv(True)
+                    self.assertEqual(c, corr)
+                    x = gen_wire.decode_incremental_alter_configs_response(1, r).responses[0]
+                    got.append((x.error_code, x.error_message))
+            finally:
+                for conn in conns:
+                    conn.close()
+            self.assertEqual(sorted(e for e, _ in got), [NONE, INVALID_CONFIG], got)
+            refused = [m for e, m in got if e == INVALID_CONFIG][0]
+            self.assertIn("must be greater than", refused)
+            # The group has the one that was accepted, and a valid pair.
+            r = self.ask(leader, "DescribeConfigs", 4, include_synonyms=False,
+                         include_documentation=False,
+                         resources=[dict(resource_type=32, resource_name=group,
+                                         configuration_keys=[SESSION_KEY, hb_key])])
+            vals = {x.name: int(x.value) for x in r.results[0].configs}
+            self.assertGreater(vals[SESSION_KEY], vals[hb_key], vals)
+        self.ok = True
 
 
 class KafkaToolsTest(MetaBase):
