@@ -85,6 +85,17 @@ struct kc_cluster_s {
     raft_io_recv_cb raft_recv;
     heard_t heard[MAX_NODES];
     size_t n_heard;
+    /* raft_uv's send and snapshot_put, and the index and term of the last snapshots stored,
+     * to send every snapshot with its own term (see snap_send). */
+    int (*io_send)(struct raft_io *, struct raft_io_send *, const struct raft_message *,
+                   raft_io_send_cb);
+    int (*io_snapshot_put)(struct raft_io *, unsigned, struct raft_io_snapshot_put *,
+                           const struct raft_snapshot *, raft_io_snapshot_put_cb);
+    struct {
+        raft_index index;
+        raft_term term;
+    } snaps[4];
+    unsigned n_snaps;
     struct raft_uv_transport transport; /* kcoord's (tls_transport.c) */
     raft_uv_transport_close_cb outer_close_cb;
     kc_tls_transport_t tlst; /* raft's connections: a hello, over mutual TLS with SSL */
@@ -668,6 +679,55 @@ static int heard_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
     return cl->io_start(io, msecs, tick, heard_note);
 }
 
+/* ---- Snapshots sent with their own term ------------------------------------------------------
+ *
+ * libraft 0.22.1 (its legacy raft_io layer; unchanged upstream since) sends a snapshot in two
+ * steps: the message takes the index and term of the snapshot raft knows of, then the snapshot
+ * is loaded from disk, and when a newer one was stored meanwhile the message's index becomes the
+ * newer one's but its term stays the older one's. The node receiving it stores the newer
+ * snapshot under the wrong term; the leader's next entries then conflict with an index it
+ * holds committed, and libraft's error path for that frees memory twice (make chaos: a node
+ * restarted empty, sent a snapshot while the leader stored the next one, aborted on every
+ * start). kcoord notes the index and term of every snapshot stored, and gives an
+ * InstallSnapshot the term of the snapshot it carries. */
+static int snap_put(struct raft_io *io, unsigned trailing, struct raft_io_snapshot_put *req,
+                    const struct raft_snapshot *snapshot, raft_io_snapshot_put_cb cb)
+{
+    kc_cluster_t *cl = io_cluster(io);
+    unsigned n = sizeof(cl->snaps) / sizeof(cl->snaps[0]);
+    cl->snaps[cl->n_snaps % n].index = snapshot->index;
+    cl->snaps[cl->n_snaps % n].term = snapshot->term;
+    cl->n_snaps++;
+    return cl->io_snapshot_put(io, trailing, req, snapshot, cb);
+}
+
+static int snap_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message *m,
+                     raft_io_send_cb cb)
+{
+    kc_cluster_t *cl = io_cluster(io);
+    if (m->type != RAFT_INSTALL_SNAPSHOT)
+        return cl->io_send(io, req, m, cb);
+    unsigned n = sizeof(cl->snaps) / sizeof(cl->snaps[0]);
+    for (unsigned k = 0; k < n && k < cl->n_snaps; k++) {
+        unsigned at = (cl->n_snaps - 1 - k) % n; /* the newest first */
+        if (cl->snaps[at].index != m->install_snapshot.last_index)
+            continue;
+        if (cl->snaps[at].term == m->install_snapshot.last_term)
+            break;
+        KC_WARN_LIMITED("cluster",
+                        "sending node %llu the snapshot at index %llu with its term %llu "
+                        "(raft gave it term %llu, of an older snapshot)",
+                        (unsigned long long)m->server_id,
+                        (unsigned long long)m->install_snapshot.last_index,
+                        (unsigned long long)cl->snaps[at].term,
+                        (unsigned long long)m->install_snapshot.last_term);
+        struct raft_message fixed = *m; /* raft_uv encodes it before it returns */
+        fixed.install_snapshot.last_term = cl->snaps[at].term;
+        return cl->io_send(io, req, &fixed, cb);
+    }
+    return cl->io_send(io, req, m, cb);
+}
+
 /* How long ago (ms) this node, as the leader of its current term, last heard from server
  * `id`, and last saw it caught up: -1 where it did not in this term. */
 static void heard_ago(const kc_cluster_t *cl, raft_id id, int64_t *contact, int64_t *caught)
@@ -827,6 +887,10 @@ kc_cluster_t *kc_cluster_new(uv_loop_t *loop, const kc_conf_t *conf, const kc_cl
     cl->io_ready = true;
     cl->io_start = cl->io.start;
     cl->io.start = heard_start;
+    cl->io_send = cl->io.send;
+    cl->io.send = snap_send;
+    cl->io_snapshot_put = cl->io.snapshot_put;
+    cl->io.snapshot_put = snap_put;
     cl->fsm.version = 1;
     cl->fsm.data = cl;
     cl->fsm.apply = fsm_apply;

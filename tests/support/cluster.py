@@ -456,11 +456,19 @@ class NetLab:
     def _run(self, *cmd):
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-    def _setup(self):
+    def _subnet_taken(self):
         taken = subprocess.run(["ip", "-4", "route", "show", "table", "all", "match",
                                 self.subnet + ".1"], stdout=subprocess.PIPE, text=True,
                                check=True).stdout
-        if re.search(r"^(blackhole )?%s\.0/24" % re.escape(self.subnet), taken, re.M):
+        return re.search(r"^(blackhole )?%s\.0/24" % re.escape(self.subnet), taken, re.M)
+
+    def _setup(self):
+        # A run just before this one removes its blackhole route from a detached process
+        # shortly after it exits (release_later): give that a few seconds.
+        deadline = time.monotonic() + 5
+        while self._subnet_taken() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if self._subnet_taken():
             raise RuntimeError("%s.0/24 is in use on this machine (another run's namespaces? "
                                "`ip netns list`, `ip route`)" % self.subnet)
         # A blackhole under the bridge's own route: once the bridge is gone, a client still
