@@ -91,11 +91,7 @@ struct kc_cluster_s {
                    raft_io_send_cb);
     int (*io_snapshot_put)(struct raft_io *, unsigned, struct raft_io_snapshot_put *,
                            const struct raft_snapshot *, raft_io_snapshot_put_cb);
-    struct {
-        raft_index index;
-        raft_term term;
-    } snaps[4];
-    unsigned n_snaps;
+    kc_snap_terms_t snaps;
     struct raft_uv_transport transport; /* kcoord's (tls_transport.c) */
     raft_uv_transport_close_cb outer_close_cb;
     kc_tls_transport_t tlst; /* raft's connections: a hello, over mutual TLS with SSL */
@@ -690,14 +686,43 @@ static int heard_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
  * restarted empty, sent a snapshot while the leader stored the next one, aborted on every
  * start). kcoord notes the index and term of every snapshot stored, and gives an
  * InstallSnapshot the term of the snapshot it carries. */
+void kc_snap_terms_note(kc_snap_terms_t *t, raft_index index, raft_term term)
+{
+    unsigned cap = sizeof(t->v) / sizeof(t->v[0]);
+    t->v[t->n % cap].index = index;
+    t->v[t->n % cap].term = term;
+    t->n++;
+}
+
+raft_term kc_snap_terms_of(const kc_snap_terms_t *t, raft_index index)
+{
+    unsigned cap = sizeof(t->v) / sizeof(t->v[0]);
+    for (unsigned k = 0; k < cap && k < t->n; k++) {
+        unsigned at = (t->n - 1 - k) % cap; /* the newest first */
+        if (t->v[at].index == index)
+            return t->v[at].term;
+    }
+    return 0;
+}
+
+bool kc_snap_terms_fix(const kc_snap_terms_t *t, const struct raft_message *m,
+                       struct raft_message *fixed)
+{
+    if (m->type != RAFT_INSTALL_SNAPSHOT)
+        return false;
+    raft_term term = kc_snap_terms_of(t, m->install_snapshot.last_index);
+    if (term == 0 || term == m->install_snapshot.last_term)
+        return false;
+    *fixed = *m;
+    fixed->install_snapshot.last_term = term;
+    return true;
+}
+
 static int snap_put(struct raft_io *io, unsigned trailing, struct raft_io_snapshot_put *req,
                     const struct raft_snapshot *snapshot, raft_io_snapshot_put_cb cb)
 {
     kc_cluster_t *cl = io_cluster(io);
-    unsigned n = sizeof(cl->snaps) / sizeof(cl->snaps[0]);
-    cl->snaps[cl->n_snaps % n].index = snapshot->index;
-    cl->snaps[cl->n_snaps % n].term = snapshot->term;
-    cl->n_snaps++;
+    kc_snap_terms_note(&cl->snaps, snapshot->index, snapshot->term);
     return cl->io_snapshot_put(io, trailing, req, snapshot, cb);
 }
 
@@ -705,27 +730,17 @@ static int snap_send(struct raft_io *io, struct raft_io_send *req, const struct 
                      raft_io_send_cb cb)
 {
     kc_cluster_t *cl = io_cluster(io);
-    if (m->type != RAFT_INSTALL_SNAPSHOT)
+    struct raft_message fixed; /* raft_uv encodes the message before it returns */
+    if (!kc_snap_terms_fix(&cl->snaps, m, &fixed))
         return cl->io_send(io, req, m, cb);
-    unsigned n = sizeof(cl->snaps) / sizeof(cl->snaps[0]);
-    for (unsigned k = 0; k < n && k < cl->n_snaps; k++) {
-        unsigned at = (cl->n_snaps - 1 - k) % n; /* the newest first */
-        if (cl->snaps[at].index != m->install_snapshot.last_index)
-            continue;
-        if (cl->snaps[at].term == m->install_snapshot.last_term)
-            break;
-        KC_WARN_LIMITED("cluster",
-                        "sending node %llu the snapshot at index %llu with its term %llu "
-                        "(raft gave it term %llu, of an older snapshot)",
-                        (unsigned long long)m->server_id,
-                        (unsigned long long)m->install_snapshot.last_index,
-                        (unsigned long long)cl->snaps[at].term,
-                        (unsigned long long)m->install_snapshot.last_term);
-        struct raft_message fixed = *m; /* raft_uv encodes it before it returns */
-        fixed.install_snapshot.last_term = cl->snaps[at].term;
-        return cl->io_send(io, req, &fixed, cb);
-    }
-    return cl->io_send(io, req, m, cb);
+    KC_WARN_LIMITED("cluster",
+                    "sending node %llu the snapshot at index %llu with its term %llu (raft gave "
+                    "it term %llu, of an older snapshot)",
+                    (unsigned long long)m->server_id,
+                    (unsigned long long)m->install_snapshot.last_index,
+                    (unsigned long long)fixed.install_snapshot.last_term,
+                    (unsigned long long)m->install_snapshot.last_term);
+    return cl->io_send(io, req, &fixed, cb);
 }
 
 /* How long ago (ms) this node, as the leader of its current term, last heard from server

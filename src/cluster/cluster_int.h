@@ -1,5 +1,5 @@
-/* cluster_int.h - inside the cluster room: raft's transport over mutual TLS
- * (tls_transport.c), for cluster.c. Not part of the door. */
+/* cluster_int.h - inside the cluster room: the terms of stored snapshots and raft's transport
+ * over mutual TLS (tls_transport.c), for cluster.c. Not part of the door. */
 #ifndef KC_CLUSTER_CLUSTER_INT_H
 #define KC_CLUSTER_CLUSTER_INT_H
 
@@ -9,6 +9,24 @@
 #include <raft.h>
 #include <raft/uv.h>
 #include <uv.h>
+
+/* The index and term of the last snapshots this node stored, the newest last (cluster.c's
+ * snap_put and snap_send: libraft 0.22.1 can send a snapshot with the term of an older one). */
+typedef struct kc_snap_terms_s {
+    struct {
+        raft_index index;
+        raft_term term;
+    } v[4];
+    unsigned n; /* noted so far; the last 4 are kept */
+} kc_snap_terms_t;
+
+void kc_snap_terms_note(kc_snap_terms_t *t, raft_index index, raft_term term);
+/* The term of the snapshot stored at `index`, 0 when it is not among the last noted. */
+raft_term kc_snap_terms_of(const kc_snap_terms_t *t, raft_index index);
+/* An InstallSnapshot `m` whose last_term is not the term of the snapshot stored at its
+ * last_index: true, with *fixed a copy carrying that term. Otherwise false (send m). */
+bool kc_snap_terms_fix(const kc_snap_terms_t *t, const struct raft_message *m,
+                       struct raft_message *fixed);
 
 typedef struct ssl_ctx_st SSL_CTX;
 typedef struct tconn_s tconn_t;
