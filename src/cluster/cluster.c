@@ -1343,6 +1343,14 @@ static void change_answer(change_t *ch, int status, const char *msg)
     ch->done(ch->arg, status, msg);
 }
 
+/* The change is over: raft is done with it and its requester was answered. */
+static void change_free(change_t *ch)
+{
+    if (ch->cl->change == ch)
+        ch->cl->change = NULL;
+    free(ch);
+}
+
 static void on_change_timeout(uv_timer_t *t)
 {
     kc_cluster_t *cl = t->data;
@@ -1389,9 +1397,7 @@ static void on_changed(struct raft_change *req, int status)
         else
             KC_WARN("cluster", "node %llu, which did not catch up, stays a spare: %s",
                     (unsigned long long)ch->id, raft_strerror(status));
-        if (cl->change == ch)
-            cl->change = NULL;
-        free(ch);
+        change_free(ch);
         return;
     }
     if (status != 0 && ch->new_spare && !cl->closing && raft_state(&cl->raft) == RAFT_LEADER) {
@@ -1413,10 +1419,8 @@ static void on_changed(struct raft_change *req, int status)
     else
         KC_WARN("cluster", "the configuration change for node %llu failed: %s",
                 (unsigned long long)ch->id, raft_strerror(status));
-    if (cl->change == ch)
-        cl->change = NULL;
     change_answer(ch, change_status(status), status ? raft_strerror(status) : NULL);
-    free(ch);
+    change_free(ch);
 }
 
 /* A change can start: this node leads and has nothing else changing. */
