@@ -61,8 +61,10 @@ enum {
 
 /* A handler fills `resp` (already initialised to the response's defaults) for `req`. Memory
  * for arrays and strings comes from `a`, which lives until the response is written; so do
- * `req` and `call`. Returns KC_API_DONE, KC_API_CLOSE or KC_API_PARKED. A parked request
- * must be answered exactly once, from the loop thread. */
+ * `req->body` (and the frame it was decoded from) and `call`, but not `req` itself, which is
+ * the caller's: a handler that parks and needs it later keeps a copy. Returns KC_API_DONE,
+ * KC_API_CLOSE or KC_API_PARKED. A parked request must be answered exactly once, from the
+ * loop thread. */
 typedef int (*kc_api_handler_fn)(kc_api_ctx_t *ctx, kc_api_call_t *call, const kc_request_t *req,
                                  kc_arena_t *a, void *resp);
 

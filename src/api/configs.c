@@ -283,7 +283,8 @@ static void alter_failed(kc_api_meta_wait_t *w, size_t slot, int16_t err)
 typedef struct held_alter_s {
     kc_api_ctx_t *ctx;
     kc_api_call_t *call;
-    const kc_request_t *req;
+    kc_request_t req; /* a copy: the handler's is dispatch's, on its stack; the body it points
+                       * to is in the call's arena, as is the frame */
     kc_arena_t *a;
     void *resp;
 } held_alter_t;
@@ -291,7 +292,7 @@ typedef struct held_alter_s {
 static void alter_when_idle(void *arg)
 {
     held_alter_t *h = arg;
-    switch (kc_api_incremental_alter_configs(h->ctx, h->call, h->req, h->a, h->resp)) {
+    switch (kc_api_incremental_alter_configs(h->ctx, h->call, &h->req, h->a, h->resp)) {
     case KC_API_DONE:
         kc_api_call_reply(h->call, h->resp);
         break;
@@ -314,7 +315,7 @@ int kc_api_incremental_alter_configs(kc_api_ctx_t *ctx, kc_api_call_t *call,
          * (Kafka's controller validates against its uncommitted state). */
         held_alter_t *h = kc_arena_alloc(a, sizeof(*h));
         if (h != NULL) {
-            *h = (held_alter_t){ctx, call, req, a, resp};
+            *h = (held_alter_t){ctx, call, *req, a, resp};
             if (kc_meta_when_idle(ctx->coord, alter_when_idle, h) == 0)
                 return KC_API_PARKED;
         }
