@@ -314,7 +314,12 @@ int kc_api_incremental_alter_configs(kc_api_ctx_t *ctx, kc_api_call_t *call,
          * flight, wait for them, so that this alter is checked against the configs they make
          * (Kafka's controller validates against its uncommitted state). */
         held_alter_t *h = kc_arena_alloc(a, sizeof(*h));
-        if (h != NULL) {
+        /* The principal is the connection's, which may be gone when the alter runs. */
+        const char *who = call->principal != NULL
+                              ? kc_arena_dup(a, call->principal, strlen(call->principal) + 1)
+                              : NULL;
+        if (h != NULL && (call->principal == NULL || who != NULL)) {
+            call->principal = who;
             *h = (held_alter_t){ctx, call, *req, a, resp};
             if (kc_meta_when_idle(ctx->coord, alter_when_idle, h) == 0)
                 return KC_API_PARKED;

@@ -373,6 +373,28 @@ class ConcurrentAlterTest(MetaBase):
                                          configuration_keys=[SESSION_KEY, hb_key])])
             vals = {x.name: int(x.value) for x in r.results[0].configs}
             self.assertGreater(vals[SESSION_KEY], vals[hb_key], vals)
+        # An alter held behind another whose client has gone meanwhile: it still runs, and
+        # the leader goes on serving.
+        key, _, _, _ = gen_wire.APIS["IncrementalAlterConfigs"]
+        conns = [wire.Conn(port, "meta-admin-%d" % k) for k in range(2)]
+        try:
+            for k, conn in enumerate(conns):
+                body = gen_wire.encode_incremental_alter_configs_request(
+                    1, None, validate_only=False, resources=[dict(
+                        resource_type=32, resource_name="gone-%d" % k,
+                        configs=[dict(name=SESSION_KEY, config_operation=0, value="50000")])])
+                conn.send(key, 1, body, True)
+            conns[1].close()
+            c, r = conns[0].recv(True)
+            self.assertEqual(
+                gen_wire.decode_incremental_alter_configs_response(1, r).responses[0].error_code,
+                NONE)
+        finally:
+            for conn in conns:
+                conn.close()
+        self.assertEqual(wait_until("the gone client's alter to be applied",
+                                    lambda: self.config(leader, "gone-1")), "50000")
+        self.c.check_alive()
         self.ok = True
 
 
