@@ -1538,11 +1538,8 @@ static int cluster_snapshot(void *ctx, uint8_t **out, size_t *len)
                 if (!keep[k])
                     continue;
                 const snap_rec_t *r = &sp.v[k];
-                kc_wr_i64(&w, r->ts);
-                kc_wr_i32(&w, (int32_t)r->key_len);
-                kc_wr_raw(&w, sp.data.buf + r->key_off, r->key_len);
-                kc_wr_i32(&w, (int32_t)r->value_len);
-                kc_wr_raw(&w, sp.data.buf + r->value_off, r->value_len);
+                kc_coord_snap_record(&w, r->ts, sp.data.buf + r->key_off, r->key_len,
+                                     sp.data.buf + r->value_off, r->value_len);
             }
         }
         free(keep);
@@ -1631,6 +1628,16 @@ static int reset_partition(part_t *p, const kc_log_record_t *recs, size_t n)
     return 0;
 }
 
+void kc_coord_snap_record(kc_writer_t *w, int64_t ts, const uint8_t *key, size_t key_len,
+                          const uint8_t *value, size_t value_len)
+{
+    kc_wr_i64(w, ts);
+    kc_wr_i32(w, (int32_t)key_len);
+    kc_wr_raw(w, key, key_len);
+    kc_wr_i32(w, (int32_t)value_len);
+    kc_wr_raw(w, value, value_len);
+}
+
 /* An int32 length and that many bytes of a snapshot, as a view into it. */
 static void snap_bytes(kc_reader_t *r, const uint8_t **p, size_t *len)
 {
@@ -1646,24 +1653,44 @@ static void snap_bytes(kc_reader_t *r, const uint8_t **p, size_t *len)
     kc_rd_skip(r, (size_t)n);
 }
 
+/* One section of a snapshot: partition `idx`'s records, as views into the snapshot, in
+ * *recs (calloc'd, NULL when none; the caller frees it) and *n. -1 when it is not that
+ * partition's or does not read. */
+static int snap_section(kc_reader_t *r, int32_t idx, size_t len, kc_log_record_t **recs, size_t *n)
+{
+    *recs = NULL;
+    *n = 0;
+    int32_t at = kc_rd_i32(r);
+    int32_t count = kc_rd_i32(r);
+    if (r->err || at != idx || count < 0 || (size_t)count > len)
+        return -1;
+    kc_log_record_t *v = count ? calloc((size_t)count, sizeof(*v)) : NULL;
+    if (count && v == NULL)
+        return -1;
+    for (int32_t k = 0; k < count && !r->err; k++) {
+        v[k].timestamp_ms = kc_rd_i64(r);
+        snap_bytes(r, &v[k].key, &v[k].key_len);
+        snap_bytes(r, &v[k].value, &v[k].value_len);
+    }
+    if (r->err) {
+        free(v);
+        return -1;
+    }
+    *recs = v;
+    *n = (size_t)count;
+    return 0;
+}
+
 /* The metadata partition's section of a snapshot, after the partitions' (none: it was empty). */
 static int restore_meta(kc_coord_t *c, kc_reader_t *r, size_t len)
 {
     if (kc_rd_remaining(r) == 0)
         return kc_meta_restore(c, NULL, 0);
-    int32_t idx = kc_rd_i32(r);
-    int32_t n = kc_rd_i32(r);
-    if (r->err || idx != KC_COORD_META_PARTITION || n < 0 || (size_t)n > len)
+    kc_log_record_t *recs;
+    size_t n;
+    if (snap_section(r, KC_COORD_META_PARTITION, len, &recs, &n) != 0)
         return -1;
-    kc_log_record_t *recs = n ? calloc((size_t)n, sizeof(*recs)) : NULL;
-    if (n && recs == NULL)
-        return -1;
-    for (int32_t k = 0; k < n && !r->err; k++) {
-        recs[k].timestamp_ms = kc_rd_i64(r);
-        snap_bytes(r, &recs[k].key, &recs[k].key_len);
-        snap_bytes(r, &recs[k].value, &recs[k].value_len);
-    }
-    int rc = r->err ? -1 : kc_meta_restore(c, recs, (size_t)n);
+    int rc = kc_meta_restore(c, recs, n);
     free(recs);
     return rc;
 }
@@ -1696,26 +1723,11 @@ static int cluster_restore(void *ctx, const uint8_t *data, size_t len)
         clean_finish_now(&c->parts[i]);
     int rc = 0;
     for (int32_t i = 0; i < c->n && rc == 0; i++) {
-        int32_t idx = kc_rd_i32(&r);
-        int32_t n = kc_rd_i32(&r);
-        if (r.err || idx != i || n < 0 || (size_t)n > len) {
-            rc = -1;
-            break;
-        }
-        kc_log_record_t *recs = n ? calloc((size_t)n, sizeof(*recs)) : NULL;
-        if (n && recs == NULL) {
-            rc = -1;
-            break;
-        }
-        for (int32_t k = 0; k < n && !r.err; k++) {
-            recs[k].timestamp_ms = kc_rd_i64(&r);
-            snap_bytes(&r, &recs[k].key, &recs[k].key_len);
-            snap_bytes(&r, &recs[k].value, &recs[k].value_len);
-        }
-        if (r.err)
-            rc = -1;
-        else if (reset_partition(&c->parts[i], recs, (size_t)n) != 0)
-            rc = -1;
+        kc_log_record_t *recs;
+        size_t n;
+        rc = snap_section(&r, i, len, &recs, &n);
+        if (rc == 0)
+            rc = reset_partition(&c->parts[i], recs, n) != 0 ? -1 : 0;
         free(recs);
     }
     if (rc == 0)

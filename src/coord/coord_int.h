@@ -78,6 +78,10 @@ struct kc_log_record_s;
 int kc_meta_restore(kc_coord_t *c, const struct kc_log_record_s *recs, size_t n);
 /* The coordinator's metadata partition (coord.c). */
 kc_meta_t *kc_coord_meta(kc_coord_t *c);
+/* One record of a raft snapshot's partition section (coord.c, which reads them back): its
+ * timestamp, then its key and its value, each an int32 length and the bytes. */
+void kc_coord_snap_record(kc_writer_t *w, int64_t ts, const uint8_t *key, size_t key_len,
+                          const uint8_t *value, size_t value_len);
 
 /* ---- Group configs (gconf.c) ----------------------------------------------------------------- */
 

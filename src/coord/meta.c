@@ -333,13 +333,14 @@ void kc_meta_listen(kc_coord_t *c, kc_meta_listen_fn fn, void *arg)
     }
 }
 
-static void free_pend(kc_meta_t *m)
+/* Drop the queued records from `from` on. */
+static void free_pend(kc_meta_t *m, size_t from)
 {
-    for (size_t i = 0; i < m->n_pend; i++) {
+    for (size_t i = from; i < m->n_pend; i++) {
         free((void *)m->pend[i].key);
         free((void *)m->pend[i].value);
     }
-    m->n_pend = 0;
+    m->n_pend = from;
 }
 
 int16_t kc_meta_write(kc_coord_t *c, const kc_meta_rec_t *v, size_t n, kc_meta_done_fn done,
@@ -374,11 +375,7 @@ int16_t kc_meta_write(kc_coord_t *c, const kc_meta_rec_t *v, size_t n, kc_meta_d
         if (!k || (v[i].value && !val)) {
             free(k);
             free(val);
-            for (size_t j = n0; j < m->n_pend; j++) {
-                free((void *)m->pend[j].key);
-                free((void *)m->pend[j].value);
-            }
-            m->n_pend = n0;
+            free_pend(m, n0);
             free(w);
             return KC_ERR_UNKNOWN_SERVER_ERROR;
         }
@@ -408,7 +405,7 @@ int kc_meta_cluster_batch(kc_meta_t *m, int64_t now_ms, uint8_t **buf, size_t *l
     int rc = kc_log_batch_build(m->pend, m->n_pend, now_ms, KC_LOG_CODEC_NONE, buf, len);
     if (rc != 0)
         return rc;
-    free_pend(m);
+    free_pend(m, 0);
     *seq = m->seq_emitted;
     return 0;
 }
@@ -468,7 +465,7 @@ void kc_meta_cluster_fail(kc_meta_t *m, int16_t err)
     if (m->n_pend > 0)
         KC_WARN_LIMITED("coord", "%s-0: %zu records not submitted; failing what waited on them",
                         KC_META_TOPIC, m->n_pend);
-    free_pend(m);
+    free_pend(m, 0);
     kc_meta_cluster_done(m, UINT64_MAX, err);
 }
 
@@ -520,13 +517,8 @@ void kc_meta_snapshot(const kc_meta_t *m, kc_writer_t *w)
 {
     kc_wr_i32(w, KC_COORD_META_PARTITION);
     kc_wr_i32(w, m ? (int32_t)m->n : 0);
-    for (size_t i = 0; m && i < m->n; i++) {
-        kc_wr_i64(w, -1);
-        kc_wr_i32(w, (int32_t)m->v[i].key_len);
-        kc_wr_raw(w, m->v[i].key, m->v[i].key_len);
-        kc_wr_i32(w, (int32_t)m->v[i].value_len);
-        kc_wr_raw(w, m->v[i].value, m->v[i].value_len);
-    }
+    for (size_t i = 0; m && i < m->n; i++)
+        kc_coord_snap_record(w, -1, m->v[i].key, m->v[i].key_len, m->v[i].value, m->v[i].value_len);
 }
 
 static bool in_snapshot(const kc_log_record_t *recs, size_t n, const live_t *e)
